@@ -1,0 +1,167 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * The opcode table: the one place that says which headers each BTH opcode
+ * carries and what it means.  Header offsets are derived from the presence
+ * mask at start-up, never typed by hand.
+ */
+#include <string.h>
+
+#include "wire.h"
+
+const uint8_t droce_hdr_size[DROCE_HDR_COUNT] = {
+	[DROCE_HDR_DETH] = sizeof(struct droce_deth),
+	[DROCE_HDR_RETH] = sizeof(struct droce_reth),
+	[DROCE_HDR_ATMETH] = sizeof(struct droce_atmeth),
+	[DROCE_HDR_AETH] = sizeof(struct droce_aeth),
+	[DROCE_HDR_ATMACK] = sizeof(struct droce_atmack),
+	[DROCE_HDR_IMMDT] = sizeof(struct droce_immdt),
+	[DROCE_HDR_IETH] = sizeof(struct droce_ieth),
+	[DROCE_HDR_CNP] = sizeof(struct droce_cnp_pad),
+};
+
+const char *const droce_hdr_name[DROCE_HDR_COUNT] = {
+	[DROCE_HDR_DETH] = "DETH",
+	[DROCE_HDR_RETH] = "RETH",
+	[DROCE_HDR_ATMETH] = "AtomicETH",
+	[DROCE_HDR_AETH] = "AETH",
+	[DROCE_HDR_ATMACK] = "AtomicAckETH",
+	[DROCE_HDR_IMMDT] = "ImmDt",
+	[DROCE_HDR_IETH] = "IETH",
+	[DROCE_HDR_CNP] = "CNP-reserved",
+};
+
+#define F(x) DROCE_OPF_##x
+#define H(x) DROCE_HDRM(x)
+
+/* Operation rows shared by the RC and UC transports (UC has no read/atomic/inv). */
+#define OP(tr, op, nm, fl, hm) \
+	[DROCE_OPC(DROCE_TRANSPORT_##tr, DROCE_OP_##op)] = { \
+		.name = #tr "_" nm, .flags = F(VALID) | (fl), .hdr_mask = (hm) }
+
+#define SEND_ROWS(tr)                                                               \
+	OP(tr, SEND_FIRST, "SEND_FIRST", F(REQ) | F(SEND) | F(FIRST) | F(PAYLOAD) | F(RWQE), 0), \
+	OP(tr, SEND_MIDDLE, "SEND_MIDDLE", F(REQ) | F(SEND) | F(MIDDLE) | F(PAYLOAD) | F(RWQE), 0), \
+	OP(tr, SEND_LAST, "SEND_LAST", F(REQ) | F(SEND) | F(LAST) | F(PAYLOAD) | F(RWQE), 0), \
+	OP(tr, SEND_LAST_IMM, "SEND_LAST_WITH_IMMEDIATE",                             \
+	   F(REQ) | F(SEND) | F(LAST) | F(PAYLOAD) | F(RWQE) | F(IMM), H(IMMDT)),     \
+	OP(tr, SEND_ONLY, "SEND_ONLY", F(REQ) | F(SEND) | F(ONLY) | F(PAYLOAD) | F(RWQE), 0), \
+	OP(tr, SEND_ONLY_IMM, "SEND_ONLY_WITH_IMMEDIATE",                             \
+	   F(REQ) | F(SEND) | F(ONLY) | F(PAYLOAD) | F(RWQE) | F(IMM), H(IMMDT))
+
+#define WRITE_ROWS(tr)                                                              \
+	OP(tr, WRITE_FIRST, "RDMA_WRITE_FIRST", F(REQ) | F(WRITE) | F(FIRST) | F(PAYLOAD), H(RETH)), \
+	OP(tr, WRITE_MIDDLE, "RDMA_WRITE_MIDDLE", F(REQ) | F(WRITE) | F(MIDDLE) | F(PAYLOAD), 0), \
+	OP(tr, WRITE_LAST, "RDMA_WRITE_LAST", F(REQ) | F(WRITE) | F(LAST) | F(PAYLOAD), 0), \
+	OP(tr, WRITE_LAST_IMM, "RDMA_WRITE_LAST_WITH_IMMEDIATE",                      \
+	   F(REQ) | F(WRITE) | F(LAST) | F(PAYLOAD) | F(RWQE) | F(IMM), H(IMMDT)),    \
+	OP(tr, WRITE_ONLY, "RDMA_WRITE_ONLY", F(REQ) | F(WRITE) | F(ONLY) | F(PAYLOAD), H(RETH)), \
+	OP(tr, WRITE_ONLY_IMM, "RDMA_WRITE_ONLY_WITH_IMMEDIATE",                      \
+	   F(REQ) | F(WRITE) | F(ONLY) | F(PAYLOAD) | F(RWQE) | F(IMM), H(RETH) | H(IMMDT))
+
+/* The table itself; offsets are filled by droce_opcode_table_init(). */
+static struct droce_opcode_info opcode_table[256] = {
+	SEND_ROWS(RC),
+	WRITE_ROWS(RC),
+	OP(RC, READ_REQ, "RDMA_READ_REQUEST", F(REQ) | F(READ) | F(ONLY), H(RETH)),
+	OP(RC, READ_RESP_FIRST, "RDMA_READ_RESPONSE_FIRST",
+	   F(RESP) | F(READ) | F(FIRST) | F(PAYLOAD), H(AETH)),
+	OP(RC, READ_RESP_MIDDLE, "RDMA_READ_RESPONSE_MIDDLE",
+	   F(RESP) | F(READ) | F(MIDDLE) | F(PAYLOAD), 0),
+	OP(RC, READ_RESP_LAST, "RDMA_READ_RESPONSE_LAST",
+	   F(RESP) | F(READ) | F(LAST) | F(PAYLOAD), H(AETH)),
+	OP(RC, READ_RESP_ONLY, "RDMA_READ_RESPONSE_ONLY",
+	   F(RESP) | F(READ) | F(ONLY) | F(PAYLOAD), H(AETH)),
+	OP(RC, ACK, "ACKNOWLEDGE", F(RESP) | F(ACK) | F(ONLY), H(AETH)),
+	OP(RC, ATOMIC_ACK, "ATOMIC_ACKNOWLEDGE",
+	   F(RESP) | F(ACK) | F(ATOMIC) | F(ONLY), H(AETH) | H(ATMACK)),
+	OP(RC, CMP_SWAP, "COMPARE_SWAP", F(REQ) | F(ATOMIC) | F(ONLY), H(ATMETH)),
+	OP(RC, FETCH_ADD, "FETCH_ADD", F(REQ) | F(ATOMIC) | F(ONLY), H(ATMETH)),
+	OP(RC, SEND_LAST_INV, "SEND_LAST_WITH_INVALIDATE",
+	   F(REQ) | F(SEND) | F(LAST) | F(PAYLOAD) | F(RWQE) | F(INV), H(IETH)),
+	OP(RC, SEND_ONLY_INV, "SEND_ONLY_WITH_INVALIDATE",
+	   F(REQ) | F(SEND) | F(ONLY) | F(PAYLOAD) | F(RWQE) | F(INV), H(IETH)),
+
+	SEND_ROWS(UC),
+	WRITE_ROWS(UC),
+
+	OP(UD, SEND_ONLY, "SEND_ONLY", F(REQ) | F(SEND) | F(ONLY) | F(PAYLOAD) | F(RWQE), H(DETH)),
+	OP(UD, SEND_ONLY_IMM, "SEND_ONLY_WITH_IMMEDIATE",
+	   F(REQ) | F(SEND) | F(ONLY) | F(PAYLOAD) | F(RWQE) | F(IMM), H(DETH) | H(IMMDT)),
+
+	[DROCE_OP_CNP] = { .name = "CNP", .flags = F(VALID) | F(CNP) | F(ONLY), .hdr_mask = H(CNP) },
+};
+
+#undef OP
+#undef F
+#undef H
+
+extern const struct droce_opcode_info droce_opcode_table[256]
+	__attribute__((alias("opcode_table")));
+
+/* Offsets follow the IBTA header order (enum droce_hdr order). */
+RTE_INIT(droce_opcode_table_init)
+{
+	for (unsigned int op = 0; op < 256; op++) {
+		struct droce_opcode_info *oi = &opcode_table[op];
+		unsigned int off = sizeof(struct droce_bth);
+
+		if (!(oi->flags & DROCE_OPF_VALID))
+			continue;
+		for (unsigned int h = 0; h < DROCE_HDR_COUNT; h++) {
+			if (!(oi->hdr_mask & (1u << h)))
+				continue;
+			oi->off[h] = (uint8_t)off;
+			off += droce_hdr_size[h];
+		}
+		oi->hdr_len = (uint8_t)off;
+	}
+}
+
+/* ---- WR opcodes per QP type: the table in ibv_post_send(3) (newer form) ---- */
+
+const char *const droce_wr_opcode_name[DROCE_WR_OPCODE_COUNT] = {
+	[DROCE_WR_RDMA_WRITE] = "IBV_WR_RDMA_WRITE",
+	[DROCE_WR_RDMA_WRITE_WITH_IMM] = "IBV_WR_RDMA_WRITE_WITH_IMM",
+	[DROCE_WR_SEND] = "IBV_WR_SEND",
+	[DROCE_WR_SEND_WITH_IMM] = "IBV_WR_SEND_WITH_IMM",
+	[DROCE_WR_RDMA_READ] = "IBV_WR_RDMA_READ",
+	[DROCE_WR_ATOMIC_CMP_AND_SWP] = "IBV_WR_ATOMIC_CMP_AND_SWP",
+	[DROCE_WR_ATOMIC_FETCH_AND_ADD] = "IBV_WR_ATOMIC_FETCH_AND_ADD",
+	[DROCE_WR_LOCAL_INV] = "IBV_WR_LOCAL_INV",
+	[DROCE_WR_BIND_MW] = "IBV_WR_BIND_MW",
+	[DROCE_WR_SEND_WITH_INV] = "IBV_WR_SEND_WITH_INV",
+	[DROCE_WR_TSO] = "IBV_WR_TSO",
+	[DROCE_WR_DRIVER1] = "IBV_WR_DRIVER1",
+};
+
+const char *const droce_qp_type_name[DROCE_QPT_COUNT] = {
+	[DROCE_QPT_RC] = "IBV_QPT_RC",
+	[DROCE_QPT_UC] = "IBV_QPT_UC",
+	[DROCE_QPT_UD] = "IBV_QPT_UD",
+	[DROCE_QPT_XRC_SEND] = "IBV_QPT_XRC_SEND",
+	[DROCE_QPT_RAW_PACKET] = "IBV_QPT_RAW_PACKET",
+};
+
+#define Q(t) (1u << DROCE_QPT_##t)
+static const uint8_t wr_allowed[DROCE_WR_OPCODE_COUNT] = {
+	[DROCE_WR_SEND] = Q(UD) | Q(UC) | Q(RC) | Q(XRC_SEND) | Q(RAW_PACKET),
+	[DROCE_WR_SEND_WITH_IMM] = Q(UD) | Q(UC) | Q(RC) | Q(XRC_SEND),
+	[DROCE_WR_RDMA_WRITE] = Q(UC) | Q(RC) | Q(XRC_SEND),
+	[DROCE_WR_RDMA_WRITE_WITH_IMM] = Q(UC) | Q(RC) | Q(XRC_SEND),
+	[DROCE_WR_RDMA_READ] = Q(RC) | Q(XRC_SEND),
+	[DROCE_WR_ATOMIC_CMP_AND_SWP] = Q(RC) | Q(XRC_SEND),
+	[DROCE_WR_ATOMIC_FETCH_AND_ADD] = Q(RC) | Q(XRC_SEND),
+	[DROCE_WR_LOCAL_INV] = Q(UC) | Q(RC) | Q(XRC_SEND),
+	[DROCE_WR_BIND_MW] = Q(UC) | Q(RC) | Q(XRC_SEND),
+	[DROCE_WR_SEND_WITH_INV] = Q(UC) | Q(RC) | Q(XRC_SEND),
+	[DROCE_WR_TSO] = Q(UD) | Q(RAW_PACKET),
+	[DROCE_WR_DRIVER1] = 0,
+};
+#undef Q
+
+bool
+droce_wr_opcode_allowed(enum droce_qp_type qpt, unsigned int op)
+{
+	if ((unsigned int)qpt >= DROCE_QPT_COUNT || op >= DROCE_WR_OPCODE_COUNT)
+		return false;
+	return (wr_allowed[op] >> qpt) & 1u;
+}

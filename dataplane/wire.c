@@ -1,0 +1,425 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Frame builder and parser.
+ */
+#include <string.h>
+
+#include "icrc.h"
+#include "wire.h"
+
+#define IPV4_HDR_LEN ((uint16_t)sizeof(struct rte_ipv4_hdr))
+#define IPV6_HDR_LEN ((uint16_t)sizeof(struct rte_ipv6_hdr))
+#define UDP_HDR_LEN ((uint16_t)sizeof(struct rte_udp_hdr))
+#define BTH_LEN ((uint16_t)sizeof(struct droce_bth))
+
+const char *const droce_drop_name[DROCE_DROP_COUNT] = {
+#define DROCE_DROP_NAME(n, s) [DROCE_DROP_##n] = #n,
+	DROCE_DROP_REASONS(DROCE_DROP_NAME)
+#undef DROCE_DROP_NAME
+};
+
+const char *const droce_drop_desc[DROCE_DROP_COUNT] = {
+#define DROCE_DROP_DESC(n, s) [DROCE_DROP_##n] = s,
+	DROCE_DROP_REASONS(DROCE_DROP_DESC)
+#undef DROCE_DROP_DESC
+};
+
+static const uint8_t v4mapped_prefix[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+bool
+droce_gid_is_v4mapped(const uint8_t gid[16])
+{
+	return memcmp(gid, v4mapped_prefix, sizeof(v4mapped_prefix)) == 0;
+}
+
+void
+droce_gid_from_ipv4(uint8_t gid[16], rte_be32_t addr)
+{
+	memcpy(gid, v4mapped_prefix, sizeof(v4mapped_prefix));
+	memcpy(gid + 12, &addr, 4);
+}
+
+/* ---- Builder ---- */
+
+void
+droce_tmpl_init(struct droce_hdr_tmpl *t, const struct droce_path *p)
+{
+	struct rte_ether_hdr *eth = (struct rte_ether_hdr *)t->bytes;
+	uint8_t hop = p->hop_limit ? p->hop_limit : 64;
+	uint16_t off = RTE_ETHER_HDR_LEN;
+	struct rte_udp_hdr *udp;
+
+	memset(t, 0, sizeof(*t));
+	eth->dst_addr = p->dst_mac;
+	eth->src_addr = p->src_mac;
+	if (p->vlan) {
+		struct rte_vlan_hdr *vh = (struct rte_vlan_hdr *)(t->bytes + off);
+		eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_VLAN);
+		vh->vlan_tci = rte_cpu_to_be_16((uint16_t)((p->vlan_pcp & 0x7) << 13 | (p->vlan_id & 0xfff)));
+		vh->eth_proto = rte_cpu_to_be_16(p->ipv6 ? RTE_ETHER_TYPE_IPV6 : RTE_ETHER_TYPE_IPV4);
+		off += sizeof(*vh);
+	} else {
+		eth->ether_type = rte_cpu_to_be_16(p->ipv6 ? RTE_ETHER_TYPE_IPV6 : RTE_ETHER_TYPE_IPV4);
+	}
+	t->l3_off = (uint8_t)off;
+	t->ipv6 = p->ipv6;
+	if (p->ipv6) {
+		struct rte_ipv6_hdr *ip6 = (struct rte_ipv6_hdr *)(t->bytes + off);
+		ip6->vtc_flow = rte_cpu_to_be_32(6u << 28 | (uint32_t)p->traffic_class << 20 |
+						 (p->flow_label & 0xfffffu));
+		ip6->proto = IPPROTO_UDP;
+		ip6->hop_limits = hop;
+		memcpy(ip6->src_addr, p->src_gid, 16);
+		memcpy(ip6->dst_addr, p->dst_gid, 16);
+		off += IPV6_HDR_LEN;
+	} else {
+		struct rte_ipv4_hdr *ip4 = (struct rte_ipv4_hdr *)(t->bytes + off);
+		ip4->version_ihl = RTE_IPV4_VHL_DEF;
+		ip4->type_of_service = p->traffic_class;
+		ip4->fragment_offset = rte_cpu_to_be_16(RTE_IPV4_HDR_DF_FLAG);
+		ip4->time_to_live = hop;
+		ip4->next_proto_id = IPPROTO_UDP;
+		memcpy(&ip4->src_addr, p->src_gid + 12, 4);
+		memcpy(&ip4->dst_addr, p->dst_gid + 12, 4);
+		/* length, id and checksum are zero here: added per packet */
+		t->ip_csum_base = __rte_raw_cksum(ip4, IPV4_HDR_LEN, 0);
+		off += IPV4_HDR_LEN;
+	}
+	t->l4_off = (uint8_t)off;
+	udp = (struct rte_udp_hdr *)(t->bytes + off);
+	udp->src_port = rte_cpu_to_be_16(p->udp_sport);
+	udp->dst_port = rte_cpu_to_be_16(DROCE_UDP_PORT);
+	off += UDP_HDR_LEN;
+	t->len = (uint8_t)off;
+	t->ip_id = p->ip_id;
+	t->udp_csum = p->udp_csum;
+}
+
+static inline uint8_t
+pad_for(uint32_t payload_len)
+{
+	return (uint8_t)(-payload_len & 3u);
+}
+
+size_t
+droce_frame_len(const struct droce_hdr_tmpl *t, uint8_t opcode, uint32_t payload_len)
+{
+	return (size_t)t->len + droce_opcode_table[opcode].hdr_len + payload_len +
+	       pad_for(payload_len) + DROCE_ICRC_LEN;
+}
+
+static void
+write_ext_headers(uint8_t *bth0, const struct droce_opcode_info *oi,
+		  const struct droce_pkt_fields *f)
+{
+	if (oi->hdr_mask & DROCE_HDRM(DETH)) {
+		struct droce_deth *d = (struct droce_deth *)(bth0 + oi->off[DROCE_HDR_DETH]);
+		droce_deth_set_qkey(d, f->deth.qkey);
+		droce_deth_set_sqp(d, f->deth.src_qp);
+	}
+	if (oi->hdr_mask & DROCE_HDRM(RETH)) {
+		struct droce_reth *r = (struct droce_reth *)(bth0 + oi->off[DROCE_HDR_RETH]);
+		droce_reth_set_va(r, f->reth.va);
+		droce_reth_set_rkey(r, f->reth.rkey);
+		droce_reth_set_len(r, f->reth.len);
+	}
+	if (oi->hdr_mask & DROCE_HDRM(ATMETH)) {
+		struct droce_atmeth *a = (struct droce_atmeth *)(bth0 + oi->off[DROCE_HDR_ATMETH]);
+		droce_atmeth_set_va(a, f->atomic.va);
+		droce_atmeth_set_rkey(a, f->atomic.rkey);
+		droce_atmeth_set_swap_add(a, f->atomic.swap_add);
+		droce_atmeth_set_cmp(a, f->atomic.cmp);
+	}
+	if (oi->hdr_mask & DROCE_HDRM(AETH)) {
+		struct droce_aeth *a = (struct droce_aeth *)(bth0 + oi->off[DROCE_HDR_AETH]);
+		a->syn_msn = 0;
+		droce_aeth_set_syndrome(a, f->aeth.syndrome);
+		droce_aeth_set_msn(a, f->aeth.msn);
+	}
+	if (oi->hdr_mask & DROCE_HDRM(ATMACK)) {
+		struct droce_atmack *a = (struct droce_atmack *)(bth0 + oi->off[DROCE_HDR_ATMACK]);
+		droce_atmack_set_orig(a, f->atomic_orig);
+	}
+	if (oi->hdr_mask & DROCE_HDRM(IMMDT))
+		droce_immdt_set_imm((struct droce_immdt *)(bth0 + oi->off[DROCE_HDR_IMMDT]), f->imm);
+	if (oi->hdr_mask & DROCE_HDRM(IETH))
+		droce_ieth_set_rkey((struct droce_ieth *)(bth0 + oi->off[DROCE_HDR_IETH]), f->ieth_rkey);
+	if (oi->hdr_mask & DROCE_HDRM(CNP))
+		memset(bth0 + oi->off[DROCE_HDR_CNP], 0, sizeof(struct droce_cnp_pad));
+}
+
+size_t
+droce_build_headers(struct droce_hdr_tmpl *t, uint8_t *buf, size_t cap,
+		    const struct droce_pkt_fields *f, uint32_t payload_len)
+{
+	const struct droce_opcode_info *oi = &droce_opcode_table[f->opcode];
+	size_t hdr_len = (size_t)t->len + oi->hdr_len;
+	size_t total;
+	struct droce_bth *bth;
+
+	if (!(oi->flags & DROCE_OPF_VALID))
+		return 0;
+	if (payload_len && !(oi->flags & DROCE_OPF_PAYLOAD))
+		return 0;
+	total = droce_frame_len(t, f->opcode, payload_len);
+	if (hdr_len > cap || total > UINT16_MAX)
+		return 0;
+
+	memcpy(buf, t->bytes, t->len);
+	if (t->ipv6) {
+		struct rte_ipv6_hdr *ip6 = (struct rte_ipv6_hdr *)(buf + t->l3_off);
+		ip6->payload_len = rte_cpu_to_be_16((uint16_t)(total - t->l3_off - IPV6_HDR_LEN));
+	} else {
+		struct rte_ipv4_hdr *ip4 = (struct rte_ipv4_hdr *)(buf + t->l3_off);
+		uint16_t tot = rte_cpu_to_be_16((uint16_t)(total - t->l3_off));
+		uint16_t id = rte_cpu_to_be_16(t->ip_id++);
+		uint32_t sum = t->ip_csum_base + tot + id;
+
+		ip4->total_length = tot;
+		ip4->packet_id = id;
+		ip4->hdr_checksum = (uint16_t)~__rte_raw_cksum_reduce(sum);
+	}
+	((struct rte_udp_hdr *)(buf + t->l4_off))->dgram_len =
+		rte_cpu_to_be_16((uint16_t)(total - t->l4_off));
+
+	bth = (struct droce_bth *)(buf + t->len);
+	memset(bth, 0, oi->hdr_len);
+	droce_bth_set_opcode(bth, f->opcode);
+	droce_bth_set_se(bth, f->se);
+	droce_bth_set_mig(bth, f->mig);
+	droce_bth_set_pad(bth, pad_for(payload_len));
+	droce_bth_set_pkey(bth, f->pkey);
+	droce_bth_set_fecn(bth, f->fecn);
+	droce_bth_set_becn(bth, f->becn);
+	droce_bth_set_qpn(bth, f->dqpn);
+	droce_bth_set_ackreq(bth, f->ackreq);
+	droce_bth_set_psn(bth, f->psn);
+	write_ext_headers((uint8_t *)bth, oi, f);
+	return hdr_len;
+}
+
+size_t
+droce_build_frame(struct droce_hdr_tmpl *t, uint8_t *buf, size_t cap,
+		  const struct droce_pkt_fields *f, const void *payload, uint32_t payload_len)
+{
+	size_t total, hdr_len;
+	uint8_t pad = pad_for(payload_len);
+	uint8_t *l3 = buf + t->l3_off;
+	uint8_t *icrc;
+
+	if (!(droce_opcode_table[f->opcode].flags & DROCE_OPF_VALID))
+		return 0;
+	total = droce_frame_len(t, f->opcode, payload_len);
+	if (total > cap)
+		return 0;
+	hdr_len = droce_build_headers(t, buf, cap, f, payload_len);
+	if (hdr_len == 0)
+		return 0;
+	if (payload_len)
+		memcpy(buf + hdr_len, payload, payload_len);
+	memset(buf + hdr_len + payload_len, 0, pad);
+	icrc = buf + total - DROCE_ICRC_LEN;
+	droce_icrc_store(icrc, droce_icrc_flat(l3, (size_t)(icrc - l3), t->ipv6));
+	if (t->udp_csum) {
+		struct rte_udp_hdr *udp = (struct rte_udp_hdr *)(buf + t->l4_off);
+		udp->dgram_cksum = t->ipv6 ? rte_ipv6_udptcp_cksum((struct rte_ipv6_hdr *)l3, udp)
+					   : rte_ipv4_udptcp_cksum((struct rte_ipv4_hdr *)l3, udp);
+	}
+	return total;
+}
+
+/* ---- Parser ---- */
+
+static enum droce_drop
+parse_l3(const uint8_t *frame, uint32_t len, struct droce_pkt *out, uint16_t ethertype,
+	 uint32_t *l4_len)
+{
+	uint16_t off = out->l3_off;
+
+	if (ethertype == RTE_ETHER_TYPE_IPV4) {
+		const struct rte_ipv4_hdr *ip4 = (const struct rte_ipv4_hdr *)(frame + off);
+		uint16_t tot;
+
+		if (len < (uint32_t)off + IPV4_HDR_LEN)
+			return DROCE_DROP_RUNT;
+		if ((ip4->version_ihl >> 4) != 4)
+			return DROCE_DROP_IP_VERSION;
+		if ((ip4->version_ihl & 0xf) != 5)
+			return DROCE_DROP_IPV4_HDR;
+		if (rte_be_to_cpu_16(ip4->fragment_offset) &
+		    (RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK))
+			return DROCE_DROP_IPV4_FRAG;
+		if (__rte_raw_cksum_reduce(__rte_raw_cksum(ip4, IPV4_HDR_LEN, 0)) != 0xffff)
+			return DROCE_DROP_IPV4_CSUM;
+		tot = rte_be_to_cpu_16(ip4->total_length);
+		if (tot < IPV4_HDR_LEN || (uint32_t)off + tot > len)
+			return DROCE_DROP_IP_LEN;
+		if (ip4->next_proto_id != IPPROTO_UDP)
+			return DROCE_DROP_NOT_UDP;
+		out->ipv6 = false;
+		out->traffic_class = ip4->type_of_service;
+		droce_gid_from_ipv4(out->src_gid, ip4->src_addr);
+		droce_gid_from_ipv4(out->dst_gid, ip4->dst_addr);
+		out->l4_off = (uint16_t)(off + IPV4_HDR_LEN);
+		out->frame_len = (uint32_t)off + tot;
+		*l4_len = tot - IPV4_HDR_LEN;
+		return DROCE_DROP_NONE;
+	}
+	if (ethertype == RTE_ETHER_TYPE_IPV6) {
+		const struct rte_ipv6_hdr *ip6 = (const struct rte_ipv6_hdr *)(frame + off);
+		uint32_t vtc;
+		uint16_t plen;
+
+		if (len < (uint32_t)off + IPV6_HDR_LEN)
+			return DROCE_DROP_RUNT;
+		vtc = rte_be_to_cpu_32(ip6->vtc_flow);
+		if ((vtc >> 28) != 6)
+			return DROCE_DROP_IP_VERSION;
+		plen = rte_be_to_cpu_16(ip6->payload_len);
+		if ((uint32_t)off + IPV6_HDR_LEN + plen > len)
+			return DROCE_DROP_IP_LEN;
+		if (ip6->proto != IPPROTO_UDP)
+			return DROCE_DROP_NOT_UDP;
+		out->ipv6 = true;
+		out->traffic_class = (uint8_t)(vtc >> 20);
+		memcpy(out->src_gid, ip6->src_addr, 16);
+		memcpy(out->dst_gid, ip6->dst_addr, 16);
+		out->l4_off = (uint16_t)(off + IPV6_HDR_LEN);
+		out->frame_len = (uint32_t)off + IPV6_HDR_LEN + plen;
+		*l4_len = plen;
+		return DROCE_DROP_NONE;
+	}
+	return DROCE_DROP_ETHERTYPE;
+}
+
+static bool
+udp_csum_ok(const uint8_t *frame, const struct droce_pkt *p)
+{
+	const void *l3 = frame + p->l3_off;
+	const struct rte_udp_hdr *udp = (const struct rte_udp_hdr *)(frame + p->l4_off);
+
+	if (udp->dgram_cksum == 0)
+		return true; /* RoCEv2 senders may leave it zero (IPv4 and IPv6) */
+	return (p->ipv6 ? rte_ipv6_udptcp_cksum_verify(l3, udp)
+			: rte_ipv4_udptcp_cksum_verify(l3, udp)) == 0;
+}
+
+enum droce_drop
+droce_parse_frame(const uint8_t *frame, uint32_t len, struct droce_pkt *out)
+{
+	const struct rte_ether_hdr *eth = (const struct rte_ether_hdr *)frame;
+	const struct rte_udp_hdr *udp;
+	const struct droce_bth *bth;
+	const struct droce_opcode_info *oi;
+	uint16_t ethertype;
+	uint32_t l4_len, bth_len, body;
+	enum droce_drop why;
+
+	memset(out, 0, sizeof(*out));
+	if (len < RTE_ETHER_HDR_LEN)
+		return DROCE_DROP_RUNT;
+	ethertype = rte_be_to_cpu_16(eth->ether_type);
+	out->l3_off = RTE_ETHER_HDR_LEN;
+	if (ethertype == RTE_ETHER_TYPE_VLAN) {
+		const struct rte_vlan_hdr *vh = (const struct rte_vlan_hdr *)(eth + 1);
+
+		if (len < RTE_ETHER_HDR_LEN + sizeof(*vh))
+			return DROCE_DROP_RUNT;
+		out->vlan = true;
+		out->vlan_tci = rte_be_to_cpu_16(vh->vlan_tci);
+		ethertype = rte_be_to_cpu_16(vh->eth_proto);
+		out->l3_off += sizeof(*vh);
+	}
+	why = parse_l3(frame, len, out, ethertype, &l4_len);
+	if (why != DROCE_DROP_NONE)
+		return why;
+
+	if (l4_len < UDP_HDR_LEN)
+		return DROCE_DROP_RUNT;
+	udp = (const struct rte_udp_hdr *)(frame + out->l4_off);
+	if (rte_be_to_cpu_16(udp->dst_port) != DROCE_UDP_PORT)
+		return DROCE_DROP_UDP_PORT;
+	if (rte_be_to_cpu_16(udp->dgram_len) != l4_len)
+		return DROCE_DROP_UDP_LEN;
+	out->udp_sport = rte_be_to_cpu_16(udp->src_port);
+
+	out->bth_off = (uint16_t)(out->l4_off + UDP_HDR_LEN);
+	bth_len = l4_len - UDP_HDR_LEN; /* BTH .. ICRC */
+	if (bth_len < BTH_LEN + DROCE_ICRC_LEN)
+		return DROCE_DROP_HDR_LEN;
+	bth = (const struct droce_bth *)(frame + out->bth_off);
+	if (droce_bth_tver(bth) != 0)
+		return DROCE_DROP_BTH_TVER;
+	oi = &droce_opcode_table[droce_bth_opcode(bth)];
+	if (!(oi->flags & DROCE_OPF_VALID))
+		return DROCE_DROP_OPCODE;
+	if (bth_len < (uint32_t)oi->hdr_len + DROCE_ICRC_LEN)
+		return DROCE_DROP_HDR_LEN;
+	body = bth_len - oi->hdr_len - DROCE_ICRC_LEN; /* payload + pad */
+	out->pad = droce_bth_pad(bth);
+	if (!(oi->flags & DROCE_OPF_PAYLOAD)) {
+		if (out->pad != 0)
+			return DROCE_DROP_PAD;
+		if (body != 0)
+			return DROCE_DROP_HDR_LEN;
+	} else if ((body & 3u) != 0 || out->pad > body) {
+		return DROCE_DROP_PAD;
+	}
+	if (!udp_csum_ok(frame, out))
+		return DROCE_DROP_UDP_CSUM;
+	if (droce_icrc_flat(frame + out->l3_off, out->frame_len - DROCE_ICRC_LEN - out->l3_off,
+			    out->ipv6) != droce_icrc_load(frame + out->frame_len - DROCE_ICRC_LEN))
+		return DROCE_DROP_ICRC;
+
+	out->info = oi;
+	out->opcode = droce_bth_opcode(bth);
+	out->payload_off = (uint16_t)(out->bth_off + oi->hdr_len);
+	out->payload_len = body - out->pad;
+	return DROCE_DROP_NONE;
+}
+
+void
+droce_pkt_read_fields(const struct droce_pkt *p, const uint8_t *frame, struct droce_pkt_fields *f)
+{
+	const struct droce_bth *bth = droce_pkt_bth(p, frame);
+	const struct droce_opcode_info *oi = p->info;
+
+	memset(f, 0, sizeof(*f));
+	f->opcode = droce_bth_opcode(bth);
+	f->se = droce_bth_se(bth);
+	f->mig = droce_bth_mig(bth);
+	f->pkey = droce_bth_pkey(bth);
+	f->fecn = droce_bth_fecn(bth);
+	f->becn = droce_bth_becn(bth);
+	f->dqpn = droce_bth_qpn(bth);
+	f->ackreq = droce_bth_ackreq(bth);
+	f->psn = droce_bth_psn(bth);
+	if (oi->hdr_mask & DROCE_HDRM(DETH)) {
+		const struct droce_deth *d = droce_pkt_hdr(p, frame, DROCE_HDR_DETH);
+		f->deth.qkey = droce_deth_qkey(d);
+		f->deth.src_qp = droce_deth_sqp(d);
+	}
+	if (oi->hdr_mask & DROCE_HDRM(RETH)) {
+		const struct droce_reth *r = droce_pkt_hdr(p, frame, DROCE_HDR_RETH);
+		f->reth.va = droce_reth_va(r);
+		f->reth.rkey = droce_reth_rkey(r);
+		f->reth.len = droce_reth_len(r);
+	}
+	if (oi->hdr_mask & DROCE_HDRM(ATMETH)) {
+		const struct droce_atmeth *a = droce_pkt_hdr(p, frame, DROCE_HDR_ATMETH);
+		f->atomic.va = droce_atmeth_va(a);
+		f->atomic.rkey = droce_atmeth_rkey(a);
+		f->atomic.swap_add = droce_atmeth_swap_add(a);
+		f->atomic.cmp = droce_atmeth_cmp(a);
+	}
+	if (oi->hdr_mask & DROCE_HDRM(AETH)) {
+		const struct droce_aeth *a = droce_pkt_hdr(p, frame, DROCE_HDR_AETH);
+		f->aeth.syndrome = droce_aeth_syndrome(a);
+		f->aeth.msn = droce_aeth_msn(a);
+	}
+	if (oi->hdr_mask & DROCE_HDRM(ATMACK))
+		f->atomic_orig = droce_atmack_orig(droce_pkt_hdr(p, frame, DROCE_HDR_ATMACK));
+	if (oi->hdr_mask & DROCE_HDRM(IMMDT))
+		f->imm = droce_immdt_imm(droce_pkt_hdr(p, frame, DROCE_HDR_IMMDT));
+	if (oi->hdr_mask & DROCE_HDRM(IETH))
+		f->ieth_rkey = droce_ieth_rkey(droce_pkt_hdr(p, frame, DROCE_HDR_IETH));
+}

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * droce runtime configuration: the validated form of the INI file.
+ *
+ * The file has these sections (unknown sections and keys are errors):
+ *
+ *   [eal]      args = EAL arguments, split on blanks (no quoting)
+ *   [engines]  mode = dedicated | colocated
+ *              lcores = 1,2 | 1-3      (dedicated: worker lcores, one engine each)
+ *              count = N               (colocated: number of engines, default 1)
+ *   [mempool]  mbufs = N, cache = N, data_room = bytes, capture_mbufs = N
+ *   [portN]    kind = ring | memif | af_packet | af_xdp | tap | pci
+ *              peer = portM            (ring)
+ *              role = server | client, socket = path, id = N   (memif)
+ *              iface = name            (af_packet, af_xdp, tap)
+ *              queue = N               (af_xdp: first queue)
+ *              pci = 0000:03:00.0      (pci)
+ *              mac = 02:00:c6:12:00:01
+ *              ipv4 = a.b.c.d[, ...]   ipv6 = x::y[, ...]   (the GID table)
+ *              mtu = 256..9000  rxq = N  txq = N  rxd = N  txd = N
+ *              capture = path.pcapng   vlan = 1..4094
+ *
+ * Comments start with '#' or ';' and run to the end of the line.
+ * Ports are numbered port0, port1, ... without gaps.
+ */
+#ifndef DROCE_CONFIG_H
+#define DROCE_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define DROCE_MAX_PORTS 8
+#define DROCE_MAX_GIDS 8
+#define DROCE_MAX_ENGINES 64
+#define DROCE_MAX_EAL_ARGS 64
+#define DROCE_MAX_QUEUES 16
+#define DROCE_CONFIG_PATH_MAX 256
+#define DROCE_CONFIG_NAME_MAX 64
+
+#define DROCE_MTU_MIN 256
+#define DROCE_MTU_MAX 9000
+
+enum droce_port_kind {
+	DROCE_PORT_KIND_RING,
+	DROCE_PORT_KIND_MEMIF,
+	DROCE_PORT_KIND_AF_PACKET,
+	DROCE_PORT_KIND_AF_XDP,
+	DROCE_PORT_KIND_TAP,
+	DROCE_PORT_KIND_PCI,
+	DROCE_PORT_KIND_COUNT
+};
+
+extern const char *const droce_port_kind_name[DROCE_PORT_KIND_COUNT];
+
+enum droce_engine_mode {
+	DROCE_ENGINE_MODE_COLOCATED,
+	DROCE_ENGINE_MODE_DEDICATED,
+};
+
+enum droce_memif_role {
+	DROCE_MEMIF_ROLE_SERVER,
+	DROCE_MEMIF_ROLE_CLIENT,
+};
+
+struct droce_port_config {
+	char name[16];                   /* "port0" */
+	enum droce_port_kind kind;
+	int peer;                        /* ring: index of the peer port */
+	enum droce_memif_role memif_role;
+	char memif_socket[108];          /* sun_path size */
+	uint32_t memif_id;
+	char iface[16];                  /* IFNAMSIZ */
+	uint32_t xdp_queue;
+	char pci[DROCE_CONFIG_NAME_MAX];
+	bool mac_set;
+	uint8_t mac[6];
+	unsigned int n_gids;
+	uint8_t gids[DROCE_MAX_GIDS][16]; /* ipv4 (as ::ffff:a.b.c.d) first, then ipv6 */
+	uint16_t mtu;                    /* IP MTU, default 1500 */
+	uint16_t rxq, txq;               /* default 1 each */
+	uint16_t rxd, txd;               /* descriptors per queue, default 1024 */
+	char capture[DROCE_CONFIG_PATH_MAX]; /* "" = off */
+	uint16_t vlan;                   /* 0 = untagged */
+};
+
+struct droce_config {
+	char source[DROCE_CONFIG_PATH_MAX]; /* file path, or "<embedded loopback.ini>" */
+	/* [eal] */
+	unsigned int n_eal_args;
+	char eal_args[DROCE_MAX_EAL_ARGS][DROCE_CONFIG_PATH_MAX];
+	/* [engines] */
+	enum droce_engine_mode engine_mode;
+	unsigned int n_engines;
+	uint16_t engine_lcores[DROCE_MAX_ENGINES]; /* dedicated only */
+	/* [mempool] */
+	uint32_t mbufs, mbuf_cache, data_room, capture_mbufs;
+	/* [portN] */
+	unsigned int n_ports;
+	struct droce_port_config ports[DROCE_MAX_PORTS];
+};
+
+/* Text of config/loopback.ini, embedded at build time. */
+extern const char droce_config_loopback_ini[];
+
+/*
+ * Loads and validates @path.  On error returns -1 with errno set (ENOENT,
+ * EINVAL, ...) and a message naming file, section, key and value, which is
+ * printed to stderr and kept for droce_last_error().
+ */
+int droce_config_load(const char *path, struct droce_config *cfg);
+
+/* Same for INI text in memory; @name stands for the file in messages. */
+int droce_config_load_text(const char *name, const char *text, struct droce_config *cfg);
+
+/* The embedded loopback configuration. */
+int droce_config_load_default(struct droce_config *cfg);
+
+/* Applies a command-line override "portN=path" to the capture key. */
+int droce_config_set_capture(struct droce_config *cfg, const char *spec);
+
+/* The last error message of the config or runtime layer ("" if none). */
+const char *droce_last_error(void);
+
+#endif /* DROCE_CONFIG_H */

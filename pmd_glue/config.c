@@ -1,0 +1,986 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * droce configuration: INI text -> validated struct droce_config.
+ *
+ * The text is first checked line by line (so syntax errors carry a line
+ * number), comments are stripped, and the result is handed to rte_cfgfile
+ * through a memfd.  Every section and key is then checked against the tables
+ * below; anything unknown is an error.
+ */
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <rte_cfgfile.h>
+#include <rte_ether.h>
+#include <rte_log.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include <droce/config.h>
+
+#include "internal.h"
+
+RTE_LOG_REGISTER(droce_config_logtype, droce.config, INFO);
+
+const char *const droce_port_kind_name[DROCE_PORT_KIND_COUNT] = {
+	[DROCE_PORT_KIND_RING] = "ring",
+	[DROCE_PORT_KIND_MEMIF] = "memif",
+	[DROCE_PORT_KIND_AF_PACKET] = "af_packet",
+	[DROCE_PORT_KIND_AF_XDP] = "af_xdp",
+	[DROCE_PORT_KIND_TAP] = "tap",
+	[DROCE_PORT_KIND_PCI] = "pci",
+};
+
+/* ---- error reporting ---- */
+
+static char last_error[1024];
+
+int
+droce_err_set(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "droce: %s\n", last_error);
+	errno = err;
+	return -1;
+}
+
+void
+droce_err_clear(void)
+{
+	last_error[0] = '\0';
+}
+
+const char *
+droce_last_error(void)
+{
+	return last_error;
+}
+
+/* ---- the loader's context ---- */
+
+/* Longest line rte_cfgfile reads in one piece, and its value limit. */
+#define LINE_MAX_LEN (CFG_NAME_LEN + CFG_VALUE_LEN)
+#define MAX_SECTIONS 32
+#define MAX_ENTRIES 32
+
+struct loader {
+	const char *file;
+	struct rte_cfgfile *cf;
+	struct droce_config *cfg;
+};
+
+/* Error about one key's value. */
+#define BAD_VALUE(ld, sec, key, val, fmt, ...)                                       \
+	droce_err_set(EINVAL, "%s: [%s] %s = %s: " fmt, (ld)->file, (sec), (key), (val), \
+		      ##__VA_ARGS__)
+/* Error about a whole section. */
+#define BAD_SECTION(ld, sec, fmt, ...) \
+	droce_err_set(EINVAL, "%s: [%s]: " fmt, (ld)->file, (sec), ##__VA_ARGS__)
+
+/* ---- value parsers: each returns 0 or -1 without reporting ---- */
+
+static int
+parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!isdigit((unsigned char)s[0]))
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno != 0 || *end != '\0' || v < min || v > max)
+		return -1;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+/* Splits @s on commas and blanks; calls @fn for each item. */
+static int
+for_each_item(const char *s, int (*fn)(void *arg, const char *item), void *arg)
+{
+	char buf[CFG_VALUE_LEN];
+	char *save = NULL, *tok;
+	int n = 0;
+
+	if (strlen(s) >= sizeof(buf))
+		return -1;
+	strcpy(buf, s);
+	for (tok = strtok_r(buf, ", \t", &save); tok != NULL; tok = strtok_r(NULL, ", \t", &save)) {
+		if (fn(arg, tok) < 0)
+			return -1;
+		n++;
+	}
+	return n == 0 ? -1 : 0;
+}
+
+struct gid_acc {
+	struct droce_port_config *pc;
+	int family;
+	const char *bad; /* why the last item failed */
+};
+
+static int
+add_gid(void *arg, const char *item)
+{
+	struct gid_acc *acc = arg;
+	struct droce_port_config *pc = acc->pc;
+	uint8_t gid[16];
+	unsigned int i;
+
+	memset(gid, 0, sizeof(gid));
+	if (acc->family == AF_INET) {
+		struct in_addr a;
+
+		if (inet_pton(AF_INET, item, &a) != 1) {
+			acc->bad = "not an IPv4 address";
+			return -1;
+		}
+		if (a.s_addr == 0 || a.s_addr == UINT32_MAX ||
+		    (ntohl(a.s_addr) >> 28) == 0xe) {
+			acc->bad = "not a unicast IPv4 address";
+			return -1;
+		}
+		gid[10] = 0xff;
+		gid[11] = 0xff;
+		memcpy(&gid[12], &a.s_addr, 4);
+	} else {
+		if (inet_pton(AF_INET6, item, gid) != 1) {
+			acc->bad = "not an IPv6 address";
+			return -1;
+		}
+		if (gid[0] == 0xff) {
+			acc->bad = "not a unicast IPv6 address";
+			return -1;
+		}
+	}
+	for (i = 0; i < pc->n_gids; i++) {
+		if (memcmp(pc->gids[i], gid, 16) == 0) {
+			acc->bad = "address listed twice";
+			return -1;
+		}
+	}
+	if (pc->n_gids >= DROCE_MAX_GIDS) {
+		acc->bad = "too many addresses (GID table holds " RTE_STR(DROCE_MAX_GIDS) ")";
+		return -1;
+	}
+	memcpy(pc->gids[pc->n_gids++], gid, 16);
+	return 0;
+}
+
+struct lcore_acc {
+	struct droce_config *cfg;
+	const char *bad;
+};
+
+static int
+add_lcores(void *arg, const char *item)
+{
+	struct lcore_acc *acc = arg;
+	char lo_s[16], *dash;
+	uint32_t lo, hi, i, j;
+
+	if (strlen(item) >= sizeof(lo_s)) {
+		acc->bad = "not an lcore list (e.g. 1,2 or 1-3)";
+		return -1;
+	}
+	strcpy(lo_s, item);
+	dash = strchr(lo_s, '-');
+	if (dash != NULL)
+		*dash = '\0';
+	if (parse_u32(lo_s, 0, RTE_MAX_LCORE - 1, &lo) < 0 ||
+	    (dash != NULL && parse_u32(dash + 1, 0, RTE_MAX_LCORE - 1, &hi) < 0)) {
+		acc->bad = "not an lcore list (e.g. 1,2 or 1-3; lcores below " RTE_STR(RTE_MAX_LCORE) ")";
+		return -1;
+	}
+	if (dash == NULL)
+		hi = lo;
+	if (hi < lo) {
+		acc->bad = "lcore range runs backwards";
+		return -1;
+	}
+	for (i = lo; i <= hi; i++) {
+		for (j = 0; j < acc->cfg->n_engines; j++) {
+			if (acc->cfg->engine_lcores[j] == i) {
+				acc->bad = "lcore listed twice";
+				return -1;
+			}
+		}
+		if (acc->cfg->n_engines >= DROCE_MAX_ENGINES) {
+			acc->bad = "too many engines (at most " RTE_STR(DROCE_MAX_ENGINES) ")";
+			return -1;
+		}
+		acc->cfg->engine_lcores[acc->cfg->n_engines++] = (uint16_t)i;
+	}
+	return 0;
+}
+
+/* ---- text preparation ---- */
+
+static void
+trim(char **s, char **e)
+{
+	while (*s < *e && isspace((unsigned char)**s))
+		(*s)++;
+	while (*e > *s && isspace((unsigned char)(*e)[-1]))
+		(*e)--;
+}
+
+/*
+ * Checks the syntax line by line and writes a comment-free copy to @fd.
+ */
+static int
+prepare_text(const char *file, const char *text, int fd)
+{
+	const char *p = text;
+	unsigned int lineno = 0;
+	bool in_section = false;
+
+	while (*p != '\0') {
+		const char *nl = strchr(p, '\n');
+		size_t len = nl != NULL ? (size_t)(nl - p) : strlen(p);
+		char line[LINE_MAX_LEN + 2];
+		char *s, *e, *c, *eq;
+
+		lineno++;
+		if (len > LINE_MAX_LEN)
+			return droce_err_set(EINVAL, "%s:%u: line longer than %d characters",
+					     file, lineno, LINE_MAX_LEN);
+		memcpy(line, p, len);
+		line[len] = '\0';
+		p += len + (nl != NULL);
+
+		for (c = line; *c != '\0'; c++) {
+			if (*c == '#' || *c == ';') {
+				*c = '\0';
+				break;
+			}
+		}
+		s = line;
+		e = line + strlen(line);
+		trim(&s, &e);
+		*e = '\0';
+		if (s == e)
+			continue;
+
+		if (*s == '[') {
+			char *name_s = s + 1, *name_e = e - 1;
+
+			if (e[-1] != ']' || e - s < 3)
+				return droce_err_set(EINVAL, "%s:%u: bad section header '%s'",
+						     file, lineno, s);
+			trim(&name_s, &name_e);
+			if (name_s == name_e || name_e - name_s >= CFG_NAME_LEN)
+				return droce_err_set(EINVAL, "%s:%u: bad section header '%s'",
+						     file, lineno, s);
+			*name_e = '\0';
+			if (dprintf(fd, "[%s]\n", name_s) < 0)
+				goto io_error;
+			in_section = true;
+			continue;
+		}
+
+		eq = strchr(s, '=');
+		if (eq == NULL)
+			return droce_err_set(EINVAL, "%s:%u: expected 'key = value' or '[section]', got '%s'",
+					     file, lineno, s);
+		{
+			char *ks = s, *ke = eq, *vs = eq + 1, *ve = e;
+
+			trim(&ks, &ke);
+			trim(&vs, &ve);
+			*ke = '\0';
+			*ve = '\0';
+			if (ks == ke)
+				return droce_err_set(EINVAL, "%s:%u: missing key before '='",
+						     file, lineno);
+			if (!in_section)
+				return droce_err_set(EINVAL, "%s:%u: %s = %s: key outside of any section",
+						     file, lineno, ks, vs);
+			if (vs == ve)
+				return droce_err_set(EINVAL, "%s:%u: %s: empty value",
+						     file, lineno, ks);
+			if (ke - ks >= CFG_NAME_LEN)
+				return droce_err_set(EINVAL, "%s:%u: key '%s' too long",
+						     file, lineno, ks);
+			if (ve - vs >= CFG_VALUE_LEN)
+				return droce_err_set(EINVAL, "%s:%u: %s: value longer than %d characters",
+						     file, lineno, ks, CFG_VALUE_LEN - 1);
+			if (dprintf(fd, "%s = %s\n", ks, vs) < 0)
+				goto io_error;
+		}
+	}
+	return 0;
+
+io_error:
+	return droce_err_set(errno, "%s: cannot stage config text: %s", file, strerror(errno));
+}
+
+static int
+stage_fd(void)
+{
+	int fd = memfd_create("droce-config", MFD_CLOEXEC);
+
+	if (fd < 0) {
+		char tmpl[] = "/tmp/droce-config-XXXXXX";
+
+		fd = mkostemp(tmpl, O_CLOEXEC);
+		if (fd >= 0)
+			unlink(tmpl);
+	}
+	return fd;
+}
+
+/* ---- sections ---- */
+
+typedef int (*key_fn)(struct loader *ld, const char *sec, const char *key, const char *val,
+		      void *obj);
+
+struct key_def {
+	const char *name;
+	key_fn fn;
+	uint32_t kinds; /* port keys: bit per enum droce_port_kind; 0 = all */
+};
+
+#define KIND(k) (1u << DROCE_PORT_KIND_##k)
+
+static int
+key_eal_args(struct loader *ld, const char *sec, const char *key, const char *val, void *obj)
+{
+	struct droce_config *cfg = obj;
+	char buf[CFG_VALUE_LEN], *save = NULL, *tok;
+
+	snprintf(buf, sizeof(buf), "%s", val);
+	for (tok = strtok_r(buf, " \t", &save); tok != NULL; tok = strtok_r(NULL, " \t", &save)) {
+		if (cfg->n_eal_args >= DROCE_MAX_EAL_ARGS)
+			return BAD_VALUE(ld, sec, key, val, "more than %d arguments",
+					 DROCE_MAX_EAL_ARGS);
+		snprintf(cfg->eal_args[cfg->n_eal_args++], DROCE_CONFIG_PATH_MAX, "%s", tok);
+	}
+	return 0;
+}
+
+static int
+key_engines_mode(struct loader *ld, const char *sec, const char *key, const char *val, void *obj)
+{
+	struct droce_config *cfg = obj;
+
+	if (strcmp(val, "dedicated") == 0)
+		cfg->engine_mode = DROCE_ENGINE_MODE_DEDICATED;
+	else if (strcmp(val, "colocated") == 0)
+		cfg->engine_mode = DROCE_ENGINE_MODE_COLOCATED;
+	else
+		return BAD_VALUE(ld, sec, key, val, "not an engine mode (dedicated or colocated)");
+	return 0;
+}
+
+static int
+key_engines_lcores(struct loader *ld, const char *sec, const char *key, const char *val, void *obj)
+{
+	struct lcore_acc acc = { .cfg = obj, .bad = "not an lcore list (e.g. 1,2 or 1-3)" };
+
+	acc.cfg->n_engines = 0;
+	if (for_each_item(val, add_lcores, &acc) < 0)
+		return BAD_VALUE(ld, sec, key, val, "%s", acc.bad);
+	return 0;
+}
+
+static int
+key_engines_count(struct loader *ld, const char *sec, const char *key, const char *val, void *obj)
+{
+	struct droce_config *cfg = obj;
+	uint32_t v;
+
+	if (parse_u32(val, 1, DROCE_MAX_ENGINES, &v) < 0)
+		return BAD_VALUE(ld, sec, key, val, "not a valid engine count (1..%d)",
+				 DROCE_MAX_ENGINES);
+	cfg->n_engines = v;
+	return 0;
+}
+
+#define U32_KEY(fname, field, min, max, what)                                        \
+	static int fname(struct loader *ld, const char *sec, const char *key,          \
+			 const char *val, void *obj)                                   \
+	{                                                                              \
+		uint32_t v;                                                            \
+		if (parse_u32(val, (min), (max), &v) < 0)                              \
+			return BAD_VALUE(ld, sec, key, val, "not a valid %s (%u..%u)", \
+					 what, (unsigned)(min), (unsigned)(max));      \
+		field = v;                                                             \
+		return 0;                                                              \
+	}
+
+U32_KEY(key_pool_mbufs, ((struct droce_config *)obj)->mbufs, 63, 4u << 20, "mbuf count")
+U32_KEY(key_pool_cache, ((struct droce_config *)obj)->mbuf_cache, 0, RTE_MEMPOOL_CACHE_MAX_SIZE,
+	"mempool cache size")
+U32_KEY(key_pool_data_room, ((struct droce_config *)obj)->data_room,
+	RTE_PKTMBUF_HEADROOM + DROCE_MTU_MIN + 18, UINT16_MAX, "mbuf data room")
+U32_KEY(key_pool_capture_mbufs, ((struct droce_config *)obj)->capture_mbufs, 63, 1u << 20,
+	"capture mbuf count")
+
+U32_KEY(key_port_mtu, ((struct droce_port_config *)obj)->mtu, DROCE_MTU_MIN, DROCE_MTU_MAX,
+	"MTU")
+U32_KEY(key_port_rxq, ((struct droce_port_config *)obj)->rxq, 1, DROCE_MAX_QUEUES,
+	"receive queue count")
+U32_KEY(key_port_txq, ((struct droce_port_config *)obj)->txq, 1, DROCE_MAX_QUEUES,
+	"transmit queue count")
+U32_KEY(key_port_rxd, ((struct droce_port_config *)obj)->rxd, 32, 32768,
+	"receive descriptor count")
+U32_KEY(key_port_txd, ((struct droce_port_config *)obj)->txd, 32, 32768,
+	"transmit descriptor count")
+U32_KEY(key_port_vlan, ((struct droce_port_config *)obj)->vlan, 1, 4094, "VLAN id")
+U32_KEY(key_port_memif_id, ((struct droce_port_config *)obj)->memif_id, 0, UINT32_MAX,
+	"memif id")
+U32_KEY(key_port_queue, ((struct droce_port_config *)obj)->xdp_queue, 0, 1023, "queue index")
+
+static int
+key_port_kind(struct loader *ld, const char *sec, const char *key, const char *val, void *obj)
+{
+	/* Read before the other keys; see load_port(). */
+	return 0;
+}
+
+static int
+key_port_peer(struct loader *ld, const char *sec, const char *key, const char *val, void *obj)
+{
+	struct droce_port_config *pc = obj;
+	uint32_t v;
+
+	if (strncmp(val, "port", 4) != 0 || parse_u32(val + 4, 0, DROCE_MAX_PORTS - 1, &v) < 0)
+		return BAD_VALUE(ld, sec, key, val, "not a port name (port0..port%d)",
+				 DROCE_MAX_PORTS - 1);
+	pc->peer = (int)v;
+	return 0;
+}
+
+static int
+key_port_role(struct loader *ld, const char *sec, const char *key, const char *val, void *obj)
+{
+	struct droce_port_config *pc = obj;
+
+	if (strcmp(val, "server") == 0)
+		pc->memif_role = DROCE_MEMIF_ROLE_SERVER;
+	else if (strcmp(val, "client") == 0)
+		pc->memif_role = DROCE_MEMIF_ROLE_CLIENT;
+	else
+		return BAD_VALUE(ld, sec, key, val, "not a memif role (server or client)");
+	return 0;
+}
+
+static int
+copy_str(struct loader *ld, const char *sec, const char *key, const char *val, char *dst,
+	 size_t cap)
+{
+	if (strlen(val) >= cap)
+		return BAD_VALUE(ld, sec, key, val, "longer than %zu characters", cap - 1);
+	strcpy(dst, val);
+	return 0;
+}
+
+static int
+key_port_socket(struct loader *ld, const char *sec, const char *key, const char *val, void *obj)
+{
+	struct droce_port_config *pc = obj;
+
+	if (strchr(val, ',') != NULL)
+		return BAD_VALUE(ld, sec, key, val, "socket path must not contain ','");
+	return copy_str(ld, sec, key, val, pc->memif_socket, sizeof(pc->memif_socket));
+}
+
+static int
+key_port_iface(struct loader *ld, const char *sec, const char *key, const char *val, void *obj)
+{
+	struct droce_port_config *pc = obj;
+	const char *c;
+
+	for (c = val; *c != '\0'; c++)
+		if (!isalnum((unsigned char)*c) && *c != '-' && *c != '_' && *c != '.')
+			return BAD_VALUE(ld, sec, key, val, "not a network interface name");
+	return copy_str(ld, sec, key, val, pc->iface, sizeof(pc->iface));
+}
+
+static int
+key_port_pci(struct loader *ld, const char *sec, const char *key, const char *val, void *obj)
+{
+	struct droce_port_config *pc = obj;
+	unsigned int dom, bus, dev, fn;
+	char tail;
+
+	if (sscanf(val, "%x:%x:%x.%x%c", &dom, &bus, &dev, &fn, &tail) != 4 || dom > 0xffff ||
+	    bus > 0xff || dev > 0x1f || fn > 7)
+		return BAD_VALUE(ld, sec, key, val,
+				 "not a PCI address (domain:bus:device.function, e.g. 0000:03:00.0)");
+	return copy_str(ld, sec, key, val, pc->pci, sizeof(pc->pci));
+}
+
+static int
+key_port_mac(struct loader *ld, const char *sec, const char *key, const char *val, void *obj)
+{
+	struct droce_port_config *pc = obj;
+	struct rte_ether_addr ea;
+
+	if (rte_ether_unformat_addr(val, &ea) < 0)
+		return BAD_VALUE(ld, sec, key, val, "not a MAC address (e.g. 02:00:c6:12:00:01)");
+	if (!rte_is_valid_assigned_ether_addr(&ea))
+		return BAD_VALUE(ld, sec, key, val, "not a unicast MAC address");
+	memcpy(pc->mac, ea.addr_bytes, 6);
+	pc->mac_set = true;
+	return 0;
+}
+
+static int
+key_port_ip(struct loader *ld, const char *sec, const char *key, const char *val, void *obj,
+	    int family)
+{
+	struct gid_acc acc = { .pc = obj, .family = family,
+			       .bad = family == AF_INET ? "not an IPv4 address list"
+							: "not an IPv6 address list" };
+
+	if (for_each_item(val, add_gid, &acc) < 0)
+		return BAD_VALUE(ld, sec, key, val, "%s", acc.bad);
+	return 0;
+}
+
+static int
+key_port_ipv4(struct loader *ld, const char *sec, const char *key, const char *val, void *obj)
+{
+	return key_port_ip(ld, sec, key, val, obj, AF_INET);
+}
+
+static int
+key_port_ipv6(struct loader *ld, const char *sec, const char *key, const char *val, void *obj)
+{
+	return key_port_ip(ld, sec, key, val, obj, AF_INET6);
+}
+
+static int
+key_port_capture(struct loader *ld, const char *sec, const char *key, const char *val, void *obj)
+{
+	struct droce_port_config *pc = obj;
+
+	return copy_str(ld, sec, key, val, pc->capture, sizeof(pc->capture));
+}
+
+static const struct key_def eal_keys[] = {
+	{ "args", key_eal_args, 0 },
+	{ NULL, NULL, 0 },
+};
+
+static const struct key_def engine_keys[] = {
+	{ "mode", key_engines_mode, 0 },
+	{ "lcores", key_engines_lcores, 0 },
+	{ "count", key_engines_count, 0 },
+	{ NULL, NULL, 0 },
+};
+
+static const struct key_def mempool_keys[] = {
+	{ "mbufs", key_pool_mbufs, 0 },
+	{ "cache", key_pool_cache, 0 },
+	{ "data_room", key_pool_data_room, 0 },
+	{ "capture_mbufs", key_pool_capture_mbufs, 0 },
+	{ NULL, NULL, 0 },
+};
+
+static const struct key_def port_keys[] = {
+	{ "kind", key_port_kind, 0 },
+	{ "peer", key_port_peer, KIND(RING) },
+	{ "role", key_port_role, KIND(MEMIF) },
+	{ "socket", key_port_socket, KIND(MEMIF) },
+	{ "id", key_port_memif_id, KIND(MEMIF) },
+	{ "iface", key_port_iface, KIND(AF_PACKET) | KIND(AF_XDP) | KIND(TAP) },
+	{ "queue", key_port_queue, KIND(AF_XDP) },
+	{ "pci", key_port_pci, KIND(PCI) },
+	{ "mac", key_port_mac, 0 },
+	{ "ipv4", key_port_ipv4, 0 },
+	{ "ipv6", key_port_ipv6, 0 },
+	{ "mtu", key_port_mtu, 0 },
+	{ "rxq", key_port_rxq, 0 },
+	{ "txq", key_port_txq, 0 },
+	{ "rxd", key_port_rxd, 0 },
+	{ "txd", key_port_txd, 0 },
+	{ "capture", key_port_capture, 0 },
+	{ "vlan", key_port_vlan, 0 },
+	{ NULL, NULL, 0 },
+};
+
+static void
+kinds_str(uint32_t kinds, char *buf, size_t cap)
+{
+	unsigned int k;
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (k = 0; k < DROCE_PORT_KIND_COUNT; k++)
+		if (kinds & (1u << k))
+			off += (size_t)snprintf(buf + off, off < cap ? cap - off : 0, "%s%s",
+						off ? ", " : "", droce_port_kind_name[k]);
+}
+
+/*
+ * Applies every entry of section @idx through @defs.  @kind < 0 means the
+ * section is not a port.
+ */
+static int
+load_section(struct loader *ld, int idx, const char *sec, const struct key_def *defs,
+	     void *obj, int kind)
+{
+	struct rte_cfgfile_entry entries[MAX_ENTRIES];
+	char name[CFG_NAME_LEN];
+	int n, i, j;
+
+	n = rte_cfgfile_section_num_entries_by_index(ld->cf, name, idx);
+	if (n > MAX_ENTRIES)
+		return BAD_SECTION(ld, sec, "more than %d keys", MAX_ENTRIES);
+	n = rte_cfgfile_section_entries_by_index(ld->cf, idx, name, entries, MAX_ENTRIES);
+	if (n < 0)
+		return droce_err_set(EINVAL, "%s: [%s]: cannot read section", ld->file, sec);
+	for (i = 0; i < n; i++) {
+		const struct key_def *d;
+
+		for (j = 0; j < i; j++)
+			if (strcmp(entries[j].name, entries[i].name) == 0)
+				return BAD_VALUE(ld, sec, entries[i].name, entries[i].value,
+						 "key given twice (first value %s)",
+						 entries[j].value);
+		for (d = defs; d->name != NULL; d++)
+			if (strcmp(d->name, entries[i].name) == 0)
+				break;
+		if (d->name == NULL)
+			return BAD_VALUE(ld, sec, entries[i].name, entries[i].value,
+					 "unknown key in section [%s]", sec);
+		if (kind >= 0 && d->kinds != 0 && !(d->kinds & (1u << kind))) {
+			char ks[96];
+
+			kinds_str(d->kinds, ks, sizeof(ks));
+			return BAD_VALUE(ld, sec, entries[i].name, entries[i].value,
+					 "key not used by kind = %s (only by %s)",
+					 droce_port_kind_name[kind], ks);
+		}
+		if (d->fn(ld, sec, entries[i].name, entries[i].value, obj) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+static void
+port_defaults(struct droce_port_config *pc, unsigned int idx)
+{
+	memset(pc, 0, sizeof(*pc));
+	snprintf(pc->name, sizeof(pc->name), "port%u", idx);
+	pc->peer = -1;
+	pc->mtu = 1500;
+	pc->rxq = 1;
+	pc->txq = 1;
+	pc->rxd = 1024;
+	pc->txd = 1024;
+}
+
+static int
+load_port(struct loader *ld, int idx, const char *sec, unsigned int pidx)
+{
+	struct droce_port_config *pc = &ld->cfg->ports[pidx];
+	const char *kind = rte_cfgfile_get_entry(ld->cf, sec, "kind");
+	int k;
+
+	port_defaults(pc, pidx);
+	if (kind == NULL)
+		return BAD_SECTION(ld, sec, "missing key 'kind' (ring, memif, af_packet, af_xdp, tap or pci)");
+	for (k = 0; k < DROCE_PORT_KIND_COUNT; k++)
+		if (strcmp(kind, droce_port_kind_name[k]) == 0)
+			break;
+	if (k == DROCE_PORT_KIND_COUNT)
+		return BAD_VALUE(ld, sec, "kind", kind,
+				 "not a port kind (ring, memif, af_packet, af_xdp, tap or pci)");
+	pc->kind = (enum droce_port_kind)k;
+	if (load_section(ld, idx, sec, port_keys, pc, k) < 0)
+		return -1;
+
+	switch (pc->kind) {
+	case DROCE_PORT_KIND_RING:
+		if (pc->peer < 0)
+			return BAD_SECTION(ld, sec, "kind = ring needs key 'peer' (the other port of the pair)");
+		break;
+	case DROCE_PORT_KIND_MEMIF:
+		if (pc->memif_socket[0] == '\0')
+			return BAD_SECTION(ld, sec, "kind = memif needs key 'socket' (unix socket path)");
+		if (rte_cfgfile_get_entry(ld->cf, sec, "role") == NULL)
+			return BAD_SECTION(ld, sec, "kind = memif needs key 'role' (server or client)");
+		break;
+	case DROCE_PORT_KIND_AF_PACKET:
+	case DROCE_PORT_KIND_AF_XDP:
+	case DROCE_PORT_KIND_TAP:
+		if (pc->iface[0] == '\0')
+			return BAD_SECTION(ld, sec, "kind = %s needs key 'iface'",
+					   droce_port_kind_name[k]);
+		break;
+	case DROCE_PORT_KIND_PCI:
+		if (pc->pci[0] == '\0')
+			return BAD_SECTION(ld, sec, "kind = pci needs key 'pci' (PCI address)");
+		break;
+	default:
+		break;
+	}
+	if (pc->n_gids == 0)
+		return BAD_SECTION(ld, sec, "no address: a port needs 'ipv4' or 'ipv6' (its GIDs)");
+	return 0;
+}
+
+/* Checks that involve more than one key or section. */
+static int
+check_whole(struct loader *ld)
+{
+	struct droce_config *cfg = ld->cfg;
+	unsigned int i, j;
+	uint32_t need;
+
+	if (cfg->n_ports == 0)
+		return droce_err_set(EINVAL, "%s: no [port0] section: at least one port is needed",
+				     ld->file);
+	for (i = 0; i < cfg->n_ports; i++) {
+		struct droce_port_config *pc = &cfg->ports[i];
+		char peer_s[16];
+
+		if (pc->kind == DROCE_PORT_KIND_RING) {
+			struct droce_port_config *pp;
+
+			snprintf(peer_s, sizeof(peer_s), "port%d", pc->peer);
+			if ((unsigned int)pc->peer >= cfg->n_ports)
+				return BAD_VALUE(ld, pc->name, "peer", peer_s, "no such port");
+			if ((unsigned int)pc->peer == i)
+				return BAD_VALUE(ld, pc->name, "peer", peer_s,
+						 "a ring port cannot be its own peer");
+			pp = &cfg->ports[pc->peer];
+			if (pp->kind != DROCE_PORT_KIND_RING || pp->peer != (int)i)
+				return BAD_VALUE(ld, pc->name, "peer", peer_s,
+						 "[%s] must be kind = ring with peer = %s",
+						 pp->name, pc->name);
+			if (pc->txq != pp->rxq || pc->rxq != pp->txq)
+				return BAD_SECTION(ld, pc->name,
+						   "txq/rxq (%u/%u) must match the peer's rxq/txq (%u/%u)",
+						   pc->txq, pc->rxq, pp->rxq, pp->txq);
+		}
+		if (pc->kind == DROCE_PORT_KIND_PCI) {
+			for (j = 0; j < cfg->n_eal_args; j++)
+				if (strcmp(cfg->eal_args[j], "--no-pci") == 0)
+					return BAD_VALUE(ld, pc->name, "kind", "pci",
+							 "[eal] args contain --no-pci");
+		}
+		if (pc->kind == DROCE_PORT_KIND_MEMIF) {
+			for (j = 0; j < i; j++) {
+				struct droce_port_config *o = &cfg->ports[j];
+
+				if (o->kind == DROCE_PORT_KIND_MEMIF &&
+				    strcmp(o->memif_socket, pc->memif_socket) == 0 &&
+				    o->memif_id == pc->memif_id && o->memif_role == pc->memif_role)
+					return BAD_SECTION(ld, pc->name,
+							   "same memif socket, id and role as [%s]",
+							   o->name);
+			}
+		}
+		need = RTE_PKTMBUF_HEADROOM + pc->mtu + RTE_ETHER_HDR_LEN + 4 +
+		       (pc->vlan ? 4 : 0);
+		if (cfg->data_room < need) {
+			char v[16];
+
+			snprintf(v, sizeof(v), "%u", cfg->data_room);
+			return BAD_VALUE(ld, "mempool", "data_room", v,
+					 "too small for [%s] mtu = %u (needs %u with headroom)",
+					 pc->name, pc->mtu, need);
+		}
+	}
+	if (cfg->mbuf_cache > 0 && cfg->mbuf_cache * 3 / 2 > cfg->mbufs) {
+		char v[16];
+
+		snprintf(v, sizeof(v), "%u", cfg->mbuf_cache);
+		return BAD_VALUE(ld, "mempool", "cache", v,
+				 "larger than mbufs / 1.5 (mbufs = %u)", cfg->mbufs);
+	}
+	if (cfg->engine_mode == DROCE_ENGINE_MODE_DEDICATED) {
+		if (rte_cfgfile_get_entry(ld->cf, "engines", "count") != NULL)
+			return BAD_VALUE(ld, "engines", "count",
+					 rte_cfgfile_get_entry(ld->cf, "engines", "count"),
+					 "mode = dedicated takes 'lcores', not 'count'");
+		if (cfg->n_engines == 0)
+			return BAD_SECTION(ld, "engines", "mode = dedicated needs key 'lcores'");
+	} else {
+		if (rte_cfgfile_get_entry(ld->cf, "engines", "lcores") != NULL)
+			return BAD_VALUE(ld, "engines", "lcores",
+					 rte_cfgfile_get_entry(ld->cf, "engines", "lcores"),
+					 "mode = colocated takes 'count', not 'lcores'");
+		if (cfg->n_engines == 0)
+			cfg->n_engines = 1;
+	}
+	return 0;
+}
+
+static void
+config_defaults(struct droce_config *cfg, const char *file)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	snprintf(cfg->source, sizeof(cfg->source), "%s", file);
+	cfg->engine_mode = DROCE_ENGINE_MODE_COLOCATED;
+	cfg->mbufs = 8191;
+	cfg->mbuf_cache = 256;
+	cfg->data_room = RTE_MBUF_DEFAULT_BUF_SIZE;
+	cfg->capture_mbufs = 1023;
+}
+
+static int
+load_all(struct loader *ld)
+{
+	char *names[MAX_SECTIONS];
+	char storage[MAX_SECTIONS][CFG_NAME_LEN];
+	bool seen_port[DROCE_MAX_PORTS] = { false };
+	int n, i, j, rc = 0;
+
+	n = rte_cfgfile_num_sections(ld->cf, NULL, 0);
+	if (n > MAX_SECTIONS)
+		return droce_err_set(EINVAL, "%s: more than %d sections", ld->file, MAX_SECTIONS);
+	for (i = 0; i < MAX_SECTIONS; i++)
+		names[i] = storage[i];
+	n = rte_cfgfile_sections(ld->cf, names, MAX_SECTIONS);
+
+	for (i = 0; i < n && rc == 0; i++) {
+		const char *sec = names[i];
+		uint32_t pidx;
+
+		for (j = 0; j < i; j++)
+			if (strcmp(names[j], sec) == 0)
+				return BAD_SECTION(ld, sec, "section given twice");
+		if (strcmp(sec, "eal") == 0)
+			rc = load_section(ld, i, sec, eal_keys, ld->cfg, -1);
+		else if (strcmp(sec, "engines") == 0)
+			rc = load_section(ld, i, sec, engine_keys, ld->cfg, -1);
+		else if (strcmp(sec, "mempool") == 0)
+			rc = load_section(ld, i, sec, mempool_keys, ld->cfg, -1);
+		else if (strncmp(sec, "port", 4) == 0 &&
+			 parse_u32(sec + 4, 0, DROCE_MAX_PORTS - 1, &pidx) == 0 &&
+			 (sec[4] != '0' || sec[5] == '\0')) {
+			seen_port[pidx] = true;
+			if (pidx + 1 > ld->cfg->n_ports)
+				ld->cfg->n_ports = pidx + 1;
+			rc = load_port(ld, i, sec, pidx);
+		} else {
+			return BAD_SECTION(ld, sec,
+					   "unknown section (expected eal, engines, mempool or port0..port%d)",
+					   DROCE_MAX_PORTS - 1);
+		}
+	}
+	if (rc < 0)
+		return -1;
+	for (i = 0; i < (int)ld->cfg->n_ports; i++)
+		if (!seen_port[i])
+			return droce_err_set(EINVAL, "%s: [port%d] missing: ports are numbered from port0 without gaps (port%u exists)",
+					     ld->file, i, ld->cfg->n_ports - 1);
+	return check_whole(ld);
+}
+
+int
+droce_config_load_text(const char *name, const char *text, struct droce_config *cfg)
+{
+	struct loader ld = { .file = name, .cfg = cfg };
+	char fdpath[64];
+	int fd, rc;
+
+	droce_err_clear();
+	config_defaults(cfg, name);
+	fd = stage_fd();
+	if (fd < 0)
+		return droce_err_set(errno, "%s: cannot stage config: %s", name, strerror(errno));
+	if (prepare_text(name, text, fd) < 0) {
+		int e = errno;
+
+		close(fd);
+		errno = e;
+		return -1;
+	}
+	snprintf(fdpath, sizeof(fdpath), "/proc/self/fd/%d", fd);
+	ld.cf = rte_cfgfile_load(fdpath, 0);
+	close(fd);
+	if (ld.cf == NULL)
+		return droce_err_set(EINVAL, "%s: rte_cfgfile could not parse the file", name);
+	rc = load_all(&ld);
+	rte_cfgfile_close(ld.cf);
+	if (rc == 0)
+		CFG_LOG(DEBUG, "%s: %u ports, %u engines", name, cfg->n_ports, cfg->n_engines);
+	return rc;
+}
+
+int
+droce_config_load(const char *path, struct droce_config *cfg)
+{
+	struct stat st;
+	char *text;
+	FILE *f;
+	size_t n;
+	int rc;
+
+	droce_err_clear();
+	if (path == NULL || path[0] == '\0')
+		return droce_err_set(EINVAL, "config: empty file name");
+	f = fopen(path, "r");
+	if (f == NULL)
+		return droce_err_set(errno, "%s: cannot open config file: %s", path, strerror(errno));
+	if (fstat(fileno(f), &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20)) {
+		fclose(f);
+		return droce_err_set(EINVAL, "%s: not a regular config file of at most 1 MiB", path);
+	}
+	text = malloc((size_t)st.st_size + 1);
+	if (text == NULL) {
+		fclose(f);
+		return droce_err_set(ENOMEM, "%s: out of memory", path);
+	}
+	n = fread(text, 1, (size_t)st.st_size, f);
+	fclose(f);
+	text[n] = '\0';
+	if (strlen(text) != n) {
+		free(text);
+		return droce_err_set(EINVAL, "%s: config file contains a NUL byte", path);
+	}
+	rc = droce_config_load_text(path, text, cfg);
+	free(text);
+	return rc;
+}
+
+int
+droce_config_load_default(struct droce_config *cfg)
+{
+	return droce_config_load_text("<embedded loopback.ini>", droce_config_loopback_ini, cfg);
+}
+
+int
+droce_config_set_capture(struct droce_config *cfg, const char *spec)
+{
+	const char *eq = spec != NULL ? strchr(spec, '=') : NULL;
+	char port[16];
+	uint32_t idx;
+	size_t plen;
+
+	if (eq == NULL || eq == spec || eq[1] == '\0' || (size_t)(eq - spec) >= sizeof(port))
+		return droce_err_set(EINVAL, "--capture %s: expected PORT=PATH (e.g. port0=/tmp/p0.pcapng)",
+				     spec != NULL ? spec : "");
+	plen = (size_t)(eq - spec);
+	memcpy(port, spec, plen);
+	port[plen] = '\0';
+	if (strncmp(port, "port", 4) != 0 || parse_u32(port + 4, 0, DROCE_MAX_PORTS - 1, &idx) < 0 ||
+	    idx >= cfg->n_ports)
+		return droce_err_set(EINVAL, "--capture %s: no port '%s' in %s (it has port0..port%u)",
+				     spec, port, cfg->source, cfg->n_ports - 1);
+	if (strlen(eq + 1) >= sizeof(cfg->ports[idx].capture))
+		return droce_err_set(EINVAL, "--capture %s: path too long", spec);
+	strcpy(cfg->ports[idx].capture, eq + 1);
+	return 0;
+}

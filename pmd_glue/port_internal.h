@@ -1,0 +1,17 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Port set management, called by the runtime only.
+ */
+#ifndef DROCE_PMD_GLUE_PORT_INTERNAL_H
+#define DROCE_PMD_GLUE_PORT_INTERNAL_H
+
+#include <rte_mempool.h>
+
+#include <droce/config.h>
+
+/* Creates, configures and starts every port of @cfg (kept by reference). */
+int droce_ports_create(const struct droce_config *cfg, struct rte_mempool *mp);
+
+/* Stops and removes all ports, closing their captures. */
+void droce_ports_destroy(void);
+
+#endif

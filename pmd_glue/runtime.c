@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * droce runtime: EAL start from the configuration, mempools, ports.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <limits.h>
+#include <unistd.h>
+
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_mempool.h>
+
+#include <droce/droce.h>
+
+#include "internal.h"
+#include "port_internal.h"
+
+enum eal_state {
+	EAL_NONE,
+	EAL_READY,
+	EAL_FAILED,
+	EAL_CLEANED,
+};
+
+static struct {
+	enum eal_state eal;
+	bool running;
+	struct droce_config cfg;
+	struct rte_mempool *pool;
+	char own_prefix[32]; /* the --file-prefix droce added, "" if none */
+} rt;
+
+bool
+droce_running(void)
+{
+	return rt.running;
+}
+
+const struct droce_config *
+droce_get_config(void)
+{
+	return rt.running ? &rt.cfg : NULL;
+}
+
+struct rte_mempool *
+droce_pktmbuf_pool(void)
+{
+	return rt.pool;
+}
+
+static bool
+has_arg(const struct droce_config *cfg, const char *opt)
+{
+	size_t n = strlen(opt);
+	unsigned int i;
+
+	for (i = 0; i < cfg->n_eal_args; i++)
+		if (strncmp(cfg->eal_args[i], opt, n) == 0 &&
+		    (cfg->eal_args[i][n] == '\0' || cfg->eal_args[i][n] == '='))
+			return true;
+	return false;
+}
+
+static int
+eal_start(const struct droce_config *cfg)
+{
+	char *argv[DROCE_MAX_EAL_ARGS + 4];
+	char prefix[64];
+	char joined[1024];
+	size_t off = 0;
+	int argc = 0, rc;
+	unsigned int i;
+
+	switch (rt.eal) {
+	case EAL_READY:
+		PMD_LOG(DEBUG, "EAL already initialised; [eal] args of %s not applied", cfg->source);
+		return 0;
+	case EAL_FAILED:
+		return droce_err_set(EALREADY, "%s: EAL initialisation failed earlier in this process; it cannot be retried",
+				     cfg->source);
+	case EAL_CLEANED:
+		return droce_err_set(EALREADY, "%s: EAL was shut down (droce_shutdown); it cannot start again in this process",
+				     cfg->source);
+	default:
+		break;
+	}
+	if (has_arg(cfg, "--in-memory") && has_arg(cfg, "--no-huge"))
+		return droce_err_set(EINVAL, "%s: [eal] args: --in-memory cannot be combined with --no-huge on DPDK 22.11; use --file-prefix or --no-shconf",
+				     cfg->source);
+
+	argv[argc++] = (char *)"droce";
+	for (i = 0; i < cfg->n_eal_args; i++)
+		argv[argc++] = (char *)cfg->eal_args[i];
+	if (!has_arg(cfg, "--file-prefix") && !has_arg(cfg, "--in-memory")) {
+		snprintf(rt.own_prefix, sizeof(rt.own_prefix), "droce%ld", (long)getpid());
+		snprintf(prefix, sizeof(prefix), "--file-prefix=%s", rt.own_prefix);
+		argv[argc++] = prefix;
+	}
+	argv[argc] = NULL;
+	for (i = 0; i < (unsigned int)argc && off < sizeof(joined); i++)
+		off += (size_t)snprintf(joined + off, sizeof(joined) - off, "%s%s", i ? " " : "",
+					argv[i]);
+
+	rc = rte_eal_init(argc, argv);
+	if (rc < 0) {
+		int e = rte_errno;
+
+		if (e == EALREADY) {
+			/* Someone else (the application) started the EAL: use it. */
+			rt.eal = EAL_READY;
+			PMD_LOG(INFO, "EAL was initialised by the application; using it");
+			return 0;
+		}
+		rt.eal = EAL_FAILED;
+		return droce_err_set(e ? e : EINVAL, "%s: [eal] args: EAL initialisation failed (%s): %s",
+				     cfg->source, rte_strerror(e), joined);
+	}
+	rt.eal = EAL_READY;
+	PMD_LOG(DEBUG, "EAL up: %s", joined);
+	return 0;
+}
+
+static int
+check_engines(const struct droce_config *cfg)
+{
+	unsigned int i;
+
+	if (cfg->engine_mode != DROCE_ENGINE_MODE_DEDICATED)
+		return 0;
+	for (i = 0; i < cfg->n_engines; i++) {
+		unsigned int lc = cfg->engine_lcores[i];
+
+		if (!rte_lcore_is_enabled(lc))
+			return droce_err_set(EINVAL, "%s: [engines] lcores: lcore %u is not enabled by [eal] args (add it to -l)",
+					     cfg->source, lc);
+		if (lc == rte_get_main_lcore())
+			return droce_err_set(EINVAL, "%s: [engines] lcores: lcore %u is the main lcore; dedicated engines need worker lcores",
+					     cfg->source, lc);
+	}
+	return 0;
+}
+
+int
+droce_start_config(const struct droce_config *cfg)
+{
+	unsigned int pool_need = 0, i;
+
+	if (rt.running)
+		return droce_err_set(EALREADY, "droce is already running (from %s)", rt.cfg.source);
+	droce_err_clear();
+	if (&rt.cfg != cfg)
+		rt.cfg = *cfg;
+	cfg = &rt.cfg;
+	if (eal_start(cfg) < 0)
+		return -1;
+	if (check_engines(cfg) < 0)
+		return -1;
+
+	for (i = 0; i < cfg->n_ports; i++)
+		pool_need += (unsigned int)cfg->ports[i].rxq * cfg->ports[i].rxd;
+	if (pool_need >= cfg->mbufs) {
+		char v[16];
+
+		snprintf(v, sizeof(v), "%u", cfg->mbufs);
+		return droce_err_set(EINVAL, "%s: [mempool] mbufs = %s: the receive rings alone hold %u mbufs; raise mbufs or lower rxd",
+				     cfg->source, v, pool_need);
+	}
+	rt.pool = rte_pktmbuf_pool_create("droce_pkt", cfg->mbufs, cfg->mbuf_cache, 0,
+					  (uint16_t)cfg->data_room, SOCKET_ID_ANY);
+	if (rt.pool == NULL)
+		return droce_err_set(rte_errno, "%s: [mempool]: cannot create %u mbufs of %u bytes: %s (with --no-huge, raise -m)",
+				     cfg->source, cfg->mbufs, cfg->data_room, rte_strerror(rte_errno));
+	if (droce_ports_create(cfg, rt.pool) < 0) {
+		int e = errno;
+
+		rte_mempool_free(rt.pool);
+		rt.pool = NULL;
+		errno = e;
+		return -1;
+	}
+	rt.running = true;
+	return 0;
+}
+
+int
+droce_start(const char *config_path)
+{
+	struct droce_config *cfg;
+	int rc;
+
+	if (rt.running)
+		return droce_err_set(EALREADY, "droce is already running (from %s)", rt.cfg.source);
+	if (config_path == NULL) {
+		config_path = getenv("DROCE_CONFIG");
+		if (config_path != NULL && config_path[0] == '\0')
+			config_path = NULL;
+	}
+	/* Load into a scratch copy so a bad file leaves nothing half set. */
+	cfg = malloc(sizeof(*cfg));
+	if (cfg == NULL)
+		return droce_err_set(ENOMEM, "out of memory");
+	rc = config_path != NULL ? droce_config_load(config_path, cfg)
+				 : droce_config_load_default(cfg);
+	if (rc == 0)
+		rc = droce_start_config(cfg);
+	free(cfg);
+	return rc;
+}
+
+void
+droce_stop(void)
+{
+	if (!rt.running)
+		return;
+	droce_ports_destroy();
+	rte_mempool_free(rt.pool);
+	rt.pool = NULL;
+	rt.running = false;
+}
+
+/* Removes the EAL runtime directory of the file prefix droce chose itself. */
+static void
+remove_runtime_dir(const char *dir)
+{
+	const char *base = strrchr(dir, '/');
+	struct dirent *de;
+	DIR *d;
+
+	if (rt.own_prefix[0] == '\0' || base == NULL || strcmp(base + 1, rt.own_prefix) != 0)
+		return;
+	d = opendir(dir);
+	if (d == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
+			continue;
+		unlinkat(dirfd(d), de->d_name, 0);
+	}
+	closedir(d);
+	rmdir(dir);
+}
+
+void
+droce_shutdown(void)
+{
+	char dir[PATH_MAX];
+
+	droce_stop();
+	if (rt.eal == EAL_READY) {
+		snprintf(dir, sizeof(dir), "%s", rte_eal_get_runtime_dir());
+		rte_eal_cleanup();
+		rt.eal = EAL_CLEANED;
+		remove_runtime_dir(dir);
+	}
+}

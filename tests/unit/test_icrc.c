@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * CRC-32 backends and the ICRC against every frame of the scapy-made vectors.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "dataplane/icrc.h"
+#include "dataplane/wire.h"
+#include "pcap.h"
+
+Test(crc32, check_value_every_backend)
+{
+	for (int b = 0; b < DROCE_CRC_BACKEND_COUNT; b++) {
+		if (!droce_crc_backend_available(b))
+			continue;
+		cr_assert_eq(droce_crc32_with(b, 0, "123456789", 9), 0xcbf43926u, "%s",
+			     droce_crc_backend_name[b]);
+		cr_assert_eq(droce_crc32_with(b, 0, "", 0), 0);
+	}
+	cr_assert_eq(droce_crc32(0, "123456789", 9), 0xcbf43926u);
+	cr_assert(droce_crc_backend_available(DROCE_CRC_ISAL), "ISA-L is the build's CRC backend");
+}
+
+Test(crc32, ff8_seed)
+{
+	const uint8_t ff[8] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+
+	cr_assert_eq(droce_crc32(0, ff, 8), DROCE_ICRC_SEED);
+	cr_assert_eq(~DROCE_ICRC_SEED, 0xdebb20e3u, "the raw-register form Linux rxe uses");
+}
+
+Test(crc32, backends_agree_and_split_anywhere)
+{
+	uint8_t buf[3000];
+	uint32_t seed = 12345;
+
+	for (size_t i = 0; i < sizeof(buf); i++) {
+		seed = seed * 1103515245u + 12345u;
+		buf[i] = (uint8_t)(seed >> 16);
+	}
+	for (size_t len = 0; len < sizeof(buf); len += 97) {
+		uint32_t ref = droce_crc32_with(DROCE_CRC_ZLIB, 0, buf, len);
+
+		for (int b = 0; b < DROCE_CRC_BACKEND_COUNT; b++)
+			if (droce_crc_backend_available(b))
+				cr_assert_eq(droce_crc32_with(b, 0, buf, len), ref, "%s len %zu",
+					     droce_crc_backend_name[b], len);
+		for (size_t cut = 0; cut <= len; cut += 13) {
+			uint32_t c = droce_crc32(0, buf, cut);
+			cr_assert_eq(droce_crc32(c, buf + cut, len - cut), ref);
+		}
+	}
+}
+
+static const char *good_captures[] = {
+	"rc_send_only_v4.pcap", "rc_write_v4.pcap",      "rc_read_v4.pcap",
+	"rc_send_imm_v4.pcap",  "rc_atomic_v4.pcap",     "ud_send_v4.pcap",
+	"rc_send_only_v6.pcap", "rc_send_zero_len_v4.pcap", "rc_retransmit_v4.pcap",
+	"rc_write_imm_vlan_v4.pcap", "opcode_zoo_v4.pcap", "cnp_v4.pcap",
+	"all_good.pcap",
+};
+
+/* ICRC position from the IP lengths, independent of droce's parser. */
+static void
+locate(const struct test_frame *f, size_t *l3, size_t *end, bool *v6)
+{
+	size_t off = 12;
+	uint16_t et = (uint16_t)(f->data[off] << 8 | f->data[off + 1]);
+
+	if (et == 0x8100) {
+		off += 4;
+		et = (uint16_t)(f->data[off] << 8 | f->data[off + 1]);
+	}
+	*l3 = off + 2;
+	*v6 = et == 0x86dd;
+	if (*v6)
+		*end = *l3 + 40 + (size_t)(f->data[*l3 + 4] << 8 | f->data[*l3 + 5]);
+	else
+		*end = *l3 + (size_t)(f->data[*l3 + 2] << 8 | f->data[*l3 + 3]);
+}
+
+Test(icrc, every_good_vector_frame)
+{
+	unsigned int checked = 0;
+
+	for (size_t c = 0; c < RTE_DIM(good_captures); c++) {
+		struct test_capture cap;
+
+		char rel[256];
+
+		snprintf(rel, sizeof(rel), "vectors/%s", good_captures[c]);
+		cr_assert_eq(test_pcap_load(test_data_path(rel), &cap), 0, "%s", rel);
+		cr_assert_gt(cap.count, 0);
+		for (size_t i = 0; i < cap.count; i++) {
+			size_t l3, end;
+			bool v6;
+			uint32_t want, got, crc;
+
+			locate(&cap.frames[i], &l3, &end, &v6);
+			cr_assert_leq(end, cap.frames[i].len);
+			want = droce_icrc_load(cap.frames[i].data + end - 4);
+			got = droce_icrc_flat(cap.frames[i].data + l3, end - 4 - l3, v6);
+			cr_assert_eq(got, want, "%s frame %zu: ICRC %08x want %08x", good_captures[c],
+				     i + 1, got, want);
+			/* incremental: the masked headers, then the rest in two pieces */
+			size_t masked = (v6 ? 40 : 20) + 8 + 12, body = end - 4 - l3 - masked;
+			crc = droce_icrc_begin(cap.frames[i].data + l3, masked, v6);
+			crc = droce_icrc_update(crc, cap.frames[i].data + l3 + masked, body / 2);
+			crc = droce_icrc_update(crc, cap.frames[i].data + l3 + masked + body / 2,
+						body - body / 2);
+			cr_assert_eq(droce_icrc_finish(crc), want);
+			/* the residue check from vectors.md: CRC over data + trailer */
+			crc = droce_icrc_begin(cap.frames[i].data + l3, end - l3, v6);
+			cr_assert_eq(crc, 0x2144df1cu, "residue");
+			checked++;
+		}
+		test_pcap_free(&cap);
+	}
+	cr_assert_eq(checked, 2 * 58, "58 frames, and all_good.pcap holds them again");
+}
+
+Test(icrc, wire_bytes_of_vector_1)
+{
+	struct test_capture cap;
+	size_t l3, end;
+	bool v6;
+
+	cr_assert_eq(test_pcap_load(test_data_path("vectors/rc_send_only_v4.pcap"), &cap), 0);
+	locate(&cap.frames[0], &l3, &end, &v6);
+	cr_assert_eq(droce_icrc_flat(cap.frames[0].data + l3, end - 4 - l3, v6), 0x639231d4u,
+		     "vectors.md #1: CRC value 0x639231d4");
+	cr_assert_eq(cap.frames[0].data[end - 4], 0xd4, "stored least significant byte first");
+	test_pcap_free(&cap);
+}
+
+Test(icrc, bad_icrc_vectors_fail)
+{
+	struct test_capture cap;
+
+	cr_assert_eq(test_pcap_load(test_data_path("vectors/bad_icrc.pcap"), &cap), 0);
+	cr_assert_eq(cap.count, 4);
+	for (size_t i = 0; i < cap.count; i++) {
+		size_t l3, end;
+		bool v6;
+
+		locate(&cap.frames[i], &l3, &end, &v6);
+		cr_assert_neq(droce_icrc_flat(cap.frames[i].data + l3, end - 4 - l3, v6),
+			      droce_icrc_load(cap.frames[i].data + end - 4), "bad_icrc frame %zu", i + 1);
+	}
+	test_pcap_free(&cap);
+}
+
+Test(icrc, variant_fields_do_not_change_it)
+{
+	struct test_capture cap;
+	size_t l3, end;
+	bool v6;
+	uint8_t *f;
+	uint32_t ref;
+
+	cr_assert_eq(test_pcap_load(test_data_path("vectors/rc_send_only_v6.pcap"), &cap), 0);
+	f = cap.frames[0].data;
+	locate(&cap.frames[0], &l3, &end, &v6);
+	cr_assert(v6);
+	ref = droce_icrc_flat(f + l3, end - 4 - l3, v6);
+	f[l3] ^= 0x0f;     /* traffic class, low nibble */
+	f[l3 + 1] ^= 0xff; /* traffic class / flow label */
+	f[l3 + 3] ^= 0x5a; /* flow label */
+	f[l3 + 7] ^= 0x11; /* hop limit */
+	f[l3 + 46] ^= 0x77; /* UDP checksum */
+	f[l3 + 48 + 4] ^= 0xc0; /* FECN/BECN */
+	cr_assert_eq(droce_icrc_flat(f + l3, end - 4 - l3, v6), ref);
+	f[l3] ^= 0x10; /* the version nibble is covered */
+	cr_assert_neq(droce_icrc_flat(f + l3, end - 4 - l3, v6), ref);
+	f[l3] ^= 0x10;
+	f[l3 + 48 + 5] ^= 0x01; /* DestQP is covered */
+	cr_assert_neq(droce_icrc_flat(f + l3, end - 4 - l3, v6), ref);
+	test_pcap_free(&cap);
+}
