@@ -321,10 +321,7 @@ time_icrc(const uint8_t *payload, uint32_t plen, double secs, struct icrc_result
 		return;
 	cov4 = len4 - t4.l3_off - DROCE_ICRC_LEN; /* IP header .. pad */
 	cov6 = len6 - t6.l3_off - DROCE_ICRC_LEN;
-	/* Header length from the builder, not from droce_opcode_table: an
-	 * executable that reads that table out of libdroce.so gets a copy
-	 * relocation of it, taken before the library's constructor fills in the
-	 * header offsets, and the library then reads the empty copy. */
+	/* header length as the builder lays it out */
 	hdr4 = droce_build_headers(&t4, hdrbuf, sizeof(hdrbuf), &f, plen) - t4.l3_off;
 	r->frame_len = len4;
 	r->covered = cov4;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * The opcode table: the one place that says which headers each BTH opcode
- * carries and what it means.  Header offsets are derived from the presence
- * mask at start-up, never typed by hand.
+ * carries and what it means.  Header offsets are derived at compile time from
+ * the presence mask and the header structs' sizes, never typed by hand, so
+ * the table is constant data (safe to export from a shared library).
  */
 #include <string.h>
 
@@ -32,10 +33,31 @@ const char *const droce_hdr_name[DROCE_HDR_COUNT] = {
 #define F(x) DROCE_OPF_##x
 #define H(x) DROCE_HDRM(x)
 
+/* Bytes of the headers present in mask m that come before header h (IBTA order). */
+#define PRESENT(m, h) (((m) >> DROCE_HDR_##h) & 1u)
+#define BEFORE_DETH(m) 0u
+#define BEFORE_RETH(m) (BEFORE_DETH(m) + PRESENT(m, DETH) * sizeof(struct droce_deth))
+#define BEFORE_ATMETH(m) (BEFORE_RETH(m) + PRESENT(m, RETH) * sizeof(struct droce_reth))
+#define BEFORE_AETH(m) (BEFORE_ATMETH(m) + PRESENT(m, ATMETH) * sizeof(struct droce_atmeth))
+#define BEFORE_ATMACK(m) (BEFORE_AETH(m) + PRESENT(m, AETH) * sizeof(struct droce_aeth))
+#define BEFORE_IMMDT(m) (BEFORE_ATMACK(m) + PRESENT(m, ATMACK) * sizeof(struct droce_atmack))
+#define BEFORE_IETH(m) (BEFORE_IMMDT(m) + PRESENT(m, IMMDT) * sizeof(struct droce_immdt))
+#define BEFORE_CNP(m) (BEFORE_IETH(m) + PRESENT(m, IETH) * sizeof(struct droce_ieth))
+#define EXT_LEN(m) (BEFORE_CNP(m) + PRESENT(m, CNP) * sizeof(struct droce_cnp_pad))
+#define OFF(m, h) [DROCE_HDR_##h] = \
+	(uint8_t)(PRESENT(m, h) ? sizeof(struct droce_bth) + BEFORE_##h(m) : 0)
+
+static_assert(DROCE_HDR_COUNT == 8, "ROW() lists every extended header");
+
+#define ROW(nm, fl, hm) { \
+	.name = (nm), .flags = F(VALID) | (fl), .hdr_mask = (hm), \
+	.hdr_len = (uint8_t)(sizeof(struct droce_bth) + EXT_LEN(hm)), \
+	.off = { OFF(hm, DETH), OFF(hm, RETH), OFF(hm, ATMETH), OFF(hm, AETH), \
+		 OFF(hm, ATMACK), OFF(hm, IMMDT), OFF(hm, IETH), OFF(hm, CNP) } }
+
 /* Operation rows shared by the RC and UC transports (UC has no read/atomic/inv). */
 #define OP(tr, op, nm, fl, hm) \
-	[DROCE_OPC(DROCE_TRANSPORT_##tr, DROCE_OP_##op)] = { \
-		.name = #tr "_" nm, .flags = F(VALID) | (fl), .hdr_mask = (hm) }
+	[DROCE_OPC(DROCE_TRANSPORT_##tr, DROCE_OP_##op)] = ROW(#tr "_" nm, fl, hm)
 
 #define SEND_ROWS(tr)                                                               \
 	OP(tr, SEND_FIRST, "SEND_FIRST", F(REQ) | F(SEND) | F(FIRST) | F(PAYLOAD) | F(RWQE), 0), \
@@ -57,8 +79,7 @@ const char *const droce_hdr_name[DROCE_HDR_COUNT] = {
 	OP(tr, WRITE_ONLY_IMM, "RDMA_WRITE_ONLY_WITH_IMMEDIATE",                      \
 	   F(REQ) | F(WRITE) | F(ONLY) | F(PAYLOAD) | F(RWQE) | F(IMM), H(RETH) | H(IMMDT))
 
-/* The table itself; offsets are filled by droce_opcode_table_init(). */
-static struct droce_opcode_info opcode_table[256] = {
+const struct droce_opcode_info droce_opcode_table[256] = {
 	SEND_ROWS(RC),
 	WRITE_ROWS(RC),
 	OP(RC, READ_REQ, "RDMA_READ_REQUEST", F(REQ) | F(READ) | F(ONLY), H(RETH)),
@@ -87,34 +108,14 @@ static struct droce_opcode_info opcode_table[256] = {
 	OP(UD, SEND_ONLY_IMM, "SEND_ONLY_WITH_IMMEDIATE",
 	   F(REQ) | F(SEND) | F(ONLY) | F(PAYLOAD) | F(RWQE) | F(IMM), H(DETH) | H(IMMDT)),
 
-	[DROCE_OP_CNP] = { .name = "CNP", .flags = F(VALID) | F(CNP) | F(ONLY), .hdr_mask = H(CNP) },
+	[DROCE_OP_CNP] = ROW("CNP", F(CNP) | F(ONLY), H(CNP)),
 };
 
 #undef OP
+#undef ROW
+#undef OFF
 #undef F
 #undef H
-
-extern const struct droce_opcode_info droce_opcode_table[256]
-	__attribute__((alias("opcode_table")));
-
-/* Offsets follow the IBTA header order (enum droce_hdr order). */
-RTE_INIT(droce_opcode_table_init)
-{
-	for (unsigned int op = 0; op < 256; op++) {
-		struct droce_opcode_info *oi = &opcode_table[op];
-		unsigned int off = sizeof(struct droce_bth);
-
-		if (!(oi->flags & DROCE_OPF_VALID))
-			continue;
-		for (unsigned int h = 0; h < DROCE_HDR_COUNT; h++) {
-			if (!(oi->hdr_mask & (1u << h)))
-				continue;
-			oi->off[h] = (uint8_t)off;
-			off += droce_hdr_size[h];
-		}
-		oi->hdr_len = (uint8_t)off;
-	}
-}
 
 /* ---- WR opcodes per QP type: the table in ibv_post_send(3) (newer form) ---- */
 
