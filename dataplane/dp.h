@@ -1,0 +1,264 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * The contract between the application side (verbs_api/, on application
+ * threads) and the engines (dataplane/, on their lcores or co-located).
+ *
+ * Ownership, in one place:
+ *  - struct droce_mr: written by the application before droce_mr_register()
+ *    publishes it; engines only read it; droce_mr_unregister() returns once no
+ *    engine can still see it (RCU quiescent state), then the caller frees it.
+ *  - struct droce_cq: one SPSC sub-ring per engine; the engine produces, the
+ *    thread calling droce_cq_poll() consumes.
+ *  - struct droce_qp: the application side fills its WQE/RQE slots and sends
+ *    slot numbers over its channel; the engine alone touches transport state
+ *    (PSNs, timers, queues' consumer side) and publishes retired counts.
+ *
+ * Numeric values of statuses, opcodes, flags and masks equal rdma-core's
+ * (enum ibv_wc_status, ibv_wc_opcode, IBV_WC_*, IBV_ACCESS_*, IBV_QP_*,
+ * ibv_qp_state); verbs_api asserts that at compile time, so nothing converts.
+ */
+#ifndef DROCE_DP_H
+#define DROCE_DP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "wire.h"
+
+#define DROCE_DP_MAX_SGE 16
+#define DROCE_DP_MAX_INLINE 256
+#define DROCE_DP_MAX_QP_WR 8192
+#define DROCE_DP_MAX_CQE (1u << 20)
+#define DROCE_DP_MAX_RD_ATOMIC 16
+#define DROCE_DP_MAX_MSG (1u << 31) /* largest message, bytes */
+
+/* ---- completions (same values as rdma-core) ---- */
+
+enum droce_wc_status {
+	DROCE_WC_SUCCESS = 0,
+	DROCE_WC_LOC_LEN_ERR = 1,
+	DROCE_WC_LOC_QP_OP_ERR = 2,
+	DROCE_WC_LOC_PROT_ERR = 4,
+	DROCE_WC_WR_FLUSH_ERR = 5,
+	DROCE_WC_MW_BIND_ERR = 6,
+	DROCE_WC_BAD_RESP_ERR = 7,
+	DROCE_WC_LOC_ACCESS_ERR = 8,
+	DROCE_WC_REM_INV_REQ_ERR = 9,
+	DROCE_WC_REM_ACCESS_ERR = 10,
+	DROCE_WC_REM_OP_ERR = 11,
+	DROCE_WC_RETRY_EXC_ERR = 12,
+	DROCE_WC_RNR_RETRY_EXC_ERR = 13,
+	DROCE_WC_REM_INV_RD_REQ_ERR = 15,
+	DROCE_WC_FATAL_ERR = 19,
+	DROCE_WC_GENERAL_ERR = 21,
+};
+
+enum droce_wc_opcode {
+	DROCE_WC_SEND = 0,
+	DROCE_WC_RDMA_WRITE = 1,
+	DROCE_WC_RDMA_READ = 2,
+	DROCE_WC_COMP_SWAP = 3,
+	DROCE_WC_FETCH_ADD = 4,
+	DROCE_WC_BIND_MW = 5,
+	DROCE_WC_LOCAL_INV = 6,
+	DROCE_WC_RECV = 128,
+	DROCE_WC_RECV_RDMA_WITH_IMM = 129,
+};
+
+enum droce_wc_flags {
+	DROCE_WC_F_GRH = 1 << 0,
+	DROCE_WC_F_WITH_IMM = 1 << 1,
+	DROCE_WC_F_WITH_INV = 1 << 3,
+};
+
+/* Laid out exactly as struct ibv_wc (asserted in verbs_api). */
+struct droce_cqe {
+	uint64_t wr_id;
+	uint32_t status;   /* enum droce_wc_status */
+	uint32_t opcode;   /* enum droce_wc_opcode */
+	uint32_t vendor_err;
+	uint32_t byte_len;
+	uint32_t imm_or_inv; /* imm_data (network order) or invalidated_rkey */
+	uint32_t qp_num;
+	uint32_t src_qp;
+	uint32_t wc_flags;
+	uint16_t pkey_index;
+	uint16_t slid;
+	uint8_t sl;
+	uint8_t dlid_path_bits;
+};
+
+/* ---- memory regions ---- */
+
+enum droce_access {
+	DROCE_ACCESS_LOCAL_WRITE = 1 << 0,
+	DROCE_ACCESS_REMOTE_WRITE = 1 << 1,
+	DROCE_ACCESS_REMOTE_READ = 1 << 2,
+	DROCE_ACCESS_REMOTE_ATOMIC = 1 << 3,
+	DROCE_ACCESS_MW_BIND = 1 << 4,
+};
+
+struct droce_mr {
+	uint8_t *addr;    /* host address of the byte at iova */
+	uint64_t iova;    /* address SGEs and RETHs name */
+	uint64_t length;
+	uint32_t lkey, rkey;
+	uint32_t access;  /* enum droce_access */
+	uint32_t pd_id;
+};
+
+/* Publishes @mr and gives it its keys; -1 with errno ENOMEM when the key table is full. */
+int droce_mr_register(struct droce_mr *mr);
+
+/* Unpublishes @mr and waits until no engine can still be using it. */
+void droce_mr_unregister(struct droce_mr *mr);
+
+/* ---- completion queues ---- */
+
+struct droce_cq;
+
+/* Called by an engine when an armed CQ gets a completion that fires the arm. */
+typedef void (*droce_cq_notify_fn)(struct droce_cq *cq, void *arg);
+/* Called by an engine when a sub-ring overflows (CQ error async event). */
+typedef void (*droce_cq_error_fn)(struct droce_cq *cq, void *arg);
+
+struct droce_cq *droce_cq_create(uint32_t cqe, droce_cq_notify_fn notify,
+				 droce_cq_error_fn error, void *arg);
+/* Frees @cq; no QP may still use it. */
+void droce_cq_destroy(struct droce_cq *cq);
+/* Up to @n completions in the order each engine produced them; co-located
+ * engines owned by the calling thread are driven first. */
+int droce_cq_poll(struct droce_cq *cq, int n, struct droce_cqe *out);
+/* Arms the CQ once: the next completion (or next solicited / error one) fires notify. */
+int droce_cq_arm(struct droce_cq *cq, bool solicited_only);
+uint32_t droce_cq_capacity(const struct droce_cq *cq);
+
+/* ---- queue pairs ---- */
+
+enum droce_qp_state {
+	DROCE_QPS_RESET = 0,
+	DROCE_QPS_INIT = 1,
+	DROCE_QPS_RTR = 2,
+	DROCE_QPS_RTS = 3,
+	DROCE_QPS_SQD = 4,
+	DROCE_QPS_SQE = 5,
+	DROCE_QPS_ERR = 6,
+};
+
+/* Attribute mask bits (same as IBV_QP_*). */
+enum droce_qp_mask {
+	DROCE_QPM_STATE = 1 << 0,
+	DROCE_QPM_CUR_STATE = 1 << 1,
+	DROCE_QPM_EN_SQD_ASYNC_NOTIFY = 1 << 2,
+	DROCE_QPM_ACCESS_FLAGS = 1 << 3,
+	DROCE_QPM_PKEY_INDEX = 1 << 4,
+	DROCE_QPM_PORT = 1 << 5,
+	DROCE_QPM_QKEY = 1 << 6,
+	DROCE_QPM_AV = 1 << 7,
+	DROCE_QPM_PATH_MTU = 1 << 8,
+	DROCE_QPM_TIMEOUT = 1 << 9,
+	DROCE_QPM_RETRY_CNT = 1 << 10,
+	DROCE_QPM_RNR_RETRY = 1 << 11,
+	DROCE_QPM_RQ_PSN = 1 << 12,
+	DROCE_QPM_MAX_QP_RD_ATOMIC = 1 << 13,
+	DROCE_QPM_ALT_PATH = 1 << 14,
+	DROCE_QPM_MIN_RNR_TIMER = 1 << 15,
+	DROCE_QPM_SQ_PSN = 1 << 16,
+	DROCE_QPM_MAX_DEST_RD_ATOMIC = 1 << 17,
+	DROCE_QPM_PATH_MIG_STATE = 1 << 18,
+	DROCE_QPM_CAP = 1 << 19,
+	DROCE_QPM_DEST_QPN = 1 << 20,
+};
+
+struct droce_qp_caps {
+	uint32_t max_send_wr, max_recv_wr;
+	uint32_t max_send_sge, max_recv_sge;
+	uint32_t max_inline_data;
+	bool sq_sig_all;
+};
+
+/* Attributes of one ibv_modify_qp call, validated by verbs_api. */
+struct droce_qp_mod {
+	uint32_t mask;          /* enum droce_qp_mask */
+	enum droce_qp_state state;
+	uint32_t pmtu;          /* bytes: 256..4096 */
+	uint32_t dest_qpn, rq_psn, sq_psn, qkey;
+	uint32_t access;        /* remote access the responder allows */
+	uint16_t pkey_index;
+	uint8_t port;
+	uint8_t timeout, retry_cnt, rnr_retry, min_rnr_timer;
+	uint8_t max_rd_atomic, max_dest_rd_atomic;
+	struct droce_path path; /* with the AV: addresses resolved to MACs */
+};
+
+struct droce_sge {
+	uint64_t addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+enum droce_wqe_flags {
+	DROCE_WQE_SIGNALED = 1 << 0,
+	DROCE_WQE_FENCE = 1 << 1,
+	DROCE_WQE_SOLICITED = 1 << 2,
+	DROCE_WQE_INLINE = 1 << 3,
+};
+
+/* One send work request, validated by verbs_api. */
+struct droce_wqe {
+	uint64_t wr_id;
+	uint8_t opcode;         /* enum droce_wr_opcode */
+	uint8_t flags;          /* enum droce_wqe_flags; SIGNALED already folds in sq_sig_all */
+	uint16_t num_sge;
+	rte_be32_t imm;         /* SEND/WRITE_WITH_IMM */
+	uint32_t invalidate_rkey;
+	uint64_t remote_addr;
+	uint32_t rkey;
+	uint32_t length;        /* sum of the SGEs, or inline_len */
+	uint64_t compare_add, swap;
+	struct droce_sge sge[DROCE_DP_MAX_SGE];
+	uint8_t inline_data[DROCE_DP_MAX_INLINE];
+};
+
+struct droce_rqe {
+	uint64_t wr_id;
+	uint16_t num_sge;
+	uint32_t length;        /* sum of the SGEs */
+	struct droce_sge sge[DROCE_DP_MAX_SGE];
+};
+
+struct droce_qp;
+
+/*
+ * Creates a QP on one of the engines (round robin) and attaches it.  @port
+ * is the droce port index its traffic uses.  Returns NULL with errno.
+ */
+struct droce_qp *droce_qp_create(enum droce_qp_type type, const struct droce_qp_caps *caps,
+				 struct droce_cq *send_cq, struct droce_cq *recv_cq,
+				 uint32_t pd_id, unsigned int port);
+uint32_t droce_qp_num(const struct droce_qp *qp);
+unsigned int droce_qp_engine(const struct droce_qp *qp);
+
+/* Applies validated attributes, in call order with the thread's posts. */
+int droce_qp_modify(struct droce_qp *qp, const struct droce_qp_mod *mod);
+
+/*
+ * Queues one WQE / RQE.  0, or ENOMEM when the queue is full (nothing queued).
+ * The caller validated it; the WQE is copied, so its buffers are free on return.
+ */
+int droce_qp_post_send(struct droce_qp *qp, const struct droce_wqe *wqe);
+int droce_qp_post_recv(struct droce_qp *qp, const struct droce_rqe *rqe);
+
+/* Detaches @qp from its engine, waits for the engine to let go, frees it. */
+int droce_qp_destroy(struct droce_qp *qp);
+
+/* ---- engines ---- */
+
+/* Starts the engines the running config asks for (after droce_start()). */
+int droce_engines_start(void);
+void droce_engines_stop(void);
+unsigned int droce_engine_count(void);
+
+/* Co-located mode: one pass of every engine the calling thread may drive. */
+void droce_engines_progress(void);
+
+#endif /* DROCE_DP_H */

@@ -1,0 +1,521 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * The engine loop.  Each pass has fixed phases:
+ *   1. drain the channels (control messages and doorbells, in posting order)
+ *   2. receive: rx_burst on the engine's queue of every port, parse, dispatch
+ *   3. transmit work: QPs with something to send
+ *   4. timers: retransmission and RNR
+ *   5. flush the transmit buffers
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <rte_cycles.h>
+#include <rte_launch.h>
+#include <rte_lcore.h>
+#include <rte_malloc.h>
+#include <rte_rcu_qsbr.h>
+
+#include <droce/droce.h>
+
+#include "engine.h"
+#include "internal.h"
+#include "pmd_glue/port.h"
+
+RTE_LOG_REGISTER(droce_dp_logtype, droce.dp, NOTICE);
+
+static struct {
+	unsigned int n;
+	bool started;
+	bool dedicated;
+	struct droce_engine *eng[DROCE_MAX_ENGINES];
+	struct rte_rcu_qsbr *rcu;
+	pthread_mutex_t chan_lock;
+} engines = { .chan_lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* This thread's channel to each engine, created on first use. */
+static __thread struct rte_ring *my_chan[DROCE_MAX_ENGINES];
+
+unsigned int
+droce_engine_count(void)
+{
+	return engines.started ? engines.n : 0;
+}
+
+struct droce_engine *
+droce_engine_get(unsigned int id)
+{
+	return id < engines.n ? engines.eng[id] : NULL;
+}
+
+void
+droce_dp_synchronize(void)
+{
+	if (engines.rcu)
+		rte_rcu_qsbr_synchronize(engines.rcu, RTE_QSBR_THRID_INVALID);
+}
+
+/* ---- channels ---- */
+
+static struct rte_ring *
+channel_of(struct droce_engine *eng)
+{
+	static _Atomic unsigned int serial;
+	struct rte_ring *r = my_chan[eng->id];
+	char name[RTE_RING_NAMESIZE];
+	unsigned int n;
+
+	if (r)
+		return r;
+	snprintf(name, sizeof(name), "dch%u", atomic_fetch_add(&serial, 1));
+	r = rte_ring_create_elem(name, sizeof(struct droce_msg), DROCE_CHANNEL_SIZE, SOCKET_ID_ANY,
+				 RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (r == NULL)
+		return NULL;
+	pthread_mutex_lock(&engines.chan_lock);
+	n = atomic_load(&eng->n_chan);
+	if (n == DROCE_MAX_CHANNELS) {
+		pthread_mutex_unlock(&engines.chan_lock);
+		rte_ring_free(r);
+		return NULL;
+	}
+	eng->chan[n] = r;
+	atomic_store_explicit(&eng->n_chan, n + 1, memory_order_release);
+	pthread_mutex_unlock(&engines.chan_lock);
+	my_chan[eng->id] = r;
+	return r;
+}
+
+int
+droce_engine_send_msg(struct droce_engine *eng, const struct droce_msg *msg)
+{
+	struct rte_ring *r = channel_of(eng);
+
+	if (r == NULL)
+		return ENOMEM;
+	while (rte_ring_sp_enqueue_elem(r, (void *)(uintptr_t)msg, sizeof(*msg)) != 0) {
+		/* the engine drains channels every pass; let it (or us) make room */
+		if (!engines.dedicated)
+			droce_engines_progress();
+		else
+			rte_pause();
+	}
+	return 0;
+}
+
+/* ---- QP table ---- */
+
+int
+droce_engine_add_qp(struct droce_engine *eng, struct droce_qp *qp)
+{
+	/* called from the application thread before ATTACH: index reserved under lock */
+	pthread_mutex_lock(&engines.chan_lock);
+	for (uint32_t i = 0; i < eng->qp_cap; i++) {
+		if (eng->qps[i] == NULL) {
+			qp->qpn = ((i + 1) << DROCE_QPN_ENGINE_BITS) | eng->id;
+			/* the engine learns of it through ATTACH; the slot is reserved now */
+			eng->qps[i] = (struct droce_qp *)(uintptr_t)1;
+			pthread_mutex_unlock(&engines.chan_lock);
+			return 0;
+		}
+	}
+	pthread_mutex_unlock(&engines.chan_lock);
+	return ENOMEM;
+}
+
+static struct droce_qp *
+qp_lookup_lc(struct droce_engine *eng, uint32_t qpn)
+{
+	uint32_t i = droce_qpn_index(qpn);
+	struct droce_qp *qp;
+
+	if (i >= eng->qp_cap)
+		return NULL;
+	qp = eng->qps[i];
+	if ((uintptr_t)qp <= 1 || qp->qpn != qpn)
+		return NULL;
+	return qp;
+}
+
+/* ---- phase 1: channels ---- */
+
+static void
+handle_msg_lc(struct droce_engine *eng, const struct droce_msg *m)
+{
+	struct droce_qp *qp = m->qp;
+
+	switch (m->type) {
+	case DROCE_MSG_ATTACH:
+		eng->qps[droce_qpn_index(qp->qpn)] = qp;
+		break;
+	case DROCE_MSG_MODIFY:
+		droce_qp_apply_mod_lc(qp, m->ptr);
+		free(m->ptr);
+		droce_engine_activate_lc(eng, qp);
+		break;
+	case DROCE_MSG_SQ_BELL:
+	case DROCE_MSG_RQ_BELL:
+		droce_engine_activate_lc(eng, qp);
+		break;
+	case DROCE_MSG_DETACH:
+		if (qp->active) {
+			TAILQ_REMOVE(&eng->active, qp, active_link);
+			qp->active = false;
+		}
+		eng->qps[droce_qpn_index(qp->qpn)] = NULL;
+		atomic_store_explicit(&qp->detached, true, memory_order_release);
+		break;
+	}
+}
+
+static void
+drain_channels_lc(struct droce_engine *eng)
+{
+	unsigned int n = atomic_load_explicit(&eng->n_chan, memory_order_acquire);
+	struct droce_msg msgs[DROCE_BURST];
+
+	for (unsigned int c = 0; c < n; c++) {
+		unsigned int k = rte_ring_sc_dequeue_burst_elem(eng->chan[c], msgs, sizeof(msgs[0]),
+								 DROCE_BURST, NULL);
+		for (unsigned int i = 0; i < k; i++)
+			handle_msg_lc(eng, &msgs[i]);
+	}
+}
+
+void
+droce_engine_activate_lc(struct droce_engine *eng, struct droce_qp *qp)
+{
+	if (!qp->active) {
+		TAILQ_INSERT_TAIL(&eng->active, qp, active_link);
+		qp->active = true;
+	}
+}
+
+/* ---- phase 2: receive ---- */
+
+static void
+dispatch_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *m)
+{
+	const uint8_t *frame = rte_pktmbuf_mtod(m, const uint8_t *);
+	struct droce_pkt p;
+	enum droce_drop why;
+	struct droce_qp *qp;
+	uint32_t qpn;
+
+	if (m->nb_segs != 1) {
+		/* the parser reads flat frames: linearise the rare chained one */
+		if (rte_pktmbuf_linearize(m) != 0) {
+			eng->stats.drops[DROCE_DROP_RUNT]++;
+			rte_pktmbuf_free(m);
+			return;
+		}
+		frame = rte_pktmbuf_mtod(m, const uint8_t *);
+	}
+	why = droce_parse_frame(frame, rte_pktmbuf_data_len(m), &p);
+	if (why != DROCE_DROP_NONE) {
+		if ((why == DROCE_DROP_ETHERTYPE || why == DROCE_DROP_NOT_UDP ||
+		     why == DROCE_DROP_UDP_PORT) &&
+		    droce_port_handle_frame(port, eng->queue, m)) {
+			eng->stats.non_roce++;
+			return;
+		}
+		eng->stats.drops[why]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	qpn = droce_bth_qpn(droce_pkt_bth(&p, frame));
+	if (droce_qpn_engine(qpn) != eng->id && droce_qpn_engine(qpn) < engines.n) {
+		/* another engine's QP: hand the frame over */
+		struct droce_engine *to = engines.eng[droce_qpn_engine(qpn)];
+
+		m->port = (uint16_t)port->index;
+		if (rte_ring_sp_enqueue(to->xfer_in[eng->id], m) != 0) {
+			eng->stats.tx_drops++;
+			rte_pktmbuf_free(m);
+		} else {
+			eng->stats.forwarded++;
+		}
+		return;
+	}
+	qp = qp_lookup_lc(eng, qpn);
+	if (qp == NULL || qp->port != port) {
+		eng->stats.no_qp++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	eng->stats.rx_pkts++;
+	qp->stats.rx_pkts++;
+	if (qp->type == DROCE_QPT_RC)
+		droce_rc_rx_lc(qp, m, &p);
+	else
+		rte_pktmbuf_free(m); /* UC and UD: issue 4 */
+}
+
+static void
+rx_phase_lc(struct droce_engine *eng)
+{
+	struct rte_mbuf *pkts[DROCE_BURST];
+
+	for (unsigned int pi = 0; pi < eng->n_ports; pi++) {
+		uint16_t n = droce_port_rx_burst(eng->ports[pi], eng->queue, pkts, DROCE_BURST);
+
+		for (uint16_t i = 0; i < n; i++) {
+			if (i + 1 < n)
+				rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
+			dispatch_lc(eng, eng->ports[pi], pkts[i]);
+		}
+	}
+	for (unsigned int e = 0; e < engines.n; e++) {
+		unsigned int n;
+
+		if (eng->xfer_in[e] == NULL)
+			continue;
+		n = rte_ring_sc_dequeue_burst(eng->xfer_in[e], (void **)pkts, DROCE_BURST, NULL);
+		for (unsigned int i = 0; i < n; i++)
+			dispatch_lc(eng, eng->ports[pkts[i]->port], pkts[i]);
+	}
+}
+
+/* ---- phases 3-5 ---- */
+
+void
+droce_engine_tx_lc(struct droce_engine *eng, unsigned int port, struct rte_mbuf *m)
+{
+	if (eng->ntx[port] == DROCE_BURST) {
+		uint16_t sent = droce_port_tx_burst(eng->ports[port], eng->queue, eng->txq[port],
+						    DROCE_BURST);
+		eng->stats.tx_pkts += sent;
+		if (sent < DROCE_BURST) {
+			eng->stats.tx_drops += DROCE_BURST - sent;
+			rte_pktmbuf_free_bulk(eng->txq[port] + sent, DROCE_BURST - sent);
+		}
+		eng->ntx[port] = 0;
+	}
+	eng->txq[port][eng->ntx[port]++] = m;
+}
+
+static void
+flush_lc(struct droce_engine *eng)
+{
+	for (unsigned int pi = 0; pi < eng->n_ports; pi++) {
+		uint16_t n = eng->ntx[pi], sent;
+
+		if (n == 0)
+			continue;
+		sent = droce_port_tx_burst(eng->ports[pi], eng->queue, eng->txq[pi], n);
+		eng->stats.tx_pkts += sent;
+		if (sent < n) {
+			/* a lost frame is recovered by the transport, like loss on the wire */
+			eng->stats.tx_drops += n - sent;
+			rte_pktmbuf_free_bulk(eng->txq[pi] + sent, n - sent);
+		}
+		eng->ntx[pi] = 0;
+	}
+}
+
+static void
+work_phase_lc(struct droce_engine *eng)
+{
+	struct droce_qp *qp, *next;
+
+	for (qp = TAILQ_FIRST(&eng->active); qp != NULL; qp = next) {
+		next = TAILQ_NEXT(qp, active_link);
+		if (qp->type == DROCE_QPT_RC) {
+			droce_rc_timers_lc(qp);
+			droce_rc_tx_lc(qp, 64);
+		}
+		if (!droce_qp_busy_lc(qp)) {
+			TAILQ_REMOVE(&eng->active, qp, active_link);
+			qp->active = false;
+		}
+	}
+}
+
+void
+droce_engine_poll_lc(struct droce_engine *eng)
+{
+	eng->now = rte_rdtsc();
+	eng->stats.loops++;
+	drain_channels_lc(eng);
+	rx_phase_lc(eng);
+	work_phase_lc(eng);
+	flush_lc(eng);
+}
+
+/* ---- running the engines ---- */
+
+static uint64_t
+thread_token(void)
+{
+	return (uint64_t)syscall(SYS_gettid);
+}
+
+void
+droce_engines_progress(void)
+{
+	uint64_t me;
+
+	if (!engines.started || engines.dedicated)
+		return;
+	me = thread_token();
+	for (unsigned int e = 0; e < engines.n; e++) {
+		struct droce_engine *eng = engines.eng[e];
+		uint64_t owner = atomic_load_explicit(&eng->owner, memory_order_relaxed);
+
+		if (owner != me && !(owner == 0 && atomic_compare_exchange_strong(&eng->owner, &owner, me)))
+			continue;
+		rte_rcu_qsbr_thread_online(engines.rcu, e);
+		droce_engine_poll_lc(eng);
+		rte_rcu_qsbr_thread_offline(engines.rcu, e);
+	}
+}
+
+static int
+engine_main(void *arg)
+{
+	struct droce_engine *eng = arg;
+
+	rte_rcu_qsbr_thread_online(engines.rcu, eng->id);
+	while (!atomic_load_explicit(&eng->stop, memory_order_relaxed)) {
+		droce_engine_poll_lc(eng);
+		rte_rcu_qsbr_quiescent(engines.rcu, eng->id);
+	}
+	rte_rcu_qsbr_thread_offline(engines.rcu, eng->id);
+	return 0;
+}
+
+static void
+engine_free(struct droce_engine *eng)
+{
+	if (eng == NULL)
+		return;
+	for (unsigned int c = 0; c < eng->n_chan; c++)
+		rte_ring_free(eng->chan[c]);
+	for (unsigned int e = 0; e < DROCE_MAX_ENGINES; e++)
+		rte_ring_free(eng->xfer_in[e]);
+	rte_free(eng->qps);
+	rte_free(eng);
+}
+
+int
+droce_engines_start(void)
+{
+	const struct droce_config *cfg = droce_get_config();
+	size_t rcu_size;
+
+	if (engines.started)
+		return 0;
+	if (cfg == NULL) {
+		errno = ENODEV;
+		return -1;
+	}
+	engines.n = cfg->n_engines ? cfg->n_engines : 1;
+	engines.dedicated = cfg->engine_mode == DROCE_ENGINE_MODE_DEDICATED;
+	for (unsigned int pi = 0; pi < droce_port_count(); pi++) {
+		struct droce_port *p = droce_port_get(pi);
+
+		if (p->nb_rxq < engines.n || p->nb_txq < engines.n) {
+			DP_LOG(ERR, "%s: %u engines need %u rx and tx queues on every port (has %u/%u)",
+			       cfg->source, engines.n, engines.n, p->nb_rxq, p->nb_txq);
+			errno = EINVAL;
+			return -1;
+		}
+	}
+	rcu_size = rte_rcu_qsbr_get_memsize(engines.n);
+	engines.rcu = rte_zmalloc("droce_rcu", rcu_size, RTE_CACHE_LINE_SIZE);
+	if (engines.rcu == NULL || rte_rcu_qsbr_init(engines.rcu, engines.n) != 0)
+		goto fail;
+	for (unsigned int e = 0; e < engines.n; e++) {
+		struct droce_engine *eng = rte_zmalloc("droce_engine", sizeof(*eng), RTE_CACHE_LINE_SIZE);
+
+		if (eng == NULL)
+			goto fail;
+		engines.eng[e] = eng;
+		eng->id = e;
+		eng->queue = (uint16_t)e;
+		eng->tsc_hz = rte_get_tsc_hz();
+		eng->qp_cap = 4096;
+		eng->qps = rte_zmalloc("droce_qps", sizeof(eng->qps[0]) * eng->qp_cap, 0);
+		if (eng->qps == NULL)
+			goto fail;
+		TAILQ_INIT(&eng->active);
+		eng->n_ports = droce_port_count();
+		for (unsigned int pi = 0; pi < eng->n_ports; pi++)
+			eng->ports[pi] = droce_port_get(pi);
+		rte_rcu_qsbr_thread_register(engines.rcu, e);
+	}
+	for (unsigned int to = 0; to < engines.n; to++)
+		for (unsigned int from = 0; from < engines.n; from++) {
+			char name[RTE_RING_NAMESIZE];
+
+			if (to == from)
+				continue;
+			snprintf(name, sizeof(name), "dxf%u_%u", from, to);
+			engines.eng[to]->xfer_in[from] = rte_ring_create(
+				name, 1024, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
+			if (engines.eng[to]->xfer_in[from] == NULL)
+				goto fail;
+		}
+	engines.started = true;
+	if (engines.dedicated) {
+		for (unsigned int e = 0; e < engines.n; e++) {
+			if (rte_eal_remote_launch(engine_main, engines.eng[e], cfg->engine_lcores[e]) != 0) {
+				DP_LOG(ERR, "cannot launch engine %u on lcore %u", e, cfg->engine_lcores[e]);
+				droce_engines_stop();
+				errno = EBUSY;
+				return -1;
+			}
+		}
+	}
+	return 0;
+fail:
+	for (unsigned int e = 0; e < engines.n; e++) {
+		engine_free(engines.eng[e]);
+		engines.eng[e] = NULL;
+	}
+	rte_free(engines.rcu);
+	engines.rcu = NULL;
+	errno = ENOMEM;
+	return -1;
+}
+
+void
+droce_engines_stop(void)
+{
+	const struct droce_config *cfg = droce_get_config();
+
+	if (!engines.started)
+		return;
+	if (engines.dedicated && cfg) {
+		for (unsigned int e = 0; e < engines.n; e++)
+			atomic_store(&engines.eng[e]->stop, true);
+		for (unsigned int e = 0; e < engines.n; e++)
+			rte_eal_wait_lcore(cfg->engine_lcores[e]);
+	}
+	for (unsigned int e = 0; e < engines.n; e++) {
+		struct droce_engine *eng = engines.eng[e];
+
+		for (unsigned int pi = 0; pi < eng->n_ports; pi++)
+			rte_pktmbuf_free_bulk(eng->txq[pi], eng->ntx[pi]);
+		engine_free(eng);
+		engines.eng[e] = NULL;
+	}
+	for (unsigned int e = 0; e < DROCE_MAX_ENGINES; e++)
+		my_chan[e] = NULL;
+	rte_free(engines.rcu);
+	engines.rcu = NULL;
+	engines.started = false;
+	engines.n = 0;
+}
+
+void
+droce_engine_stats_get(unsigned int id, struct droce_engine_stats *out)
+{
+	struct droce_engine *eng = droce_engine_get(id);
+
+	if (eng)
+		*out = eng->stats;
+}

@@ -1,0 +1,235 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Engine internals: one engine per dataplane lcore (or co-located with an
+ * application thread).  An engine alone owns its QPs' transport state; the
+ * application side reaches it only through channels (SPSC rings) and the
+ * ready flags of WQE/RQE slots.  Functions ending in _lc run on the engine.
+ */
+#ifndef DROCE_ENGINE_H
+#define DROCE_ENGINE_H
+
+#include <stdatomic.h>
+#include <sys/queue.h>
+
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+#include <rte_spinlock.h>
+
+#include <droce/config.h>
+
+#include "dp.h"
+#include "seqcheck.h"
+#include "wire.h"
+
+struct droce_port;
+struct droce_engine;
+
+#define DROCE_BURST 32
+#define DROCE_QPN_ENGINE_BITS 6 /* QPN = (local index + 1) << 6 | engine */
+#define DROCE_MAX_CHANNELS 64
+#define DROCE_CHANNEL_SIZE 4096
+#define DROCE_ATOMIC_REPLAY 16 /* remembered atomic results per QP */
+#define DROCE_RD_REPLAY 16     /* remembered READ requests per QP */
+
+static_assert(DROCE_MAX_ENGINES <= (1u << DROCE_QPN_ENGINE_BITS), "QPN engine bits");
+
+static inline unsigned int droce_qpn_engine(uint32_t qpn) { return qpn & ((1u << DROCE_QPN_ENGINE_BITS) - 1); }
+static inline uint32_t droce_qpn_index(uint32_t qpn) { return (qpn >> DROCE_QPN_ENGINE_BITS) - 1; }
+
+/* ---- control messages from application threads ---- */
+
+enum droce_msg_type {
+	DROCE_MSG_ATTACH,   /* qp joins the engine */
+	DROCE_MSG_MODIFY,   /* ptr: struct droce_qp_mod (engine frees it) */
+	DROCE_MSG_SQ_BELL,  /* qp has new send WQEs */
+	DROCE_MSG_RQ_BELL,  /* qp has new receive WQEs */
+	DROCE_MSG_DETACH,   /* qp leaves; engine sets qp->detached */
+};
+
+struct droce_msg {
+	uint32_t type;
+	uint32_t arg;
+	struct droce_qp *qp;
+	void *ptr;
+	uint64_t rsvd;
+};
+
+static_assert(sizeof(struct droce_msg) == 32, "channel element size");
+
+/* ---- the QP ---- */
+
+/* A send WQE slot: written by the application, then published by seq. */
+struct droce_sq_slot {
+	_Atomic uint32_t seq; /* posted index + 1 once the WQE is complete */
+	struct droce_wqe wqe;
+};
+
+struct droce_rq_slot {
+	_Atomic uint32_t seq;
+	struct droce_rqe rqe;
+};
+
+/* Engine-side progress of one send WQE. */
+struct droce_swqe {
+	uint32_t first_psn;
+	uint32_t npkts;      /* PSNs it takes */
+	uint32_t sent;       /* bytes sent (requester cursor) */
+	uint32_t sent_pkts;  /* packets sent */
+	uint32_t got;        /* READ: bytes received */
+	uint32_t gap_mark;   /* READ: expected PSN + 1 we already went back for */
+	uint8_t err;         /* enum droce_err found when starting it, 0 if none */
+	bool started;        /* first packet sent at least once */
+	bool done;           /* answered (READ, atomics) */
+};
+
+enum droce_req_state {
+	DROCE_REQ_IDLE,
+	DROCE_REQ_RNR_WAIT,  /* waiting for the RNR timer */
+	DROCE_REQ_ERROR,     /* stopped: QP is in ERR or SQE */
+};
+
+struct droce_qp_stats {
+	uint64_t tx_pkts, rx_pkts;
+	uint64_t retransmits, timeouts, rnr_naks_rx, rnr_naks_tx;
+	uint64_t seq_naks_rx, seq_naks_tx, dup_reqs, dup_reads, dup_atomics;
+	uint64_t rem_err_naks_tx, rem_err_naks_rx, implicit_naks;
+};
+
+struct droce_qp {
+	/* ---- fixed at create ---- */
+	uint32_t qpn;
+	enum droce_qp_type type;
+	struct droce_engine *eng;
+	unsigned int port_index;
+	struct droce_port *port;
+	struct droce_cq *scq, *rcq;
+	uint32_t pd_id;
+	struct droce_qp_caps caps;
+	uint32_t sq_size, rq_size; /* slots */
+	struct droce_sq_slot *sq;
+	struct droce_rq_slot *rq;
+	struct droce_swqe *swqe;   /* engine-side, parallel to sq */
+
+	/* ---- application side ---- */
+	uint32_t sq_posted, rq_posted;     /* producer counters (under post locks) */
+	rte_spinlock_t sq_lock, rq_lock;
+	_Atomic uint32_t sq_retired, rq_retired; /* written by the engine */
+	_Atomic bool detached;             /* engine has let go */
+
+	/* ---- engine side ---- */
+	enum droce_qp_state state;
+	struct droce_qp_mod attr;          /* current attributes */
+	struct droce_hdr_tmpl tmpl;
+	TAILQ_ENTRY(droce_qp) active_link;
+	bool active;
+	struct droce_qp_stats stats;
+
+	/* requester + completer */
+	uint32_t sq_head;     /* oldest WQE not retired */
+	uint32_t sq_next;     /* next WQE to start sending */
+	uint32_t sq_avail;    /* WQEs seen ready (index past last ready) */
+	uint32_t sq_cur;      /* WQE being sent (sq_head..sq_next) */
+	uint32_t psn_next;    /* next PSN to send */
+	uint32_t psn_una;     /* oldest unacknowledged PSN */
+	uint32_t psn_max;     /* one past the highest PSN ever sent */
+	uint32_t rd_atomic_out; /* READs/atomics outstanding */
+	uint8_t retry_left, rnr_left;
+	enum droce_req_state req_state;
+	uint64_t rto_deadline; /* 0 = no timer */
+	uint64_t rnr_deadline;
+	uint32_t pkts_since_ackreq;
+
+	/* responder */
+	uint32_t epsn;        /* expected request PSN */
+	uint32_t msn;
+	uint32_t rq_head;     /* next RQE to use */
+	uint32_t rq_avail;
+	struct droce_seq_rx rxseq;
+	bool rqe_open;        /* a SEND message is filling rq_head */
+	uint32_t recv_off;    /* bytes placed in the open RQE */
+	bool recv_len_err;
+	uint64_t write_va;    /* open RDMA WRITE cursor */
+	uint32_t write_rkey;
+	bool nak_seq_sent;    /* one sequence NAK per gap */
+	bool ack_pending;
+	uint32_t ack_psn;
+	uint8_t ack_syndrome;
+	struct { uint32_t psn; uint64_t orig; bool valid; } atomic_replay[DROCE_ATOMIC_REPLAY];
+	uint32_t atomic_replay_next;
+	/* READ responses and atomic ACKs, sent in PSN order by the tx phase */
+	struct droce_rd_resp {
+		uint32_t psn, len, off, rkey;
+		uint64_t va;      /* READ */
+		uint64_t orig;    /* atomic: the value before */
+		bool atomic;
+	} rd_resp[DROCE_DP_MAX_RD_ATOMIC + 1];
+	uint32_t rd_resp_head, rd_resp_count;
+};
+
+/* ---- engine ---- */
+
+struct droce_engine_stats {
+	uint64_t loops, rx_pkts, tx_pkts, tx_drops;
+	uint64_t drops[DROCE_DROP_COUNT];
+	uint64_t no_qp, forwarded, non_roce, seq_drops, cqe_overflows, alloc_fail;
+};
+
+TAILQ_HEAD(droce_qp_list, droce_qp);
+
+struct droce_engine {
+	unsigned int id;
+	uint16_t queue;        /* queue this engine polls on every port */
+	_Atomic uint64_t owner; /* co-located: thread that drives it (0 = none) */
+	unsigned int n_ports;
+	struct droce_port *ports[DROCE_MAX_PORTS];
+
+	struct rte_ring *chan[DROCE_MAX_CHANNELS];
+	_Atomic unsigned int n_chan;
+	struct rte_ring *xfer_in[DROCE_MAX_ENGINES]; /* frames other engines pass us */
+
+	struct droce_qp **qps; /* by local index */
+	uint32_t qp_cap;
+	struct droce_qp_list active;
+
+	struct rte_mbuf *txq[DROCE_MAX_PORTS][DROCE_BURST];
+	uint16_t ntx[DROCE_MAX_PORTS];
+	uint64_t now;          /* TSC, read once per loop */
+	uint64_t tsc_hz;
+	struct droce_engine_stats stats;
+	_Atomic bool stop;
+};
+
+struct droce_engine *droce_engine_get(unsigned int id);
+
+/* Application side: sends @msg over this thread's channel to @eng (0 or errno). */
+int droce_engine_send_msg(struct droce_engine *eng, const struct droce_msg *msg);
+/* Application side: reserves a QP slot on @eng and gives @qp its QPN (0 or errno). */
+int droce_engine_add_qp(struct droce_engine *eng, struct droce_qp *qp);
+void droce_engine_stats_get(unsigned int id, struct droce_engine_stats *out);
+
+/* One pass of the engine loop (drain, rx, tx work, timers, flush). */
+void droce_engine_poll_lc(struct droce_engine *eng);
+
+/* Queues a frame for transmission on @port (flushed at the end of the pass). */
+void droce_engine_tx_lc(struct droce_engine *eng, unsigned int port, struct rte_mbuf *m);
+
+/* Pushes a completion to @cq's sub-ring of @eng; false on overflow. */
+bool droce_cq_push_lc(struct droce_cq *cq, struct droce_engine *eng, const struct droce_cqe *cqe,
+		      bool solicited);
+
+/* Memory key lookup for engines (NULL if no such key). */
+const struct droce_mr *droce_mr_lookup_lc(uint32_t key);
+
+/* Marks @qp as having work for the tx phase. */
+void droce_engine_activate_lc(struct droce_engine *eng, struct droce_qp *qp);
+
+/* Transport entry points (rc.c) */
+void droce_rc_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *p);
+/* Sends what the QP may send now; returns packets queued. */
+unsigned int droce_rc_tx_lc(struct droce_qp *qp, unsigned int budget);
+void droce_rc_timers_lc(struct droce_qp *qp);
+void droce_qp_set_state_lc(struct droce_qp *qp, enum droce_qp_state state);
+void droce_qp_apply_mod_lc(struct droce_qp *qp, const struct droce_qp_mod *mod);
+/* True while the QP still has something to send or a timer running. */
+bool droce_qp_busy_lc(const struct droce_qp *qp);
+
+#endif /* DROCE_ENGINE_H */

@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * The one table that maps a transport error to what it becomes: the NAK the
+ * responder sends, the completion status each side reports, and the state
+ * the QP moves to.
+ */
+#include "errors.h"
+
+const struct droce_err_info droce_err_table[DROCE_ERR_COUNT] = {
+	[DROCE_ERR_NONE] = { "none", DROCE_ERR_NO_NAK, DROCE_WC_SUCCESS, DROCE_WC_SUCCESS,
+			     DROCE_QPS_RTS },
+	/* requester found a bad lkey / SGE outside its MR / missing local write right */
+	[DROCE_ERR_LOC_PROT] = { "local protection", DROCE_ERR_NO_NAK, DROCE_WC_LOC_PROT_ERR,
+				 DROCE_WC_SUCCESS, DROCE_QPS_ERR },
+	/* responder: SEND longer than the receive buffer */
+	[DROCE_ERR_LOC_LEN] = { "receive buffer too small", DROCE_NAK_INVALID_REQ,
+				DROCE_WC_REM_INV_REQ_ERR, DROCE_WC_LOC_LEN_ERR, DROCE_QPS_ERR },
+	/* responder: the receive WQE's own SGE is bad */
+	[DROCE_ERR_RESP_LOC_PROT] = { "receive buffer protection", DROCE_NAK_REM_OP_ERR,
+				      DROCE_WC_REM_OP_ERR, DROCE_WC_LOC_PROT_ERR, DROCE_QPS_ERR },
+	/* responder: rkey, PD, bounds or access rights */
+	[DROCE_ERR_REM_ACCESS] = { "remote access", DROCE_NAK_REM_ACCESS_ERR,
+				   DROCE_WC_REM_ACCESS_ERR, DROCE_WC_LOC_ACCESS_ERR, DROCE_QPS_ERR },
+	/* responder: malformed request, bad opcode order, length, too many READs */
+	[DROCE_ERR_REM_INV_REQ] = { "invalid request", DROCE_NAK_INVALID_REQ,
+				    DROCE_WC_REM_INV_REQ_ERR, DROCE_WC_LOC_QP_OP_ERR, DROCE_QPS_ERR },
+	[DROCE_ERR_REM_OP] = { "remote operational", DROCE_NAK_REM_OP_ERR, DROCE_WC_REM_OP_ERR,
+			       DROCE_WC_LOC_QP_OP_ERR, DROCE_QPS_ERR },
+	[DROCE_ERR_RETRY_EXC] = { "transport retries exhausted", DROCE_ERR_NO_NAK,
+				  DROCE_WC_RETRY_EXC_ERR, DROCE_WC_SUCCESS, DROCE_QPS_ERR },
+	[DROCE_ERR_RNR_RETRY_EXC] = { "RNR retries exhausted", DROCE_ERR_NO_NAK,
+				      DROCE_WC_RNR_RETRY_EXC_ERR, DROCE_WC_SUCCESS, DROCE_QPS_ERR },
+	/* requester: a response that does not fit what was asked */
+	[DROCE_ERR_BAD_RESP] = { "bad response", DROCE_ERR_NO_NAK, DROCE_WC_BAD_RESP_ERR,
+				 DROCE_WC_SUCCESS, DROCE_QPS_ERR },
+	[DROCE_ERR_FLUSH] = { "flushed", DROCE_ERR_NO_NAK, DROCE_WC_WR_FLUSH_ERR,
+			      DROCE_WC_WR_FLUSH_ERR, DROCE_QPS_ERR },
+};
+
+/* A NAK code received by a requester, as an internal error. */
+enum droce_err
+droce_err_from_nak(uint8_t code)
+{
+	switch (code) {
+	case DROCE_NAK_INVALID_REQ:
+	case DROCE_NAK_INVALID_RD_REQ:
+		return DROCE_ERR_REM_INV_REQ;
+	case DROCE_NAK_REM_ACCESS_ERR:
+		return DROCE_ERR_REM_ACCESS;
+	default:
+		return DROCE_ERR_REM_OP;
+	}
+}

@@ -1,0 +1,385 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Queue pairs: the application-side calls of dp.h, and the engine-side
+ * state transitions, completions and flushing.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_pause.h>
+
+#include <droce/droce.h>
+
+#include "engine.h"
+#include "errors.h"
+#include "internal.h"
+#include "qp_internal.h"
+
+static _Atomic unsigned int next_engine;
+
+/* ---- application side ---- */
+
+struct droce_qp *
+droce_qp_create(enum droce_qp_type type, const struct droce_qp_caps *caps,
+		struct droce_cq *send_cq, struct droce_cq *recv_cq, uint32_t pd_id,
+		unsigned int port)
+{
+	struct droce_engine *eng;
+	struct droce_qp *qp;
+	struct droce_msg msg = { .type = DROCE_MSG_ATTACH };
+	unsigned int n = droce_engine_count();
+	int rc;
+
+	if (n == 0) {
+		errno = ENODEV;
+		return NULL;
+	}
+	if (type != DROCE_QPT_RC && type != DROCE_QPT_UC && type != DROCE_QPT_UD) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (caps->max_send_wr > DROCE_DP_MAX_QP_WR || caps->max_recv_wr > DROCE_DP_MAX_QP_WR ||
+	    caps->max_send_sge > DROCE_DP_MAX_SGE || caps->max_recv_sge > DROCE_DP_MAX_SGE ||
+	    caps->max_inline_data > DROCE_DP_MAX_INLINE || send_cq == NULL || recv_cq == NULL ||
+	    port >= droce_port_count()) {
+		errno = EINVAL;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (qp == NULL)
+		goto nomem;
+	qp->type = type;
+	qp->caps = *caps;
+	qp->scq = send_cq;
+	qp->rcq = recv_cq;
+	qp->pd_id = pd_id;
+	qp->port_index = port;
+	qp->port = droce_port_get(port);
+	qp->sq_size = caps->max_send_wr ? caps->max_send_wr : 1;
+	qp->rq_size = caps->max_recv_wr ? caps->max_recv_wr : 1;
+	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
+	qp->rq = calloc(qp->rq_size, sizeof(*qp->rq));
+	qp->swqe = calloc(qp->sq_size, sizeof(*qp->swqe));
+	if (qp->sq == NULL || qp->rq == NULL || qp->swqe == NULL)
+		goto nomem;
+	rte_spinlock_init(&qp->sq_lock);
+	rte_spinlock_init(&qp->rq_lock);
+	qp->state = DROCE_QPS_RESET;
+	qp->attr.pmtu = 1024;
+	eng = droce_engine_get(atomic_fetch_add(&next_engine, 1) % n);
+	qp->eng = eng;
+	rc = droce_engine_add_qp(eng, qp);
+	if (rc != 0) {
+		errno = rc;
+		goto fail;
+	}
+	msg.qp = qp;
+	rc = droce_engine_send_msg(eng, &msg);
+	if (rc != 0) {
+		errno = rc;
+		goto fail; /* the reserved slot stays reserved: the table is not shrunk */
+	}
+	return qp;
+nomem:
+	errno = ENOMEM;
+fail:
+	if (qp) {
+		free(qp->sq);
+		free(qp->rq);
+		free(qp->swqe);
+		free(qp);
+	}
+	return NULL;
+}
+
+uint32_t
+droce_qp_num(const struct droce_qp *qp)
+{
+	return qp->qpn;
+}
+
+unsigned int
+droce_qp_engine(const struct droce_qp *qp)
+{
+	return qp->eng->id;
+}
+
+int
+droce_qp_modify(struct droce_qp *qp, const struct droce_qp_mod *mod)
+{
+	struct droce_msg msg = { .type = DROCE_MSG_MODIFY, .qp = qp };
+	struct droce_qp_mod *copy = malloc(sizeof(*copy));
+	int rc;
+
+	if (copy == NULL)
+		return ENOMEM;
+	*copy = *mod;
+	msg.ptr = copy;
+	rc = droce_engine_send_msg(qp->eng, &msg);
+	if (rc != 0)
+		free(copy);
+	return rc;
+}
+
+int
+droce_qp_post_send(struct droce_qp *qp, const struct droce_wqe *wqe)
+{
+	struct droce_msg msg = { .type = DROCE_MSG_SQ_BELL, .qp = qp };
+	struct droce_sq_slot *slot;
+	uint32_t idx;
+
+	rte_spinlock_lock(&qp->sq_lock);
+	idx = qp->sq_posted;
+	if (idx - atomic_load_explicit(&qp->sq_retired, memory_order_acquire) >= qp->sq_size) {
+		rte_spinlock_unlock(&qp->sq_lock);
+		return ENOMEM;
+	}
+	slot = &qp->sq[idx % qp->sq_size];
+	/* copy what the WQE uses: the header, its SGEs, its inline bytes */
+	memcpy(&slot->wqe, wqe, offsetof(struct droce_wqe, sge) + wqe->num_sge * sizeof(wqe->sge[0]));
+	if (wqe->flags & DROCE_WQE_INLINE)
+		memcpy(slot->wqe.inline_data, wqe->inline_data, wqe->length);
+	atomic_store_explicit(&slot->seq, idx + 1, memory_order_release);
+	qp->sq_posted = idx + 1;
+	rte_spinlock_unlock(&qp->sq_lock);
+	msg.arg = idx;
+	return droce_engine_send_msg(qp->eng, &msg);
+}
+
+int
+droce_qp_post_recv(struct droce_qp *qp, const struct droce_rqe *rqe)
+{
+	struct droce_msg msg = { .type = DROCE_MSG_RQ_BELL, .qp = qp };
+	struct droce_rq_slot *slot;
+	uint32_t idx;
+
+	rte_spinlock_lock(&qp->rq_lock);
+	idx = qp->rq_posted;
+	if (idx - atomic_load_explicit(&qp->rq_retired, memory_order_acquire) >= qp->rq_size) {
+		rte_spinlock_unlock(&qp->rq_lock);
+		return ENOMEM;
+	}
+	slot = &qp->rq[idx % qp->rq_size];
+	memcpy(&slot->rqe, rqe, offsetof(struct droce_rqe, sge) + rqe->num_sge * sizeof(rqe->sge[0]));
+	atomic_store_explicit(&slot->seq, idx + 1, memory_order_release);
+	qp->rq_posted = idx + 1;
+	rte_spinlock_unlock(&qp->rq_lock);
+	msg.arg = idx;
+	return droce_engine_send_msg(qp->eng, &msg);
+}
+
+int
+droce_qp_destroy(struct droce_qp *qp)
+{
+	struct droce_msg msg = { .type = DROCE_MSG_DETACH, .qp = qp };
+	int rc = droce_engine_send_msg(qp->eng, &msg);
+
+	if (rc != 0)
+		return rc;
+	while (!atomic_load_explicit(&qp->detached, memory_order_acquire)) {
+		droce_engines_progress();
+		rte_pause();
+	}
+	free(qp->sq);
+	free(qp->rq);
+	free(qp->swqe);
+	free(qp);
+	return 0;
+}
+
+/* ---- engine side ---- */
+
+void
+droce_qp_refresh_lc(struct droce_qp *qp)
+{
+	while (atomic_load_explicit(&qp->sq[qp->sq_avail % qp->sq_size].seq, memory_order_acquire) ==
+		       qp->sq_avail + 1 &&
+	       qp->sq_avail - qp->sq_head < qp->sq_size)
+		qp->sq_avail++;
+	while (atomic_load_explicit(&qp->rq[qp->rq_avail % qp->rq_size].seq, memory_order_acquire) ==
+		       qp->rq_avail + 1 &&
+	       qp->rq_avail - qp->rq_head < qp->rq_size)
+		qp->rq_avail++;
+}
+
+static enum droce_wc_opcode
+wc_opcode_of(uint8_t wr_opcode)
+{
+	switch (wr_opcode) {
+	case DROCE_WR_RDMA_WRITE:
+	case DROCE_WR_RDMA_WRITE_WITH_IMM:
+		return DROCE_WC_RDMA_WRITE;
+	case DROCE_WR_RDMA_READ:
+		return DROCE_WC_RDMA_READ;
+	case DROCE_WR_ATOMIC_CMP_AND_SWP:
+		return DROCE_WC_COMP_SWAP;
+	case DROCE_WR_ATOMIC_FETCH_AND_ADD:
+		return DROCE_WC_FETCH_ADD;
+	case DROCE_WR_LOCAL_INV:
+		return DROCE_WC_LOCAL_INV;
+	case DROCE_WR_BIND_MW:
+		return DROCE_WC_BIND_MW;
+	default:
+		return DROCE_WC_SEND;
+	}
+}
+
+void
+droce_qp_complete_send_lc(struct droce_qp *qp, enum droce_wc_status status)
+{
+	const struct droce_wqe *w = &qp->sq[qp->sq_head % qp->sq_size].wqe;
+
+	if ((w->flags & DROCE_WQE_SIGNALED) || status != DROCE_WC_SUCCESS) {
+		struct droce_cqe c = {
+			.wr_id = w->wr_id,
+			.status = status,
+			.opcode = wc_opcode_of(w->opcode),
+			.byte_len = w->length,
+			.qp_num = qp->qpn,
+		};
+		droce_cq_push_lc(qp->scq, qp->eng, &c, false);
+	}
+	qp->sq_head++;
+	if (qp->sq_cur < qp->sq_head)
+		qp->sq_cur = qp->sq_head;
+	atomic_store_explicit(&qp->sq_retired, qp->sq_head, memory_order_release);
+}
+
+void
+droce_qp_complete_recv_lc(struct droce_qp *qp, const struct droce_cqe *proto, bool solicited)
+{
+	const struct droce_rqe *r = &qp->rq[qp->rq_head % qp->rq_size].rqe;
+	struct droce_cqe c = *proto;
+
+	c.wr_id = r->wr_id;
+	c.qp_num = qp->qpn;
+	droce_cq_push_lc(qp->rcq, qp->eng, &c, solicited);
+	qp->rq_head++;
+	atomic_store_explicit(&qp->rq_retired, qp->rq_head, memory_order_release);
+}
+
+/* Every WQE and RQE that is ready and not retired completes with WR_FLUSH_ERR. */
+static void
+flush_lc(struct droce_qp *qp)
+{
+	struct droce_cqe c = { .status = DROCE_WC_WR_FLUSH_ERR, .opcode = DROCE_WC_RECV };
+
+	droce_qp_refresh_lc(qp);
+	while (qp->sq_head != qp->sq_avail)
+		droce_qp_complete_send_lc(qp, DROCE_WC_WR_FLUSH_ERR);
+	qp->sq_cur = qp->sq_next = qp->sq_head;
+	while (qp->rq_head != qp->rq_avail)
+		droce_qp_complete_recv_lc(qp, &c, false);
+	qp->rqe_open = false;
+}
+
+/* Drops everything (RESET): no completions, as IBTA specifies. */
+static void
+reset_lc(struct droce_qp *qp)
+{
+	droce_qp_refresh_lc(qp);
+	qp->sq_head = qp->sq_cur = qp->sq_next = qp->sq_avail;
+	atomic_store_explicit(&qp->sq_retired, qp->sq_head, memory_order_release);
+	qp->rq_head = qp->rq_avail;
+	atomic_store_explicit(&qp->rq_retired, qp->rq_head, memory_order_release);
+	qp->rqe_open = false;
+	qp->rd_atomic_out = 0;
+	qp->rd_resp_head = qp->rd_resp_count = 0;
+	qp->ack_pending = false;
+	qp->rto_deadline = qp->rnr_deadline = 0;
+	qp->req_state = DROCE_REQ_IDLE;
+	qp->msn = 0;
+	memset(qp->atomic_replay, 0, sizeof(qp->atomic_replay));
+}
+
+void
+droce_qp_set_state_lc(struct droce_qp *qp, enum droce_qp_state state)
+{
+	qp->state = state;
+	switch (state) {
+	case DROCE_QPS_RESET:
+		reset_lc(qp);
+		break;
+	case DROCE_QPS_ERR:
+	case DROCE_QPS_SQE:
+		qp->req_state = DROCE_REQ_ERROR;
+		qp->rto_deadline = qp->rnr_deadline = 0;
+		qp->rd_resp_count = 0;
+		qp->ack_pending = false;
+		flush_lc(qp);
+		break;
+	default:
+		break;
+	}
+}
+
+void
+droce_qp_error_lc(struct droce_qp *qp, enum droce_err err)
+{
+	RTE_SET_USED(err);
+	droce_qp_set_state_lc(qp, droce_err_table[err].next_state);
+}
+
+void
+droce_qp_apply_mod_lc(struct droce_qp *qp, const struct droce_qp_mod *m)
+{
+	struct droce_qp_mod *a = &qp->attr;
+
+	if (m->mask & DROCE_QPM_ACCESS_FLAGS)
+		a->access = m->access;
+	if (m->mask & DROCE_QPM_PKEY_INDEX)
+		a->pkey_index = m->pkey_index;
+	if (m->mask & DROCE_QPM_QKEY)
+		a->qkey = m->qkey;
+	if (m->mask & DROCE_QPM_PATH_MTU)
+		a->pmtu = m->pmtu;
+	if (m->mask & DROCE_QPM_TIMEOUT)
+		a->timeout = m->timeout;
+	if (m->mask & DROCE_QPM_RETRY_CNT) {
+		a->retry_cnt = m->retry_cnt;
+		qp->retry_left = m->retry_cnt;
+	}
+	if (m->mask & DROCE_QPM_RNR_RETRY) {
+		a->rnr_retry = m->rnr_retry;
+		qp->rnr_left = m->rnr_retry;
+	}
+	if (m->mask & DROCE_QPM_MIN_RNR_TIMER)
+		a->min_rnr_timer = m->min_rnr_timer;
+	if (m->mask & DROCE_QPM_MAX_QP_RD_ATOMIC)
+		a->max_rd_atomic = m->max_rd_atomic;
+	if (m->mask & DROCE_QPM_MAX_DEST_RD_ATOMIC)
+		a->max_dest_rd_atomic = m->max_dest_rd_atomic;
+	if (m->mask & DROCE_QPM_DEST_QPN)
+		a->dest_qpn = m->dest_qpn;
+	if (m->mask & DROCE_QPM_AV) {
+		a->path = m->path;
+		droce_tmpl_init(&qp->tmpl, &a->path);
+	}
+	if (m->mask & DROCE_QPM_RQ_PSN) {
+		a->rq_psn = m->rq_psn;
+		droce_seq_rx_init(&qp->rxseq, a->pmtu, m->rq_psn);
+	}
+	qp->rxseq.pmtu = a->pmtu;
+	if (m->mask & DROCE_QPM_SQ_PSN) {
+		a->sq_psn = m->sq_psn;
+		qp->psn_next = qp->psn_una = qp->psn_max = m->sq_psn & DROCE_PSN_MASK;
+	}
+	if (m->mask & DROCE_QPM_STATE)
+		droce_qp_set_state_lc(qp, m->state);
+}
+
+bool
+droce_qp_busy_lc(const struct droce_qp *qp)
+{
+	uint32_t sq_ready = qp->sq_avail;
+
+	if (qp->rto_deadline || qp->rnr_deadline || qp->ack_pending || qp->rd_resp_count)
+		return true;
+	/* unseen WQEs are announced by their doorbell; only known work keeps us busy */
+	if (qp->state == DROCE_QPS_RTS && qp->sq_cur != sq_ready && qp->req_state == DROCE_REQ_IDLE)
+		return true;
+	if (qp->state == DROCE_QPS_ERR && (qp->sq_head != qp->sq_avail || qp->rq_head != qp->rq_avail))
+		return true;
+	return false;
+}

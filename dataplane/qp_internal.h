@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Engine-side QP helpers shared by qp.c and the transports.
+ */
+#ifndef DROCE_QP_INTERNAL_H
+#define DROCE_QP_INTERNAL_H
+
+#include "engine.h"
+#include "errors.h"
+
+/* Notices WQEs/RQEs the application has published since the last look. */
+void droce_qp_refresh_lc(struct droce_qp *qp);
+
+/* Retires the oldest send WQE with @status (a CQE if signaled or failed). */
+void droce_qp_complete_send_lc(struct droce_qp *qp, enum droce_wc_status status);
+
+/* Retires the oldest receive WQE with the completion @proto (wr_id filled in). */
+void droce_qp_complete_recv_lc(struct droce_qp *qp, const struct droce_cqe *proto, bool solicited);
+
+/* Moves the QP to the state the error table gives for @err (flushing on ERR). */
+void droce_qp_error_lc(struct droce_qp *qp, enum droce_err err);
+
+static inline struct droce_wqe *
+droce_qp_wqe(struct droce_qp *qp, uint32_t idx)
+{
+	return &qp->sq[idx % qp->sq_size].wqe;
+}
+
+static inline struct droce_swqe *
+droce_qp_swqe(struct droce_qp *qp, uint32_t idx)
+{
+	return &qp->swqe[idx % qp->sq_size];
+}
+
+static inline struct droce_rqe *
+droce_qp_rqe(struct droce_qp *qp, uint32_t idx)
+{
+	return &qp->rq[idx % qp->rq_size].rqe;
+}
+
+#endif

@@ -1,0 +1,1065 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Reliable Connected transport: requester (WQEs -> request packets),
+ * completer (ACKs, NAKs, READ responses, atomic ACKs -> completions,
+ * retransmission) and responder (requests -> memory, receive completions,
+ * ACKs and responses).  Everything here runs on the QP's engine.
+ */
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_mbuf.h>
+
+#include "engine.h"
+#include "errors.h"
+#include "icrc.h"
+#include "internal.h"
+#include "qp_internal.h"
+#include "pmd_glue/port.h"
+
+#define ACKREQ_EVERY 16 /* packets between AckReq bits inside a long message */
+#define DEFAULT_PKEY 0xffff
+
+/* IBTA RNR NAK timer encodings, in units of 10 us (0 means 655.36 ms). */
+static const uint32_t rnr_timer_10us[32] = {
+	65536, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 48, 64, 96, 128, 192,
+	256, 384, 512, 768, 1024, 1536, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768, 49152,
+};
+
+static inline bool
+wr_is_read(uint8_t op)
+{
+	return op == DROCE_WR_RDMA_READ;
+}
+
+static inline bool
+wr_is_atomic(uint8_t op)
+{
+	return op == DROCE_WR_ATOMIC_CMP_AND_SWP || op == DROCE_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+static inline bool
+wr_is_write(uint8_t op)
+{
+	return op == DROCE_WR_RDMA_WRITE || op == DROCE_WR_RDMA_WRITE_WITH_IMM;
+}
+
+/* ---- memory checks ---- */
+
+/* The MR @key names, if it covers [va, va + len) with rights @need for this QP's PD. */
+static const struct droce_mr *
+mr_check(const struct droce_qp *qp, uint32_t key, uint64_t va, uint64_t len, uint32_t need)
+{
+	const struct droce_mr *mr = droce_mr_lookup_lc(key);
+
+	if (mr == NULL || mr->pd_id != qp->pd_id || (mr->access & need) != need)
+		return NULL;
+	if (va < mr->iova || len > mr->length || va - mr->iova > mr->length - len)
+		return NULL;
+	return mr;
+}
+
+/* Copies @len bytes at offset @off of the WQE's gather list into @dst. */
+static bool
+gather(const struct droce_qp *qp, const struct droce_wqe *w, uint32_t off, uint8_t *dst, uint32_t len)
+{
+	if (w->flags & DROCE_WQE_INLINE) {
+		memcpy(dst, w->inline_data + off, len);
+		return true;
+	}
+	for (unsigned int i = 0; i < w->num_sge && len > 0; i++) {
+		const struct droce_sge *sg = &w->sge[i];
+		const struct droce_mr *mr;
+		uint32_t n;
+
+		if (off >= sg->length) {
+			off -= sg->length;
+			continue;
+		}
+		n = RTE_MIN(len, sg->length - off);
+		mr = mr_check(qp, sg->lkey, sg->addr + off, n, 0);
+		if (mr == NULL)
+			return false;
+		memcpy(dst, mr->addr + (sg->addr + off - mr->iova), n);
+		dst += n;
+		len -= n;
+		off = 0;
+	}
+	return len == 0;
+}
+
+/* Copies @len bytes from @src to offset @off of a scatter list (local write needed). */
+static bool
+scatter(const struct droce_qp *qp, const struct droce_sge *sges, unsigned int nsge, uint32_t off,
+	const uint8_t *src, uint32_t len)
+{
+	for (unsigned int i = 0; i < nsge && len > 0; i++) {
+		const struct droce_sge *sg = &sges[i];
+		const struct droce_mr *mr;
+		uint32_t n;
+
+		if (off >= sg->length) {
+			off -= sg->length;
+			continue;
+		}
+		n = RTE_MIN(len, sg->length - off);
+		mr = mr_check(qp, sg->lkey, sg->addr + off, n, DROCE_ACCESS_LOCAL_WRITE);
+		if (mr == NULL)
+			return false;
+		memcpy(mr->addr + (sg->addr + off - mr->iova), src, n);
+		src += n;
+		len -= n;
+		off = 0;
+	}
+	return len == 0;
+}
+
+/* ---- packets ---- */
+
+static struct rte_mbuf *
+pkt_alloc(struct droce_qp *qp, struct droce_pkt_fields *f, uint32_t plen, uint8_t **payload)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(qp->port->mp);
+	size_t total = droce_frame_len(&qp->tmpl, f->opcode, plen);
+	uint8_t *buf;
+	size_t hdr;
+
+	if (m == NULL) {
+		qp->eng->stats.alloc_fail++;
+		return NULL;
+	}
+	buf = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)total);
+	if (buf == NULL || total > UINT16_MAX) {
+		rte_pktmbuf_free(m);
+		qp->eng->stats.alloc_fail++;
+		return NULL;
+	}
+	f->dqpn = qp->attr.dest_qpn;
+	f->pkey = DEFAULT_PKEY;
+	hdr = droce_build_headers(&qp->tmpl, buf, total, f, plen);
+	*payload = buf + hdr;
+	return m;
+}
+
+/* Pads, adds the ICRC and queues the frame. */
+static void
+pkt_send(struct droce_qp *qp, struct rte_mbuf *m, uint32_t plen)
+{
+	uint8_t *buf = rte_pktmbuf_mtod(m, uint8_t *);
+	uint32_t total = rte_pktmbuf_data_len(m);
+	uint8_t *l3 = buf + qp->tmpl.l3_off;
+	uint32_t pad = (-plen) & 3u;
+
+	memset(buf + total - DROCE_ICRC_LEN - pad, 0, pad);
+	droce_icrc_store(buf + total - DROCE_ICRC_LEN,
+			 droce_icrc_flat(l3, (size_t)(buf + total - DROCE_ICRC_LEN - l3), qp->tmpl.ipv6));
+	qp->stats.tx_pkts++;
+	droce_engine_tx_lc(qp->eng, qp->port_index, m);
+}
+
+/* An ACK or NAK (opcode ACKNOWLEDGE) for @psn. */
+static void
+send_aeth(struct droce_qp *qp, uint8_t syndrome, uint32_t psn)
+{
+	struct droce_pkt_fields f = { .opcode = DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_ACK) };
+	uint8_t *payload;
+	struct rte_mbuf *m;
+
+	f.psn = psn;
+	f.aeth.syndrome = syndrome;
+	f.aeth.msn = qp->msn;
+	m = pkt_alloc(qp, &f, 0, &payload);
+	if (m)
+		pkt_send(qp, m, 0);
+}
+
+static void
+send_nak(struct droce_qp *qp, enum droce_nak_code code, uint32_t psn)
+{
+	send_aeth(qp, droce_aeth_make_syndrome(DROCE_AETH_NAK, code), psn);
+}
+
+/* ---- requester ---- */
+
+static uint64_t
+rto_cycles(const struct droce_qp *qp)
+{
+	/* 4.096 us * 2^timeout */
+	return (uint64_t)((double)qp->eng->tsc_hz * 4.096e-6 * (double)(1ull << qp->attr.timeout));
+}
+
+static void
+rearm_rto(struct droce_qp *qp)
+{
+	if (qp->attr.timeout != 0 && qp->psn_una != qp->psn_next)
+		qp->rto_deadline = qp->eng->now + rto_cycles(qp);
+	else if (qp->psn_una == qp->psn_next)
+		qp->rto_deadline = 0;
+}
+
+/* The oldest WQE fails with @err; the QP then goes where the error table says. */
+static void
+fail_head(struct droce_qp *qp, enum droce_err err)
+{
+	if (qp->sq_head != qp->sq_avail)
+		droce_qp_complete_send_lc(qp, droce_err_table[err].req_status);
+	droce_qp_error_lc(qp, err);
+}
+
+static uint8_t
+request_opcode(const struct droce_wqe *w, bool first, bool last)
+{
+	bool imm = w->opcode == DROCE_WR_SEND_WITH_IMM || w->opcode == DROCE_WR_RDMA_WRITE_WITH_IMM;
+	bool inv = w->opcode == DROCE_WR_SEND_WITH_INV;
+	enum droce_op op;
+
+	if (wr_is_write(w->opcode)) {
+		if (first && last)
+			op = imm ? DROCE_OP_WRITE_ONLY_IMM : DROCE_OP_WRITE_ONLY;
+		else if (first)
+			op = DROCE_OP_WRITE_FIRST;
+		else if (last)
+			op = imm ? DROCE_OP_WRITE_LAST_IMM : DROCE_OP_WRITE_LAST;
+		else
+			op = DROCE_OP_WRITE_MIDDLE;
+	} else {
+		if (first && last)
+			op = imm ? DROCE_OP_SEND_ONLY_IMM : inv ? DROCE_OP_SEND_ONLY_INV : DROCE_OP_SEND_ONLY;
+		else if (first)
+			op = DROCE_OP_SEND_FIRST;
+		else if (last)
+			op = imm ? DROCE_OP_SEND_LAST_IMM : inv ? DROCE_OP_SEND_LAST_INV : DROCE_OP_SEND_LAST;
+		else
+			op = DROCE_OP_SEND_MIDDLE;
+	}
+	return DROCE_OPC(DROCE_TRANSPORT_RC, op);
+}
+
+/* Checks a WQE's local buffers and reserves its PSNs; returns an error or NONE. */
+static enum droce_err
+wqe_start(struct droce_qp *qp, uint32_t idx)
+{
+	const struct droce_wqe *w = droce_qp_wqe(qp, idx);
+	struct droce_swqe *s = droce_qp_swqe(qp, idx);
+	uint32_t need = (wr_is_read(w->opcode) || wr_is_atomic(w->opcode)) ? DROCE_ACCESS_LOCAL_WRITE : 0;
+
+	memset(s, 0, sizeof(*s));
+	switch (w->opcode) {
+	case DROCE_WR_SEND:
+	case DROCE_WR_SEND_WITH_IMM:
+	case DROCE_WR_SEND_WITH_INV:
+	case DROCE_WR_RDMA_WRITE:
+	case DROCE_WR_RDMA_WRITE_WITH_IMM:
+	case DROCE_WR_RDMA_READ:
+		s->npkts = droce_seq_npkts(w->length, qp->attr.pmtu);
+		break;
+	case DROCE_WR_ATOMIC_CMP_AND_SWP:
+	case DROCE_WR_ATOMIC_FETCH_AND_ADD:
+		s->npkts = 1;
+		break;
+	default:
+		return DROCE_ERR_REM_OP; /* LOCAL_INV / BIND_MW: issue 4 */
+	}
+	if (!(w->flags & DROCE_WQE_INLINE))
+		for (unsigned int i = 0; i < w->num_sge; i++)
+			if (w->sge[i].length &&
+			    mr_check(qp, w->sge[i].lkey, w->sge[i].addr, w->sge[i].length, need) == NULL)
+				return DROCE_ERR_LOC_PROT;
+	if (wr_is_atomic(w->opcode) && (w->num_sge == 0 || w->sge[0].length < 8))
+		return DROCE_ERR_LOC_PROT;
+	s->first_psn = qp->psn_next;
+	s->started = true;
+	return DROCE_ERR_NONE;
+}
+
+/* Sends (more of) WQE @idx; returns packets sent, and sets *@whole when all of it is out. */
+static unsigned int
+send_wqe(struct droce_qp *qp, uint32_t idx, unsigned int budget, bool *whole)
+{
+	const struct droce_wqe *w = droce_qp_wqe(qp, idx);
+	struct droce_swqe *s = droce_qp_swqe(qp, idx);
+	uint32_t pmtu = qp->attr.pmtu;
+	struct droce_pkt_fields f;
+	struct rte_mbuf *m;
+	uint8_t *payload;
+	unsigned int n = 0;
+
+	*whole = false;
+	if (wr_is_read(w->opcode) || wr_is_atomic(w->opcode)) {
+		memset(&f, 0, sizeof(f));
+		f.ackreq = true;
+		if (wr_is_read(w->opcode)) {
+			/* a resumed READ asks only for what has not arrived */
+			f.opcode = DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_READ_REQ);
+			f.psn = droce_psn_add(s->first_psn, s->got / pmtu);
+			f.reth.va = w->remote_addr + s->got;
+			f.reth.rkey = w->rkey;
+			f.reth.len = w->length - s->got;
+		} else {
+			f.opcode = DROCE_OPC(DROCE_TRANSPORT_RC, w->opcode == DROCE_WR_ATOMIC_CMP_AND_SWP
+									 ? DROCE_OP_CMP_SWAP
+									 : DROCE_OP_FETCH_ADD);
+			f.psn = s->first_psn;
+			f.atomic.va = w->remote_addr;
+			f.atomic.rkey = w->rkey;
+			if (w->opcode == DROCE_WR_ATOMIC_CMP_AND_SWP) {
+				f.atomic.cmp = w->compare_add;
+				f.atomic.swap_add = w->swap;
+			} else {
+				f.atomic.swap_add = w->compare_add;
+			}
+		}
+		m = pkt_alloc(qp, &f, 0, &payload);
+		if (m == NULL)
+			return 0;
+		pkt_send(qp, m, 0);
+		s->sent_pkts = s->npkts;
+		*whole = true;
+		return 1;
+	}
+
+	while (n < budget) {
+		uint32_t len = RTE_MIN(pmtu, w->length - s->sent);
+		bool first = s->sent_pkts == 0, last = s->sent + len == w->length;
+
+		memset(&f, 0, sizeof(f));
+		f.opcode = request_opcode(w, first, last);
+		f.psn = droce_psn_add(s->first_psn, s->sent_pkts);
+		f.ackreq = last || (s->sent_pkts + 1) % ACKREQ_EVERY == 0;
+		f.se = last && (w->flags & DROCE_WQE_SOLICITED);
+		f.imm = w->imm;
+		f.ieth_rkey = w->invalidate_rkey;
+		f.reth.va = w->remote_addr;
+		f.reth.rkey = w->rkey;
+		f.reth.len = w->length;
+		m = pkt_alloc(qp, &f, len, &payload);
+		if (m == NULL)
+			break;
+		if (!gather(qp, w, s->sent, payload, len)) {
+			/* the MR went away under the WQE */
+			rte_pktmbuf_free(m);
+			s->err = DROCE_ERR_LOC_PROT;
+			break;
+		}
+		pkt_send(qp, m, len);
+		s->sent += len;
+		s->sent_pkts++;
+		n++;
+		if (last) {
+			*whole = true;
+			break;
+		}
+	}
+	return n;
+}
+
+/* Goes back to resend from @psn (go-back-N). */
+static void
+rewind_to(struct droce_qp *qp, uint32_t psn)
+{
+	uint32_t idx, pmtu = qp->attr.pmtu;
+
+	for (idx = qp->sq_head; idx != qp->sq_avail; idx++) {
+		struct droce_swqe *s = droce_qp_swqe(qp, idx);
+		int32_t d;
+
+		if (!s->started)
+			return; /* nothing sent at or after that PSN */
+		d = droce_psn_diff(psn, s->first_psn);
+		if (d >= 0 && (uint32_t)d < s->npkts)
+			break;
+		if (d < 0)
+			return;
+	}
+	if (idx == qp->sq_avail)
+		return;
+	{
+		struct droce_swqe *s = droce_qp_swqe(qp, idx);
+		const struct droce_wqe *w = droce_qp_wqe(qp, idx);
+		uint32_t k = (uint32_t)droce_psn_diff(psn, s->first_psn);
+
+		if (wr_is_read(w->opcode) || wr_is_atomic(w->opcode)) {
+			/* asked again: a READ for what has not arrived, an atomic whole */
+			s->got = RTE_MIN(s->got, k * pmtu);
+			s->sent_pkts = 0;
+		} else {
+			s->sent_pkts = k;
+			s->sent = k * pmtu;
+		}
+	}
+	/* later WQEs start again from scratch, with the same PSNs */
+	for (uint32_t j = idx + 1; j != qp->sq_avail; j++) {
+		struct droce_swqe *s = droce_qp_swqe(qp, j);
+
+		if (!s->started)
+			break;
+		s->started = false;
+	}
+	qp->rd_atomic_out = 0;
+	for (uint32_t j = qp->sq_head; j != idx; j++) {
+		const struct droce_wqe *w = droce_qp_wqe(qp, j);
+
+		if ((wr_is_read(w->opcode) || wr_is_atomic(w->opcode)) && !droce_qp_swqe(qp, j)->done)
+			qp->rd_atomic_out++;
+	}
+	qp->sq_cur = idx;
+	qp->psn_next = psn;
+	qp->stats.retransmits++;
+}
+
+static unsigned int
+requester_tx(struct droce_qp *qp, unsigned int budget)
+{
+	unsigned int sent = 0;
+
+	while (sent < budget && qp->sq_cur != qp->sq_avail) {
+		uint32_t idx = qp->sq_cur;
+		const struct droce_wqe *w = droce_qp_wqe(qp, idx);
+		struct droce_swqe *s = droce_qp_swqe(qp, idx);
+		bool rd = wr_is_read(w->opcode) || wr_is_atomic(w->opcode);
+		bool whole;
+
+		if (!s->started || s->err) {
+			enum droce_err err;
+
+			if (!s->started && rd && qp->rd_atomic_out >= RTE_MAX(qp->attr.max_rd_atomic, 1))
+				break;
+			if (!s->started && (w->flags & DROCE_WQE_FENCE) && qp->rd_atomic_out > 0)
+				break;
+			err = s->err ? (enum droce_err)s->err : (s->started ? DROCE_ERR_NONE : wqe_start(qp, idx));
+			if (err != DROCE_ERR_NONE) {
+				/* completes in order: only once everything before it is done */
+				s->err = (uint8_t)err;
+				if (qp->sq_head == idx)
+					fail_head(qp, err);
+				break;
+			}
+		}
+		if (s->sent_pkts == 0 && rd)
+			qp->rd_atomic_out++;
+		sent += send_wqe(qp, idx, budget - sent, &whole);
+		if (s->err)
+			continue;
+		if (!whole)
+			break;
+		qp->sq_cur = idx + 1;
+		qp->psn_next = droce_psn_add(s->first_psn, s->npkts);
+		if (droce_psn_diff(qp->psn_next, qp->psn_max) > 0)
+			qp->psn_max = qp->psn_next;
+		if (qp->rto_deadline == 0)
+			rearm_rto(qp);
+	}
+	return sent;
+}
+
+/* ---- completer ---- */
+
+static void
+progress_made(struct droce_qp *qp)
+{
+	qp->retry_left = qp->attr.retry_cnt;
+	qp->rnr_left = qp->attr.rnr_retry;
+	qp->rto_deadline = 0;
+	rearm_rto(qp);
+}
+
+/* Retires WQEs wholly acknowledged by @psn. */
+static void
+complete_upto(struct droce_qp *qp, uint32_t psn)
+{
+	bool progress = false;
+
+	while (qp->sq_head != qp->sq_avail) {
+		const struct droce_wqe *w = droce_qp_wqe(qp, qp->sq_head);
+		struct droce_swqe *s = droce_qp_swqe(qp, qp->sq_head);
+		uint32_t last;
+
+		if (!s->started || s->sent_pkts == 0)
+			break;
+		last = droce_psn_add(s->first_psn, s->npkts - 1);
+		if (droce_psn_diff(last, psn) > 0)
+			break;
+		if ((wr_is_read(w->opcode) || wr_is_atomic(w->opcode)) && !s->done) {
+			/* acknowledged past an unanswered READ/atomic: its response was lost */
+			uint32_t from = droce_psn_add(s->first_psn, s->got / qp->attr.pmtu);
+
+			if (s->gap_mark != from + 1) {
+				s->gap_mark = from + 1;
+				qp->stats.implicit_naks++;
+				rewind_to(qp, from);
+			}
+			break;
+		}
+		qp->psn_una = droce_psn_add(last, 1);
+		droce_qp_complete_send_lc(qp, DROCE_WC_SUCCESS);
+		progress = true;
+	}
+	if (!progress)
+		return;
+	/* a late ACK may cover what a go-back had queued to resend */
+	if (droce_psn_diff(qp->psn_next, qp->psn_una) < 0)
+		qp->psn_next = qp->psn_una;
+	progress_made(qp);
+}
+
+/* True when @psn may be acknowledged: in [una - 1, max - 1]. */
+static bool
+ack_in_window(const struct droce_qp *qp, uint32_t psn)
+{
+	return droce_psn_diff(psn, qp->psn_max) < 0 &&
+	       droce_psn_diff(psn, droce_psn_add(qp->psn_una, DROCE_PSN_MASK)) >= 0;
+}
+
+static void
+handle_ack(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+{
+	uint32_t prev = droce_psn_add(psn, DROCE_PSN_MASK);
+
+	if (!ack_in_window(qp, psn)) {
+		qp->eng->stats.seq_drops++;
+		return;
+	}
+	switch (droce_aeth_syndrome_kind(syndrome)) {
+	case DROCE_AETH_ACK:
+		complete_upto(qp, psn);
+		break;
+	case DROCE_AETH_RNR_NAK:
+		qp->stats.rnr_naks_rx++;
+		complete_upto(qp, prev);
+		if (qp->state != DROCE_QPS_RTS && qp->state != DROCE_QPS_SQD)
+			return;
+		if (qp->attr.rnr_retry != 7) {
+			if (qp->rnr_left == 0) {
+				fail_head(qp, DROCE_ERR_RNR_RETRY_EXC);
+				return;
+			}
+			qp->rnr_left--;
+		}
+		rewind_to(qp, psn);
+		qp->req_state = DROCE_REQ_RNR_WAIT;
+		qp->rto_deadline = 0;
+		qp->rnr_deadline = qp->eng->now + qp->eng->tsc_hz / 100000 *
+					 rnr_timer_10us[droce_aeth_syndrome_value(syndrome)];
+		break;
+	case DROCE_AETH_NAK:
+		complete_upto(qp, prev);
+		if (qp->state != DROCE_QPS_RTS && qp->state != DROCE_QPS_SQD)
+			return;
+		if (droce_aeth_syndrome_value(syndrome) == DROCE_NAK_PSN_SEQ_ERR) {
+			qp->stats.seq_naks_rx++;
+			rewind_to(qp, psn);
+		} else {
+			qp->stats.rem_err_naks_rx++;
+			fail_head(qp, droce_err_from_nak(droce_aeth_syndrome_value(syndrome)));
+		}
+		break;
+	default:
+		qp->eng->stats.seq_drops++;
+		break;
+	}
+}
+
+static void
+handle_read_resp(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame, uint32_t psn)
+{
+	uint32_t flags = p->info->flags, len = p->payload_len, pmtu = qp->attr.pmtu;
+	const struct droce_wqe *w;
+	struct droce_swqe *s;
+	uint32_t expect;
+
+	if (!ack_in_window(qp, psn)) {
+		qp->eng->stats.seq_drops++;
+		return;
+	}
+	complete_upto(qp, droce_psn_add(psn, DROCE_PSN_MASK));
+	if (qp->sq_head == qp->sq_avail)
+		return;
+	w = droce_qp_wqe(qp, qp->sq_head);
+	s = droce_qp_swqe(qp, qp->sq_head);
+	if (!wr_is_read(w->opcode) || !s->started || s->done) {
+		qp->eng->stats.seq_drops++;
+		return;
+	}
+	expect = droce_psn_add(s->first_psn, s->got / pmtu);
+	if (psn != expect) {
+		if (droce_psn_diff(psn, expect) > 0 && s->gap_mark != expect + 1) {
+			/* responses lost: ask again for the rest */
+			s->gap_mark = expect + 1;
+			rewind_to(qp, expect);
+		}
+		qp->eng->stats.seq_drops++;
+		return;
+	}
+	if (len > pmtu || (!(flags & DROCE_OPF_LAST) && len != pmtu) ||
+	    (uint64_t)s->got + len > w->length ||
+	    ((flags & DROCE_OPF_LAST) && s->got + len != w->length)) {
+		fail_head(qp, DROCE_ERR_BAD_RESP);
+		return;
+	}
+	if (!scatter(qp, w->sge, w->num_sge, s->got, frame + p->payload_off, len)) {
+		fail_head(qp, DROCE_ERR_LOC_PROT);
+		return;
+	}
+	s->got += len;
+	s->gap_mark = 0;
+	qp->psn_una = droce_psn_add(psn, 1);
+	if (flags & DROCE_OPF_LAST) {
+		s->done = true;
+		qp->rd_atomic_out--;
+		qp->psn_una = droce_psn_add(s->first_psn, s->npkts);
+		droce_qp_complete_send_lc(qp, DROCE_WC_SUCCESS);
+	}
+	progress_made(qp);
+}
+
+static void
+handle_atomic_ack(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame, uint32_t psn)
+{
+	const struct droce_wqe *w;
+	struct droce_swqe *s;
+	uint64_t orig;
+
+	if (!ack_in_window(qp, psn)) {
+		qp->eng->stats.seq_drops++;
+		return;
+	}
+	complete_upto(qp, droce_psn_add(psn, DROCE_PSN_MASK));
+	if (qp->sq_head == qp->sq_avail)
+		return;
+	w = droce_qp_wqe(qp, qp->sq_head);
+	s = droce_qp_swqe(qp, qp->sq_head);
+	if (!wr_is_atomic(w->opcode) || !s->started || s->done || s->first_psn != psn) {
+		qp->eng->stats.seq_drops++;
+		return;
+	}
+	orig = droce_atmack_orig(droce_pkt_hdr(p, frame, DROCE_HDR_ATMACK));
+	if (!scatter(qp, w->sge, 1, 0, (const uint8_t *)&orig, sizeof(orig))) {
+		fail_head(qp, DROCE_ERR_LOC_PROT);
+		return;
+	}
+	s->done = true;
+	qp->rd_atomic_out--;
+	qp->psn_una = droce_psn_add(psn, 1);
+	droce_qp_complete_send_lc(qp, DROCE_WC_SUCCESS);
+	progress_made(qp);
+}
+
+void
+droce_rc_timers_lc(struct droce_qp *qp)
+{
+	uint64_t now = qp->eng->now;
+
+	if (qp->req_state == DROCE_REQ_RNR_WAIT && now >= qp->rnr_deadline) {
+		qp->req_state = DROCE_REQ_IDLE;
+		qp->rnr_deadline = 0;
+	}
+	if (qp->rto_deadline && now >= qp->rto_deadline) {
+		qp->rto_deadline = 0;
+		if (qp->psn_una == qp->psn_next && qp->sq_cur == qp->sq_head)
+			return;
+		qp->stats.timeouts++;
+		if (qp->retry_left == 0) {
+			fail_head(qp, DROCE_ERR_RETRY_EXC);
+			return;
+		}
+		qp->retry_left--;
+		rewind_to(qp, qp->psn_una);
+	}
+}
+
+/* ---- responder ---- */
+
+/* The responder's error: NAK it, fail an open receive, move the QP on. */
+static void
+resp_error(struct droce_qp *qp, enum droce_err err, uint32_t psn)
+{
+	const struct droce_err_info *e = &droce_err_table[err];
+
+	if (e->nak_code != DROCE_ERR_NO_NAK) {
+		send_nak(qp, e->nak_code, psn);
+		qp->stats.rem_err_naks_tx++;
+	}
+	droce_qp_refresh_lc(qp);
+	if ((qp->rqe_open || err == DROCE_ERR_LOC_LEN || err == DROCE_ERR_RESP_LOC_PROT) &&
+	    qp->rq_head != qp->rq_avail) {
+		struct droce_cqe c = { .status = e->resp_status, .opcode = DROCE_WC_RECV };
+
+		droce_qp_complete_recv_lc(qp, &c, false);
+		qp->rqe_open = false;
+	}
+	droce_qp_error_lc(qp, err);
+}
+
+static bool
+resp_queue(struct droce_qp *qp, const struct droce_rd_resp *r)
+{
+	uint32_t cap = RTE_DIM(qp->rd_resp);
+
+	if (qp->rd_resp_count == cap)
+		return false;
+	qp->rd_resp[(qp->rd_resp_head + qp->rd_resp_count) % cap] = *r;
+	qp->rd_resp_count++;
+	return true;
+}
+
+static bool
+read_allowed(const struct droce_qp *qp, uint64_t va, uint32_t rkey, uint32_t len)
+{
+	if (len == 0)
+		return true; /* a zero-length READ names no memory */
+	if (!(qp->attr.access & DROCE_ACCESS_REMOTE_READ))
+		return false;
+	return mr_check(qp, rkey, va, len, DROCE_ACCESS_REMOTE_READ) != NULL;
+}
+
+static void
+resp_duplicate(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame, uint32_t psn)
+{
+	uint32_t flags = p->info->flags;
+
+	qp->stats.dup_reqs++;
+	if (flags & DROCE_OPF_READ) {
+		const struct droce_reth *r = droce_pkt_hdr(p, frame, DROCE_HDR_RETH);
+		struct droce_rd_resp e = { .psn = psn, .len = droce_reth_len(r),
+					   .rkey = droce_reth_rkey(r), .va = droce_reth_va(r) };
+
+		qp->stats.dup_reads++;
+		if (read_allowed(qp, e.va, e.rkey, e.len))
+			resp_queue(qp, &e);
+		return;
+	}
+	if (flags & DROCE_OPF_ATOMIC) {
+		for (unsigned int i = 0; i < DROCE_ATOMIC_REPLAY; i++) {
+			if (qp->atomic_replay[i].valid && qp->atomic_replay[i].psn == psn) {
+				struct droce_rd_resp e = { .psn = psn, .atomic = true,
+							   .orig = qp->atomic_replay[i].orig };
+				qp->stats.dup_atomics++;
+				resp_queue(qp, &e);
+				return;
+			}
+		}
+		return; /* too old to answer: the requester has long moved on */
+	}
+	/* SEND / WRITE: acknowledge what we have */
+	qp->ack_pending = true;
+	qp->ack_psn = droce_psn_add(qp->rxseq.epsn, DROCE_PSN_MASK);
+	qp->ack_syndrome = droce_aeth_make_syndrome(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID);
+}
+
+static bool
+needs_new_rqe(const struct droce_qp *qp, uint32_t flags)
+{
+	if (flags & DROCE_OPF_SEND)
+		return !qp->rqe_open;
+	return (flags & DROCE_OPF_WRITE) && (flags & DROCE_OPF_IMM) && (flags & DROCE_OPF_LAST);
+}
+
+static void
+resp_send(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame, uint32_t psn)
+{
+	uint32_t flags = p->info->flags;
+	const struct droce_rqe *r;
+
+	if (flags & DROCE_OPF_FIRST) {
+		qp->rqe_open = true;
+		qp->recv_off = 0;
+	}
+	r = droce_qp_rqe(qp, qp->rq_head);
+	if ((uint64_t)qp->recv_off + p->payload_len > r->length) {
+		resp_error(qp, DROCE_ERR_LOC_LEN, psn);
+		return;
+	}
+	if (!scatter(qp, r->sge, r->num_sge, qp->recv_off, frame + p->payload_off, p->payload_len)) {
+		resp_error(qp, DROCE_ERR_RESP_LOC_PROT, psn);
+		return;
+	}
+	qp->recv_off += p->payload_len;
+	if (flags & DROCE_OPF_LAST) {
+		const struct droce_bth *bth = droce_pkt_bth(p, frame);
+		struct droce_cqe c = { .status = DROCE_WC_SUCCESS, .opcode = DROCE_WC_RECV,
+				       .byte_len = qp->recv_off, .src_qp = qp->attr.dest_qpn };
+
+		if (flags & DROCE_OPF_IMM) {
+			c.wc_flags |= DROCE_WC_F_WITH_IMM;
+			c.imm_or_inv = droce_immdt_imm(droce_pkt_hdr(p, frame, DROCE_HDR_IMMDT));
+		} else if (flags & DROCE_OPF_INV) {
+			c.wc_flags |= DROCE_WC_F_WITH_INV;
+			c.imm_or_inv = droce_ieth_rkey(droce_pkt_hdr(p, frame, DROCE_HDR_IETH));
+		}
+		qp->rqe_open = false;
+		qp->msn = droce_psn_add(qp->msn, 1);
+		droce_qp_complete_recv_lc(qp, &c, droce_bth_se(bth));
+	}
+}
+
+static void
+resp_write(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame, uint32_t psn)
+{
+	uint32_t flags = p->info->flags, len = p->payload_len;
+
+	if (flags & DROCE_OPF_FIRST) {
+		const struct droce_reth *r = droce_pkt_hdr(p, frame, DROCE_HDR_RETH);
+		uint32_t dlen = droce_reth_len(r);
+
+		qp->write_va = droce_reth_va(r);
+		qp->write_rkey = droce_reth_rkey(r);
+		if (dlen != 0 && (!(qp->attr.access & DROCE_ACCESS_REMOTE_WRITE) ||
+				  mr_check(qp, qp->write_rkey, qp->write_va, dlen,
+					   DROCE_ACCESS_REMOTE_WRITE) == NULL)) {
+			resp_error(qp, DROCE_ERR_REM_ACCESS, psn);
+			return;
+		}
+	}
+	if (len) {
+		const struct droce_mr *mr = mr_check(qp, qp->write_rkey, qp->write_va, len,
+						     DROCE_ACCESS_REMOTE_WRITE);
+		if (mr == NULL) {
+			resp_error(qp, DROCE_ERR_REM_ACCESS, psn);
+			return;
+		}
+		memcpy(mr->addr + (qp->write_va - mr->iova), frame + p->payload_off, len);
+		qp->write_va += len;
+	}
+	if (flags & DROCE_OPF_LAST) {
+		qp->msn = droce_psn_add(qp->msn, 1);
+		if (flags & DROCE_OPF_IMM) {
+			struct droce_cqe c = { .status = DROCE_WC_SUCCESS,
+					       .opcode = DROCE_WC_RECV_RDMA_WITH_IMM,
+					       .byte_len = qp->rxseq.write_len,
+					       .src_qp = qp->attr.dest_qpn,
+					       .wc_flags = DROCE_WC_F_WITH_IMM };
+			c.imm_or_inv = droce_immdt_imm(droce_pkt_hdr(p, frame, DROCE_HDR_IMMDT));
+			droce_qp_complete_recv_lc(qp, &c, droce_bth_se(droce_pkt_bth(p, frame)));
+		}
+	}
+}
+
+static void
+resp_read(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame, uint32_t psn)
+{
+	const struct droce_reth *r = droce_pkt_hdr(p, frame, DROCE_HDR_RETH);
+	struct droce_rd_resp e = { .psn = psn, .len = droce_reth_len(r), .rkey = droce_reth_rkey(r),
+				   .va = droce_reth_va(r) };
+
+	if (!read_allowed(qp, e.va, e.rkey, e.len)) {
+		resp_error(qp, DROCE_ERR_REM_ACCESS, psn);
+		return;
+	}
+	if (qp->rd_resp_count >= RTE_MAX(qp->attr.max_dest_rd_atomic, 1) || !resp_queue(qp, &e)) {
+		resp_error(qp, DROCE_ERR_REM_INV_REQ, psn);
+		return;
+	}
+	qp->msn = droce_psn_add(qp->msn, 1);
+}
+
+static void
+resp_atomic(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame, uint32_t psn)
+{
+	const struct droce_atmeth *a = droce_pkt_hdr(p, frame, DROCE_HDR_ATMETH);
+	uint64_t va = droce_atmeth_va(a), orig;
+	const struct droce_mr *mr;
+	uint64_t *target;
+	struct droce_rd_resp e = { .psn = psn, .atomic = true };
+
+	if (va & 7) {
+		resp_error(qp, DROCE_ERR_REM_INV_REQ, psn);
+		return;
+	}
+	mr = (qp->attr.access & DROCE_ACCESS_REMOTE_ATOMIC)
+		     ? mr_check(qp, droce_atmeth_rkey(a), va, 8, DROCE_ACCESS_REMOTE_ATOMIC)
+		     : NULL;
+	if (mr == NULL) {
+		resp_error(qp, DROCE_ERR_REM_ACCESS, psn);
+		return;
+	}
+	if (qp->rd_resp_count >= RTE_DIM(qp->rd_resp)) {
+		resp_error(qp, DROCE_ERR_REM_INV_REQ, psn);
+		return;
+	}
+	target = (uint64_t *)(void *)(mr->addr + (va - mr->iova));
+	if (p->opcode == DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_FETCH_ADD)) {
+		orig = __atomic_fetch_add(target, droce_atmeth_swap_add(a), __ATOMIC_SEQ_CST);
+	} else {
+		orig = droce_atmeth_cmp(a);
+		if (!__atomic_compare_exchange_n(target, &orig, droce_atmeth_swap_add(a), false,
+						 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+			/* orig now holds the value found */
+		}
+	}
+	qp->atomic_replay[qp->atomic_replay_next] = (typeof(qp->atomic_replay[0])){ psn, orig, true };
+	qp->atomic_replay_next = (qp->atomic_replay_next + 1) % DROCE_ATOMIC_REPLAY;
+	e.orig = orig;
+	resp_queue(qp, &e);
+	qp->msn = droce_psn_add(qp->msn, 1);
+}
+
+static void
+responder_rx(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame)
+{
+	const struct droce_bth *bth = droce_pkt_bth(p, frame);
+	uint32_t psn = droce_bth_psn(bth), flags = p->info->flags;
+	int32_t d;
+	enum droce_seq_verdict v;
+
+	if (qp->state != DROCE_QPS_RTR && qp->state != DROCE_QPS_RTS && qp->state != DROCE_QPS_SQD)
+		return;
+	d = droce_psn_diff(psn, qp->rxseq.epsn);
+	if (d > 0) {
+		if (!qp->nak_seq_sent) {
+			qp->nak_seq_sent = true;
+			qp->stats.seq_naks_tx++;
+			send_nak(qp, DROCE_NAK_PSN_SEQ_ERR, qp->rxseq.epsn);
+		}
+		return;
+	}
+	if (d < 0) {
+		resp_duplicate(qp, p, frame, psn);
+		return;
+	}
+	qp->nak_seq_sent = false;
+	if (needs_new_rqe(qp, flags)) {
+		droce_qp_refresh_lc(qp);
+		if (qp->rq_head == qp->rq_avail) {
+			qp->stats.rnr_naks_tx++;
+			send_aeth(qp, droce_aeth_make_syndrome(DROCE_AETH_RNR_NAK, qp->attr.min_rnr_timer),
+				  psn);
+			return;
+		}
+	}
+	v = droce_seq_rx_check(&qp->rxseq, p, frame);
+	if (v != DROCE_SEQ_OK) {
+		resp_error(qp, DROCE_ERR_REM_INV_REQ, psn);
+		return;
+	}
+	if (flags & DROCE_OPF_SEND)
+		resp_send(qp, p, frame, psn);
+	else if (flags & DROCE_OPF_WRITE)
+		resp_write(qp, p, frame, psn);
+	else if (flags & DROCE_OPF_READ)
+		resp_read(qp, p, frame, psn);
+	else if (flags & DROCE_OPF_ATOMIC)
+		resp_atomic(qp, p, frame, psn);
+	if ((flags & (DROCE_OPF_SEND | DROCE_OPF_WRITE)) && droce_bth_ackreq(bth) &&
+	    qp->state != DROCE_QPS_ERR) {
+		qp->ack_pending = true;
+		qp->ack_psn = psn;
+		qp->ack_syndrome = droce_aeth_make_syndrome(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID);
+	}
+}
+
+/* Sends queued READ responses and atomic ACKs, then a pending ACK. */
+static unsigned int
+responder_tx(struct droce_qp *qp, unsigned int budget)
+{
+	uint32_t pmtu = qp->attr.pmtu, cap = RTE_DIM(qp->rd_resp);
+	uint8_t ack_syn = droce_aeth_make_syndrome(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID);
+	unsigned int n = 0;
+
+	while (qp->rd_resp_count && n < budget) {
+		struct droce_rd_resp *e = &qp->rd_resp[qp->rd_resp_head];
+		struct droce_pkt_fields f;
+		struct rte_mbuf *m;
+		uint8_t *payload;
+		bool done;
+
+		memset(&f, 0, sizeof(f));
+		f.aeth.syndrome = ack_syn;
+		f.aeth.msn = qp->msn;
+		if (e->atomic) {
+			f.opcode = DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_ATOMIC_ACK);
+			f.psn = e->psn;
+			f.atomic_orig = e->orig;
+			m = pkt_alloc(qp, &f, 0, &payload);
+			if (m == NULL)
+				break;
+			pkt_send(qp, m, 0);
+			done = true;
+		} else {
+			uint32_t len = RTE_MIN(pmtu, e->len - e->off);
+			bool first = e->off == 0, last = e->off + len == e->len;
+			enum droce_op op = first && last ? DROCE_OP_READ_RESP_ONLY
+					   : first	 ? DROCE_OP_READ_RESP_FIRST
+					   : last	 ? DROCE_OP_READ_RESP_LAST
+							 : DROCE_OP_READ_RESP_MIDDLE;
+
+			f.opcode = DROCE_OPC(DROCE_TRANSPORT_RC, op);
+			f.psn = droce_psn_add(e->psn, e->off / pmtu);
+			m = pkt_alloc(qp, &f, len, &payload);
+			if (m == NULL)
+				break;
+			if (len) {
+				const struct droce_mr *mr = mr_check(qp, e->rkey, e->va + e->off, len,
+								     DROCE_ACCESS_REMOTE_READ);
+				if (mr == NULL) {
+					/* deregistered since the request was checked */
+					rte_pktmbuf_free(m);
+					qp->rd_resp_count = 0;
+					resp_error(qp, DROCE_ERR_REM_ACCESS, f.psn);
+					return n;
+				}
+				memcpy(payload, mr->addr + (e->va + e->off - mr->iova), len);
+			}
+			pkt_send(qp, m, len);
+			e->off += len;
+			done = last;
+		}
+		n++;
+		if (done) {
+			qp->rd_resp_head = (qp->rd_resp_head + 1) % cap;
+			qp->rd_resp_count--;
+		}
+	}
+	if (qp->ack_pending && qp->rd_resp_count == 0 && n < budget) {
+		send_aeth(qp, qp->ack_syndrome, qp->ack_psn);
+		qp->ack_pending = false;
+		n++;
+	}
+	return n;
+}
+
+/* ---- entry points ---- */
+
+void
+droce_rc_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *p)
+{
+	const uint8_t *frame = rte_pktmbuf_mtod(m, const uint8_t *);
+	uint32_t flags = p->info->flags;
+	uint32_t psn = droce_bth_psn(droce_pkt_bth(p, frame));
+
+	if ((p->opcode & 0xe0) != DROCE_TRANSPORT_RC) {
+		qp->eng->stats.seq_drops++;
+	} else if (flags & DROCE_OPF_REQ) {
+		responder_rx(qp, p, frame);
+	} else if (qp->state == DROCE_QPS_RTS || qp->state == DROCE_QPS_SQD) {
+		if (flags & DROCE_OPF_READ)
+			handle_read_resp(qp, p, frame, psn);
+		else if (flags & DROCE_OPF_ATOMIC)
+			handle_atomic_ack(qp, p, frame, psn);
+		else
+			handle_ack(qp, psn, droce_aeth_syndrome(droce_pkt_hdr(p, frame, DROCE_HDR_AETH)));
+	}
+	rte_pktmbuf_free(m);
+	droce_engine_activate_lc(qp->eng, qp);
+}
+
+unsigned int
+droce_rc_tx_lc(struct droce_qp *qp, unsigned int budget)
+{
+	unsigned int n;
+
+	droce_qp_refresh_lc(qp);
+	if (qp->state == DROCE_QPS_ERR) {
+		/* WQEs posted to a QP in error complete as flushed */
+		droce_qp_set_state_lc(qp, DROCE_QPS_ERR);
+		return 0;
+	}
+	n = responder_tx(qp, budget);
+	if (qp->state != DROCE_QPS_RTS || qp->req_state != DROCE_REQ_IDLE)
+		return n;
+	/* a WQE that failed at start completes once everything before it is done */
+	if (qp->sq_head == qp->sq_cur && qp->sq_cur != qp->sq_avail &&
+	    droce_qp_swqe(qp, qp->sq_cur)->started && droce_qp_swqe(qp, qp->sq_cur)->err) {
+		fail_head(qp, droce_qp_swqe(qp, qp->sq_cur)->err);
+		return n;
+	}
+	return n + requester_tx(qp, budget > n ? budget - n : 0);
+}
