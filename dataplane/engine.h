@@ -161,7 +161,8 @@ struct droce_qp {
 		uint64_t va;      /* READ */
 		uint64_t orig;    /* atomic: the value before */
 		bool atomic;
-	} rd_resp[DROCE_DP_MAX_RD_ATOMIC + 1];
+		bool dup;         /* answers a duplicate request */
+	} rd_resp[2 * DROCE_DP_MAX_RD_ATOMIC + 2];
 	uint32_t rd_resp_head, rd_resp_count;
 };
 

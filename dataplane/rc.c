@@ -462,6 +462,19 @@ progress_made(struct droce_qp *qp)
 	rearm_rto(qp);
 }
 
+/* The oldest WQE is done: everything up to @last_psn is acknowledged. */
+static void
+retire_head(struct droce_qp *qp, uint32_t last_psn)
+{
+	qp->psn_una = droce_psn_add(last_psn, 1);
+	droce_qp_complete_send_lc(qp, DROCE_WC_SUCCESS);
+	/* a go-back may have queued a resend of what is now acknowledged */
+	if (droce_psn_diff(qp->psn_next, qp->psn_una) < 0 ||
+	    (qp->sq_cur == qp->sq_head &&
+	     (qp->sq_cur == qp->sq_avail || !droce_qp_swqe(qp, qp->sq_cur)->started)))
+		qp->psn_next = qp->psn_una;
+}
+
 /* Retires WQEs wholly acknowledged by @psn. */
 static void
 complete_upto(struct droce_qp *qp, uint32_t psn)
@@ -489,16 +502,11 @@ complete_upto(struct droce_qp *qp, uint32_t psn)
 			}
 			break;
 		}
-		qp->psn_una = droce_psn_add(last, 1);
-		droce_qp_complete_send_lc(qp, DROCE_WC_SUCCESS);
+		retire_head(qp, last);
 		progress = true;
 	}
-	if (!progress)
-		return;
-	/* a late ACK may cover what a go-back had queued to resend */
-	if (droce_psn_diff(qp->psn_next, qp->psn_una) < 0)
-		qp->psn_next = qp->psn_una;
-	progress_made(qp);
+	if (progress)
+		progress_made(qp);
 }
 
 /* True when @psn may be acknowledged: in [una - 1, max - 1]. */
@@ -605,8 +613,7 @@ handle_read_resp(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *
 	if (flags & DROCE_OPF_LAST) {
 		s->done = true;
 		qp->rd_atomic_out--;
-		qp->psn_una = droce_psn_add(s->first_psn, s->npkts);
-		droce_qp_complete_send_lc(qp, DROCE_WC_SUCCESS);
+		retire_head(qp, droce_psn_add(s->first_psn, s->npkts - 1));
 	}
 	progress_made(qp);
 }
@@ -638,8 +645,7 @@ handle_atomic_ack(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t 
 	}
 	s->done = true;
 	qp->rd_atomic_out--;
-	qp->psn_una = droce_psn_add(psn, 1);
-	droce_qp_complete_send_lc(qp, DROCE_WC_SUCCESS);
+	retire_head(qp, psn);
 	progress_made(qp);
 }
 
@@ -689,6 +695,17 @@ resp_error(struct droce_qp *qp, enum droce_err err, uint32_t psn)
 	droce_qp_error_lc(qp, err);
 }
 
+/* READ responses and atomic ACKs queued for requests seen for the first time. */
+static uint32_t
+resp_new_count(const struct droce_qp *qp)
+{
+	uint32_t n = 0, cap = RTE_DIM(qp->rd_resp);
+
+	for (uint32_t i = 0; i < qp->rd_resp_count; i++)
+		n += !qp->rd_resp[(qp->rd_resp_head + i) % cap].dup;
+	return n;
+}
+
 static bool
 resp_queue(struct droce_qp *qp, const struct droce_rd_resp *r)
 {
@@ -720,7 +737,8 @@ resp_duplicate(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *fr
 	if (flags & DROCE_OPF_READ) {
 		const struct droce_reth *r = droce_pkt_hdr(p, frame, DROCE_HDR_RETH);
 		struct droce_rd_resp e = { .psn = psn, .len = droce_reth_len(r),
-					   .rkey = droce_reth_rkey(r), .va = droce_reth_va(r) };
+					   .rkey = droce_reth_rkey(r), .va = droce_reth_va(r),
+					   .dup = true };
 
 		qp->stats.dup_reads++;
 		if (read_allowed(qp, e.va, e.rkey, e.len))
@@ -730,7 +748,7 @@ resp_duplicate(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *fr
 	if (flags & DROCE_OPF_ATOMIC) {
 		for (unsigned int i = 0; i < DROCE_ATOMIC_REPLAY; i++) {
 			if (qp->atomic_replay[i].valid && qp->atomic_replay[i].psn == psn) {
-				struct droce_rd_resp e = { .psn = psn, .atomic = true,
+				struct droce_rd_resp e = { .psn = psn, .atomic = true, .dup = true,
 							   .orig = qp->atomic_replay[i].orig };
 				qp->stats.dup_atomics++;
 				resp_queue(qp, &e);
@@ -844,7 +862,7 @@ resp_read(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame, 
 		resp_error(qp, DROCE_ERR_REM_ACCESS, psn);
 		return;
 	}
-	if (qp->rd_resp_count >= RTE_MAX(qp->attr.max_dest_rd_atomic, 1) || !resp_queue(qp, &e)) {
+	if (resp_new_count(qp) >= RTE_MAX(qp->attr.max_dest_rd_atomic, 1) || !resp_queue(qp, &e)) {
 		resp_error(qp, DROCE_ERR_REM_INV_REQ, psn);
 		return;
 	}
@@ -871,7 +889,7 @@ resp_atomic(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame
 		resp_error(qp, DROCE_ERR_REM_ACCESS, psn);
 		return;
 	}
-	if (qp->rd_resp_count >= RTE_DIM(qp->rd_resp)) {
+	if (resp_new_count(qp) >= RTE_MAX(qp->attr.max_dest_rd_atomic, 1)) {
 		resp_error(qp, DROCE_ERR_REM_INV_REQ, psn);
 		return;
 	}
@@ -916,6 +934,11 @@ responder_rx(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *fram
 		return;
 	}
 	qp->nak_seq_sent = false;
+	if ((flags & (DROCE_OPF_READ | DROCE_OPF_ATOMIC)) && qp->rd_resp_count == RTE_DIM(qp->rd_resp)) {
+		/* replayed responses fill the queue: let the requester time out and ask again */
+		qp->eng->stats.seq_drops++;
+		return;
+	}
 	if (needs_new_rqe(qp, flags)) {
 		droce_qp_refresh_lc(qp);
 		if (qp->rq_head == qp->rq_avail) {
