@@ -6,6 +6,11 @@
  * port1 -> port0 with consecutive PSNs and a checkable payload, receives and
  * parses every frame, and checks opcode, QPN, PSN order and payload bytes.
  * Exits 0 only if every frame arrived intact.
+ *
+ * With an impaired link (impair_* config keys or --impair), loss, duplicates,
+ * reordering and frames the parser rejects are expected and only reported
+ * (with the impairment counters); the run fails only if a frame the parser
+ * accepted carries wrong bytes, or the run times out.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -49,6 +54,8 @@ struct direction {
 	uint8_t seed;
 	uint64_t sent, sent_bytes, received, received_bytes, ok;
 	uint64_t next_rx; /* sequence number expected next */
+	uint8_t *seen;    /* impaired: bit per sequence number received intact */
+	uint64_t unique, dups, late;
 	uint64_t drops[DROCE_DROP_COUNT];
 	uint64_t fails[FAIL_COUNT];
 };
@@ -63,12 +70,15 @@ static void
 usage(FILE *f)
 {
 	fprintf(f,
-		"usage: droce-loop [-c CONFIG] [-n COUNT] [-s SIZE] [-t SECONDS] [--capture PORT=PATH]...\n"
+		"usage: droce-loop [-c CONFIG] [-n COUNT] [-s SIZE] [-t SECONDS] [--capture PORT=PATH]... [--impair SPEC]...\n"
 		"  -c, --config FILE    INI config (default: $DROCE_CONFIG, else embedded loopback)\n"
 		"  -n, --count N        frames each way (default 10000)\n"
 		"  -s, --size BYTES     payload bytes per frame (default 1024)\n"
 		"  -t, --time SECONDS   give up after this long (default 10)\n"
 		"      --capture P=F    write port P's frames to pcapng file F (e.g. port0=/tmp/p0.pcapng)\n"
+		"      --impair SPEC    impair every port's link (or one: port1:SPEC); SPEC is\n"
+		"                       drop=P,dup=P,reorder=P,delay=P,delay_us=N,corrupt=P,seed=N,dir=tx|rx|both\n"
+		"                       (P a probability 0..1); loss is then reported, not a failure\n"
 		"  -q, --quiet          print only errors and the verdict\n");
 }
 
@@ -204,6 +214,60 @@ send_some(struct direction *d, struct rte_mempool *mp, uint64_t count, uint32_t 
 	return 0;
 }
 
+static bool impaired; /* some port's link is impaired */
+
+static bool
+payload_ok(struct direction *d, const struct droce_pkt *pkt, const uint8_t *frame, uint64_t seq,
+	   uint32_t size)
+{
+	const uint8_t *pl = frame + pkt->payload_off;
+	uint32_t j;
+
+	if (pkt->payload_len != size) {
+		d->fails[FAIL_LENGTH]++;
+		return false;
+	}
+	for (j = 0; j < size; j++) {
+		if (pl[j] != pattern(d->seed, seq, j)) {
+			d->fails[FAIL_PAYLOAD]++;
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * Impaired link: the PSN says which frame this is; duplicates and late frames
+ * are counted, not failures, but every accepted frame's bytes must be right.
+ */
+static void
+check_frame_impaired(struct direction *d, const struct droce_pkt *pkt, const uint8_t *frame,
+		     const struct droce_pkt_fields *f, uint32_t size)
+{
+	int32_t delta = droce_psn_diff(f->psn, droce_psn_add(PSN_START, (uint32_t)d->next_rx));
+	int64_t seq = (int64_t)d->next_rx + delta;
+	uint8_t bit;
+
+	if (seq < 0 || (uint64_t)seq >= d->sent) {
+		d->fails[FAIL_PSN]++; /* a PSN never sent */
+		return;
+	}
+	if (!payload_ok(d, pkt, frame, (uint64_t)seq, size))
+		return;
+	d->ok++;
+	if (delta >= 0)
+		d->next_rx = (uint64_t)seq + 1;
+	else
+		d->late++;
+	bit = (uint8_t)(1u << (seq & 7));
+	if (d->seen[seq >> 3] & bit) {
+		d->dups++;
+	} else {
+		d->seen[seq >> 3] |= bit;
+		d->unique++;
+	}
+}
+
 static void
 check_frame(struct direction *d, struct rte_mbuf *m, uint32_t size)
 {
@@ -211,9 +275,7 @@ check_frame(struct direction *d, struct rte_mbuf *m, uint32_t size)
 	struct droce_pkt pkt;
 	struct droce_pkt_fields f;
 	enum droce_drop why;
-	const uint8_t *pl;
 	uint64_t seq;
-	uint32_t j;
 
 	why = droce_parse_frame(frame, rte_pktmbuf_data_len(m), &pkt);
 	if (why != DROCE_DROP_NONE) {
@@ -229,6 +291,10 @@ check_frame(struct direction *d, struct rte_mbuf *m, uint32_t size)
 		d->fails[FAIL_QPN]++;
 		return;
 	}
+	if (impaired) {
+		check_frame_impaired(d, &pkt, frame, &f, size);
+		return;
+	}
 	seq = d->next_rx;
 	if (f.psn != droce_psn_add(PSN_START, (uint32_t)seq)) {
 		d->fails[FAIL_PSN]++;
@@ -238,18 +304,22 @@ check_frame(struct direction *d, struct rte_mbuf *m, uint32_t size)
 		return;
 	}
 	d->next_rx = seq + 1;
-	if (pkt.payload_len != size) {
-		d->fails[FAIL_LENGTH]++;
-		return;
-	}
-	pl = frame + pkt.payload_off;
-	for (j = 0; j < size; j++) {
-		if (pl[j] != pattern(d->seed, seq, j)) {
-			d->fails[FAIL_PAYLOAD]++;
-			return;
-		}
-	}
-	d->ok++;
+	if (payload_ok(d, &pkt, frame, seq, size))
+		d->ok++;
+}
+
+/* All sent, or the window is full. */
+static bool
+cannot_send(const struct direction *d, uint64_t count)
+{
+	return d->sent >= count || d->sent - d->next_rx >= WINDOW;
+}
+
+/* Every frame of this direction is in (impaired: each sequence number seen). */
+static bool
+all_in(const struct direction *d, uint64_t count)
+{
+	return impaired ? d->unique >= count : d->next_rx >= count;
 }
 
 static void
@@ -280,12 +350,29 @@ report(const struct direction *d, bool quiet)
 	uint64_t bad = 0;
 	unsigned int i;
 
-	for (i = 1; i < DROCE_DROP_COUNT; i++)
-		bad += d->drops[i];
 	for (i = 0; i < FAIL_COUNT; i++)
 		bad += d->fails[i];
-	bad += d->sent - RTE_MIN(d->sent, d->received);
-	if (!quiet || bad != 0) {
+	if (!impaired) {
+		for (i = 1; i < DROCE_DROP_COUNT; i++)
+			bad += d->drops[i];
+		bad += d->sent - RTE_MIN(d->sent, d->received);
+	}
+	if (impaired && (!quiet || bad != 0)) {
+		/* Loss, duplicates and rejected frames are what the impairment does. */
+		printf("%s: sent %" PRIu64 " frames (%" PRIu64 " bytes), received %" PRIu64
+		       " (%" PRIu64 " bytes), intact %" PRIu64 " (distinct %" PRIu64
+		       ", duplicates %" PRIu64 ", out of order %" PRIu64 "), lost %" PRIu64 "\n",
+		       d->name, d->sent, d->sent_bytes, d->received, d->received_bytes, d->ok,
+		       d->unique, d->dups, d->late, d->sent - RTE_MIN(d->sent, d->unique));
+		for (i = 1; i < DROCE_DROP_COUNT; i++)
+			if (d->drops[i] != 0)
+				printf("%s:   rejected %" PRIu64 " x %s (%s)\n", d->name, d->drops[i],
+				       droce_drop_name[i], droce_drop_desc[i]);
+		for (i = 0; i < FAIL_COUNT; i++)
+			if (d->fails[i] != 0)
+				printf("%s:   bad %s: %" PRIu64 " (accepted by the parser with wrong content)\n",
+				       d->name, fail_name[i], d->fails[i]);
+	} else if (!quiet || bad != 0) {
 		printf("%s: sent %" PRIu64 " frames (%" PRIu64 " bytes), received %" PRIu64
 		       " (%" PRIu64 " bytes), intact %" PRIu64 ", lost %" PRIu64 "\n",
 		       d->name, d->sent, d->sent_bytes, d->received, d->received_bytes, d->ok,
@@ -310,12 +397,14 @@ main(int argc, char **argv)
 		{ "size", required_argument, NULL, 's' },
 		{ "time", required_argument, NULL, 't' },
 		{ "capture", required_argument, NULL, 'C' },
+		{ "impair", required_argument, NULL, 'I' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *config_path = NULL, *captures[DROCE_MAX_PORTS * 2];
-	unsigned int n_captures = 0, i;
+	const char *config_path = NULL, *captures[DROCE_MAX_PORTS * 2], *impairs[DROCE_MAX_PORTS * 2];
+	unsigned int n_captures = 0, n_impairs = 0, i;
+	uint32_t max_delay_us = 0;
 	uint64_t count = 10000, size = 1024, seconds = 10, bad;
 	struct droce_config *cfg;
 	struct direction dirs[2];
@@ -351,6 +440,13 @@ main(int argc, char **argv)
 			}
 			captures[n_captures++] = optarg;
 			break;
+		case 'I':
+			if (n_impairs == RTE_DIM(impairs)) {
+				fprintf(stderr, "droce-loop: too many --impair options\n");
+				return 2;
+			}
+			impairs[n_impairs++] = optarg;
+			break;
 		case 'q':
 			quiet = true;
 			break;
@@ -379,6 +475,14 @@ main(int argc, char **argv)
 	rc = config_path != NULL ? droce_config_load(config_path, cfg) : droce_config_load_default(cfg);
 	for (i = 0; rc == 0 && i < n_captures; i++)
 		rc = droce_config_set_capture(cfg, captures[i]);
+	for (i = 0; rc == 0 && i < n_impairs; i++)
+		rc = droce_config_set_impair(cfg, impairs[i]);
+	for (i = 0; rc == 0 && i < cfg->n_ports; i++) {
+		if (droce_impair_config_active(&cfg->ports[i].impair))
+			impaired = true;
+		if (cfg->ports[i].impair.delay > 0)
+			max_delay_us = RTE_MAX(max_delay_us, cfg->ports[i].impair.delay_us);
+	}
 	if (rc == 0 && cfg->n_ports < 2)
 		rc = -1, fprintf(stderr, "droce-loop: %s: needs two ports (port0 and port1), has %u\n",
 				 cfg->source, cfg->n_ports);
@@ -405,10 +509,17 @@ main(int argc, char **argv)
 	resolve(p1, p0, &mac10, quiet);
 	setup_direction(&dirs[0], "port0->port1", p0, p1, 0x000011, 0x5a, &mac01);
 	setup_direction(&dirs[1], "port1->port0", p1, p0, 0x000012, 0xa5, &mac10);
+	for (i = 0; i < 2; i++) {
+		dirs[i].seen = calloc(count / 8 + 1, 1);
+		if (dirs[i].seen == NULL) {
+			fprintf(stderr, "droce-loop: out of memory\n");
+			return 1;
+		}
+	}
 
 	t0 = rte_get_tsc_cycles();
 	deadline = t0 + seconds * rte_get_tsc_hz();
-	while (dirs[0].next_rx < count || dirs[1].next_rx < count) {
+	while (!all_in(&dirs[0], count) || !all_in(&dirs[1], count)) {
 		bool stalled = true;
 
 		for (i = 0; i < 2; i++) {
@@ -425,9 +536,14 @@ main(int argc, char **argv)
 			timed_out = true;
 			break;
 		}
-		/* Everything sent, nothing more arriving: frames were lost. */
-		if (stalled && dirs[0].sent == count && dirs[1].sent == count) {
-			uint64_t idle_until = rte_get_tsc_cycles() + rte_get_tsc_hz() / 10;
+		/*
+		 * Everything sent (or, on an impaired link, the window full) and
+		 * nothing more arriving: frames were lost.
+		 */
+		if (stalled && (impaired || (dirs[0].sent == count && dirs[1].sent == count)) &&
+		    cannot_send(&dirs[0], count) && cannot_send(&dirs[1], count)) {
+			uint64_t idle_until = rte_get_tsc_cycles() + rte_get_tsc_hz() / 10 +
+					      rte_get_tsc_hz() / 1000000 * max_delay_us;
 			bool more = false;
 
 			while (!more && rte_get_tsc_cycles() < idle_until) {
@@ -438,8 +554,11 @@ main(int argc, char **argv)
 					more |= dirs[i].received != before;
 				}
 			}
-			if (!more)
+			if (!more && dirs[0].sent == count && dirs[1].sent == count)
 				break;
+			/* Impaired: give the frames in flight up for lost, open the window. */
+			for (i = 0; !more && i < 2; i++)
+				dirs[i].next_rx = dirs[i].sent;
 		}
 	}
 done:
@@ -455,6 +574,23 @@ done:
 		       (double)(dirs[0].received_bytes + dirs[1].received_bytes) * 8 / secs / 1e9);
 		droce_port_stats_print(p0, stdout);
 		droce_port_stats_print(p1, stdout);
+	} else if (impaired) {
+		struct droce_port_stats st;
+
+		for (i = 0; i < 2; i++) {
+			struct droce_port *p = droce_port_get(i);
+			const struct droce_impair_stats *is[2] = { &st.impair_tx, &st.impair_rx };
+			unsigned int k;
+
+			droce_port_stats_get(p, &st);
+			for (k = 0; k < 2; k++)
+				printf("%s: impair %s: dropped %" PRIu64 " duplicated %" PRIu64
+				       " reordered %" PRIu64 " delayed %" PRIu64 " corrupted %" PRIu64
+				       " link-down %" PRIu64 "\n",
+				       p->cfg->name, k == 0 ? "tx" : "rx", is[k]->dropped,
+				       is[k]->duplicated, is[k]->reordered, is[k]->delayed,
+				       is[k]->corrupted, is[k]->link_down);
+		}
 	}
 	if (timed_out)
 		fprintf(stderr, "droce-loop: gave up after %" PRIu64 " s\n", seconds);
@@ -463,5 +599,7 @@ done:
 	droce_shutdown();
 	free(cfg);
 	free(payload);
+	free(dirs[0].seen);
+	free(dirs[1].seen);
 	return bad == 0 && !timed_out ? 0 : 1;
 }

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,6 +106,136 @@ parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
 	if (errno != 0 || *end != '\0' || v < min || v > max)
 		return -1;
 	*out = (uint32_t)v;
+	return 0;
+}
+
+static int
+parse_u64(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	if (!isdigit((unsigned char)s[0]))
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno != 0 || *end != '\0')
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* A probability: decimal 0..1, or a percentage 0%..100%. */
+static int
+parse_prob(const char *s, double *out)
+{
+	char *end;
+	double v;
+
+	if (!isdigit((unsigned char)s[0]) && s[0] != '.')
+		return -1;
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || !isfinite(v))
+		return -1;
+	if (*end == '%') {
+		v /= 100.0;
+		end++;
+	}
+	if (*end != '\0' || v < 0.0 || v > 1.0)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/*
+ * One impairment setting (@key without the impair_ prefix).  Returns 0, or
+ * -1 with *@why saying what is wrong.
+ */
+static int
+impair_key(const char *key, const char *val, struct droce_impair_config *c, const char **why)
+{
+	static const char prob_why[] = "not a probability (0..1, or a percentage such as 0.5%)";
+	double *prob = NULL;
+	uint32_t u;
+
+	if (strcmp(key, "drop") == 0)
+		prob = &c->drop;
+	else if (strcmp(key, "dup") == 0)
+		prob = &c->dup;
+	else if (strcmp(key, "reorder") == 0)
+		prob = &c->reorder;
+	else if (strcmp(key, "delay") == 0)
+		prob = &c->delay;
+	else if (strcmp(key, "corrupt") == 0)
+		prob = &c->corrupt;
+	if (prob != NULL) {
+		if (parse_prob(val, prob) < 0) {
+			*why = prob_why;
+			return -1;
+		}
+		return 0;
+	}
+	RTE_BUILD_BUG_ON(DROCE_IMPAIR_DELAY_US_MAX != 1000000u);
+	if (strcmp(key, "delay_us") == 0) {
+		if (parse_u32(val, 0, DROCE_IMPAIR_DELAY_US_MAX, &u) < 0) {
+			*why = "not a delay in microseconds (0..1000000)";
+			return -1;
+		}
+		c->delay_us = u;
+		return 0;
+	}
+	if (strcmp(key, "seed") == 0) {
+		if (parse_u64(val, &c->seed) < 0) {
+			*why = "not a seed (an integer 0..18446744073709551615)";
+			return -1;
+		}
+		return 0;
+	}
+	if (strcmp(key, "dir") == 0) {
+		if (strcmp(val, "tx") == 0)
+			c->dir = DROCE_IMPAIR_DIR_TX;
+		else if (strcmp(val, "rx") == 0)
+			c->dir = DROCE_IMPAIR_DIR_RX;
+		else if (strcmp(val, "both") == 0)
+			c->dir = DROCE_IMPAIR_DIR_BOTH;
+		else {
+			*why = "not a direction (tx, rx or both)";
+			return -1;
+		}
+		return 0;
+	}
+	*why = "unknown impairment (drop, dup, reorder, delay, delay_us, corrupt, seed or dir)";
+	return -1;
+}
+
+bool
+droce_impair_config_active(const struct droce_impair_config *c)
+{
+	return c->drop > 0 || c->dup > 0 || c->reorder > 0 || c->corrupt > 0 ||
+	       (c->delay > 0 && c->delay_us > 0);
+}
+
+int
+droce_impair_config_check(const struct droce_impair_config *c)
+{
+	const double probs[] = { c->drop, c->dup, c->reorder, c->delay, c->corrupt };
+	static const char *const names[] = { "drop", "dup", "reorder", "delay", "corrupt" };
+	unsigned int i;
+
+	if (c == NULL)
+		return droce_err_set(EINVAL, "impairment: no configuration");
+	for (i = 0; i < RTE_DIM(probs); i++)
+		if (!(probs[i] >= 0.0 && probs[i] <= 1.0))
+			return droce_err_set(EINVAL, "impairment: %s = %g: not a probability (0..1)",
+					     names[i], probs[i]);
+	if (c->delay_us > DROCE_IMPAIR_DELAY_US_MAX)
+		return droce_err_set(EINVAL, "impairment: delay_us = %u: more than %u", c->delay_us,
+				     DROCE_IMPAIR_DELAY_US_MAX);
+	if (c->delay > 0 && c->delay_us == 0)
+		return droce_err_set(EINVAL, "impairment: delay = %g needs delay_us > 0", c->delay);
+	if (c->dir & ~(unsigned int)DROCE_IMPAIR_DIR_BOTH)
+		return droce_err_set(EINVAL, "impairment: dir = 0x%x: not tx, rx or both", c->dir);
 	return 0;
 }
 
@@ -574,6 +705,17 @@ key_port_capture(struct loader *ld, const char *sec, const char *key, const char
 	return copy_str(ld, sec, key, val, pc->capture, sizeof(pc->capture));
 }
 
+static int
+key_port_impair(struct loader *ld, const char *sec, const char *key, const char *val, void *obj)
+{
+	struct droce_port_config *pc = obj;
+	const char *why = "";
+
+	if (impair_key(key + strlen("impair_"), val, &pc->impair, &why) < 0)
+		return BAD_VALUE(ld, sec, key, val, "%s", why);
+	return 0;
+}
+
 static const struct key_def eal_keys[] = {
 	{ "args", key_eal_args, 0 },
 	{ NULL, NULL, 0 },
@@ -613,6 +755,14 @@ static const struct key_def port_keys[] = {
 	{ "txd", key_port_txd, 0 },
 	{ "capture", key_port_capture, 0 },
 	{ "vlan", key_port_vlan, 0 },
+	{ "impair_drop", key_port_impair, 0 },
+	{ "impair_dup", key_port_impair, 0 },
+	{ "impair_reorder", key_port_impair, 0 },
+	{ "impair_delay", key_port_impair, 0 },
+	{ "impair_delay_us", key_port_impair, 0 },
+	{ "impair_corrupt", key_port_impair, 0 },
+	{ "impair_seed", key_port_impair, 0 },
+	{ "impair_dir", key_port_impair, 0 },
 	{ NULL, NULL, 0 },
 };
 
@@ -686,6 +836,7 @@ port_defaults(struct droce_port_config *pc, unsigned int idx)
 	pc->txq = 1;
 	pc->rxd = 1024;
 	pc->txd = 1024;
+	pc->impair.dir = DROCE_IMPAIR_DIR_TX;
 }
 
 static int
@@ -707,6 +858,11 @@ load_port(struct loader *ld, int idx, const char *sec, unsigned int pidx)
 	pc->kind = (enum droce_port_kind)k;
 	if (load_section(ld, idx, sec, port_keys, pc, k) < 0)
 		return -1;
+	if (pc->impair.delay_us > 0 && rte_cfgfile_get_entry(ld->cf, sec, "impair_delay") == NULL)
+		pc->impair.delay = 1.0; /* a fixed-latency link */
+	if (pc->impair.delay > 0 && pc->impair.delay_us == 0)
+		return BAD_VALUE(ld, sec, "impair_delay", rte_cfgfile_get_entry(ld->cf, sec, "impair_delay"),
+				 "needs impair_delay_us > 0 (how long to delay)");
 
 	switch (pc->kind) {
 	case DROCE_PORT_KIND_RING:
@@ -982,5 +1138,61 @@ droce_config_set_capture(struct droce_config *cfg, const char *spec)
 	if (strlen(eq + 1) >= sizeof(cfg->ports[idx].capture))
 		return droce_err_set(EINVAL, "--capture %s: path too long", spec);
 	strcpy(cfg->ports[idx].capture, eq + 1);
+	return 0;
+}
+
+int
+droce_config_set_impair(struct droce_config *cfg, const char *spec)
+{
+	char buf[512], *save = NULL, *tok, *items = buf;
+	struct droce_impair_config c;
+	unsigned int first = 0, last, i;
+	bool delay_given = false;
+	const char *why = "";
+
+	if (spec == NULL || spec[0] == '\0' || strlen(spec) >= sizeof(buf))
+		return droce_err_set(EINVAL, "--impair %s: expected KEY=VALUE[,KEY=VALUE...] (e.g. drop=0.01,seed=42)",
+				     spec != NULL ? spec : "");
+	if (cfg->n_ports == 0)
+		return droce_err_set(EINVAL, "--impair %s: %s has no ports", spec, cfg->source);
+	strcpy(buf, spec);
+	last = cfg->n_ports - 1;
+	if (strncmp(buf, "port", 4) == 0 && strchr(buf, ':') != NULL) {
+		char *colon = strchr(buf, ':');
+		uint32_t idx;
+
+		*colon = '\0';
+		if (parse_u32(buf + 4, 0, DROCE_MAX_PORTS - 1, &idx) < 0 || idx >= cfg->n_ports)
+			return droce_err_set(EINVAL, "--impair %s: no port '%s' in %s (it has port0..port%u)",
+					     spec, buf, cfg->source, cfg->n_ports - 1);
+		first = last = idx;
+		items = colon + 1;
+	}
+	for (i = first; i <= last; i++) {
+		char tmp[512];
+
+		c = cfg->ports[i].impair;
+		delay_given = false;
+		snprintf(tmp, sizeof(tmp), "%s", items);
+		save = NULL;
+		for (tok = strtok_r(tmp, ",", &save); tok != NULL; tok = strtok_r(NULL, ",", &save)) {
+			char *eq = strchr(tok, '=');
+
+			if (eq == NULL || eq == tok || eq[1] == '\0')
+				return droce_err_set(EINVAL, "--impair %s: '%s': expected KEY=VALUE", spec,
+						     tok);
+			*eq = '\0';
+			if (impair_key(tok, eq + 1, &c, &why) < 0)
+				return droce_err_set(EINVAL, "--impair %s: %s = %s: %s", spec, tok, eq + 1,
+						     why);
+			if (strcmp(tok, "delay") == 0)
+				delay_given = true;
+		}
+		if (c.delay_us > 0 && !delay_given && c.delay == 0)
+			c.delay = 1.0;
+		if (c.delay > 0 && c.delay_us == 0)
+			return droce_err_set(EINVAL, "--impair %s: delay needs delay_us > 0", spec);
+		cfg->ports[i].impair = c;
+	}
 	return 0;
 }

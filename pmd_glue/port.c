@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * droce ports: ethdev creation per link kind, queues, offload discovery,
- * burst wrappers with capture, and ARP for the port's own IPv4 addresses.
+ * burst wrappers with capture and the impaired link (impair.c), and ARP for
+ * the port's own IPv4 addresses.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -22,6 +23,7 @@
 #include <rte_ring.h>
 
 #include "capture.h"
+#include "impair.h"
 #include "internal.h"
 #include "port.h"
 #include "port_internal.h"
@@ -336,6 +338,7 @@ destroy_port(struct droce_port *p)
 
 	if (p->cfg == NULL)
 		return;
+	droce_impair_port_fini(p);
 	if (p->capture != NULL) {
 		droce_capture_close(p->capture);
 		p->capture = NULL;
@@ -397,7 +400,16 @@ droce_ports_create(const struct droce_config *cfg, struct rte_mempool *mp)
 			goto fail;
 		if (configure_port(cfg->source, p) < 0)
 			goto fail;
+		if (droce_impair_port_init(p) < 0) {
+			int e = errno;
+
+			droce_err_set(e, "%s: %s", cfg->source, droce_last_error());
+			goto fail;
+		}
 	}
+	for (i = 0; i < nb_ports; i++)
+		if (ports[i].cfg->kind == DROCE_PORT_KIND_RING)
+			ports[i].ring_peer = &ports[ports[i].cfg->peer];
 	/* Capture files list every ethdev port, so open them once all exist. */
 	for (i = 0; i < nb_ports; i++) {
 		struct droce_port *p = &ports[i];
@@ -461,27 +473,39 @@ droce_ports_destroy(void)
 
 /* ---- burst wrappers ---- */
 
-uint16_t
-droce_port_rx_burst(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
+void
+droce_port_rx_account_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
+			 uint16_t got)
 {
 	struct droce_port_stats *st = &p->qstats[queue];
-	uint16_t got, i;
 	uint64_t bytes = 0;
+	uint16_t i;
 
-	got = rte_eth_rx_burst(p->eth_port, queue, pkts, n);
 	if (got == 0)
-		return 0;
+		return;
 	for (i = 0; i < got; i++)
 		bytes += rte_pktmbuf_pkt_len(pkts[i]);
 	st->rx_pkts += got;
 	st->rx_bytes += bytes;
 	if (unlikely(p->capture != NULL))
 		st->capture_drops += droce_capture_rx(p->capture, queue, pkts, got);
-	return got;
 }
 
 uint16_t
-droce_port_tx_burst(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
+droce_port_rx_burst(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint16_t got;
+
+	if (unlikely(__atomic_load_n(&p->impair_used, __ATOMIC_RELAXED)))
+		return droce_impair_rx_lc(p, queue, pkts, n);
+	got = rte_eth_rx_burst(p->eth_port, queue, pkts, n);
+	droce_port_rx_account_lc(p, queue, pkts, got);
+	return got;
+}
+
+/* Sends to the PMD with counters and capture; does not count tx_full. */
+uint16_t
+droce_port_xmit_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct droce_port_stats *st = &p->qstats[queue];
 	uint16_t sent = 0, i;
@@ -494,7 +518,6 @@ droce_port_tx_burst(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts
 		if (unlikely(sent < n)) {
 			for (i = sent; i < n; i++)
 				bytes -= rte_pktmbuf_pkt_len(pkts[i]);
-			st->tx_full += n - sent;
 		}
 	} else {
 		while (sent < n) {
@@ -511,15 +534,38 @@ droce_port_tx_burst(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts
 			bytes += kb;
 			st->capture_drops += droce_capture_tx_commit(p->capture, copies, k, s);
 			sent += s;
-			if (s < k) {
-				st->tx_full += n - sent;
+			if (s < k)
 				break;
-			}
 		}
 	}
 	st->tx_pkts += sent;
 	st->tx_bytes += bytes;
 	return sent;
+}
+
+uint16_t
+droce_port_tx_burst(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint16_t sent;
+
+	if (unlikely(__atomic_load_n(&p->impair_used, __ATOMIC_RELAXED)))
+		return droce_impair_tx_lc(p, queue, pkts, n);
+	sent = droce_port_xmit_lc(p, queue, pkts, n);
+	p->qstats[queue].tx_full += n - sent;
+	return sent;
+}
+
+static void
+impair_stats_add(struct droce_impair_stats *o, const struct droce_impair_stats *s)
+{
+	o->dropped += s->dropped;
+	o->duplicated += s->duplicated;
+	o->reordered += s->reordered;
+	o->delayed += s->delayed;
+	o->corrupted += s->corrupted;
+	o->link_down += s->link_down;
+	o->nomem += s->nomem;
+	o->overflow += s->overflow;
 }
 
 void
@@ -542,6 +588,8 @@ droce_port_stats_get(const struct droce_port *p, struct droce_port_stats *out)
 		out->arp_requests_tx += s->arp_requests_tx;
 		out->arp_bad += s->arp_bad;
 		out->capture_drops += s->capture_drops;
+		impair_stats_add(&out->impair_rx, &s->impair_rx);
+		impair_stats_add(&out->impair_tx, &s->impair_tx);
 	}
 }
 
@@ -563,6 +611,7 @@ droce_port_stats_print(const struct droce_port *p, FILE *f)
 			   " ierrors %" PRIu64 " oerrors %" PRIu64 " rx_nombuf %" PRIu64 "\n",
 			p->cfg->name, es.ipackets, es.opackets, es.imissed, es.ierrors, es.oerrors,
 			es.rx_nombuf);
+	droce_impair_print(p, &s, f);
 	return 0;
 }
 

@@ -13,6 +13,7 @@
 
 #include <rte_ether.h>
 #include <rte_mbuf.h>
+#include <rte_seqlock.h>
 #include <rte_spinlock.h>
 
 #include <droce/config.h>
@@ -34,6 +35,18 @@ struct droce_arp_entry {
 	uint64_t tsc;   /* when last learnt */
 };
 
+/* What the impaired link did to frames in one direction. */
+struct droce_impair_stats {
+	uint64_t dropped;     /* freed instead of sent / delivered */
+	uint64_t duplicated;  /* extra byte-identical copies sent */
+	uint64_t reordered;   /* held back and overtaken by at least one frame */
+	uint64_t delayed;     /* held for delay_us */
+	uint64_t corrupted;   /* one bit flipped */
+	uint64_t link_down;   /* dropped because the link was set down */
+	uint64_t nomem;       /* copy for a duplicate / corruption failed: not done */
+	uint64_t overflow;    /* hold queue full: sent without delay / reorder */
+};
+
 /* Counters, kept per queue (one writer each: the queue's engine). */
 struct droce_port_stats {
 	uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes;
@@ -41,9 +54,11 @@ struct droce_port_stats {
 	uint64_t arp_requests_rx, arp_replies_rx, arp_bad;
 	uint64_t arp_requests_tx, arp_replies_tx;
 	uint64_t capture_drops; /* frames not written to the capture file */
+	struct droce_impair_stats impair_rx, impair_tx;
 };
 
 struct droce_capture;
+struct droce_impair_q;
 
 struct droce_port {
 	uint16_t index;          /* droce port index (portN) */
@@ -69,6 +84,14 @@ struct droce_port {
 	rte_spinlock_t arp_lock; /* slow path only */
 	struct droce_arp_entry arp[DROCE_ARP_TABLE_SIZE];
 	struct droce_port_stats qstats[DROCE_MAX_QUEUES];
+	/* The impaired link (impair.c). */
+	struct droce_port *ring_peer;   /* ring kind: the other port of the pair */
+	bool impair_used;               /* impairment or link-down was ever set */
+	bool link_set_down;             /* droce_port_set_link(p, false) */
+	uint32_t impair_gen;            /* bumped by each change of impair */
+	rte_seqlock_t impair_lock;      /* writers: droce_port_impair_set */
+	struct droce_impair_config impair;
+	struct droce_impair_q *impq[2][DROCE_MAX_QUEUES]; /* [0] rx, [1] tx */
 };
 
 /* Port lookup (NULL if @index is out of range or droce is not running). */
@@ -119,6 +142,54 @@ int droce_port_arp_lookup(struct droce_port *p, rte_be32_t ip, struct rte_ether_
 
 /* Adds or refreshes a table entry (also used for static neighbours). */
 void droce_port_arp_learn(struct droce_port *p, rte_be32_t ip, const struct rte_ether_addr *mac);
+
+/*
+ * The impaired link.  Frames crossing the port are dropped, duplicated,
+ * reordered, delayed and corrupted as the port's impair_* config keys (or
+ * droce_port_impair_set) say, with a deterministic PRNG per queue and
+ * direction seeded from (seed, port, direction, queue).  Held frames
+ * (delayed, reordered, or waiting for room in the PMD) are released by later
+ * calls on the same queue: any tx_burst, or an rx_burst on the queue with the
+ * same index (the engine owning queue q owns it in both directions), or
+ * droce_port_impair_poll.  rx_burst's impairment happens between the PMD and
+ * the caller; tx_burst's between the caller and the PMD; capture and the
+ * rx/tx counters see the frames after impairment.  tx_burst still returns
+ * how many frames the caller no longer owns: impaired frames (dropped, held)
+ * count as taken.
+ */
+
+/*
+ * Replaces the port's impairment (copied; checked, -1 with errno = EINVAL on
+ * bad values).  Safe from any thread while engines run: each queue picks the
+ * change up on its next call and restarts its PRNG from the seed, so the same
+ * settings give the same pattern again.
+ */
+int droce_port_impair_set(struct droce_port *p, const struct droce_impair_config *c);
+
+/* The port's current impairment. */
+void droce_port_impair_get(struct droce_port *p, struct droce_impair_config *out);
+
+/*
+ * Cuts (@up false) or restores the port's link: while cut, the port silently
+ * drops every frame in both directions (frames held by the impairment too),
+ * like a peer whose cable was pulled; the PMD link status is unchanged.  For
+ * a ring pair, frames the peer sends towards a cut port are dropped at the
+ * peer's tx.  Safe from any thread.
+ */
+void droce_port_set_link(struct droce_port *p, bool up);
+
+/* False while droce_port_set_link(p, false) is in force. */
+static inline bool
+droce_port_link_is_set_up(const struct droce_port *p)
+{
+	return !__atomic_load_n(&p->link_set_down, __ATOMIC_RELAXED);
+}
+
+/*
+ * Releases tx queue @queue's held frames that are due (for a thread that
+ * transmits on the queue but polls no receive queue of that index).
+ */
+void droce_port_impair_poll(struct droce_port *p, uint16_t queue);
 
 /* Sum of the per-queue counters. */
 void droce_port_stats_get(const struct droce_port *p, struct droce_port_stats *out);

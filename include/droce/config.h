@@ -18,6 +18,21 @@
  *              ipv4 = a.b.c.d[, ...]   ipv6 = x::y[, ...]   (the GID table)
  *              mtu = 256..9000  rxq = N  txq = N  rxd = N  txd = N
  *              capture = path.pcapng   vlan = 1..4094
+ *              The impaired link (all optional; off by default):
+ *              impair_drop = P         drop a frame with probability P
+ *              impair_dup = P          send a frame twice (byte-identical copy)
+ *              impair_reorder = P      hold a frame back until 1..3 later
+ *                                      frames have overtaken it (or 100 us)
+ *              impair_delay_us = N     delay chosen frames by N us (0..1000000)
+ *              impair_delay = P        ...chosen with probability P (default 1
+ *                                      when impair_delay_us is set)
+ *              impair_corrupt = P      flip one random bit past the Ethernet
+ *                                      header (caught by IP/UDP checksum or ICRC)
+ *              impair_seed = N         PRNG seed (0..2^64-1, default 0); queue q
+ *                                      of the port draws from seed, port, dir, q
+ *              impair_dir = tx | rx | both   where it applies (default tx)
+ *              P is a decimal 0..1 or a percentage ("0.5%").  Per frame the
+ *              order is drop, corrupt, duplicate, delay, reorder.
  *
  * Comments start with '#' or ';' and run to the end of the line.
  * Ports are numbered port0, port1, ... without gaps.
@@ -61,6 +76,27 @@ enum droce_memif_role {
 	DROCE_MEMIF_ROLE_CLIENT,
 };
 
+/* Where a port's impairment applies (bit mask). */
+enum droce_impair_dir {
+	DROCE_IMPAIR_DIR_RX = 1u << 0,
+	DROCE_IMPAIR_DIR_TX = 1u << 1,
+	DROCE_IMPAIR_DIR_BOTH = DROCE_IMPAIR_DIR_RX | DROCE_IMPAIR_DIR_TX,
+};
+
+#define DROCE_IMPAIR_DELAY_US_MAX 1000000u
+
+/* The impaired link of one port (all zero = a perfect link). */
+struct droce_impair_config {
+	double drop;       /* probabilities, 0..1 */
+	double dup;
+	double reorder;
+	double delay;      /* share of frames delayed by delay_us */
+	double corrupt;
+	uint32_t delay_us; /* 0..DROCE_IMPAIR_DELAY_US_MAX */
+	uint64_t seed;
+	unsigned int dir;  /* enum droce_impair_dir bits; 0 counts as TX */
+};
+
 struct droce_port_config {
 	char name[16];                   /* "port0" */
 	enum droce_port_kind kind;
@@ -80,6 +116,7 @@ struct droce_port_config {
 	uint16_t rxd, txd;               /* descriptors per queue, default 1024 */
 	char capture[DROCE_CONFIG_PATH_MAX]; /* "" = off */
 	uint16_t vlan;                   /* 0 = untagged */
+	struct droce_impair_config impair;
 };
 
 struct droce_config {
@@ -116,6 +153,20 @@ int droce_config_load_default(struct droce_config *cfg);
 
 /* Applies a command-line override "portN=path" to the capture key. */
 int droce_config_set_capture(struct droce_config *cfg, const char *spec);
+
+/*
+ * Applies a command-line impairment "key=value[,key=value...]" to every port
+ * (keys as in [portN] without the impair_ prefix: drop, dup, reorder, delay,
+ * delay_us, corrupt, seed, dir), or to one with a "portN:" prefix.  Values are
+ * checked like the config keys.
+ */
+int droce_config_set_impair(struct droce_config *cfg, const char *spec);
+
+/* Checks @c; 0, or -1 with errno = EINVAL and a message naming the field. */
+int droce_impair_config_check(const struct droce_impair_config *c);
+
+/* True when @c impairs anything. */
+bool droce_impair_config_active(const struct droce_impair_config *c);
 
 /* The last error message of the config or runtime layer ("" if none). */
 const char *droce_last_error(void);

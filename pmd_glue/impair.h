@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * The impaired link: internals shared by port.c and impair.c.
+ */
+#ifndef DROCE_PMD_GLUE_IMPAIR_H
+#define DROCE_PMD_GLUE_IMPAIR_H
+
+#include <stdint.h>
+
+#include <rte_mbuf.h>
+
+#include "port.h"
+
+/* Allocates the per-queue state of @p (after its queues are configured). */
+int droce_impair_port_init(struct droce_port *p);
+
+/* Frees every held frame and the per-queue state. */
+void droce_impair_port_fini(struct droce_port *p);
+
+/* The impaired paths of droce_port_rx_burst / droce_port_tx_burst. */
+uint16_t droce_impair_rx_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
+			    uint16_t n);
+uint16_t droce_impair_tx_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
+			    uint16_t n);
+
+/* port.c: the plain paths (count, capture, PMD), used by impair.c. */
+uint16_t droce_port_xmit_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
+			    uint16_t n);
+void droce_port_rx_account_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
+			      uint16_t n);
+
+/* Prints the impairment settings and counters (nothing when never used). */
+void droce_impair_print(const struct droce_port *p, const struct droce_port_stats *s, FILE *f);
+
+#endif
