@@ -248,6 +248,13 @@ int droce_qp_modify(struct droce_qp *qp, const struct droce_qp_mod *mod);
 int droce_qp_post_send(struct droce_qp *qp, const struct droce_wqe *wqe);
 int droce_qp_post_recv(struct droce_qp *qp, const struct droce_rqe *rqe);
 
+/*
+ * The state the engine moved @qp to by itself (ERR, or SQE, after a transport
+ * error) since the last droce_qp_modify() it applied; -1 when there is none,
+ * and the last state the application set stands.
+ */
+int droce_qp_async_state(const struct droce_qp *qp);
+
 /* Detaches @qp from its engine, waits for the engine to let go, frees it. */
 int droce_qp_destroy(struct droce_qp *qp);
 

@@ -152,6 +152,7 @@ handle_msg_lc(struct droce_engine *eng, const struct droce_msg *m)
 		eng->qps[droce_qpn_index(qp->qpn)] = qp;
 		break;
 	case DROCE_MSG_MODIFY:
+		qp->applied_gen = m->arg;
 		droce_qp_apply_mod_lc(qp, m->ptr);
 		free(m->ptr);
 		droce_engine_activate_lc(eng, qp);
@@ -390,10 +391,17 @@ engine_main(void *arg)
 static void
 engine_free(struct droce_engine *eng)
 {
+	struct droce_msg m;
+
 	if (eng == NULL)
 		return;
-	for (unsigned int c = 0; c < eng->n_chan; c++)
+	for (unsigned int c = 0; c < eng->n_chan; c++) {
+		/* modifies nobody applied still own their attribute copy */
+		while (rte_ring_sc_dequeue_elem(eng->chan[c], &m, sizeof(m)) == 0)
+			if (m.type == DROCE_MSG_MODIFY)
+				free(m.ptr);
 		rte_ring_free(eng->chan[c]);
+	}
 	for (unsigned int e = 0; e < DROCE_MAX_ENGINES; e++)
 		rte_ring_free(eng->xfer_in[e]);
 	rte_free(eng->qps);

@@ -114,6 +114,9 @@ struct droce_qp {
 	rte_spinlock_t sq_lock, rq_lock;
 	_Atomic uint32_t sq_retired, rq_retired; /* written by the engine */
 	_Atomic bool detached;             /* engine has let go */
+	uint32_t mod_gen;                  /* modifies sent (application side) */
+	uint32_t applied_gen;              /* modifies applied (engine side) */
+	_Atomic uint64_t async_state;      /* gen << 32 | 1 << 8 | state, see droce_qp_async_state */
 
 	/* ---- engine side ---- */
 	enum droce_qp_state state;
@@ -150,6 +153,7 @@ struct droce_qp {
 	uint64_t write_va;    /* open RDMA WRITE cursor */
 	uint32_t write_rkey;
 	bool nak_seq_sent;    /* one sequence NAK per gap */
+	bool resp_failing;    /* an error NAK waits behind earlier responses */
 	bool ack_pending;
 	uint32_t ack_psn;
 	uint8_t ack_syndrome;
@@ -162,6 +166,7 @@ struct droce_qp {
 		uint64_t orig;    /* atomic: the value before */
 		bool atomic;
 		bool dup;         /* answers a duplicate request */
+		uint8_t nak_err;  /* a NAK for this enum droce_err (0: a response) */
 	} rd_resp[2 * DROCE_DP_MAX_RD_ATOMIC + 2];
 	uint32_t rd_resp_head, rd_resp_count;
 };

@@ -116,6 +116,7 @@ droce_qp_modify(struct droce_qp *qp, const struct droce_qp_mod *mod)
 		return ENOMEM;
 	*copy = *mod;
 	msg.ptr = copy;
+	msg.arg = ++qp->mod_gen;
 	rc = droce_engine_send_msg(qp->eng, &msg);
 	if (rc != 0)
 		free(copy);
@@ -240,6 +241,8 @@ droce_qp_complete_send_lc(struct droce_qp *qp, enum droce_wc_status status)
 		};
 		droce_cq_push_lc(qp->scq, qp->eng, &c, false);
 	}
+	/* the slot's progress must not leak into the WQE that reuses it */
+	memset(&qp->swqe[qp->sq_head % qp->sq_size], 0, sizeof(qp->swqe[0]));
 	qp->sq_head++;
 	if (qp->sq_cur < qp->sq_head)
 		qp->sq_cur = qp->sq_head;
@@ -281,11 +284,13 @@ reset_lc(struct droce_qp *qp)
 	droce_qp_refresh_lc(qp);
 	qp->sq_head = qp->sq_cur = qp->sq_next = qp->sq_avail;
 	atomic_store_explicit(&qp->sq_retired, qp->sq_head, memory_order_release);
+	memset(qp->swqe, 0, qp->sq_size * sizeof(qp->swqe[0]));
 	qp->rq_head = qp->rq_avail;
 	atomic_store_explicit(&qp->rq_retired, qp->rq_head, memory_order_release);
 	qp->rqe_open = false;
 	qp->rd_atomic_out = 0;
 	qp->rd_resp_head = qp->rd_resp_count = 0;
+	qp->resp_failing = false;
 	qp->ack_pending = false;
 	qp->rto_deadline = qp->rnr_deadline = 0;
 	qp->req_state = DROCE_REQ_IDLE;
@@ -306,6 +311,7 @@ droce_qp_set_state_lc(struct droce_qp *qp, enum droce_qp_state state)
 		qp->req_state = DROCE_REQ_ERROR;
 		qp->rto_deadline = qp->rnr_deadline = 0;
 		qp->rd_resp_count = 0;
+		qp->resp_failing = false;
 		qp->ack_pending = false;
 		flush_lc(qp);
 		break;
@@ -317,8 +323,22 @@ droce_qp_set_state_lc(struct droce_qp *qp, enum droce_qp_state state)
 void
 droce_qp_error_lc(struct droce_qp *qp, enum droce_err err)
 {
-	RTE_SET_USED(err);
-	droce_qp_set_state_lc(qp, droce_err_table[err].next_state);
+	enum droce_qp_state next = droce_err_table[err].next_state;
+
+	droce_qp_set_state_lc(qp, next);
+	atomic_store_explicit(&qp->async_state,
+			      (uint64_t)qp->applied_gen << 32 | 1u << 8 | (unsigned int)next,
+			      memory_order_release);
+}
+
+int
+droce_qp_async_state(const struct droce_qp *qp)
+{
+	uint64_t v = atomic_load_explicit(&qp->async_state, memory_order_acquire);
+
+	if (!(v & (1u << 8)) || (uint32_t)(v >> 32) != qp->mod_gen)
+		return -1;
+	return (int)(v & 0xff);
 }
 
 void

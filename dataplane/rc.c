@@ -674,16 +674,28 @@ droce_rc_timers_lc(struct droce_qp *qp)
 
 /* ---- responder ---- */
 
-/* The responder's error: NAK it, fail an open receive, move the QP on. */
+static bool resp_queue(struct droce_qp *qp, const struct droce_rd_resp *r);
+
+/* The responder's error: NAK it, fail an open receive, move the QP on.  The
+ * NAK goes out after the responses already queued for earlier requests. */
 static void
 resp_error(struct droce_qp *qp, enum droce_err err, uint32_t psn)
 {
 	const struct droce_err_info *e = &droce_err_table[err];
 
+	if (qp->rd_resp_count && !qp->resp_failing) {
+		struct droce_rd_resp nak = { .psn = psn, .nak_err = (uint8_t)err };
+
+		if (resp_queue(qp, &nak)) {
+			qp->resp_failing = true;
+			return;
+		}
+	}
 	if (e->nak_code != DROCE_ERR_NO_NAK) {
 		send_nak(qp, e->nak_code, psn);
 		qp->stats.rem_err_naks_tx++;
 	}
+	qp->resp_failing = false;
 	droce_qp_refresh_lc(qp);
 	if ((qp->rqe_open || err == DROCE_ERR_LOC_LEN || err == DROCE_ERR_RESP_LOC_PROT) &&
 	    qp->rq_head != qp->rq_avail) {
@@ -918,7 +930,8 @@ responder_rx(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *fram
 	int32_t d;
 	enum droce_seq_verdict v;
 
-	if (qp->state != DROCE_QPS_RTR && qp->state != DROCE_QPS_RTS && qp->state != DROCE_QPS_SQD)
+	if ((qp->state != DROCE_QPS_RTR && qp->state != DROCE_QPS_RTS && qp->state != DROCE_QPS_SQD) ||
+	    qp->resp_failing)
 		return;
 	d = droce_psn_diff(psn, qp->rxseq.epsn);
 	if (d > 0) {
@@ -987,6 +1000,15 @@ responder_tx(struct droce_qp *qp, unsigned int budget)
 		memset(&f, 0, sizeof(f));
 		f.aeth.syndrome = ack_syn;
 		f.aeth.msn = qp->msn;
+		if (e->nak_err) {
+			/* everything before it has been answered: now fail */
+			enum droce_err err = (enum droce_err)e->nak_err;
+
+			qp->rd_resp_head = (qp->rd_resp_head + 1) % cap;
+			qp->rd_resp_count--;
+			resp_error(qp, err, e->psn);
+			return n + 1;
+		}
 		if (e->atomic) {
 			f.opcode = DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_ATOMIC_ACK);
 			f.psn = e->psn;

@@ -1,0 +1,353 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * FAKE dataplane for verbs_api validation tests only (see fake_dp.h).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <droce/droce.h>
+
+#include "fake_dp.h"
+
+struct droce_port fake_ports[FAKE_PORTS];
+int fake_fail_next_create;
+int fake_live_mrs, fake_live_cqs, fake_live_qps;
+static bool running;
+static bool engines;
+static uint32_t next_key = 0x100, next_qpn = 0x11;
+
+void
+fake_dp_reset(void)
+{
+	memset(fake_ports, 0, sizeof(fake_ports));
+	for (unsigned int i = 0; i < FAKE_PORTS; i++) {
+		struct droce_port *p = &fake_ports[i];
+		uint8_t mac[6] = { 0x02, 0x00, 0xc6, 0x12, 0x00, (uint8_t)(i + 1) };
+
+		p->index = (uint16_t)i;
+		memcpy(p->mac.addr_bytes, mac, 6);
+		droce_gid_from_ipv4(p->gids[0], htonl(0xc6120001u + i)); /* 198.18.0.1 + i */
+		p->n_gids = 1;
+		p->mtu = 1500;
+		p->link_up = true;
+		p->link_speed = 25000;
+		snprintf(p->dev_name, sizeof(p->dev_name), "fake_ring%u", i);
+	}
+	/* port0 also has fd00::1 */
+	inet_pton(AF_INET6, "fd00::1", fake_ports[0].gids[1]);
+	fake_ports[0].n_gids = 2;
+	fake_fail_next_create = 0;
+}
+
+/* ---- runtime and ports ---- */
+
+int
+droce_start(const char *config_path)
+{
+	(void)config_path;
+	if (fake_ports[0].mtu == 0)
+		fake_dp_reset();
+	running = true;
+	return 0;
+}
+
+bool
+droce_running(void)
+{
+	return running;
+}
+
+void
+droce_stop(void)
+{
+	running = false;
+}
+
+unsigned int
+droce_port_count(void)
+{
+	return running ? FAKE_PORTS : 0;
+}
+
+struct droce_port *
+droce_port_get(unsigned int index)
+{
+	return running && index < FAKE_PORTS ? &fake_ports[index] : NULL;
+}
+
+int
+droce_port_find_gid(const struct droce_port *p, const uint8_t gid[16])
+{
+	for (unsigned int i = 0; i < p->n_gids; i++)
+		if (memcmp(p->gids[i], gid, 16) == 0)
+			return (int)i;
+	return -1;
+}
+
+bool
+droce_port_link_up(struct droce_port *p)
+{
+	return p->link_up;
+}
+
+int
+droce_port_arp_lookup(struct droce_port *p, rte_be32_t ip, struct rte_ether_addr *mac)
+{
+	for (unsigned int i = 0; i < DROCE_ARP_TABLE_SIZE; i++) {
+		if (p->arp[i].ip != 0 && p->arp[i].ip == ip) {
+			*mac = p->arp[i].mac;
+			return 0;
+		}
+	}
+	errno = ENOENT;
+	return -1;
+}
+
+void
+droce_port_arp_learn(struct droce_port *p, rte_be32_t ip, const struct rte_ether_addr *mac)
+{
+	for (unsigned int i = 0; i < DROCE_ARP_TABLE_SIZE; i++) {
+		if (p->arp[i].ip == 0 || p->arp[i].ip == ip) {
+			p->arp[i].ip = ip;
+			p->arp[i].mac = *mac;
+			return;
+		}
+	}
+}
+
+/* ---- engines ---- */
+
+int
+droce_engines_start(void)
+{
+	engines = true;
+	return 0;
+}
+
+void
+droce_engines_stop(void)
+{
+	engines = false;
+}
+
+unsigned int
+droce_engine_count(void)
+{
+	return engines ? 1 : 0;
+}
+
+void
+droce_engines_progress(void)
+{
+}
+
+/* ---- MRs ---- */
+
+int
+droce_mr_register(struct droce_mr *mr)
+{
+	if (fake_fail_next_create) {
+		fake_fail_next_create = 0;
+		errno = ENOMEM;
+		return -1;
+	}
+	mr->lkey = next_key;
+	mr->rkey = next_key | 0x80000000u;
+	next_key += 0x100;
+	fake_live_mrs++;
+	return 0;
+}
+
+void
+droce_mr_unregister(struct droce_mr *mr)
+{
+	(void)mr;
+	fake_live_mrs--;
+}
+
+/* ---- CQs ---- */
+
+struct droce_cq *
+droce_cq_create(uint32_t cqe, droce_cq_notify_fn notify, droce_cq_error_fn error, void *arg)
+{
+	struct droce_cq *cq;
+
+	if (fake_fail_next_create) {
+		fake_fail_next_create = 0;
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (cqe == 0 || cqe > DROCE_DP_MAX_CQE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (cq == NULL)
+		return NULL;
+	cq->cap = cqe < FAKE_CQ_MAX ? cqe : FAKE_CQ_MAX - 1;
+	cq->notify = notify;
+	cq->error = error;
+	cq->arg = arg;
+	fake_live_cqs++;
+	return cq;
+}
+
+void
+droce_cq_destroy(struct droce_cq *cq)
+{
+	free(cq);
+	fake_live_cqs--;
+}
+
+uint32_t
+droce_cq_capacity(const struct droce_cq *cq)
+{
+	return cq->cap;
+}
+
+int
+droce_cq_poll(struct droce_cq *cq, int n, struct droce_cqe *out)
+{
+	int got = 0;
+
+	while (got < n && cq->head != cq->tail) {
+		out[got++] = cq->ring[cq->head % FAKE_CQ_MAX];
+		cq->head++;
+	}
+	return got;
+}
+
+int
+droce_cq_arm(struct droce_cq *cq, bool solicited_only)
+{
+	cq->armed = true;
+	cq->solicited_only = solicited_only;
+	return 0;
+}
+
+void
+fake_cq_push(struct droce_cq *cq, const struct droce_cqe *cqe, bool solicited)
+{
+	if (cq->tail - cq->head >= cq->cap) {
+		fake_cq_overflow(cq);
+		return;
+	}
+	cq->ring[cq->tail % FAKE_CQ_MAX] = *cqe;
+	cq->tail++;
+	if (cq->armed && (!cq->solicited_only || solicited || cqe->status != DROCE_WC_SUCCESS)) {
+		cq->armed = false;
+		cq->notify(cq, cq->arg);
+	}
+}
+
+void
+fake_cq_overflow(struct droce_cq *cq)
+{
+	cq->error(cq, cq->arg);
+}
+
+/* ---- QPs ---- */
+
+struct droce_qp *
+droce_qp_create(enum droce_qp_type type, const struct droce_qp_caps *caps,
+		struct droce_cq *send_cq, struct droce_cq *recv_cq, uint32_t pd_id,
+		unsigned int port)
+{
+	struct droce_qp *qp;
+
+	if (fake_fail_next_create) {
+		fake_fail_next_create = 0;
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (caps->max_send_wr > DROCE_DP_MAX_QP_WR || caps->max_recv_wr > DROCE_DP_MAX_QP_WR ||
+	    caps->max_send_sge > DROCE_DP_MAX_SGE || caps->max_recv_sge > DROCE_DP_MAX_SGE ||
+	    caps->max_inline_data > DROCE_DP_MAX_INLINE || port >= FAKE_PORTS) {
+		errno = EINVAL;
+		return NULL;
+	}
+	qp = calloc(1, sizeof(*qp));
+	if (qp == NULL)
+		return NULL;
+	qp->type = type;
+	qp->caps = *caps;
+	qp->scq = send_cq;
+	qp->rcq = recv_cq;
+	qp->pd_id = pd_id;
+	qp->port = port;
+	qp->qpn = next_qpn++;
+	fake_live_qps++;
+	return qp;
+}
+
+uint32_t
+droce_qp_num(const struct droce_qp *qp)
+{
+	return qp->qpn;
+}
+
+unsigned int
+droce_qp_engine(const struct droce_qp *qp)
+{
+	(void)qp;
+	return 0;
+}
+
+int
+droce_qp_async_state(const struct droce_qp *qp)
+{
+	(void)qp;
+	return -1; /* the fake never moves a QP by itself */
+}
+
+int
+droce_qp_modify(struct droce_qp *qp, const struct droce_qp_mod *mod)
+{
+	qp->last_mod = *mod;
+	qp->n_mods++;
+	return 0;
+}
+
+int
+droce_qp_post_send(struct droce_qp *qp, const struct droce_wqe *wqe)
+{
+	uint32_t size = qp->caps.max_send_wr ? qp->caps.max_send_wr : 1;
+
+	if (qp->sq_posted - qp->sq_retired >= size)
+		return ENOMEM;
+	memcpy(&qp->last_wqe, wqe, offsetof(struct droce_wqe, sge) +
+	       wqe->num_sge * sizeof(wqe->sge[0]));
+	if (wqe->flags & DROCE_WQE_INLINE)
+		memcpy(qp->last_wqe.inline_data, wqe->inline_data, wqe->length);
+	qp->sq_posted++;
+	return 0;
+}
+
+int
+droce_qp_post_recv(struct droce_qp *qp, const struct droce_rqe *rqe)
+{
+	uint32_t size = qp->caps.max_recv_wr ? qp->caps.max_recv_wr : 1;
+
+	if (qp->rq_posted - qp->rq_retired >= size)
+		return ENOMEM;
+	memcpy(&qp->last_rqe, rqe, offsetof(struct droce_rqe, sge) +
+	       rqe->num_sge * sizeof(rqe->sge[0]));
+	qp->rq_posted++;
+	return 0;
+}
+
+int
+droce_qp_destroy(struct droce_qp *qp)
+{
+	free(qp);
+	fake_live_qps--;
+	return 0;
+}
+
+void
+fake_qp_retire(struct droce_qp *qp, uint32_t n_send, uint32_t n_recv)
+{
+	qp->sq_retired += n_send;
+	qp->rq_retired += n_recv;
+}

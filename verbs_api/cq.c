@@ -1,0 +1,309 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Completion queues and completion channels.
+ *
+ * A channel is a pipe.  When an armed CQ fires, the engine's notify callback
+ * writes one fixed-size record (the CQ's serial) into it, at most one per CQ
+ * until ibv_get_cq_event() takes it: no lock and no allocation on the engine
+ * side, and the fd works with poll/epoll.  Records name CQs by serial, not
+ * pointer, so a record left behind by a destroyed CQ is skipped, never
+ * dereferenced.  CQ overflow goes the same way into the context's async pipe.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* ---- struct droce_cqe is struct ibv_wc ---- */
+
+#define SAME_FIELD(df, wf)                                                               \
+	static_assert(offsetof(struct droce_cqe, df) == offsetof(struct ibv_wc, wf) &&   \
+		      sizeof(((struct droce_cqe *)0)->df) == sizeof(((struct ibv_wc *)0)->wf), \
+		      "droce_cqe." #df " vs ibv_wc." #wf)
+static_assert(sizeof(struct droce_cqe) == sizeof(struct ibv_wc), "droce_cqe size");
+SAME_FIELD(wr_id, wr_id);
+SAME_FIELD(status, status);
+SAME_FIELD(opcode, opcode);
+SAME_FIELD(vendor_err, vendor_err);
+SAME_FIELD(byte_len, byte_len);
+SAME_FIELD(imm_or_inv, imm_data);
+SAME_FIELD(imm_or_inv, invalidated_rkey);
+SAME_FIELD(qp_num, qp_num);
+SAME_FIELD(src_qp, src_qp);
+SAME_FIELD(wc_flags, wc_flags);
+SAME_FIELD(pkey_index, pkey_index);
+SAME_FIELD(slid, slid);
+SAME_FIELD(sl, sl);
+SAME_FIELD(dlid_path_bits, dlid_path_bits);
+#undef SAME_FIELD
+
+#define SAME(d, i) static_assert((int)(d) == (int)(i), #d " == " #i)
+SAME(DROCE_WC_SUCCESS, IBV_WC_SUCCESS);
+SAME(DROCE_WC_LOC_LEN_ERR, IBV_WC_LOC_LEN_ERR);
+SAME(DROCE_WC_LOC_QP_OP_ERR, IBV_WC_LOC_QP_OP_ERR);
+SAME(DROCE_WC_LOC_PROT_ERR, IBV_WC_LOC_PROT_ERR);
+SAME(DROCE_WC_WR_FLUSH_ERR, IBV_WC_WR_FLUSH_ERR);
+SAME(DROCE_WC_MW_BIND_ERR, IBV_WC_MW_BIND_ERR);
+SAME(DROCE_WC_BAD_RESP_ERR, IBV_WC_BAD_RESP_ERR);
+SAME(DROCE_WC_LOC_ACCESS_ERR, IBV_WC_LOC_ACCESS_ERR);
+SAME(DROCE_WC_REM_INV_REQ_ERR, IBV_WC_REM_INV_REQ_ERR);
+SAME(DROCE_WC_REM_ACCESS_ERR, IBV_WC_REM_ACCESS_ERR);
+SAME(DROCE_WC_REM_OP_ERR, IBV_WC_REM_OP_ERR);
+SAME(DROCE_WC_RETRY_EXC_ERR, IBV_WC_RETRY_EXC_ERR);
+SAME(DROCE_WC_RNR_RETRY_EXC_ERR, IBV_WC_RNR_RETRY_EXC_ERR);
+SAME(DROCE_WC_REM_INV_RD_REQ_ERR, IBV_WC_REM_INV_RD_REQ_ERR);
+SAME(DROCE_WC_FATAL_ERR, IBV_WC_FATAL_ERR);
+SAME(DROCE_WC_GENERAL_ERR, IBV_WC_GENERAL_ERR);
+SAME(DROCE_WC_SEND, IBV_WC_SEND);
+SAME(DROCE_WC_RDMA_WRITE, IBV_WC_RDMA_WRITE);
+SAME(DROCE_WC_RDMA_READ, IBV_WC_RDMA_READ);
+SAME(DROCE_WC_COMP_SWAP, IBV_WC_COMP_SWAP);
+SAME(DROCE_WC_FETCH_ADD, IBV_WC_FETCH_ADD);
+SAME(DROCE_WC_BIND_MW, IBV_WC_BIND_MW);
+SAME(DROCE_WC_LOCAL_INV, IBV_WC_LOCAL_INV);
+SAME(DROCE_WC_RECV, IBV_WC_RECV);
+SAME(DROCE_WC_RECV_RDMA_WITH_IMM, IBV_WC_RECV_RDMA_WITH_IMM);
+SAME(DROCE_WC_F_GRH, IBV_WC_GRH);
+SAME(DROCE_WC_F_WITH_IMM, IBV_WC_WITH_IMM);
+SAME(DROCE_WC_F_WITH_INV, IBV_WC_WITH_INV);
+#undef SAME
+
+static atomic_uint_fast64_t next_serial = 1;
+
+/* ---- completion channels ---- */
+
+struct ibv_comp_channel *
+ibv_create_comp_channel(struct ibv_context *context)
+{
+	struct droce_vchan *ch;
+	int fds[2];
+
+	if (context == NULL || droce_vctx_of(context) == NULL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	ch = calloc(1, sizeof(*ch));
+	if (ch == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (pipe2(fds, O_CLOEXEC) != 0) {
+		free(ch);
+		return NULL;
+	}
+	fcntl(fds[1], F_SETFL, O_NONBLOCK); /* the engine must never block */
+	ch->ch.context = context;
+	ch->ch.fd = fds[0];
+	ch->ch.refcnt = 0;
+	ch->wfd = fds[1];
+	pthread_mutex_init(&ch->lock, NULL);
+	TAILQ_INIT(&ch->cqs);
+	return &ch->ch;
+}
+
+int
+ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
+{
+	struct droce_vchan *ch = (struct droce_vchan *)channel;
+
+	if (ch == NULL)
+		return EINVAL;
+	if (atomic_load(&ch->users) != 0)
+		return EBUSY;
+	close(ch->ch.fd);
+	close(ch->wfd);
+	pthread_mutex_destroy(&ch->lock);
+	free(ch);
+	return 0;
+}
+
+/* ---- engine callbacks: a write to a non-blocking pipe, nothing else ---- */
+
+static void
+cq_notify(struct droce_cq *dcq, void *arg)
+{
+	struct droce_vcq *cq = arg;
+	struct droce_vevent rec = { .serial = cq->serial };
+
+	RTE_SET_USED(dcq);
+	if (cq->chan == NULL || atomic_exchange(&cq->notify_pending, 1) != 0)
+		return;
+	if (write(cq->chan->wfd, &rec, sizeof(rec)) != (ssize_t)sizeof(rec))
+		atomic_store(&cq->notify_pending, 0); /* pipe full: cannot happen below 4096 CQs */
+}
+
+static void
+cq_error(struct droce_cq *dcq, void *arg)
+{
+	struct droce_vcq *cq = arg;
+	struct droce_vevent rec = { .serial = cq->serial, .type = IBV_EVENT_CQ_ERR };
+
+	RTE_SET_USED(dcq);
+	if (atomic_exchange(&cq->err_reported, 1) != 0)
+		return;
+	if (write(cq->ctx->async_wfd, &rec, sizeof(rec)) != (ssize_t)sizeof(rec))
+		atomic_store(&cq->err_reported, 0);
+}
+
+/* ---- CQs ---- */
+
+struct ibv_cq *
+ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+	      struct ibv_comp_channel *channel, int comp_vector)
+{
+	struct droce_vctx *x = context ? droce_vctx_of(context) : NULL;
+	struct droce_vchan *ch = (struct droce_vchan *)channel;
+	struct droce_vcq *cq;
+
+	if (x == NULL || cqe < 1 || (uint32_t)cqe > DROCE_DP_MAX_CQE || comp_vector < 0 ||
+	    comp_vector >= context->num_comp_vectors ||
+	    (ch != NULL && ch->ch.context != context)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cq = calloc(1, sizeof(*cq));
+	if (cq == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	cq->ctx = x;
+	cq->chan = ch;
+	cq->serial = atomic_fetch_add(&next_serial, 1);
+	cq->dcq = droce_cq_create((uint32_t)cqe, cq_notify, cq_error, cq);
+	if (cq->dcq == NULL) {
+		int e = errno ? errno : ENOMEM;
+
+		free(cq);
+		errno = e;
+		return NULL;
+	}
+	cq->cq.context = context;
+	cq->cq.channel = channel;
+	cq->cq.cq_context = cq_context;
+	cq->cq.handle = (uint32_t)cq->serial;
+	cq->cq.cqe = (int)droce_cq_capacity(cq->dcq);
+	pthread_mutex_init(&cq->cq.mutex, NULL);
+	pthread_cond_init(&cq->cq.cond, NULL);
+
+	pthread_mutex_lock(&x->lock);
+	TAILQ_INSERT_TAIL(&x->cqs, cq, ctx_link);
+	pthread_mutex_unlock(&x->lock);
+	if (ch != NULL) {
+		pthread_mutex_lock(&ch->lock);
+		TAILQ_INSERT_TAIL(&ch->cqs, cq, chan_link);
+		ch->ch.refcnt++;
+		pthread_mutex_unlock(&ch->lock);
+		atomic_fetch_add(&ch->users, 1);
+	}
+	return &cq->cq;
+}
+
+int
+ibv_destroy_cq(struct ibv_cq *ibcq)
+{
+	struct droce_vcq *cq = (struct droce_vcq *)ibcq;
+	struct droce_vchan *ch;
+	uint32_t comp, async;
+
+	if (cq == NULL)
+		return EINVAL;
+	if (atomic_load(&cq->users) != 0)
+		return EBUSY;
+	ch = cq->chan;
+
+	/* unlink first: no event can be handed out for it from now on */
+	pthread_mutex_lock(&cq->ctx->lock);
+	TAILQ_REMOVE(&cq->ctx->cqs, cq, ctx_link);
+	async = cq->async_reported;
+	pthread_mutex_unlock(&cq->ctx->lock);
+	comp = 0;
+	if (ch != NULL) {
+		pthread_mutex_lock(&ch->lock);
+		TAILQ_REMOVE(&ch->cqs, cq, chan_link);
+		ch->ch.refcnt--;
+		comp = cq->comp_reported;
+		pthread_mutex_unlock(&ch->lock);
+	}
+	/* as rdma-core: wait until every event handed out was acknowledged */
+	pthread_mutex_lock(&ibcq->mutex);
+	while (ibcq->comp_events_completed != comp || ibcq->async_events_completed != async)
+		pthread_cond_wait(&ibcq->cond, &ibcq->mutex);
+	pthread_mutex_unlock(&ibcq->mutex);
+
+	droce_cq_destroy(cq->dcq);
+	if (ch != NULL)
+		atomic_fetch_sub(&ch->users, 1);
+	pthread_cond_destroy(&ibcq->cond);
+	pthread_mutex_destroy(&ibcq->mutex);
+	free(cq);
+	return 0;
+}
+
+int
+ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, void **cq_context)
+{
+	struct droce_vchan *ch = (struct droce_vchan *)channel;
+
+	for (;;) {
+		struct droce_vevent rec;
+		struct droce_vcq *cq;
+		ssize_t n = read(channel->fd, &rec, sizeof(rec));
+
+		if (n < 0)
+			return -1;
+		if (n != sizeof(rec)) {
+			errno = EIO;
+			return -1;
+		}
+		pthread_mutex_lock(&ch->lock);
+		TAILQ_FOREACH(cq, &ch->cqs, chan_link)
+			if (cq->serial == rec.serial)
+				break;
+		if (cq != NULL) {
+			cq->comp_reported++;
+			atomic_store(&cq->notify_pending, 0);
+		}
+		pthread_mutex_unlock(&ch->lock);
+		if (cq == NULL)
+			continue; /* destroyed since */
+		*cq_out = &cq->cq;
+		*cq_context = cq->cq.cq_context;
+		return 0;
+	}
+}
+
+void
+ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
+{
+	pthread_mutex_lock(&cq->mutex);
+	cq->comp_events_completed += nevents;
+	pthread_cond_broadcast(&cq->cond);
+	pthread_mutex_unlock(&cq->mutex);
+}
+
+int
+ibv_resize_cq(struct ibv_cq *cq, int cqe)
+{
+	RTE_SET_USED(cq);
+	RTE_SET_USED(cqe);
+	return EOPNOTSUPP;
+}
+
+/* ---- fast path: straight into the dataplane ---- */
+
+int
+droce_verbs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	if (n <= 0)
+		return 0;
+	return droce_cq_poll(((struct droce_vcq *)cq)->dcq, n, (struct droce_cqe *)wc);
+}
+
+int
+droce_verbs_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+	return droce_cq_arm(((struct droce_vcq *)cq)->dcq, solicited_only != 0);
+}

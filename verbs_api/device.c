@@ -1,0 +1,594 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Devices and contexts: one ibv_device per configured droce port (droce0,
+ * droce1, ...), each with one port (number 1).  The runtime starts on the
+ * first ibv_get_device_list() from DROCE_CONFIG or the embedded loopback
+ * config.  Device and port queries, GIDs, P_Keys and async events.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <rte_byteorder.h>
+
+#include <droce/droce.h>
+
+#include "pmd_glue/port.h"
+#include "internal.h"
+
+static pthread_mutex_t runtime_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct droce_vdev *devices;
+static unsigned int n_devices;
+
+static void
+make_guid(struct droce_vdev *d, const struct rte_ether_addr *mac)
+{
+	uint8_t g[8];
+
+	/* EUI-64 from the MAC, as RoCE devices derive it */
+	g[0] = mac->addr_bytes[0] ^ 0x02;
+	g[1] = mac->addr_bytes[1];
+	g[2] = mac->addr_bytes[2];
+	g[3] = 0xff;
+	g[4] = 0xfe;
+	g[5] = mac->addr_bytes[3];
+	g[6] = mac->addr_bytes[4];
+	g[7] = mac->addr_bytes[5];
+	memcpy(&d->guid, g, sizeof(g));
+}
+
+int
+droce_verbs_runtime_up(void)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&runtime_lock);
+	if (!droce_running() && droce_start(NULL) != 0) {
+		rc = -1;
+		goto out;
+	}
+	if (droce_engine_count() == 0) {
+		int e = droce_engines_start();
+
+		if (e != 0) {
+			if (e > 0)
+				errno = e; /* else -1 with errno set */
+			rc = -1;
+			goto out;
+		}
+	}
+	if (devices == NULL) {
+		unsigned int n = droce_port_count();
+
+		devices = calloc(n ? n : 1, sizeof(*devices));
+		if (devices == NULL) {
+			errno = ENOMEM;
+			rc = -1;
+			goto out;
+		}
+		for (unsigned int i = 0; i < n; i++) {
+			struct droce_vdev *d = &devices[i];
+			struct droce_port *p = droce_port_get(i);
+
+			d->port = i;
+			d->dev.node_type = IBV_NODE_CA;
+			d->dev.transport_type = IBV_TRANSPORT_IB;
+			snprintf(d->dev.name, sizeof(d->dev.name), "droce%u", i);
+			snprintf(d->dev.dev_name, sizeof(d->dev.dev_name), "droce_uverbs%u", i);
+			snprintf(d->dev.dev_path, sizeof(d->dev.dev_path), "/droce/%s",
+				 p ? p->dev_name : "");
+			snprintf(d->dev.ibdev_path, sizeof(d->dev.ibdev_path), "/droce/droce%u", i);
+			if (p)
+				make_guid(d, &p->mac);
+		}
+		n_devices = n;
+	}
+out:
+	pthread_mutex_unlock(&runtime_lock);
+	return rc;
+}
+
+struct ibv_device **
+ibv_get_device_list(int *num_devices)
+{
+	struct ibv_device **list;
+
+	if (num_devices)
+		*num_devices = 0;
+	if (droce_verbs_runtime_up() != 0)
+		return NULL;
+	list = calloc(n_devices + 1, sizeof(*list));
+	if (list == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	for (unsigned int i = 0; i < n_devices; i++)
+		list[i] = &devices[i].dev;
+	if (num_devices)
+		*num_devices = (int)n_devices;
+	return list;
+}
+
+void
+ibv_free_device_list(struct ibv_device **list)
+{
+	free(list);
+}
+
+const char *
+ibv_get_device_name(struct ibv_device *device)
+{
+	return device ? device->name : NULL;
+}
+
+__be64
+ibv_get_device_guid(struct ibv_device *device)
+{
+	return device ? ((struct droce_vdev *)device)->guid : 0;
+}
+
+int
+ibv_get_device_index(struct ibv_device *device)
+{
+	return device ? (int)((struct droce_vdev *)device)->port : -1;
+}
+
+struct ibv_context *
+ibv_open_device(struct ibv_device *device)
+{
+	struct droce_vdev *d = (struct droce_vdev *)device;
+	struct droce_vctx *x;
+	struct ibv_context *c;
+	int fds[2];
+
+	if (d == NULL || droce_port_get(d->port) == NULL) {
+		errno = ENODEV;
+		return NULL;
+	}
+	x = calloc(1, sizeof(*x));
+	if (x == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	if (pipe2(fds, O_CLOEXEC) != 0) {
+		free(x);
+		return NULL;
+	}
+	/* engines write events: never block them */
+	fcntl(fds[1], F_SETFL, O_NONBLOCK);
+	x->port = d->port;
+	x->async_wfd = fds[1];
+	pthread_mutex_init(&x->lock, NULL);
+	TAILQ_INIT(&x->cqs);
+
+	x->vctx.sz = sizeof(struct verbs_context);
+	x->vctx.query_port = droce_verbs_query_port;
+	c = &x->vctx.context;
+	c->device = device;
+	c->cmd_fd = -1;
+	c->async_fd = fds[0];
+	c->num_comp_vectors = 1;
+	pthread_mutex_init(&c->mutex, NULL);
+	c->abi_compat = __VERBS_ABI_IS_EXTENDED;
+	c->ops.poll_cq = droce_verbs_poll_cq;
+	c->ops.req_notify_cq = droce_verbs_req_notify_cq;
+	c->ops.post_send = droce_verbs_post_send;
+	c->ops.post_recv = droce_verbs_post_recv;
+	return c;
+}
+
+int
+ibv_close_device(struct ibv_context *context)
+{
+	struct droce_vctx *x = droce_vctx_of(context);
+
+	if (x == NULL)
+		return EINVAL;
+	close(context->async_fd);
+	close(x->async_wfd);
+	pthread_mutex_destroy(&x->lock);
+	pthread_mutex_destroy(&context->mutex);
+	free(x);
+	return 0;
+}
+
+static struct droce_port *
+ctx_port(struct ibv_context *c)
+{
+	return droce_port_get(droce_vctx_of(c)->port);
+}
+
+int
+ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
+{
+	struct droce_vdev *d = (struct droce_vdev *)context->device;
+
+	memset(a, 0, sizeof(*a));
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "droce %s", "0.1.0");
+	a->node_guid = d->guid;
+	a->sys_image_guid = d->guid;
+	a->max_mr_size = UINT64_MAX;
+	a->page_size_cap = ~(uint64_t)0xfff; /* any power of two from 4 KiB */
+	a->vendor_id = 0;
+	a->vendor_part_id = 0;
+	a->hw_ver = 0;
+	a->max_qp = DROCE_VERBS_MAX_QP;
+	a->max_qp_wr = DROCE_DP_MAX_QP_WR;
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID;
+	a->max_sge = DROCE_DP_MAX_SGE;
+	a->max_sge_rd = DROCE_DP_MAX_SGE;
+	a->max_cq = DROCE_VERBS_MAX_CQ;
+	a->max_cqe = (int)DROCE_DP_MAX_CQE;
+	a->max_mr = DROCE_VERBS_MAX_MR;
+	a->max_pd = DROCE_VERBS_MAX_PD;
+	a->max_qp_rd_atom = DROCE_DP_MAX_RD_ATOMIC;
+	a->max_qp_init_rd_atom = DROCE_DP_MAX_RD_ATOMIC;
+	a->max_res_rd_atom = DROCE_DP_MAX_RD_ATOMIC * DROCE_VERBS_MAX_QP;
+	a->atomic_cap = IBV_ATOMIC_HCA;
+	a->max_pkeys = 1;
+	a->local_ca_ack_delay = 15;
+	a->phys_port_cnt = 1;
+	return 0;
+}
+
+enum ibv_mtu
+droce_verbs_mtu_of(unsigned int ip_mtu)
+{
+	unsigned int room = ip_mtu > DROCE_VERBS_ROCE_OVERHEAD ? ip_mtu - DROCE_VERBS_ROCE_OVERHEAD : 0;
+
+	if (room >= 4096)
+		return IBV_MTU_4096;
+	if (room >= 2048)
+		return IBV_MTU_2048;
+	if (room >= 1024)
+		return IBV_MTU_1024;
+	if (room >= 512)
+		return IBV_MTU_512;
+	return IBV_MTU_256; /* the IB minimum; smaller port MTUs cannot carry it */
+}
+
+enum ibv_mtu
+droce_verbs_port_mtu(unsigned int port)
+{
+	struct droce_port *p = droce_port_get(port);
+
+	return p ? droce_verbs_mtu_of(p->mtu) : IBV_MTU_1024;
+}
+
+/* IB width and speed codes closest to a link speed in Mbps. */
+static void
+speed_of(uint32_t mbps, uint8_t *width, uint8_t *speed)
+{
+	static const struct { uint32_t mbps; uint8_t width, speed; } tab[] = {
+		{ 2500, 1, 1 },     /* 1X SDR */
+		{ 5000, 1, 2 },     /* 1X DDR */
+		{ 10000, 1, 4 },    /* 1X QDR */
+		{ 14000, 1, 16 },   /* 1X FDR */
+		{ 25000, 1, 32 },   /* 1X EDR */
+		{ 40000, 2, 4 },    /* 4X QDR */
+		{ 50000, 1, 64 },   /* 1X HDR */
+		{ 56000, 2, 16 },   /* 4X FDR */
+		{ 100000, 2, 32 },  /* 4X EDR */
+		{ 200000, 2, 64 },  /* 4X HDR */
+		{ 400000, 2, 128 }, /* 4X NDR */
+	};
+
+	if (mbps == 0)
+		mbps = 10000;
+	for (size_t i = 0; i < RTE_DIM(tab); i++) {
+		if (mbps <= tab[i].mbps) {
+			*width = tab[i].width;
+			*speed = tab[i].speed;
+			return;
+		}
+	}
+	*width = 4; /* 8X NDR */
+	*speed = 128;
+}
+
+int
+droce_verbs_query_port(struct ibv_context *c, uint8_t port_num, struct ibv_port_attr *out,
+		       size_t attr_len)
+{
+	struct droce_port *p;
+	struct ibv_port_attr a;
+
+	if (port_num != DROCE_VERBS_PORT_NUM)
+		return EINVAL;
+	p = ctx_port(c);
+	if (p == NULL)
+		return ENODEV;
+	memset(&a, 0, sizeof(a));
+	droce_port_link_up(p);
+	a.state = p->link_up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+	a.max_mtu = droce_verbs_mtu_of(p->mtu);
+	a.active_mtu = a.max_mtu;
+	a.gid_tbl_len = (int)p->n_gids;
+	a.port_cap_flags = IBV_PORT_IP_BASED_GIDS;
+	a.max_msg_sz = DROCE_DP_MAX_MSG;
+	a.pkey_tbl_len = 1;
+	a.max_vl_num = 1;
+	a.phys_state = p->link_up ? 5 /* LinkUp */ : 3 /* Disabled */;
+	a.link_layer = IBV_LINK_LAYER_ETHERNET;
+	speed_of(p->link_speed, &a.active_width, &a.active_speed);
+	memcpy(out, &a, attr_len < sizeof(a) ? attr_len : sizeof(a));
+	return 0;
+}
+
+/* The exported symbol behind verbs.h's ibv_query_port() macro: old binaries
+ * pass the compat struct, which ends before port_cap_flags2. */
+int (ibv_query_port)(struct ibv_context *context, uint8_t port_num,
+		     struct _compat_ibv_port_attr *port_attr)
+{
+	return droce_verbs_query_port(context, port_num, (struct ibv_port_attr *)port_attr,
+				      offsetof(struct ibv_port_attr, port_cap_flags2));
+}
+
+int
+ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ibv_gid *gid)
+{
+	struct droce_port *p;
+
+	if (port_num != DROCE_VERBS_PORT_NUM || index < 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	p = ctx_port(context);
+	if (p == NULL || (unsigned int)index >= p->n_gids) {
+		errno = EINVAL;
+		return -1;
+	}
+	memcpy(gid->raw, p->gids[index], 16);
+	return 0;
+}
+
+int
+_ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t gid_index,
+		  struct ibv_gid_entry *entry, uint32_t flags, size_t entry_size)
+{
+	struct ibv_gid_entry e;
+	struct droce_port *p;
+
+	if (flags != 0 || port_num != DROCE_VERBS_PORT_NUM)
+		return EINVAL;
+	p = ctx_port(context);
+	if (p == NULL || gid_index >= p->n_gids)
+		return ENODATA;
+	memset(&e, 0, sizeof(e));
+	memcpy(e.gid.raw, p->gids[gid_index], 16);
+	e.gid_index = gid_index;
+	e.port_num = port_num;
+	e.gid_type = IBV_GID_TYPE_ROCE_V2;
+	memcpy(entry, &e, entry_size < sizeof(e) ? entry_size : sizeof(e));
+	return 0;
+}
+
+ssize_t
+_ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries,
+		     size_t max_entries, uint32_t flags, size_t entry_size)
+{
+	struct droce_port *p = ctx_port(context);
+	size_t n;
+
+	if (flags != 0 || entry_size < sizeof(struct ibv_gid_entry))
+		return -EINVAL;
+	if (p == NULL)
+		return -ENODEV;
+	n = p->n_gids < max_entries ? p->n_gids : max_entries;
+	if (n < p->n_gids)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		struct ibv_gid_entry *e = (struct ibv_gid_entry *)((uint8_t *)entries + i * entry_size);
+
+		memset(e, 0, entry_size);
+		memcpy(e->gid.raw, p->gids[i], 16);
+		e->gid_index = (uint32_t)i;
+		e->port_num = DROCE_VERBS_PORT_NUM;
+		e->gid_type = IBV_GID_TYPE_ROCE_V2;
+	}
+	return (ssize_t)n;
+}
+
+int
+ibv_query_pkey(struct ibv_context *context, uint8_t port_num, int index, __be16 *pkey)
+{
+	if (port_num != DROCE_VERBS_PORT_NUM || index != 0) {
+		errno = EINVAL;
+		return -1;
+	}
+	*pkey = rte_cpu_to_be_16(0xffff);
+	return 0;
+}
+
+int
+ibv_get_pkey_index(struct ibv_context *context, uint8_t port_num, __be16 pkey)
+{
+	if (port_num != DROCE_VERBS_PORT_NUM)
+		return -EINVAL;
+	return (rte_be_to_cpu_16(pkey) & 0x7fff) == 0x7fff ? 0 : -ENOENT;
+}
+
+int
+ibv_fork_init(void)
+{
+	return 0; /* droce never pins pages: fork is always safe */
+}
+
+enum ibv_fork_status
+ibv_is_fork_initialized(void)
+{
+	return IBV_FORK_UNNEEDED;
+}
+
+/* ---- async events ---- */
+
+int
+ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
+{
+	struct droce_vctx *x = droce_vctx_of(context);
+
+	for (;;) {
+		struct droce_vevent rec;
+		struct droce_vcq *cq;
+		ssize_t n = read(context->async_fd, &rec, sizeof(rec));
+
+		if (n < 0)
+			return -1;
+		if (n != sizeof(rec)) {
+			errno = EIO;
+			return -1;
+		}
+		pthread_mutex_lock(&x->lock);
+		TAILQ_FOREACH(cq, &x->cqs, ctx_link)
+			if (cq->serial == rec.serial)
+				break;
+		if (cq != NULL)
+			cq->async_reported++;
+		pthread_mutex_unlock(&x->lock);
+		if (cq == NULL)
+			continue; /* its CQ was destroyed meanwhile */
+		memset(event, 0, sizeof(*event));
+		event->element.cq = &cq->cq;
+		event->event_type = (enum ibv_event_type)rec.type;
+		return 0;
+	}
+}
+
+void
+ibv_ack_async_event(struct ibv_async_event *event)
+{
+	switch (event->event_type) {
+	case IBV_EVENT_CQ_ERR: {
+		struct ibv_cq *cq = event->element.cq;
+
+		pthread_mutex_lock(&cq->mutex);
+		cq->async_events_completed++;
+		pthread_cond_broadcast(&cq->cond);
+		pthread_mutex_unlock(&cq->mutex);
+		break;
+	}
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED: {
+		struct ibv_qp *qp = event->element.qp;
+
+		pthread_mutex_lock(&qp->mutex);
+		qp->events_completed++;
+		pthread_cond_broadcast(&qp->cond);
+		pthread_mutex_unlock(&qp->mutex);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+/* ---- strings ---- */
+
+const char *
+ibv_node_type_str(enum ibv_node_type node_type)
+{
+	static const char *const names[] = {
+		[IBV_NODE_CA] = "InfiniBand channel adapter",
+		[IBV_NODE_SWITCH] = "InfiniBand switch",
+		[IBV_NODE_ROUTER] = "InfiniBand router",
+		[IBV_NODE_RNIC] = "iWARP NIC",
+		[IBV_NODE_USNIC] = "usNIC",
+		[IBV_NODE_USNIC_UDP] = "usNIC UDP",
+		[IBV_NODE_UNSPECIFIED] = "unspecified",
+	};
+
+	if (node_type < IBV_NODE_CA || (size_t)node_type >= RTE_DIM(names) || !names[node_type])
+		return "unknown";
+	return names[node_type];
+}
+
+const char *
+ibv_port_state_str(enum ibv_port_state port_state)
+{
+	static const char *const names[] = {
+		[IBV_PORT_NOP] = "PORT_NOP",
+		[IBV_PORT_DOWN] = "PORT_DOWN",
+		[IBV_PORT_INIT] = "PORT_INIT",
+		[IBV_PORT_ARMED] = "PORT_ARMED",
+		[IBV_PORT_ACTIVE] = "PORT_ACTIVE",
+		[IBV_PORT_ACTIVE_DEFER] = "PORT_ACTIVE_DEFER",
+	};
+
+	if ((unsigned int)port_state >= RTE_DIM(names))
+		return "unknown";
+	return names[port_state];
+}
+
+const char *
+ibv_event_type_str(enum ibv_event_type event)
+{
+	static const char *const names[] = {
+		[IBV_EVENT_CQ_ERR] = "CQ error",
+		[IBV_EVENT_QP_FATAL] = "local work queue catastrophic error",
+		[IBV_EVENT_QP_REQ_ERR] = "invalid request local work queue error",
+		[IBV_EVENT_QP_ACCESS_ERR] = "local access violation work queue error",
+		[IBV_EVENT_COMM_EST] = "communication established",
+		[IBV_EVENT_SQ_DRAINED] = "send queue drained",
+		[IBV_EVENT_PATH_MIG] = "path migrated",
+		[IBV_EVENT_PATH_MIG_ERR] = "path migration request error",
+		[IBV_EVENT_DEVICE_FATAL] = "local catastrophic error",
+		[IBV_EVENT_PORT_ACTIVE] = "port active",
+		[IBV_EVENT_PORT_ERR] = "port error",
+		[IBV_EVENT_LID_CHANGE] = "LID change",
+		[IBV_EVENT_PKEY_CHANGE] = "P_Key change",
+		[IBV_EVENT_SM_CHANGE] = "SM change",
+		[IBV_EVENT_SRQ_ERR] = "SRQ catastrophic error",
+		[IBV_EVENT_SRQ_LIMIT_REACHED] = "SRQ limit reached",
+		[IBV_EVENT_QP_LAST_WQE_REACHED] = "last WQE reached",
+		[IBV_EVENT_CLIENT_REREGISTER] = "client reregistration",
+		[IBV_EVENT_GID_CHANGE] = "GID table change",
+		[IBV_EVENT_WQ_FATAL] = "WQ fatal",
+	};
+
+	if ((unsigned int)event >= RTE_DIM(names) || !names[event])
+		return "unknown";
+	return names[event];
+}
+
+const char *
+ibv_wc_status_str(enum ibv_wc_status status)
+{
+	static const char *const names[] = {
+		[IBV_WC_SUCCESS] = "success",
+		[IBV_WC_LOC_LEN_ERR] = "local length error",
+		[IBV_WC_LOC_QP_OP_ERR] = "local QP operation error",
+		[IBV_WC_LOC_EEC_OP_ERR] = "local EE context operation error",
+		[IBV_WC_LOC_PROT_ERR] = "local protection error",
+		[IBV_WC_WR_FLUSH_ERR] = "Work Request Flushed Error",
+		[IBV_WC_MW_BIND_ERR] = "memory management operation error",
+		[IBV_WC_BAD_RESP_ERR] = "bad response error",
+		[IBV_WC_LOC_ACCESS_ERR] = "local access error",
+		[IBV_WC_REM_INV_REQ_ERR] = "remote invalid request error",
+		[IBV_WC_REM_ACCESS_ERR] = "remote access error",
+		[IBV_WC_REM_OP_ERR] = "remote operation error",
+		[IBV_WC_RETRY_EXC_ERR] = "transport retry counter exceeded",
+		[IBV_WC_RNR_RETRY_EXC_ERR] = "RNR retry counter exceeded",
+		[IBV_WC_LOC_RDD_VIOL_ERR] = "local RDD violation error",
+		[IBV_WC_REM_INV_RD_REQ_ERR] = "remote invalid RD request",
+		[IBV_WC_REM_ABORT_ERR] = "aborted error",
+		[IBV_WC_INV_EECN_ERR] = "invalid EE context number",
+		[IBV_WC_INV_EEC_STATE_ERR] = "invalid EE context state",
+		[IBV_WC_FATAL_ERR] = "fatal error",
+		[IBV_WC_RESP_TIMEOUT_ERR] = "response timeout error",
+		[IBV_WC_GENERAL_ERR] = "general error",
+		[IBV_WC_TM_ERR] = "TM error",
+		[IBV_WC_TM_RNDV_INCOMPLETE] = "TM software rendezvous",
+	};
+
+	if ((unsigned int)status >= RTE_DIM(names) || !names[status])
+		return "unknown";
+	return names[status];
+}

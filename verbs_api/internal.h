@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * verbs_api internals: the objects behind rdma-core's struct ibv_* handles.
+ *
+ * Every droce object embeds the rdma-core struct the application sees as its
+ * first member, so a handle converts back with a cast (container_of at
+ * offset 0).  The context embeds a whole struct verbs_context, whose last
+ * member is the struct ibv_context, so verbs.h's verbs_get_ctx() works.
+ */
+#ifndef DROCE_VERBS_API_INTERNAL_H
+#define DROCE_VERBS_API_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include <infiniband/verbs.h>
+
+#include "dataplane/dp.h"
+
+/* ibv_port numbers: each droce device has exactly one port, number 1. */
+#define DROCE_VERBS_PORT_NUM 1
+
+/* Limits dp.h does not name yet (see the verbs_api report). */
+#define DROCE_VERBS_MAX_QP (1 << 16)
+#define DROCE_VERBS_MAX_MR ((1 << 16) - 1)
+#define DROCE_VERBS_MAX_CQ (1 << 16)
+#define DROCE_VERBS_MAX_PD (1 << 24)
+
+/* Headers around a RoCEv2 payload in the worst case: IPv6 40, UDP 8, BTH 12,
+ * AtomicETH 28 (the largest extended header set), ICRC 4. */
+#define DROCE_VERBS_ROCE_OVERHEAD (40 + 8 + 12 + 28 + 4)
+
+struct droce_vdev {
+	struct ibv_device dev;
+	unsigned int port;        /* droce port index */
+	__be64 guid;
+};
+
+struct droce_vcq;
+
+struct droce_vctx {
+	struct verbs_context vctx; /* ends with the struct ibv_context */
+	unsigned int port;
+	int async_wfd;             /* write end of the async event pipe */
+	pthread_mutex_t lock;      /* the CQ list */
+	TAILQ_HEAD(, droce_vcq) cqs;
+};
+
+struct droce_vpd {
+	struct ibv_pd pd;
+	uint32_t id;
+	atomic_uint users;         /* MRs and QPs */
+};
+
+struct droce_vmr {
+	struct ibv_mr mr;
+	struct droce_mr dmr;
+};
+
+struct droce_vchan {
+	struct ibv_comp_channel ch;
+	int wfd;                   /* write end of the event pipe */
+	pthread_mutex_t lock;      /* the CQ list */
+	TAILQ_HEAD(, droce_vcq) cqs;
+	atomic_int users;          /* CQs */
+};
+
+/* Records written into the event pipes: fixed size, below PIPE_BUF, so
+ * every write and read moves whole records. */
+struct droce_vevent {
+	uint64_t serial;           /* of the CQ or QP */
+	uint32_t type;             /* enum ibv_event_type */
+	uint32_t pad;
+};
+
+struct droce_vcq {
+	struct ibv_cq cq;
+	struct droce_cq *dcq;
+	struct droce_vctx *ctx;
+	struct droce_vchan *chan;  /* NULL without a completion channel */
+	uint64_t serial;
+	atomic_uint notify_pending; /* a record is in the channel pipe */
+	atomic_uint err_reported;   /* CQ_ERR already queued */
+	atomic_uint users;          /* QPs */
+	uint32_t comp_reported, async_reported; /* under the channel/context lock */
+	TAILQ_ENTRY(droce_vcq) chan_link, ctx_link;
+};
+
+struct droce_vqp {
+	struct ibv_qp qp;
+	struct droce_qp *dqp;
+	enum droce_qp_type type;
+	struct ibv_qp_cap cap;     /* what the QP enforces */
+	bool sq_sig_all;
+	int state;                 /* enum ibv_qp_state, atomic loads on the post path */
+	pthread_mutex_t lock;      /* serialises modify and query */
+	struct ibv_qp_attr attr;   /* last values set */
+};
+
+static inline struct droce_vctx *
+droce_vctx_of(struct ibv_context *c)
+{
+	return (struct droce_vctx *)verbs_get_ctx(c);
+}
+
+/* The last state set, unless the engine has since moved the QP to ERR/SQE itself. */
+static inline int
+droce_vqp_state(const struct droce_vqp *q)
+{
+	int async = q->dqp ? droce_qp_async_state(q->dqp) : -1;
+
+	return async >= 0 ? async : __atomic_load_n(&q->state, __ATOMIC_ACQUIRE);
+}
+
+/* Ops the context table points at (post.c, cq.c). */
+int droce_verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr);
+int droce_verbs_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr);
+int droce_verbs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+int droce_verbs_req_notify_cq(struct ibv_cq *cq, int solicited_only);
+int droce_verbs_query_port(struct ibv_context *c, uint8_t port_num, struct ibv_port_attr *attr,
+			   size_t attr_len);
+
+/* Largest enum ibv_mtu whose payload fits in an IP MTU of @ip_mtu bytes. */
+enum ibv_mtu droce_verbs_mtu_of(unsigned int ip_mtu);
+/* The active MTU of device port @port (droce port index). */
+enum ibv_mtu droce_verbs_port_mtu(unsigned int port);
+
+/*
+ * Resolves an address vector to a droce_path for a QP on droce port @port.
+ * @lqpn and @rqpn pick the UDP source port.  0 or an errno.
+ */
+int droce_verbs_resolve_path(unsigned int port, const struct ibv_ah_attr *ah, uint32_t lqpn,
+			     uint32_t rqpn, struct droce_path *out);
+
+/* The UDP source port for a QP pair (in 0xC000..0xFFFF). */
+uint16_t droce_verbs_udp_sport(uint32_t lqpn, uint32_t rqpn, uint32_t flow_label);
+
+/*
+ * Validates one send WR against @q and encodes it into @wqe (inline data
+ * copied).  0 or EINVAL.
+ */
+int droce_verbs_encode_send(const struct droce_vqp *q, const struct ibv_send_wr *wr,
+			    struct droce_wqe *wqe);
+int droce_verbs_encode_recv(const struct droce_vqp *q, const struct ibv_recv_wr *wr,
+			    struct droce_rqe *rqe);
+
+/*
+ * The modify_qp transition table: true when moving @cur -> @next on a QP of
+ * @type with attribute @mask is allowed (every required attribute present,
+ * nothing outside required | optional | IBV_QP_STATE).
+ */
+bool droce_verbs_modify_ok(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_state next,
+			   int mask);
+
+/* Starts the runtime once (droce_start(NULL) + engines); 0 or -1 with errno. */
+int droce_verbs_runtime_up(void);
+
+#endif /* DROCE_VERBS_API_INTERNAL_H */

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * ibv_post_send / ibv_post_recv: validation as ibv_post_send(3) and
+ * ibv_post_recv(3) describe it, then one WQE / RQE per WR to the dataplane.
+ * Processing stops at the first WR that fails; *bad_wr points to it and the
+ * errno is returned.  lkeys and SGE bounds are the engine's to check when it
+ * executes the WR (IBV_WC_LOC_PROT_ERR), as on hardware.
+ *
+ * The fast path: no locks, no allocation, no logging.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define SAME(d, i) static_assert((int)(d) == (int)(i), #d " == " #i)
+SAME(DROCE_WR_RDMA_WRITE, IBV_WR_RDMA_WRITE);
+SAME(DROCE_WR_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_WRITE_WITH_IMM);
+SAME(DROCE_WR_SEND, IBV_WR_SEND);
+SAME(DROCE_WR_SEND_WITH_IMM, IBV_WR_SEND_WITH_IMM);
+SAME(DROCE_WR_RDMA_READ, IBV_WR_RDMA_READ);
+SAME(DROCE_WR_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_CMP_AND_SWP);
+SAME(DROCE_WR_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_FETCH_AND_ADD);
+SAME(DROCE_WR_LOCAL_INV, IBV_WR_LOCAL_INV);
+SAME(DROCE_WR_BIND_MW, IBV_WR_BIND_MW);
+SAME(DROCE_WR_SEND_WITH_INV, IBV_WR_SEND_WITH_INV);
+SAME(DROCE_WR_TSO, IBV_WR_TSO);
+SAME(DROCE_WR_DRIVER1, IBV_WR_DRIVER1);
+#undef SAME
+static_assert(sizeof(struct droce_sge) == sizeof(struct ibv_sge), "sge layout");
+static_assert(offsetof(struct droce_sge, addr) == offsetof(struct ibv_sge, addr), "sge layout");
+static_assert(offsetof(struct droce_sge, length) == offsetof(struct ibv_sge, length), "sge layout");
+static_assert(offsetof(struct droce_sge, lkey) == offsetof(struct ibv_sge, lkey), "sge layout");
+
+#define SEND_FLAGS (IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE)
+
+int
+droce_verbs_encode_send(const struct droce_vqp *q, const struct ibv_send_wr *wr,
+			struct droce_wqe *wqe)
+{
+	unsigned int op = (unsigned int)wr->opcode;
+	uint64_t total = 0;
+	uint8_t flags = 0;
+	bool rdma = false, atomic = false;
+
+	if (!droce_wr_opcode_allowed(q->type, op))
+		return EINVAL;
+	switch (op) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+		break;
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+	case IBV_WR_RDMA_READ:
+		rdma = true;
+		break;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		atomic = true;
+		break;
+	default:
+		/* LOCAL_INV, BIND_MW, SEND_WITH_INV: no memory windows or
+		 * invalidation (device_cap_flags say so); TSO: no raw QPs */
+		return EINVAL;
+	}
+	if (q->type == DROCE_QPT_UD)
+		return EINVAL; /* needs an address handle; droce has none yet */
+	if (wr->send_flags & ~(unsigned int)SEND_FLAGS)
+		return EINVAL;
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->cap.max_send_sge)
+		return EINVAL;
+
+	if (wr->send_flags & IBV_SEND_SIGNALED || q->sq_sig_all)
+		flags |= DROCE_WQE_SIGNALED;
+	if (wr->send_flags & IBV_SEND_FENCE)
+		flags |= DROCE_WQE_FENCE;
+	if (wr->send_flags & IBV_SEND_SOLICITED)
+		flags |= DROCE_WQE_SOLICITED;
+
+	wqe->wr_id = wr->wr_id;
+	wqe->opcode = (uint8_t)op;
+	wqe->imm = (op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE_WITH_IMM) ? wr->imm_data : 0;
+	wqe->invalidate_rkey = 0;
+	wqe->remote_addr = 0;
+	wqe->rkey = 0;
+	wqe->compare_add = 0;
+	wqe->swap = 0;
+
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		uint8_t *dst = wqe->inline_data;
+
+		if (op == IBV_WR_RDMA_READ || atomic)
+			return EINVAL; /* data comes back: nothing to inline */
+		for (int i = 0; i < wr->num_sge; i++)
+			total += wr->sg_list[i].length;
+		if (total > q->cap.max_inline_data)
+			return EINVAL;
+		/* the caller may reuse its buffers as soon as we return */
+		for (int i = 0; i < wr->num_sge; i++) {
+			uint32_t len = wr->sg_list[i].length;
+
+			if (len)
+				memcpy(dst, (const void *)(uintptr_t)wr->sg_list[i].addr, len);
+			dst += len;
+		}
+		flags |= DROCE_WQE_INLINE;
+		wqe->num_sge = 0;
+	} else {
+		for (int i = 0; i < wr->num_sge; i++) {
+			wqe->sge[i].addr = wr->sg_list[i].addr;
+			wqe->sge[i].length = wr->sg_list[i].length;
+			wqe->sge[i].lkey = wr->sg_list[i].lkey;
+			total += wr->sg_list[i].length;
+		}
+		if (total > DROCE_DP_MAX_MSG)
+			return EINVAL;
+		wqe->num_sge = (uint16_t)wr->num_sge;
+	}
+	wqe->length = (uint32_t)total;
+	wqe->flags = flags;
+
+	if (rdma) {
+		wqe->remote_addr = wr->wr.rdma.remote_addr;
+		wqe->rkey = wr->wr.rdma.rkey;
+	} else if (atomic) {
+		/* one 8-byte local buffer receives the original value; the
+		 * remote word must be naturally aligned */
+		if (wr->num_sge != 1 || wr->sg_list[0].length != 8 ||
+		    (wr->wr.atomic.remote_addr & 7) != 0)
+			return EINVAL;
+		wqe->remote_addr = wr->wr.atomic.remote_addr;
+		wqe->rkey = wr->wr.atomic.rkey;
+		wqe->compare_add = wr->wr.atomic.compare_add;
+		wqe->swap = op == IBV_WR_ATOMIC_CMP_AND_SWP ? wr->wr.atomic.swap : 0;
+	}
+	return 0;
+}
+
+int
+droce_verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
+{
+	struct droce_vqp *q = (struct droce_vqp *)qp;
+	struct droce_wqe wqe;
+	int state = droce_vqp_state(q);
+
+	for (; wr != NULL; wr = wr->next) {
+		int rc;
+
+		/* RESET, INIT and RTR cannot send; SQD queues, SQE and ERR flush */
+		if (state == IBV_QPS_RESET || state == IBV_QPS_INIT || state == IBV_QPS_RTR)
+			rc = EINVAL;
+		else
+			rc = droce_verbs_encode_send(q, wr, &wqe);
+		if (rc == 0)
+			rc = droce_qp_post_send(q->dqp, &wqe); /* ENOMEM: send queue full */
+		if (rc != 0) {
+			*bad_wr = wr;
+			return rc;
+		}
+	}
+	return 0;
+}
+
+int
+droce_verbs_encode_recv(const struct droce_vqp *q, const struct ibv_recv_wr *wr,
+			struct droce_rqe *rqe)
+{
+	uint64_t total = 0;
+
+	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->cap.max_recv_sge)
+		return EINVAL;
+	for (int i = 0; i < wr->num_sge; i++) {
+		rqe->sge[i].addr = wr->sg_list[i].addr;
+		rqe->sge[i].length = wr->sg_list[i].length;
+		rqe->sge[i].lkey = wr->sg_list[i].lkey;
+		total += wr->sg_list[i].length;
+	}
+	if (total > DROCE_DP_MAX_MSG)
+		return EINVAL;
+	rqe->wr_id = wr->wr_id;
+	rqe->num_sge = (uint16_t)wr->num_sge;
+	rqe->length = (uint32_t)total;
+	return 0;
+}
+
+int
+droce_verbs_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
+{
+	struct droce_vqp *q = (struct droce_vqp *)qp;
+	struct droce_rqe rqe;
+	int state = droce_vqp_state(q);
+
+	for (; wr != NULL; wr = wr->next) {
+		int rc = state == IBV_QPS_RESET ? EINVAL : droce_verbs_encode_recv(q, wr, &rqe);
+
+		if (rc == 0)
+			rc = droce_qp_post_recv(q->dqp, &rqe); /* ENOMEM: receive queue full */
+		if (rc != 0) {
+			*bad_wr = wr;
+			return rc;
+		}
+	}
+	return 0;
+}

@@ -1,0 +1,626 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Queue pairs: create with caps, query, destroy, and ibv_modify_qp with the
+ * IBTA state machine and its per-transition attribute masks.  The address
+ * vector is resolved here into a struct droce_path (MACs, GIDs, UDP source
+ * port) so the engine only builds headers.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <droce/droce.h>
+
+#include "pmd_glue/port.h"
+#include "internal.h"
+
+#define SAME(d, i) static_assert((int)(d) == (int)(i), #d " == " #i)
+SAME(DROCE_QPS_RESET, IBV_QPS_RESET);
+SAME(DROCE_QPS_INIT, IBV_QPS_INIT);
+SAME(DROCE_QPS_RTR, IBV_QPS_RTR);
+SAME(DROCE_QPS_RTS, IBV_QPS_RTS);
+SAME(DROCE_QPS_SQD, IBV_QPS_SQD);
+SAME(DROCE_QPS_SQE, IBV_QPS_SQE);
+SAME(DROCE_QPS_ERR, IBV_QPS_ERR);
+SAME(DROCE_QPM_STATE, IBV_QP_STATE);
+SAME(DROCE_QPM_CUR_STATE, IBV_QP_CUR_STATE);
+SAME(DROCE_QPM_EN_SQD_ASYNC_NOTIFY, IBV_QP_EN_SQD_ASYNC_NOTIFY);
+SAME(DROCE_QPM_ACCESS_FLAGS, IBV_QP_ACCESS_FLAGS);
+SAME(DROCE_QPM_PKEY_INDEX, IBV_QP_PKEY_INDEX);
+SAME(DROCE_QPM_PORT, IBV_QP_PORT);
+SAME(DROCE_QPM_QKEY, IBV_QP_QKEY);
+SAME(DROCE_QPM_AV, IBV_QP_AV);
+SAME(DROCE_QPM_PATH_MTU, IBV_QP_PATH_MTU);
+SAME(DROCE_QPM_TIMEOUT, IBV_QP_TIMEOUT);
+SAME(DROCE_QPM_RETRY_CNT, IBV_QP_RETRY_CNT);
+SAME(DROCE_QPM_RNR_RETRY, IBV_QP_RNR_RETRY);
+SAME(DROCE_QPM_RQ_PSN, IBV_QP_RQ_PSN);
+SAME(DROCE_QPM_MAX_QP_RD_ATOMIC, IBV_QP_MAX_QP_RD_ATOMIC);
+SAME(DROCE_QPM_ALT_PATH, IBV_QP_ALT_PATH);
+SAME(DROCE_QPM_MIN_RNR_TIMER, IBV_QP_MIN_RNR_TIMER);
+SAME(DROCE_QPM_SQ_PSN, IBV_QP_SQ_PSN);
+SAME(DROCE_QPM_MAX_DEST_RD_ATOMIC, IBV_QP_MAX_DEST_RD_ATOMIC);
+SAME(DROCE_QPM_PATH_MIG_STATE, IBV_QP_PATH_MIG_STATE);
+SAME(DROCE_QPM_CAP, IBV_QP_CAP);
+SAME(DROCE_QPM_DEST_QPN, IBV_QP_DEST_QPN);
+#undef SAME
+
+/* ---- the transition table (IBTA 10.3 / the kernel's ib_modify_qp_is_ok) ---- */
+
+enum { T_RC, T_UC, T_UD, T_COUNT };
+
+struct transition {
+	bool valid;
+	int req[T_COUNT];
+	int opt[T_COUNT];
+};
+
+#define S(x) IBV_QPS_##x
+#define M(x) IBV_QP_##x
+/* the three types RC, UC, UD */
+#define PER_TYPE(rc, uc, ud) { [T_RC] = (rc), [T_UC] = (uc), [T_UD] = (ud) }
+
+static const struct transition table[IBV_QPS_ERR + 1][IBV_QPS_ERR + 1] = {
+	[S(RESET)] = {
+		[S(RESET)] = { .valid = true },
+		[S(ERR)] = { .valid = true },
+		[S(INIT)] = {
+			.valid = true,
+			.req = PER_TYPE(M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS),
+					M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS),
+					M(PKEY_INDEX) | M(PORT) | M(QKEY)),
+		},
+	},
+	[S(INIT)] = {
+		[S(RESET)] = { .valid = true },
+		[S(ERR)] = { .valid = true },
+		[S(INIT)] = {
+			.valid = true,
+			.opt = PER_TYPE(M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS),
+					M(PKEY_INDEX) | M(PORT) | M(ACCESS_FLAGS),
+					M(PKEY_INDEX) | M(PORT) | M(QKEY)),
+		},
+		[S(RTR)] = {
+			.valid = true,
+			.req = PER_TYPE(M(AV) | M(PATH_MTU) | M(DEST_QPN) | M(RQ_PSN) |
+					M(MAX_DEST_RD_ATOMIC) | M(MIN_RNR_TIMER),
+					M(AV) | M(PATH_MTU) | M(DEST_QPN) | M(RQ_PSN),
+					0),
+			.opt = PER_TYPE(M(ALT_PATH) | M(ACCESS_FLAGS) | M(PKEY_INDEX),
+					M(ALT_PATH) | M(ACCESS_FLAGS) | M(PKEY_INDEX),
+					M(PKEY_INDEX) | M(QKEY)),
+		},
+	},
+	[S(RTR)] = {
+		[S(RESET)] = { .valid = true },
+		[S(ERR)] = { .valid = true },
+		[S(RTS)] = {
+			.valid = true,
+			.req = PER_TYPE(M(TIMEOUT) | M(RETRY_CNT) | M(RNR_RETRY) | M(SQ_PSN) |
+					M(MAX_QP_RD_ATOMIC),
+					M(SQ_PSN),
+					M(SQ_PSN)),
+			.opt = PER_TYPE(M(CUR_STATE) | M(ALT_PATH) | M(ACCESS_FLAGS) |
+					M(MIN_RNR_TIMER) | M(PATH_MIG_STATE),
+					M(CUR_STATE) | M(ALT_PATH) | M(ACCESS_FLAGS) | M(PATH_MIG_STATE),
+					M(CUR_STATE) | M(QKEY)),
+		},
+	},
+	[S(RTS)] = {
+		[S(RESET)] = { .valid = true },
+		[S(ERR)] = { .valid = true },
+		[S(RTS)] = {
+			.valid = true,
+			.opt = PER_TYPE(M(CUR_STATE) | M(ACCESS_FLAGS) | M(ALT_PATH) |
+					M(PATH_MIG_STATE) | M(MIN_RNR_TIMER),
+					M(CUR_STATE) | M(ACCESS_FLAGS) | M(ALT_PATH) | M(PATH_MIG_STATE),
+					M(CUR_STATE) | M(QKEY)),
+		},
+		[S(SQD)] = {
+			.valid = true,
+			.opt = PER_TYPE(M(EN_SQD_ASYNC_NOTIFY), M(EN_SQD_ASYNC_NOTIFY),
+					M(EN_SQD_ASYNC_NOTIFY)),
+		},
+	},
+	[S(SQD)] = {
+		[S(RESET)] = { .valid = true },
+		[S(ERR)] = { .valid = true },
+		[S(RTS)] = {
+			.valid = true,
+			.opt = PER_TYPE(M(CUR_STATE) | M(ALT_PATH) | M(ACCESS_FLAGS) |
+					M(MIN_RNR_TIMER) | M(PATH_MIG_STATE),
+					M(CUR_STATE) | M(ALT_PATH) | M(ACCESS_FLAGS) | M(PATH_MIG_STATE),
+					M(CUR_STATE) | M(QKEY)),
+		},
+		[S(SQD)] = {
+			.valid = true,
+			.opt = PER_TYPE(M(PORT) | M(AV) | M(TIMEOUT) | M(RETRY_CNT) | M(RNR_RETRY) |
+					M(MAX_QP_RD_ATOMIC) | M(MAX_DEST_RD_ATOMIC) | M(ALT_PATH) |
+					M(ACCESS_FLAGS) | M(PKEY_INDEX) | M(MIN_RNR_TIMER) |
+					M(PATH_MIG_STATE),
+					M(AV) | M(ALT_PATH) | M(ACCESS_FLAGS) | M(PKEY_INDEX) |
+					M(PATH_MIG_STATE),
+					M(PKEY_INDEX) | M(QKEY)),
+		},
+	},
+	[S(SQE)] = {
+		[S(RESET)] = { .valid = true },
+		[S(ERR)] = { .valid = true },
+		[S(RTS)] = {
+			.valid = true,
+			.opt = PER_TYPE(0,
+					M(CUR_STATE) | M(ACCESS_FLAGS),
+					M(CUR_STATE) | M(QKEY)),
+		},
+	},
+	[S(ERR)] = {
+		[S(RESET)] = { .valid = true },
+		[S(ERR)] = { .valid = true },
+	},
+};
+#undef PER_TYPE
+#undef M
+#undef S
+
+static int
+type_index(enum ibv_qp_type t)
+{
+	switch (t) {
+	case IBV_QPT_RC:
+		return T_RC;
+	case IBV_QPT_UC:
+		return T_UC;
+	case IBV_QPT_UD:
+		return T_UD;
+	default:
+		return -1;
+	}
+}
+
+bool
+droce_verbs_modify_ok(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_state next,
+		      int mask)
+{
+	const struct transition *t;
+	int ti = type_index(type);
+
+	if (ti < 0 || (unsigned int)cur > IBV_QPS_ERR || (unsigned int)next > IBV_QPS_ERR)
+		return false;
+	/* CUR_STATE only makes sense where the QP may have moved on its own */
+	if ((mask & IBV_QP_CUR_STATE) && cur != IBV_QPS_RTR && cur != IBV_QPS_RTS &&
+	    cur != IBV_QPS_SQD && cur != IBV_QPS_SQE)
+		return false;
+	t = &table[cur][next];
+	if (!t->valid)
+		return false;
+	if ((mask & t->req[ti]) != t->req[ti])
+		return false;
+	if (mask & ~(t->req[ti] | t->opt[ti] | IBV_QP_STATE))
+		return false;
+	return true;
+}
+
+/* ---- address vectors ---- */
+
+uint16_t
+droce_verbs_udp_sport(uint32_t lqpn, uint32_t rqpn, uint32_t flow_label)
+{
+	uint32_t fl = flow_label & 0xfffff;
+
+	if (fl == 0) {
+		/* fold the QPN pair into 20 bits, the same for both directions' swaps */
+		uint64_t v = (uint64_t)(lqpn & 0xffffff) * (rqpn & 0xffffff);
+
+		v ^= v >> 20;
+		v ^= v >> 40;
+		fl = (uint32_t)v & 0xfffff;
+	}
+	return (uint16_t)(0xc000 | ((fl & 0x3fff) ^ ((fl >> 14) & 0x3fff)));
+}
+
+static bool
+gid_is_zero(const uint8_t g[16])
+{
+	for (int i = 0; i < 16; i++)
+		if (g[i])
+			return false;
+	return true;
+}
+
+int
+droce_verbs_resolve_path(unsigned int port, const struct ibv_ah_attr *ah, uint32_t lqpn,
+			 uint32_t rqpn, struct droce_path *out)
+{
+	struct droce_port *p = droce_port_get(port);
+	const uint8_t *sgid, *dgid = ah->grh.dgid.raw;
+	bool found = false;
+
+	if (p == NULL)
+		return ENODEV;
+	/* RoCE addresses by GID: a GRH is mandatory */
+	if (!ah->is_global || ah->port_num != DROCE_VERBS_PORT_NUM || ah->sl > 15 ||
+	    ah->grh.flow_label > 0xfffff)
+		return EINVAL;
+	sgid = droce_port_gid(p, ah->grh.sgid_index);
+	if (sgid == NULL || gid_is_zero(dgid) || dgid[0] == 0xff ||
+	    droce_gid_is_v4mapped(sgid) != droce_gid_is_v4mapped(dgid))
+		return EINVAL;
+
+	memset(out, 0, sizeof(*out));
+	out->src_mac = p->mac;
+	out->vlan = p->vlan != 0;
+	out->vlan_id = p->vlan;
+	out->vlan_pcp = ah->sl & 7;
+	out->ipv6 = !droce_gid_is_v4mapped(dgid);
+	memcpy(out->src_gid, sgid, 16);
+	memcpy(out->dst_gid, dgid, 16);
+	out->traffic_class = ah->grh.traffic_class;
+	out->hop_limit = ah->grh.hop_limit;
+	out->flow_label = ah->grh.flow_label;
+	out->udp_sport = droce_verbs_udp_sport(lqpn, rqpn, ah->grh.flow_label);
+
+	/* a port of this process owning the GID (ring pair), else the neighbour tables */
+	for (unsigned int i = 0; i < droce_port_count() && !found; i++) {
+		struct droce_port *q = droce_port_get(i);
+
+		if (q != NULL && droce_port_find_gid(q, dgid) >= 0) {
+			out->dst_mac = q->mac;
+			found = true;
+		}
+	}
+	if (!found && !out->ipv6) {
+		rte_be32_t ip;
+
+		memcpy(&ip, dgid + 12, 4);
+		found = droce_port_arp_lookup(p, ip, &out->dst_mac) == 0;
+	}
+	if (!found && dgid[0] == 0xfe && (dgid[1] & 0xc0) == 0x80 && dgid[11] == 0xff &&
+	    dgid[12] == 0xfe) {
+		/* link-local with an EUI-64 interface id: the MAC is inside */
+		out->dst_mac.addr_bytes[0] = dgid[8] ^ 0x02;
+		out->dst_mac.addr_bytes[1] = dgid[9];
+		out->dst_mac.addr_bytes[2] = dgid[10];
+		out->dst_mac.addr_bytes[3] = dgid[13];
+		out->dst_mac.addr_bytes[4] = dgid[14];
+		out->dst_mac.addr_bytes[5] = dgid[15];
+		found = true;
+	}
+	return found ? 0 : EHOSTUNREACH;
+}
+
+/* ---- create / destroy / query ---- */
+
+static enum droce_qp_type
+dp_type(enum ibv_qp_type t)
+{
+	switch (t) {
+	case IBV_QPT_UC:
+		return DROCE_QPT_UC;
+	case IBV_QPT_UD:
+		return DROCE_QPT_UD;
+	default:
+		return DROCE_QPT_RC;
+	}
+}
+
+struct ibv_qp *
+ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
+{
+	struct droce_vctx *x;
+	struct droce_vqp *q;
+	struct droce_qp_caps caps;
+	struct droce_vcq *scq, *rcq;
+
+	if (pd == NULL || ia == NULL || ia->send_cq == NULL || ia->recv_cq == NULL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	x = droce_vctx_of(pd->context);
+	if (ia->send_cq->context != pd->context || ia->recv_cq->context != pd->context) {
+		errno = EINVAL;
+		return NULL;
+	}
+	switch (ia->qp_type) {
+	case IBV_QPT_RC:
+	case IBV_QPT_UC:
+	case IBV_QPT_UD:
+		break;
+	case IBV_QPT_RAW_PACKET:
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
+	case IBV_QPT_DRIVER:
+		errno = EOPNOTSUPP;
+		return NULL;
+	default:
+		errno = EINVAL;
+		return NULL;
+	}
+	if (ia->srq != NULL) {
+		errno = EOPNOTSUPP; /* droce has no SRQs yet */
+		return NULL;
+	}
+	if (ia->cap.max_send_wr > DROCE_DP_MAX_QP_WR || ia->cap.max_recv_wr > DROCE_DP_MAX_QP_WR ||
+	    ia->cap.max_send_sge > DROCE_DP_MAX_SGE || ia->cap.max_recv_sge > DROCE_DP_MAX_SGE ||
+	    ia->cap.max_inline_data > DROCE_DP_MAX_INLINE) {
+		errno = EINVAL;
+		return NULL;
+	}
+	q = calloc(1, sizeof(*q));
+	if (q == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	/* what droce enforces: at least one slot per queue */
+	q->cap = ia->cap;
+	if (q->cap.max_send_wr == 0)
+		q->cap.max_send_wr = 1;
+	if (q->cap.max_recv_wr == 0)
+		q->cap.max_recv_wr = 1;
+	memset(&caps, 0, sizeof(caps));
+	caps.max_send_wr = q->cap.max_send_wr;
+	caps.max_recv_wr = q->cap.max_recv_wr;
+	caps.max_send_sge = q->cap.max_send_sge;
+	caps.max_recv_sge = q->cap.max_recv_sge;
+	caps.max_inline_data = q->cap.max_inline_data;
+	caps.sq_sig_all = ia->sq_sig_all != 0;
+	q->type = dp_type(ia->qp_type);
+	q->sq_sig_all = caps.sq_sig_all;
+	scq = (struct droce_vcq *)ia->send_cq;
+	rcq = (struct droce_vcq *)ia->recv_cq;
+	q->dqp = droce_qp_create(q->type, &caps, scq->dcq, rcq->dcq,
+				 ((struct droce_vpd *)pd)->id, x->port);
+	if (q->dqp == NULL) {
+		int e = errno ? errno : ENOMEM;
+
+		free(q);
+		errno = e;
+		return NULL;
+	}
+	atomic_fetch_add(&((struct droce_vpd *)pd)->users, 1);
+	atomic_fetch_add(&scq->users, 1);
+	atomic_fetch_add(&rcq->users, 1);
+	pthread_mutex_init(&q->lock, NULL);
+	q->state = IBV_QPS_RESET;
+	q->attr.qp_state = IBV_QPS_RESET;
+	q->attr.path_mtu = IBV_MTU_1024;
+	q->attr.port_num = DROCE_VERBS_PORT_NUM;
+	q->attr.cap = q->cap;
+
+	q->qp.context = pd->context;
+	q->qp.qp_context = ia->qp_context;
+	q->qp.pd = pd;
+	q->qp.send_cq = ia->send_cq;
+	q->qp.recv_cq = ia->recv_cq;
+	q->qp.srq = NULL;
+	q->qp.qp_num = droce_qp_num(q->dqp);
+	q->qp.handle = q->qp.qp_num;
+	q->qp.state = IBV_QPS_RESET;
+	q->qp.qp_type = ia->qp_type;
+	pthread_mutex_init(&q->qp.mutex, NULL);
+	pthread_cond_init(&q->qp.cond, NULL);
+	ia->cap = q->cap;
+	return &q->qp;
+}
+
+int
+ibv_destroy_qp(struct ibv_qp *qp)
+{
+	struct droce_vqp *q = (struct droce_vqp *)qp;
+	int rc;
+
+	if (q == NULL)
+		return EINVAL;
+	rc = droce_qp_destroy(q->dqp);
+	if (rc != 0)
+		return rc;
+	atomic_fetch_sub(&((struct droce_vpd *)qp->pd)->users, 1);
+	atomic_fetch_sub(&((struct droce_vcq *)qp->send_cq)->users, 1);
+	atomic_fetch_sub(&((struct droce_vcq *)qp->recv_cq)->users, 1);
+	pthread_mutex_destroy(&q->lock);
+	pthread_cond_destroy(&qp->cond);
+	pthread_mutex_destroy(&qp->mutex);
+	free(q);
+	return 0;
+}
+
+int
+ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
+	     struct ibv_qp_init_attr *init_attr)
+{
+	struct droce_vqp *q = (struct droce_vqp *)qp;
+
+	RTE_SET_USED(attr_mask); /* everything is cheap: fill it all */
+	if (q == NULL || attr == NULL || init_attr == NULL)
+		return EINVAL;
+	pthread_mutex_lock(&q->lock);
+	*attr = q->attr;
+	pthread_mutex_unlock(&q->lock);
+	attr->qp_state = (enum ibv_qp_state)droce_vqp_state(q);
+	attr->cur_qp_state = attr->qp_state;
+	attr->cap = q->cap;
+	attr->sq_draining = 0;
+	memset(init_attr, 0, sizeof(*init_attr));
+	init_attr->qp_context = qp->qp_context;
+	init_attr->send_cq = qp->send_cq;
+	init_attr->recv_cq = qp->recv_cq;
+	init_attr->srq = NULL;
+	init_attr->cap = q->cap;
+	init_attr->qp_type = qp->qp_type;
+	init_attr->sq_sig_all = q->sq_sig_all;
+	return 0;
+}
+
+/* ---- modify ---- */
+
+static const uint32_t mtu_bytes[] = {
+	[IBV_MTU_256] = 256, [IBV_MTU_512] = 512, [IBV_MTU_1024] = 1024,
+	[IBV_MTU_2048] = 2048, [IBV_MTU_4096] = 4096,
+};
+
+#define KNOWN_MASK (IBV_QP_STATE | IBV_QP_CUR_STATE | IBV_QP_EN_SQD_ASYNC_NOTIFY |          \
+		    IBV_QP_ACCESS_FLAGS | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY |       \
+		    IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |           \
+		    IBV_QP_RNR_RETRY | IBV_QP_RQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC |                \
+		    IBV_QP_ALT_PATH | IBV_QP_MIN_RNR_TIMER | IBV_QP_SQ_PSN |                     \
+		    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_PATH_MIG_STATE | IBV_QP_CAP |            \
+		    IBV_QP_DEST_QPN)
+
+#define QP_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+		   IBV_ACCESS_REMOTE_ATOMIC)
+
+/* Checks the values of the attributes in @mask; builds @mod.  0 or errno. */
+static int
+check_values(struct droce_vqp *q, const struct ibv_qp_attr *a, int mask, struct droce_qp_mod *mod)
+{
+	struct droce_vctx *x = droce_vctx_of(q->qp.context);
+
+	if ((mask & IBV_QP_PORT) && a->port_num != DROCE_VERBS_PORT_NUM)
+		return EINVAL;
+	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index != 0)
+		return EINVAL;
+	if ((mask & IBV_QP_ACCESS_FLAGS) && ((unsigned int)a->qp_access_flags & ~(unsigned int)QP_ACCESS))
+		return EINVAL;
+	if (mask & IBV_QP_PATH_MTU) {
+		if (a->path_mtu < IBV_MTU_256 || a->path_mtu > IBV_MTU_4096 ||
+		    a->path_mtu > droce_verbs_port_mtu(x->port))
+			return EINVAL;
+		mod->pmtu = mtu_bytes[a->path_mtu];
+	}
+	if ((mask & IBV_QP_TIMEOUT) && a->timeout > 31)
+		return EINVAL;
+	if ((mask & IBV_QP_RETRY_CNT) && a->retry_cnt > 7)
+		return EINVAL;
+	if ((mask & IBV_QP_RNR_RETRY) && a->rnr_retry > 7)
+		return EINVAL;
+	if ((mask & IBV_QP_MIN_RNR_TIMER) && a->min_rnr_timer > 31)
+		return EINVAL;
+	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) && a->max_rd_atomic > DROCE_DP_MAX_RD_ATOMIC)
+		return EINVAL;
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && a->max_dest_rd_atomic > DROCE_DP_MAX_RD_ATOMIC)
+		return EINVAL;
+	if ((mask & IBV_QP_DEST_QPN) && a->dest_qp_num > 0xffffff)
+		return EINVAL;
+	/* no alternate paths: nothing to migrate to */
+	if (mask & IBV_QP_ALT_PATH)
+		return EINVAL;
+	if ((mask & IBV_QP_PATH_MIG_STATE) && a->path_mig_state != IBV_MIG_MIGRATED)
+		return EINVAL;
+	/* the caps are fixed at creation */
+	if (mask & IBV_QP_CAP)
+		return EINVAL;
+	if (mask & IBV_QP_AV) {
+		uint32_t rqpn = (mask & IBV_QP_DEST_QPN) ? a->dest_qp_num : q->attr.dest_qp_num;
+		int rc = droce_verbs_resolve_path(x->port, &a->ah_attr, q->qp.qp_num, rqpn,
+						  &mod->path);
+
+		if (rc != 0)
+			return rc;
+	}
+	mod->mask = (uint32_t)mask;
+	mod->state = (mask & IBV_QP_STATE) ? (enum droce_qp_state)a->qp_state
+					   : (enum droce_qp_state)droce_vqp_state(q);
+	if (!(mask & IBV_QP_PATH_MTU))
+		mod->pmtu = mtu_bytes[q->attr.path_mtu];
+	mod->dest_qpn = a->dest_qp_num;
+	/* PSNs are 24 bits; like hardware, ignore the bits above */
+	mod->rq_psn = a->rq_psn & 0xffffff;
+	mod->sq_psn = a->sq_psn & 0xffffff;
+	mod->qkey = a->qkey;
+	mod->access = a->qp_access_flags;
+	mod->pkey_index = a->pkey_index;
+	mod->port = 0;
+	mod->timeout = a->timeout;
+	mod->retry_cnt = a->retry_cnt;
+	mod->rnr_retry = a->rnr_retry;
+	mod->min_rnr_timer = a->min_rnr_timer;
+	mod->max_rd_atomic = a->max_rd_atomic;
+	mod->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	return 0;
+}
+
+/* Keeps what query_qp reports. */
+static void
+remember(struct droce_vqp *q, const struct ibv_qp_attr *a, int mask)
+{
+	struct ibv_qp_attr *s = &q->attr;
+
+	if (mask & IBV_QP_STATE)
+		s->qp_state = a->qp_state;
+	if (mask & IBV_QP_EN_SQD_ASYNC_NOTIFY)
+		s->en_sqd_async_notify = a->en_sqd_async_notify;
+	if (mask & IBV_QP_ACCESS_FLAGS)
+		s->qp_access_flags = a->qp_access_flags;
+	if (mask & IBV_QP_PKEY_INDEX)
+		s->pkey_index = a->pkey_index;
+	if (mask & IBV_QP_PORT)
+		s->port_num = a->port_num;
+	if (mask & IBV_QP_QKEY)
+		s->qkey = a->qkey;
+	if (mask & IBV_QP_AV)
+		s->ah_attr = a->ah_attr;
+	if (mask & IBV_QP_PATH_MTU)
+		s->path_mtu = a->path_mtu;
+	if (mask & IBV_QP_TIMEOUT)
+		s->timeout = a->timeout;
+	if (mask & IBV_QP_RETRY_CNT)
+		s->retry_cnt = a->retry_cnt;
+	if (mask & IBV_QP_RNR_RETRY)
+		s->rnr_retry = a->rnr_retry;
+	if (mask & IBV_QP_RQ_PSN)
+		s->rq_psn = a->rq_psn & 0xffffff;
+	if (mask & IBV_QP_MAX_QP_RD_ATOMIC)
+		s->max_rd_atomic = a->max_rd_atomic;
+	if (mask & IBV_QP_MIN_RNR_TIMER)
+		s->min_rnr_timer = a->min_rnr_timer;
+	if (mask & IBV_QP_SQ_PSN)
+		s->sq_psn = a->sq_psn & 0xffffff;
+	if (mask & IBV_QP_MAX_DEST_RD_ATOMIC)
+		s->max_dest_rd_atomic = a->max_dest_rd_atomic;
+	if (mask & IBV_QP_PATH_MIG_STATE)
+		s->path_mig_state = a->path_mig_state;
+	if (mask & IBV_QP_DEST_QPN)
+		s->dest_qp_num = a->dest_qp_num;
+}
+
+int
+ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
+{
+	struct droce_vqp *q = (struct droce_vqp *)qp;
+	struct droce_qp_mod mod;
+	enum ibv_qp_state cur, next;
+	int rc;
+
+	if (q == NULL || attr == NULL || (attr_mask & ~KNOWN_MASK))
+		return EINVAL;
+	pthread_mutex_lock(&q->lock);
+	cur = (enum ibv_qp_state)droce_vqp_state(q);
+	if ((attr_mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur) {
+		rc = EINVAL;
+		goto out;
+	}
+	next = (attr_mask & IBV_QP_STATE) ? attr->qp_state : cur;
+	if ((unsigned int)next > IBV_QPS_ERR ||
+	    !droce_verbs_modify_ok(qp->qp_type, cur, next, attr_mask)) {
+		rc = EINVAL;
+		goto out;
+	}
+	memset(&mod, 0, sizeof(mod));
+	rc = check_values(q, attr, attr_mask, &mod);
+	if (rc != 0)
+		goto out;
+	rc = droce_qp_modify(q->dqp, &mod);
+	if (rc != 0)
+		goto out;
+	remember(q, attr, attr_mask);
+	if (next == IBV_QPS_RESET) {
+		/* back to the creation defaults */
+		struct ibv_qp_attr fresh = { .qp_state = IBV_QPS_RESET, .path_mtu = IBV_MTU_1024,
+					     .port_num = DROCE_VERBS_PORT_NUM, .cap = q->cap };
+
+		q->attr = fresh;
+	}
+	__atomic_store_n(&q->state, (int)next, __ATOMIC_RELEASE);
+	qp->state = next;
+out:
+	pthread_mutex_unlock(&q->lock);
+	return rc;
+}
