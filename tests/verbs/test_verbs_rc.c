@@ -36,6 +36,7 @@ struct end {
 };
 
 static struct end A, B;
+static const char *config_path; /* NULL: the embedded loopback config */
 
 static void
 fini(void)
@@ -60,7 +61,10 @@ open_end(struct end *e, const char *name, uint32_t send_wr)
 				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ };
 	int n;
 
-	unsetenv("DROCE_CONFIG");
+	if (config_path)
+		setenv("DROCE_CONFIG", config_path, 1);
+	else
+		unsetenv("DROCE_CONFIG");
 	list = ibv_get_device_list(&n);
 	cr_assert_not_null(list, "ibv_get_device_list: %s", strerror(errno));
 	for (int i = 0; i < n; i++)
@@ -274,4 +278,62 @@ Test(verbs_rc, post_errors_through_the_real_dataplane)
 	w[1].num_sge = 3;
 	cr_assert_eq(ibv_post_send(A.qp, &w[1], &bad), EINVAL);
 	cr_assert_eq(bad, &w[1]);
+}
+
+/* Dedicated mode: the engine spins on worker lcore 1; this thread only posts
+ * and polls (ibv_poll_cq drives nothing). */
+Test(verbs_rc, dedicated_engine_on_a_worker_lcore)
+{
+	static const char ini[] =
+		"[eal]\nargs = --no-huge --no-pci -l 0-1 -m 128 --log-level=lib.eal:warning\n"
+		"[engines]\nmode = dedicated\nlcores = 1\n"
+		"[mempool]\nmbufs = 4095\ncache = 128\ndata_room = 2176\n"
+		"[port0]\nkind = ring\npeer = port1\nmac = 02:00:c6:12:00:01\nipv4 = 198.18.0.1\n"
+		"[port1]\nkind = ring\npeer = port0\nmac = 02:00:c6:12:00:02\nipv4 = 198.18.0.2\n";
+	char path[] = "/tmp/droce-dedicated-XXXXXX";
+	int fd = mkstemp(path);
+	struct ibv_sge sge;
+	struct ibv_send_wr w, *bad;
+	struct ibv_wc wc;
+
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(write(fd, ini, sizeof(ini) - 1), (ssize_t)sizeof(ini) - 1);
+	close(fd);
+	config_path = path;
+	setup_pair(16);
+	unlink(path);
+	cr_assert_eq(droce_get_config()->engine_mode, DROCE_ENGINE_MODE_DEDICATED);
+
+	/* SEND */
+	strcpy(A.buf, "dedicated engine");
+	cr_assert_eq(post_recv(&B, 1, 1024, 1024), 0);
+	cr_assert_eq(post_send(&A, 2, 0, 17, A.mr->lkey), 0);
+	wc = wait_wc(A.scq);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+	cr_assert_eq(wc.wr_id, 2);
+	wc = wait_wc(B.rcq);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+	cr_assert_eq(wc.byte_len, 17);
+	cr_assert_str_eq(B.buf + 1024, "dedicated engine");
+
+	/* RDMA WRITE of 40000 bytes, then READ them back into another place */
+	for (int i = 0; i < 40000; i++)
+		A.buf[4096 + i] = (char)(i * 13 + 1);
+	sge = (struct ibv_sge){ .addr = (uintptr_t)A.buf + 4096, .length = 40000, .lkey = A.mr->lkey };
+	w = (struct ibv_send_wr){ .wr_id = 3, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
+				  .wr.rdma = { .remote_addr = (uintptr_t)B.buf + 8192, .rkey = B.mr->rkey } };
+	cr_assert_eq(ibv_post_send(A.qp, &w, &bad), 0);
+	wc = wait_wc(A.scq);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+	cr_assert_eq(wc.opcode, IBV_WC_RDMA_WRITE);
+	cr_assert_arr_eq(B.buf + 8192, A.buf + 4096, 40000);
+	sge.addr = (uintptr_t)A.buf + 20000;
+	w.wr_id = 4;
+	w.opcode = IBV_WR_RDMA_READ;
+	cr_assert_eq(ibv_post_send(A.qp, &w, &bad), 0);
+	wc = wait_wc(A.scq);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+	cr_assert_eq(wc.opcode, IBV_WC_RDMA_READ);
+	cr_assert_arr_eq(A.buf + 20000, B.buf + 8192, 40000);
 }
