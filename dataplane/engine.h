@@ -79,6 +79,7 @@ struct droce_swqe {
 	uint8_t err;         /* enum droce_err found when starting it, 0 if none */
 	bool started;        /* first packet sent at least once */
 	bool done;           /* answered (READ, atomics) */
+	bool rd_counted;     /* counted in qp->rd_atomic_out */
 };
 
 enum droce_req_state {
@@ -122,6 +123,7 @@ struct droce_qp {
 	enum droce_qp_state state;
 	struct droce_qp_mod attr;          /* current attributes */
 	struct droce_hdr_tmpl tmpl;
+	uint64_t tmpl_ah_serial;           /* UD: the AH tmpl was last built for (0 = none) */
 	TAILQ_ENTRY(droce_qp) active_link;
 	bool active;
 	struct droce_qp_stats stats;
@@ -177,6 +179,13 @@ struct droce_engine_stats {
 	uint64_t loops, rx_pkts, tx_pkts, tx_drops;
 	uint64_t drops[DROCE_DROP_COUNT];
 	uint64_t no_qp, forwarded, non_roce, seq_drops, cqe_overflows, alloc_fail;
+	/* UD and UC (ud.c, uc.c) */
+	uint64_t qkey_drops;      /* UD packets whose DETH Q_Key is not the QP's */
+	uint64_t ud_oversize;     /* UD sends above the MTU: completed, nothing sent (as rxe) */
+	uint64_t rq_empty_drops;  /* UD / UC messages dropped: no receive WQE posted */
+	uint64_t uc_msg_drops;    /* UC messages dropped whole (lost packet, bad order or size) */
+	uint64_t uc_access_drops; /* UC RDMA WRITEs dropped for a remote access error */
+	uint64_t xport_drops;     /* packets of another transport than their QP's */
 };
 
 TAILQ_HEAD(droce_qp_list, droce_qp);
@@ -233,6 +242,11 @@ void droce_rc_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_
 /* Sends what the QP may send now; returns packets queued. */
 unsigned int droce_rc_tx_lc(struct droce_qp *qp, unsigned int budget);
 void droce_rc_timers_lc(struct droce_qp *qp);
+/* UC (uc.c) and UD (ud.c): the same entry points without timers (no ACKs). */
+void droce_uc_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *p);
+unsigned int droce_uc_tx_lc(struct droce_qp *qp, unsigned int budget);
+void droce_ud_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *p);
+unsigned int droce_ud_tx_lc(struct droce_qp *qp, unsigned int budget);
 void droce_qp_set_state_lc(struct droce_qp *qp, enum droce_qp_state state);
 void droce_qp_apply_mod_lc(struct droce_qp *qp, const struct droce_qp_mod *mod);
 /* True while the QP still has something to send or a timer running. */

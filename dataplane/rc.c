@@ -14,10 +14,11 @@
 #include "icrc.h"
 #include "internal.h"
 #include "qp_internal.h"
+#include "xport.h"
 #include "pmd_glue/port.h"
 
 #define ACKREQ_EVERY 16 /* packets between AckReq bits inside a long message */
-#define DEFAULT_PKEY 0xffff
+#define TX_WINDOW 256   /* PSNs a requester may have unacknowledged */
 
 /* IBTA RNR NAK timer encodings, in units of 10 us (0 means 655.36 ms). */
 static const uint32_t rnr_timer_10us[32] = {
@@ -40,120 +41,41 @@ wr_is_atomic(uint8_t op)
 static inline bool
 wr_is_write(uint8_t op)
 {
-	return op == DROCE_WR_RDMA_WRITE || op == DROCE_WR_RDMA_WRITE_WITH_IMM;
+	return droce_xport_wr_is_write(op);
 }
 
-/* ---- memory checks ---- */
+/* ---- memory checks and packets: the shared helpers of xport.h ---- */
 
-/* The MR @key names, if it covers [va, va + len) with rights @need for this QP's PD. */
-static const struct droce_mr *
+static inline const struct droce_mr *
 mr_check(const struct droce_qp *qp, uint32_t key, uint64_t va, uint64_t len, uint32_t need)
 {
-	const struct droce_mr *mr = droce_mr_lookup_lc(key);
-
-	if (mr == NULL || mr->pd_id != qp->pd_id || (mr->access & need) != need)
-		return NULL;
-	if (va < mr->iova || len > mr->length || va - mr->iova > mr->length - len)
-		return NULL;
-	return mr;
+	return droce_xport_mr_check_lc(qp, key, va, len, need);
 }
 
-/* Copies @len bytes at offset @off of the WQE's gather list into @dst. */
-static bool
+static inline bool
 gather(const struct droce_qp *qp, const struct droce_wqe *w, uint32_t off, uint8_t *dst, uint32_t len)
 {
-	if (w->flags & DROCE_WQE_INLINE) {
-		memcpy(dst, w->inline_data + off, len);
-		return true;
-	}
-	for (unsigned int i = 0; i < w->num_sge && len > 0; i++) {
-		const struct droce_sge *sg = &w->sge[i];
-		const struct droce_mr *mr;
-		uint32_t n;
-
-		if (off >= sg->length) {
-			off -= sg->length;
-			continue;
-		}
-		n = RTE_MIN(len, sg->length - off);
-		mr = mr_check(qp, sg->lkey, sg->addr + off, n, 0);
-		if (mr == NULL)
-			return false;
-		memcpy(dst, mr->addr + (sg->addr + off - mr->iova), n);
-		dst += n;
-		len -= n;
-		off = 0;
-	}
-	return len == 0;
+	return droce_xport_gather_lc(qp, w, off, dst, len);
 }
 
-/* Copies @len bytes from @src to offset @off of a scatter list (local write needed). */
-static bool
+static inline bool
 scatter(const struct droce_qp *qp, const struct droce_sge *sges, unsigned int nsge, uint32_t off,
 	const uint8_t *src, uint32_t len)
 {
-	for (unsigned int i = 0; i < nsge && len > 0; i++) {
-		const struct droce_sge *sg = &sges[i];
-		const struct droce_mr *mr;
-		uint32_t n;
-
-		if (off >= sg->length) {
-			off -= sg->length;
-			continue;
-		}
-		n = RTE_MIN(len, sg->length - off);
-		mr = mr_check(qp, sg->lkey, sg->addr + off, n, DROCE_ACCESS_LOCAL_WRITE);
-		if (mr == NULL)
-			return false;
-		memcpy(mr->addr + (sg->addr + off - mr->iova), src, n);
-		src += n;
-		len -= n;
-		off = 0;
-	}
-	return len == 0;
+	return droce_xport_scatter_lc(qp, sges, nsge, off, src, len);
 }
 
-/* ---- packets ---- */
-
-static struct rte_mbuf *
+static inline struct rte_mbuf *
 pkt_alloc(struct droce_qp *qp, struct droce_pkt_fields *f, uint32_t plen, uint8_t **payload)
 {
-	struct rte_mbuf *m = rte_pktmbuf_alloc(qp->port->mp);
-	size_t total = droce_frame_len(&qp->tmpl, f->opcode, plen);
-	uint8_t *buf;
-	size_t hdr;
-
-	if (m == NULL) {
-		qp->eng->stats.alloc_fail++;
-		return NULL;
-	}
-	buf = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)total);
-	if (buf == NULL || total > UINT16_MAX) {
-		rte_pktmbuf_free(m);
-		qp->eng->stats.alloc_fail++;
-		return NULL;
-	}
 	f->dqpn = qp->attr.dest_qpn;
-	f->pkey = DEFAULT_PKEY;
-	hdr = droce_build_headers(&qp->tmpl, buf, total, f, plen);
-	*payload = buf + hdr;
-	return m;
+	return droce_xport_pkt_alloc_lc(qp, f, plen, payload);
 }
 
-/* Pads, adds the ICRC and queues the frame. */
-static void
+static inline void
 pkt_send(struct droce_qp *qp, struct rte_mbuf *m, uint32_t plen)
 {
-	uint8_t *buf = rte_pktmbuf_mtod(m, uint8_t *);
-	uint32_t total = rte_pktmbuf_data_len(m);
-	uint8_t *l3 = buf + qp->tmpl.l3_off;
-	uint32_t pad = (-plen) & 3u;
-
-	memset(buf + total - DROCE_ICRC_LEN - pad, 0, pad);
-	droce_icrc_store(buf + total - DROCE_ICRC_LEN,
-			 droce_icrc_flat(l3, (size_t)(buf + total - DROCE_ICRC_LEN - l3), qp->tmpl.ipv6));
-	qp->stats.tx_pkts++;
-	droce_engine_tx_lc(qp->eng, qp->port_index, m);
+	droce_xport_pkt_send_lc(qp, m, plen);
 }
 
 /* An ACK or NAK (opcode ACKNOWLEDGE) for @psn. */
@@ -205,33 +127,10 @@ fail_head(struct droce_qp *qp, enum droce_err err)
 	droce_qp_error_lc(qp, err);
 }
 
-static uint8_t
+static inline uint8_t
 request_opcode(const struct droce_wqe *w, bool first, bool last)
 {
-	bool imm = w->opcode == DROCE_WR_SEND_WITH_IMM || w->opcode == DROCE_WR_RDMA_WRITE_WITH_IMM;
-	bool inv = w->opcode == DROCE_WR_SEND_WITH_INV;
-	enum droce_op op;
-
-	if (wr_is_write(w->opcode)) {
-		if (first && last)
-			op = imm ? DROCE_OP_WRITE_ONLY_IMM : DROCE_OP_WRITE_ONLY;
-		else if (first)
-			op = DROCE_OP_WRITE_FIRST;
-		else if (last)
-			op = imm ? DROCE_OP_WRITE_LAST_IMM : DROCE_OP_WRITE_LAST;
-		else
-			op = DROCE_OP_WRITE_MIDDLE;
-	} else {
-		if (first && last)
-			op = imm ? DROCE_OP_SEND_ONLY_IMM : inv ? DROCE_OP_SEND_ONLY_INV : DROCE_OP_SEND_ONLY;
-		else if (first)
-			op = DROCE_OP_SEND_FIRST;
-		else if (last)
-			op = imm ? DROCE_OP_SEND_LAST_IMM : inv ? DROCE_OP_SEND_LAST_INV : DROCE_OP_SEND_LAST;
-		else
-			op = DROCE_OP_SEND_MIDDLE;
-	}
-	return DROCE_OPC(DROCE_TRANSPORT_RC, op);
+	return droce_xport_request_opcode(w, first, last, DROCE_TRANSPORT_RC);
 }
 
 /* Checks a WQE's local buffers and reserves its PSNs; returns an error or NONE. */
@@ -269,6 +168,25 @@ wqe_start(struct droce_qp *qp, uint32_t idx)
 	s->first_psn = qp->psn_next;
 	s->started = true;
 	return DROCE_ERR_NONE;
+}
+
+/* Records that everything before @next has been sent. */
+static void
+note_sent(struct droce_qp *qp, uint32_t next)
+{
+	qp->psn_next = next;
+	if (droce_psn_diff(next, qp->psn_max) > 0)
+		qp->psn_max = next;
+	if (qp->rto_deadline == 0)
+		rearm_rto(qp);
+}
+
+/* True when the requester must wait for ACKs before sending more SEND/WRITE
+ * packets (the PSNs of READ responses in flight count too). */
+static bool
+window_full(const struct droce_qp *qp)
+{
+	return droce_psn_diff(qp->psn_next, qp->psn_una) >= TX_WINDOW;
 }
 
 /* Sends (more of) WQE @idx; returns packets sent, and sets *@whole when all of it is out. */
@@ -313,11 +231,12 @@ send_wqe(struct droce_qp *qp, uint32_t idx, unsigned int budget, bool *whole)
 			return 0;
 		pkt_send(qp, m, 0);
 		s->sent_pkts = s->npkts;
+		note_sent(qp, droce_psn_add(s->first_psn, s->npkts));
 		*whole = true;
 		return 1;
 	}
 
-	while (n < budget) {
+	while (n < budget && !window_full(qp)) {
 		uint32_t len = RTE_MIN(pmtu, w->length - s->sent);
 		bool first = s->sent_pkts == 0, last = s->sent + len == w->length;
 
@@ -343,6 +262,7 @@ send_wqe(struct droce_qp *qp, uint32_t idx, unsigned int budget, bool *whole)
 		pkt_send(qp, m, len);
 		s->sent += len;
 		s->sent_pkts++;
+		note_sent(qp, droce_psn_add(f.psn, 1));
 		n++;
 		if (last) {
 			*whole = true;
@@ -393,13 +313,10 @@ rewind_to(struct droce_qp *qp, uint32_t psn)
 		if (!s->started)
 			break;
 		s->started = false;
-	}
-	qp->rd_atomic_out = 0;
-	for (uint32_t j = qp->sq_head; j != idx; j++) {
-		const struct droce_wqe *w = droce_qp_wqe(qp, j);
-
-		if ((wr_is_read(w->opcode) || wr_is_atomic(w->opcode)) && !droce_qp_swqe(qp, j)->done)
-			qp->rd_atomic_out++;
+		if (s->rd_counted) {
+			s->rd_counted = false;
+			qp->rd_atomic_out--;
+		}
 	}
 	qp->sq_cur = idx;
 	qp->psn_next = psn;
@@ -418,6 +335,10 @@ requester_tx(struct droce_qp *qp, unsigned int budget)
 		bool rd = wr_is_read(w->opcode) || wr_is_atomic(w->opcode);
 		bool whole;
 
+		/* SENDs and WRITEs wait for ACKs; READs and atomics for max_rd_atomic */
+		if (!rd && window_full(qp))
+			break;
+
 		if (!s->started || s->err) {
 			enum droce_err err;
 
@@ -434,19 +355,16 @@ requester_tx(struct droce_qp *qp, unsigned int budget)
 				break;
 			}
 		}
-		if (s->sent_pkts == 0 && rd)
+		if (rd && !s->rd_counted) {
+			s->rd_counted = true;
 			qp->rd_atomic_out++;
+		}
 		sent += send_wqe(qp, idx, budget - sent, &whole);
 		if (s->err)
 			continue;
 		if (!whole)
 			break;
 		qp->sq_cur = idx + 1;
-		qp->psn_next = droce_psn_add(s->first_psn, s->npkts);
-		if (droce_psn_diff(qp->psn_next, qp->psn_max) > 0)
-			qp->psn_max = qp->psn_next;
-		if (qp->rto_deadline == 0)
-			rearm_rto(qp);
 	}
 	return sent;
 }
@@ -489,8 +407,17 @@ complete_upto(struct droce_qp *qp, uint32_t psn)
 		if (!s->started || s->sent_pkts == 0)
 			break;
 		last = droce_psn_add(s->first_psn, s->npkts - 1);
-		if (droce_psn_diff(last, psn) > 0)
+		if (droce_psn_diff(last, psn) > 0) {
+			/* a coalesced ACK inside a SEND/WRITE is forward progress too */
+			if (!wr_is_read(w->opcode) && !wr_is_atomic(w->opcode) &&
+			    droce_psn_diff(psn, qp->psn_una) >= 0) {
+				qp->psn_una = droce_psn_add(psn, 1);
+				if (droce_psn_diff(qp->psn_next, qp->psn_una) < 0)
+					qp->psn_next = qp->psn_una;
+				progress = true;
+			}
 			break;
+		}
 		if ((wr_is_read(w->opcode) || wr_is_atomic(w->opcode)) && !s->done) {
 			/* acknowledged past an unanswered READ/atomic: its response was lost */
 			uint32_t from = droce_psn_add(s->first_psn, s->got / qp->attr.pmtu);
@@ -612,7 +539,10 @@ handle_read_resp(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *
 	qp->psn_una = droce_psn_add(psn, 1);
 	if (flags & DROCE_OPF_LAST) {
 		s->done = true;
-		qp->rd_atomic_out--;
+		if (s->rd_counted) {
+			s->rd_counted = false;
+			qp->rd_atomic_out--;
+		}
 		retire_head(qp, droce_psn_add(s->first_psn, s->npkts - 1));
 	}
 	progress_made(qp);
@@ -644,7 +574,10 @@ handle_atomic_ack(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t 
 		return;
 	}
 	s->done = true;
-	qp->rd_atomic_out--;
+	if (s->rd_counted) {
+		s->rd_counted = false;
+		qp->rd_atomic_out--;
+	}
 	retire_head(qp, psn);
 	progress_made(qp);
 }
