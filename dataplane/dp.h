@@ -190,6 +190,32 @@ struct droce_qp_mod {
 	struct droce_path path; /* with the AV: addresses resolved to MACs */
 };
 
+/* ---- address handles (UD) ---- */
+
+/*
+ * A UD destination, resolved once by the application side and then only read
+ * by engines.  A WQE names it by pointer, so it must stay valid until every
+ * WQE naming it has completed (ibv_destroy_ah's rule): @wqes counts those
+ * (droce_qp_post_send adds, the engine subtracts when the WQE completes, is
+ * flushed or dropped), and droce_ah_busy() says whether freeing is safe.
+ */
+struct droce_ah {
+	struct droce_path path;  /* udp_sport 0: the sending QP picks its own */
+	unsigned int port;       /* droce port index the path leaves from */
+	uint64_t serial;         /* unique per droce_ah_init(); engines cache by it */
+	uint32_t wqes;           /* WQEs naming it, not yet completed (atomic) */
+};
+
+/* Fills @ah for @path on droce port @port and gives it a fresh serial. */
+void droce_ah_init(struct droce_ah *ah, const struct droce_path *path, unsigned int port);
+
+/* True while a posted WQE naming @ah has not completed. */
+static inline bool
+droce_ah_busy(const struct droce_ah *ah)
+{
+	return __atomic_load_n(&ah->wqes, __ATOMIC_ACQUIRE) != 0;
+}
+
 struct droce_sge {
 	uint64_t addr;
 	uint32_t length;
@@ -215,6 +241,11 @@ struct droce_wqe {
 	uint32_t rkey;
 	uint32_t length;        /* sum of the SGEs, or inline_len */
 	uint64_t compare_add, swap;
+	/* UD only (NULL / 0 otherwise): destination and its QPN and Q_Key; a
+	 * remote_qkey with the high bit set means the sending QP's own qkey */
+	struct droce_ah *ah;
+	uint32_t remote_qpn;
+	uint32_t remote_qkey;
 	struct droce_sge sge[DROCE_DP_MAX_SGE];
 	uint8_t inline_data[DROCE_DP_MAX_INLINE];
 };

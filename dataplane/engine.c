@@ -249,10 +249,20 @@ dispatch_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *
 	}
 	eng->stats.rx_pkts++;
 	qp->stats.rx_pkts++;
-	if (qp->type == DROCE_QPT_RC)
+	switch (qp->type) {
+	case DROCE_QPT_RC:
 		droce_rc_rx_lc(qp, m, &p);
-	else
-		rte_pktmbuf_free(m); /* UC and UD: issue 4 */
+		break;
+	case DROCE_QPT_UC:
+		droce_uc_rx_lc(qp, m, &p);
+		break;
+	case DROCE_QPT_UD:
+		droce_ud_rx_lc(qp, m, &p);
+		break;
+	default:
+		rte_pktmbuf_free(m);
+		break;
+	}
 }
 
 static void
@@ -327,6 +337,10 @@ work_phase_lc(struct droce_engine *eng)
 		if (qp->type == DROCE_QPT_RC) {
 			droce_rc_timers_lc(qp);
 			droce_rc_tx_lc(qp, 64);
+		} else if (qp->type == DROCE_QPT_UC) {
+			droce_uc_tx_lc(qp, 64);
+		} else if (qp->type == DROCE_QPT_UD) {
+			droce_ud_tx_lc(qp, 64);
 		}
 		if (!droce_qp_busy_lc(qp)) {
 			TAILQ_REMOVE(&eng->active, qp, active_link);

@@ -141,6 +141,8 @@ droce_qp_post_send(struct droce_qp *qp, const struct droce_wqe *wqe)
 	memcpy(&slot->wqe, wqe, offsetof(struct droce_wqe, sge) + wqe->num_sge * sizeof(wqe->sge[0]));
 	if (wqe->flags & DROCE_WQE_INLINE)
 		memcpy(slot->wqe.inline_data, wqe->inline_data, wqe->length);
+	if (wqe->ah)
+		__atomic_fetch_add(&wqe->ah->wqes, 1, __ATOMIC_RELAXED);
 	atomic_store_explicit(&slot->seq, idx + 1, memory_order_release);
 	qp->sq_posted = idx + 1;
 	rte_spinlock_unlock(&qp->sq_lock);
@@ -181,6 +183,13 @@ droce_qp_destroy(struct droce_qp *qp)
 	while (!atomic_load_explicit(&qp->detached, memory_order_acquire)) {
 		droce_engines_progress();
 		rte_pause();
+	}
+	/* WQEs that never completed no longer hold their address handles */
+	for (uint32_t idx = qp->sq_head; idx != qp->sq_posted; idx++) {
+		struct droce_sq_slot *slot = &qp->sq[idx % qp->sq_size];
+
+		if (atomic_load_explicit(&slot->seq, memory_order_acquire) == idx + 1)
+			droce_wqe_release_ah(&slot->wqe);
 	}
 	free(qp->sq);
 	free(qp->rq);
@@ -241,6 +250,7 @@ droce_qp_complete_send_lc(struct droce_qp *qp, enum droce_wc_status status)
 		};
 		droce_cq_push_lc(qp->scq, qp->eng, &c, false);
 	}
+	droce_wqe_release_ah(w);
 	/* the slot's progress must not leak into the WQE that reuses it */
 	memset(&qp->swqe[qp->sq_head % qp->sq_size], 0, sizeof(qp->swqe[0]));
 	qp->sq_head++;
@@ -282,6 +292,8 @@ static void
 reset_lc(struct droce_qp *qp)
 {
 	droce_qp_refresh_lc(qp);
+	for (uint32_t idx = qp->sq_head; idx != qp->sq_avail; idx++)
+		droce_wqe_release_ah(droce_qp_wqe(qp, idx));
 	qp->sq_head = qp->sq_cur = qp->sq_next = qp->sq_avail;
 	atomic_store_explicit(&qp->sq_retired, qp->sq_head, memory_order_release);
 	memset(qp->swqe, 0, qp->sq_size * sizeof(qp->swqe[0]));

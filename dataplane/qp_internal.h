@@ -19,6 +19,14 @@ void droce_qp_complete_recv_lc(struct droce_qp *qp, const struct droce_cqe *prot
 /* Moves the QP to the state the error table gives for @err (flushing on ERR). */
 void droce_qp_error_lc(struct droce_qp *qp, enum droce_err err);
 
+/* The WQE no longer holds its address handle (UD): it completed or was dropped. */
+static inline void
+droce_wqe_release_ah(const struct droce_wqe *w)
+{
+	if (w->ah)
+		__atomic_fetch_sub(&w->ah->wqes, 1, __ATOMIC_RELEASE);
+}
+
 static inline struct droce_wqe *
 droce_qp_wqe(struct droce_qp *qp, uint32_t idx)
 {

@@ -223,6 +223,7 @@ ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 	a->max_cqe = (int)DROCE_DP_MAX_CQE;
 	a->max_mr = DROCE_VERBS_MAX_MR;
 	a->max_pd = DROCE_VERBS_MAX_PD;
+	a->max_ah = DROCE_VERBS_MAX_AH;
 	a->max_qp_rd_atom = DROCE_DP_MAX_RD_ATOMIC;
 	a->max_qp_init_rd_atom = DROCE_DP_MAX_RD_ATOMIC;
 	a->max_res_rd_atom = DROCE_DP_MAX_RD_ATOMIC * DROCE_VERBS_MAX_QP;

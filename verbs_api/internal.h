@@ -27,6 +27,7 @@
 #define DROCE_VERBS_MAX_MR ((1 << 16) - 1)
 #define DROCE_VERBS_MAX_CQ (1 << 16)
 #define DROCE_VERBS_MAX_PD (1 << 24)
+#define DROCE_VERBS_MAX_AH (1 << 24) /* not enforced: AHs cost only memory */
 
 /* Headers around a RoCEv2 payload in the worst case: IPv6 40, UDP 8, BTH 12,
  * AtomicETH 28 (the largest extended header set), ICRC 4. */
@@ -86,6 +87,12 @@ struct droce_vcq {
 	atomic_uint users;          /* QPs */
 	uint32_t comp_reported, async_reported; /* under the channel/context lock */
 	TAILQ_ENTRY(droce_vcq) chan_link, ctx_link;
+};
+
+struct droce_vah {
+	struct ibv_ah ah;
+	struct droce_ah dah;       /* what the engines read */
+	struct ibv_ah_attr attr;   /* as created */
 };
 
 struct droce_vqp {

@@ -63,8 +63,20 @@ droce_verbs_encode_send(const struct droce_vqp *q, const struct ibv_send_wr *wr,
 		 * invalidation (device_cap_flags say so); TSO: no raw QPs */
 		return EINVAL;
 	}
-	if (q->type == DROCE_QPT_UD)
-		return EINVAL; /* needs an address handle; droce has none yet */
+	wqe->ah = NULL;
+	wqe->remote_qpn = 0;
+	wqe->remote_qkey = 0;
+	if (q->type == DROCE_QPT_UD) {
+		struct droce_vah *ah = (struct droce_vah *)wr->wr.ud.ah;
+
+		/* the AH must address from the QP's own port */
+		if (ah == NULL || ah->dah.port != droce_vctx_of(q->qp.context)->port)
+			return EINVAL;
+		wqe->ah = &ah->dah;
+		wqe->remote_qpn = wr->wr.ud.remote_qpn & 0xffffff;
+		/* the high bit: the engine uses the QP's own qkey (ibv_post_send(3)) */
+		wqe->remote_qkey = wr->wr.ud.remote_qkey;
+	}
 	if (wr->send_flags & ~(unsigned int)SEND_FLAGS)
 		return EINVAL;
 	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->cap.max_send_sge)

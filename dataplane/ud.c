@@ -1,0 +1,193 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Unreliable Datagram transport: SEND and SEND_WITH_IMM, one packet per
+ * message, with a DETH (Q_Key, source QP).  Each WQE names its destination
+ * through an address handle (struct droce_ah); the QP keeps one header
+ * template, rebuilt when a WQE names another AH.
+ *
+ * Messages above the MTU (the port's active MTU: UD has no path MTU) are
+ * handled as Linux rxe handles them (rxe_req.c, IBTA C10-93.1.1): no packet
+ * is sent, no error is generated, and the WQE completes successfully.  The
+ * PSN still advances, as in rxe.  ud_oversize counts them.
+ *
+ * Receivers check the Q_Key, then place the 40-byte GRH area and the payload
+ * into the receive WQE: an IPv6 header as it arrived, or for IPv4 20 zero
+ * bytes then the IPv4 header (rxe's rdma_network_hdr layout, which
+ * ibv_init_ah_from_wc understands).
+ */
+#include <string.h>
+
+#include <rte_mbuf.h>
+
+#include "engine.h"
+#include "errors.h"
+#include "internal.h"
+#include "qp_internal.h"
+#include "xport.h"
+
+#define GRH_LEN 40
+#define QKEY_USE_QP 0x80000000u
+
+static uint32_t
+ud_pmtu(const struct droce_qp *qp)
+{
+	return droce_xport_ib_mtu(qp->port->mtu);
+}
+
+/* Makes qp->tmpl address @ah's destination. */
+static void
+tmpl_for(struct droce_qp *qp, const struct droce_ah *ah)
+{
+	struct droce_path path;
+
+	if (qp->tmpl_ah_serial == ah->serial)
+		return;
+	path = ah->path;
+	if (path.udp_sport == 0) {
+		/* per-QP entropy, as rxe does for UD: 0xC000 + 14 hashed bits */
+		uint32_t h = qp->qpn * 0x9e3779b1u;
+
+		path.udp_sport = (uint16_t)(0xc000u | (h >> 18));
+	}
+	droce_tmpl_init(&qp->tmpl, &path);
+	qp->tmpl_ah_serial = ah->serial;
+}
+
+/* The oldest WQE fails with @err; the QP goes where the error table says. */
+static void
+fail_head(struct droce_qp *qp, enum droce_err err)
+{
+	droce_qp_complete_send_lc(qp, droce_err_table[err].req_status);
+	droce_qp_error_lc(qp, err);
+}
+
+/* Sends WQE @idx (the oldest); false when it has to wait (no mbuf). */
+static bool
+send_one(struct droce_qp *qp, uint32_t idx)
+{
+	const struct droce_wqe *w = droce_qp_wqe(qp, idx);
+	struct droce_pkt_fields f;
+	struct rte_mbuf *m;
+	uint8_t *payload;
+
+	if ((w->opcode != DROCE_WR_SEND && w->opcode != DROCE_WR_SEND_WITH_IMM) || w->ah == NULL) {
+		/* verbs_api lets only these through; a raw dp.h caller may not */
+		droce_qp_complete_send_lc(qp, DROCE_WC_LOC_QP_OP_ERR);
+		return true;
+	}
+	if (!droce_xport_sges_ok_lc(qp, w, 0)) {
+		fail_head(qp, DROCE_ERR_LOC_PROT);
+		return true;
+	}
+	if (w->length > ud_pmtu(qp)) {
+		qp->eng->stats.ud_oversize++;
+		qp->psn_next = droce_psn_add(qp->psn_next, 1);
+		droce_qp_complete_send_lc(qp, DROCE_WC_SUCCESS);
+		return true;
+	}
+	tmpl_for(qp, w->ah);
+	memset(&f, 0, sizeof(f));
+	f.opcode = DROCE_OPC(DROCE_TRANSPORT_UD, w->opcode == DROCE_WR_SEND_WITH_IMM
+							 ? DROCE_OP_SEND_ONLY_IMM
+							 : DROCE_OP_SEND_ONLY);
+	f.dqpn = w->remote_qpn & DROCE_PSN_MASK;
+	f.psn = qp->psn_next;
+	f.se = (w->flags & DROCE_WQE_SOLICITED) != 0;
+	f.imm = w->imm;
+	f.deth.qkey = (w->remote_qkey & QKEY_USE_QP) ? qp->attr.qkey : w->remote_qkey;
+	f.deth.src_qp = qp->qpn;
+	m = droce_xport_pkt_alloc_lc(qp, &f, w->length, &payload);
+	if (m == NULL)
+		return false;
+	if (!droce_xport_gather_lc(qp, w, 0, payload, w->length)) {
+		rte_pktmbuf_free(m);
+		fail_head(qp, DROCE_ERR_LOC_PROT);
+		return true;
+	}
+	droce_xport_pkt_send_lc(qp, m, w->length);
+	qp->psn_next = droce_psn_add(qp->psn_next, 1);
+	droce_qp_complete_send_lc(qp, DROCE_WC_SUCCESS);
+	return true;
+}
+
+unsigned int
+droce_ud_tx_lc(struct droce_qp *qp, unsigned int budget)
+{
+	unsigned int n = 0;
+
+	droce_qp_refresh_lc(qp);
+	if (qp->state == DROCE_QPS_ERR) {
+		/* WQEs posted to a QP in error complete as flushed */
+		droce_qp_set_state_lc(qp, DROCE_QPS_ERR);
+		return 0;
+	}
+	/* a UD WQE completes as soon as its packet is queued: sq_cur == sq_head */
+	while (n < budget && qp->state == DROCE_QPS_RTS && qp->sq_head != qp->sq_avail) {
+		if (!send_one(qp, qp->sq_head))
+			break;
+		n++;
+	}
+	qp->sq_cur = qp->sq_next = qp->sq_head;
+	return n;
+}
+
+void
+droce_ud_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *p)
+{
+	const uint8_t *frame = rte_pktmbuf_mtod(m, const uint8_t *);
+	const struct droce_bth *bth = droce_pkt_bth(p, frame);
+	const struct droce_deth *deth;
+	const struct droce_rqe *r;
+	uint8_t grh[GRH_LEN];
+	struct droce_cqe c;
+
+	if ((p->opcode & 0xe0) != DROCE_TRANSPORT_UD || !(p->info->flags & DROCE_OPF_REQ)) {
+		qp->eng->stats.xport_drops++;
+		goto out;
+	}
+	if (qp->state != DROCE_QPS_RTR && qp->state != DROCE_QPS_RTS && qp->state != DROCE_QPS_SQD)
+		goto out;
+	deth = droce_pkt_hdr(p, frame, DROCE_HDR_DETH);
+	if (droce_deth_qkey(deth) != qp->attr.qkey) {
+		qp->eng->stats.qkey_drops++;
+		goto out;
+	}
+	droce_qp_refresh_lc(qp);
+	if (qp->rq_head == qp->rq_avail) {
+		qp->eng->stats.rq_empty_drops++; /* UD has no RNR: the datagram is lost */
+		goto out;
+	}
+	r = droce_qp_rqe(qp, qp->rq_head);
+	memset(&c, 0, sizeof(c));
+	c.opcode = DROCE_WC_RECV;
+	c.src_qp = droce_deth_sqp(deth);
+	if ((uint64_t)GRH_LEN + p->payload_len > r->length) {
+		/* too long for the buffer: the WQE completes in error, the QP carries on */
+		c.status = DROCE_WC_LOC_LEN_ERR;
+		droce_qp_complete_recv_lc(qp, &c, false);
+		goto out;
+	}
+	memset(grh, 0, sizeof(grh));
+	if (p->ipv6)
+		memcpy(grh, frame + p->l3_off, GRH_LEN);
+	else
+		memcpy(grh + GRH_LEN - sizeof(struct rte_ipv4_hdr), frame + p->l3_off,
+		       sizeof(struct rte_ipv4_hdr));
+	if (!droce_xport_scatter_lc(qp, r->sge, r->num_sge, 0, grh, GRH_LEN) ||
+	    !droce_xport_scatter_lc(qp, r->sge, r->num_sge, GRH_LEN, frame + p->payload_off,
+				    p->payload_len)) {
+		c.status = droce_err_table[DROCE_ERR_RESP_LOC_PROT].resp_status;
+		droce_qp_complete_recv_lc(qp, &c, false);
+		droce_qp_error_lc(qp, DROCE_ERR_RESP_LOC_PROT);
+		goto out;
+	}
+	c.status = DROCE_WC_SUCCESS;
+	c.byte_len = GRH_LEN + p->payload_len;
+	c.wc_flags = DROCE_WC_F_GRH;
+	if (p->info->flags & DROCE_OPF_IMM) {
+		c.wc_flags |= DROCE_WC_F_WITH_IMM;
+		c.imm_or_inv = droce_immdt_imm(droce_pkt_hdr(p, frame, DROCE_HDR_IMMDT));
+	}
+	droce_qp_complete_recv_lc(qp, &c, droce_bth_se(bth));
+out:
+	rte_pktmbuf_free(m);
+}

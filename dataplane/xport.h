@@ -1,0 +1,201 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Helpers every transport (rc.c, uc.c, ud.c) shares: memory key checks,
+ * gather / scatter through SGE lists, building and sending one packet, and
+ * the request opcode of a segment.  Static inline so that moving them here
+ * out of rc.c changed nothing on the RC fast path.  Engine-side only.
+ */
+#ifndef DROCE_XPORT_H
+#define DROCE_XPORT_H
+
+#include <string.h>
+
+#include <rte_mbuf.h>
+
+#include "engine.h"
+#include "icrc.h"
+#include "pmd_glue/port.h"
+
+#define DROCE_XPORT_DEFAULT_PKEY 0xffff
+
+static inline bool
+droce_xport_wr_is_write(uint8_t op)
+{
+	return op == DROCE_WR_RDMA_WRITE || op == DROCE_WR_RDMA_WRITE_WITH_IMM;
+}
+
+/* The MR @key names, if it covers [va, va + len) with rights @need for this QP's PD. */
+static inline const struct droce_mr *
+droce_xport_mr_check_lc(const struct droce_qp *qp, uint32_t key, uint64_t va, uint64_t len,
+			uint32_t need)
+{
+	const struct droce_mr *mr = droce_mr_lookup_lc(key);
+
+	if (mr == NULL || mr->pd_id != qp->pd_id || (mr->access & need) != need)
+		return NULL;
+	if (va < mr->iova || len > mr->length || va - mr->iova > mr->length - len)
+		return NULL;
+	return mr;
+}
+
+/* True when every non-empty SGE of @w lies in an MR of the QP's PD with rights @need. */
+static inline bool
+droce_xport_sges_ok_lc(const struct droce_qp *qp, const struct droce_wqe *w, uint32_t need)
+{
+	if (w->flags & DROCE_WQE_INLINE)
+		return true;
+	for (unsigned int i = 0; i < w->num_sge; i++)
+		if (w->sge[i].length &&
+		    droce_xport_mr_check_lc(qp, w->sge[i].lkey, w->sge[i].addr, w->sge[i].length,
+					    need) == NULL)
+			return false;
+	return true;
+}
+
+/* Copies @len bytes at offset @off of the WQE's gather list into @dst. */
+static inline bool
+droce_xport_gather_lc(const struct droce_qp *qp, const struct droce_wqe *w, uint32_t off,
+		      uint8_t *dst, uint32_t len)
+{
+	if (w->flags & DROCE_WQE_INLINE) {
+		memcpy(dst, w->inline_data + off, len);
+		return true;
+	}
+	for (unsigned int i = 0; i < w->num_sge && len > 0; i++) {
+		const struct droce_sge *sg = &w->sge[i];
+		const struct droce_mr *mr;
+		uint32_t n;
+
+		if (off >= sg->length) {
+			off -= sg->length;
+			continue;
+		}
+		n = RTE_MIN(len, sg->length - off);
+		mr = droce_xport_mr_check_lc(qp, sg->lkey, sg->addr + off, n, 0);
+		if (mr == NULL)
+			return false;
+		memcpy(dst, mr->addr + (sg->addr + off - mr->iova), n);
+		dst += n;
+		len -= n;
+		off = 0;
+	}
+	return len == 0;
+}
+
+/* Copies @len bytes from @src to offset @off of a scatter list (local write needed). */
+static inline bool
+droce_xport_scatter_lc(const struct droce_qp *qp, const struct droce_sge *sges, unsigned int nsge,
+		       uint32_t off, const uint8_t *src, uint32_t len)
+{
+	for (unsigned int i = 0; i < nsge && len > 0; i++) {
+		const struct droce_sge *sg = &sges[i];
+		const struct droce_mr *mr;
+		uint32_t n;
+
+		if (off >= sg->length) {
+			off -= sg->length;
+			continue;
+		}
+		n = RTE_MIN(len, sg->length - off);
+		mr = droce_xport_mr_check_lc(qp, sg->lkey, sg->addr + off, n, DROCE_ACCESS_LOCAL_WRITE);
+		if (mr == NULL)
+			return false;
+		memcpy(mr->addr + (sg->addr + off - mr->iova), src, n);
+		src += n;
+		len -= n;
+		off = 0;
+	}
+	return len == 0;
+}
+
+/*
+ * A packet with the QP's header template (qp->tmpl) and @f (f->dqpn is the
+ * caller's; the P_Key is the default one), room for @plen payload bytes at
+ * *@payload.  NULL (counted) when the pool is empty.
+ */
+static inline struct rte_mbuf *
+droce_xport_pkt_alloc_lc(struct droce_qp *qp, struct droce_pkt_fields *f, uint32_t plen,
+			 uint8_t **payload)
+{
+	struct rte_mbuf *m = rte_pktmbuf_alloc(qp->port->mp);
+	size_t total = droce_frame_len(&qp->tmpl, f->opcode, plen);
+	uint8_t *buf;
+	size_t hdr;
+
+	if (m == NULL) {
+		qp->eng->stats.alloc_fail++;
+		return NULL;
+	}
+	buf = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)total);
+	if (buf == NULL || total > UINT16_MAX) {
+		rte_pktmbuf_free(m);
+		qp->eng->stats.alloc_fail++;
+		return NULL;
+	}
+	f->pkey = DROCE_XPORT_DEFAULT_PKEY;
+	hdr = droce_build_headers(&qp->tmpl, buf, total, f, plen);
+	*payload = buf + hdr;
+	return m;
+}
+
+/* Pads, adds the ICRC and queues the frame. */
+static inline void
+droce_xport_pkt_send_lc(struct droce_qp *qp, struct rte_mbuf *m, uint32_t plen)
+{
+	uint8_t *buf = rte_pktmbuf_mtod(m, uint8_t *);
+	uint32_t total = rte_pktmbuf_data_len(m);
+	uint8_t *l3 = buf + qp->tmpl.l3_off;
+	uint32_t pad = (-plen) & 3u;
+
+	memset(buf + total - DROCE_ICRC_LEN - pad, 0, pad);
+	droce_icrc_store(buf + total - DROCE_ICRC_LEN,
+			 droce_icrc_flat(l3, (size_t)(buf + total - DROCE_ICRC_LEN - l3), qp->tmpl.ipv6));
+	qp->stats.tx_pkts++;
+	droce_engine_tx_lc(qp->eng, qp->port_index, m);
+}
+
+/* The request opcode on @transport (RC or UC) of one segment of SEND / WRITE WQE @w. */
+static inline uint8_t
+droce_xport_request_opcode(const struct droce_wqe *w, bool first, bool last,
+			   enum droce_transport transport)
+{
+	bool imm = w->opcode == DROCE_WR_SEND_WITH_IMM || w->opcode == DROCE_WR_RDMA_WRITE_WITH_IMM;
+	bool inv = w->opcode == DROCE_WR_SEND_WITH_INV;
+	enum droce_op op;
+
+	if (droce_xport_wr_is_write(w->opcode)) {
+		if (first && last)
+			op = imm ? DROCE_OP_WRITE_ONLY_IMM : DROCE_OP_WRITE_ONLY;
+		else if (first)
+			op = DROCE_OP_WRITE_FIRST;
+		else if (last)
+			op = imm ? DROCE_OP_WRITE_LAST_IMM : DROCE_OP_WRITE_LAST;
+		else
+			op = DROCE_OP_WRITE_MIDDLE;
+	} else {
+		if (first && last)
+			op = imm ? DROCE_OP_SEND_ONLY_IMM : inv ? DROCE_OP_SEND_ONLY_INV : DROCE_OP_SEND_ONLY;
+		else if (first)
+			op = DROCE_OP_SEND_FIRST;
+		else if (last)
+			op = imm ? DROCE_OP_SEND_LAST_IMM : inv ? DROCE_OP_SEND_LAST_INV : DROCE_OP_SEND_LAST;
+		else
+			op = DROCE_OP_SEND_MIDDLE;
+	}
+	return DROCE_OPC(transport, op);
+}
+
+/* The largest IB MTU (256..4096 bytes) whose packets fit an IP MTU of @ip_mtu
+ * (the rule ibv_query_port's active_mtu reports; see droce_verbs_mtu_of). */
+static inline uint32_t
+droce_xport_ib_mtu(uint32_t ip_mtu)
+{
+	/* IPv6 40, UDP 8, BTH 12, AtomicETH 28 (largest extended headers), ICRC 4 */
+	uint32_t room = ip_mtu > 92 ? ip_mtu - 92 : 0;
+	uint32_t mtu = 4096;
+
+	while (mtu > 256 && mtu > room)
+		mtu >>= 1;
+	return mtu;
+}
+
+#endif /* DROCE_XPORT_H */
