@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -271,12 +272,17 @@ rx_phase_lc(struct droce_engine *eng)
 	struct rte_mbuf *pkts[DROCE_BURST];
 
 	for (unsigned int pi = 0; pi < eng->n_ports; pi++) {
-		uint16_t n = droce_port_rx_burst(eng->ports[pi], eng->queue, pkts, DROCE_BURST);
+		/* drain up to a few bursts, so receiving keeps up with what a pass sends */
+		for (unsigned int b = 0; b < DROCE_RX_BURSTS; b++) {
+			uint16_t n = droce_port_rx_burst(eng->ports[pi], eng->queue, pkts, DROCE_BURST);
 
-		for (uint16_t i = 0; i < n; i++) {
-			if (i + 1 < n)
-				rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
-			dispatch_lc(eng, eng->ports[pi], pkts[i]);
+			for (uint16_t i = 0; i < n; i++) {
+				if (i + 1 < n)
+					rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
+				dispatch_lc(eng, eng->ports[pi], pkts[i]);
+			}
+			if (n < DROCE_BURST)
+				break;
 		}
 	}
 	for (unsigned int e = 0; e < engines.n; e++) {
@@ -292,18 +298,32 @@ rx_phase_lc(struct droce_engine *eng)
 
 /* ---- phases 3-5 ---- */
 
+/* Hands the PMD what it takes of @port's waiting frames; the rest keep waiting. */
+static void
+flush_port_lc(struct droce_engine *eng, unsigned int pi)
+{
+	uint16_t n = eng->ntx[pi], sent;
+
+	if (n == 0)
+		return;
+	sent = droce_port_tx_burst(eng->ports[pi], eng->queue, eng->txq[pi], n);
+	eng->stats.tx_pkts += sent;
+	if (sent < n)
+		memmove(eng->txq[pi], eng->txq[pi] + sent, (size_t)(n - sent) * sizeof(eng->txq[pi][0]));
+	eng->ntx[pi] = n - sent;
+}
+
 void
 droce_engine_tx_lc(struct droce_engine *eng, unsigned int port, struct rte_mbuf *m)
 {
-	if (eng->ntx[port] == DROCE_BURST) {
-		uint16_t sent = droce_port_tx_burst(eng->ports[port], eng->queue, eng->txq[port],
-						    DROCE_BURST);
-		eng->stats.tx_pkts += sent;
-		if (sent < DROCE_BURST) {
-			eng->stats.tx_drops += DROCE_BURST - sent;
-			rte_pktmbuf_free_bulk(eng->txq[port] + sent, DROCE_BURST - sent);
+	if (eng->ntx[port] == DROCE_TXBUF) {
+		flush_port_lc(eng, port);
+		if (eng->ntx[port] == DROCE_TXBUF) {
+			/* the link is not draining: lost like a frame on the wire */
+			eng->stats.tx_drops++;
+			rte_pktmbuf_free(m);
+			return;
 		}
-		eng->ntx[port] = 0;
 	}
 	eng->txq[port][eng->ntx[port]++] = m;
 }
@@ -311,20 +331,18 @@ droce_engine_tx_lc(struct droce_engine *eng, unsigned int port, struct rte_mbuf 
 static void
 flush_lc(struct droce_engine *eng)
 {
-	for (unsigned int pi = 0; pi < eng->n_ports; pi++) {
-		uint16_t n = eng->ntx[pi], sent;
+	for (unsigned int pi = 0; pi < eng->n_ports; pi++)
+		flush_port_lc(eng, pi);
+}
 
-		if (n == 0)
-			continue;
-		sent = droce_port_tx_burst(eng->ports[pi], eng->queue, eng->txq[pi], n);
-		eng->stats.tx_pkts += sent;
-		if (sent < n) {
-			/* a lost frame is recovered by the transport, like loss on the wire */
-			eng->stats.tx_drops += n - sent;
-			rte_pktmbuf_free_bulk(eng->txq[pi] + sent, n - sent);
-		}
-		eng->ntx[pi] = 0;
-	}
+/* Packets a QP may generate this pass: what fits in its port's waiting room,
+ * less a reserve for the ACKs and NAKs the next receive phase produces. */
+static unsigned int
+tx_budget_lc(const struct droce_engine *eng, const struct droce_qp *qp)
+{
+	unsigned int room = DROCE_TXBUF - eng->ntx[qp->port_index];
+
+	return room > 2 * DROCE_BURST ? RTE_MIN(room - 2 * DROCE_BURST, 2u * DROCE_BURST) : 0;
 }
 
 static void
@@ -334,13 +352,15 @@ work_phase_lc(struct droce_engine *eng)
 
 	for (qp = TAILQ_FIRST(&eng->active); qp != NULL; qp = next) {
 		next = TAILQ_NEXT(qp, active_link);
+		unsigned int budget = tx_budget_lc(eng, qp);
+
 		if (qp->type == DROCE_QPT_RC) {
 			droce_rc_timers_lc(qp);
-			droce_rc_tx_lc(qp, 64);
+			droce_rc_tx_lc(qp, budget);
 		} else if (qp->type == DROCE_QPT_UC) {
-			droce_uc_tx_lc(qp, 64);
+			droce_uc_tx_lc(qp, budget);
 		} else if (qp->type == DROCE_QPT_UD) {
-			droce_ud_tx_lc(qp, 64);
+			droce_ud_tx_lc(qp, budget);
 		}
 		if (!droce_qp_busy_lc(qp)) {
 			TAILQ_REMOVE(&eng->active, qp, active_link);

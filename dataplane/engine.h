@@ -24,6 +24,8 @@ struct droce_port;
 struct droce_engine;
 
 #define DROCE_BURST 32
+#define DROCE_TXBUF 512     /* per port: frames waiting for the PMD */
+#define DROCE_RX_BURSTS 4   /* rx bursts per port per pass, at most */
 #define DROCE_QPN_ENGINE_BITS 6 /* QPN = (local index + 1) << 6 | engine */
 #define DROCE_MAX_CHANNELS 64
 #define DROCE_CHANNEL_SIZE 4096
@@ -205,7 +207,8 @@ struct droce_engine {
 	uint32_t qp_cap;
 	struct droce_qp_list active;
 
-	struct rte_mbuf *txq[DROCE_MAX_PORTS][DROCE_BURST];
+	/* frames built and not yet taken by the PMD; they wait here (backpressure) */
+	struct rte_mbuf *txq[DROCE_MAX_PORTS][DROCE_TXBUF];
 	uint16_t ntx[DROCE_MAX_PORTS];
 	uint64_t now;          /* TSC, read once per loop */
 	uint64_t tsc_hz;
