@@ -1,0 +1,1773 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * droce-perf: a perftest-compatible RDMA benchmark over droce's verbs.
+ *
+ *     droce-perf write_bw -s 65536           (like ib_write_bw)
+ *     droce-perf send_lat -a                 (like ib_send_lat -a)
+ *     droce-perf atomic_bw -A CMP_AND_SWAP   (like ib_atomic_bw)
+ *
+ * Topology: loopback.  One process opens two devices (droce0 and droce1 of the
+ * embedded in-memory config, or whatever DROCE_CONFIG names), plays client on
+ * the first and server on the second, connects -q RC QP pairs with
+ * ibv_modify_qp, and drives both ends from one thread: in co-located mode the
+ * engines make progress inside ibv_poll_cq / ibv_post_send.
+ *
+ * Bandwidth: -t operations outstanding per QP, every N-th one signaled
+ * (perftest's CQ moderation), -l WRs per ibv_post_send.  BW average is bytes
+ * over the time from the first post to the last completion; BW peak is the
+ * best rate over any stretch holding a sixteenth of the messages (and one CQ
+ * moderation round of every QP); perftest's peak is the best over any
+ * stretch of completions, which jitter inflates.  MB = 2^20 bytes, as in
+ * perftest; --report_gbits gives 10^9 bits.
+ *
+ * Latency: send_lat and write_lat ping-pong (write_lat polls the last byte of
+ * the buffer the peer writes, as perftest does) and report half the round
+ * trip; read_lat and atomic_lat time one operation at a time.  TSC-timed.
+ *
+ * --check: every message carries a pattern derived from its QP and sequence
+ * number; the receiving side checks every byte (WRITE: the remote buffer once
+ * the WRITE completed; SEND: the receive buffer at its completion; READ: the
+ * local buffer at the READ's completion; atomics: each returned value, and
+ * the final remote word).  Any mismatch fails the run.
+ *
+ * Exit status: 0 ok; 1 the run failed (setup, completion error, data
+ * mismatch, no progress within --timeout); 2 bad command line or an option
+ * value droce does not support.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include <rte_cycles.h>
+#include <rte_log.h>
+
+#include <droce/droce.h>
+
+#include "dataplane/engine.h"
+#include "pmd_glue/port.h"
+
+#define EXIT_FAIL 1
+#define EXIT_USAGE 2
+
+#define MAX_QPS 256
+#define MAX_SIZE (1ull << 30)
+#define ALL_MIN_LOG 1  /* -a: 2 B .. */
+#define ALL_MAX_LOG 23 /* .. 8 MiB */
+#define AREA_BUDGET (4u << 20) /* bytes of slots per QP and direction */
+#define SLOT_ALIGN 64
+#define LAT_SQ_DEPTH 64
+#define LAT_SIGNAL_EVERY 16
+#define LAT_RX_SLOTS 16
+#define POLL_BATCH 32
+#define WRID_SHIFT 40
+#define WRID_MASK ((UINT64_C(1) << WRID_SHIFT) - 1)
+#define PROGRESS_AFTER 3.0 /* seconds before the first progress line */
+#define MAX_PEAK_POINTS (1u << 22)
+#define MAX_LAT_SAMPLES (1u << 26)
+#define DEF_LAT_INLINE 220
+
+enum verb { V_WRITE, V_READ, V_SEND, V_ATOMIC };
+enum mode { M_BW, M_LAT };
+
+static const char *const verb_name[] = { "write", "read", "send", "atomic" };
+static const char *const verb_title[] = { "RDMA_Write", "RDMA_Read", "Send", "Atomic" };
+
+struct opts {
+	enum verb verb;
+	enum mode mode;
+	char test[32];
+	uint64_t size;
+	uint64_t sizes[64]; /* -s A,B,C (a droce extension) */
+	unsigned int n_sizes;
+	bool size_set, all;
+	uint64_t iters;
+	bool iters_set;
+	double duration; /* 0: iterations */
+	uint32_t tx_depth, rx_depth;
+	bool tx_depth_set;
+	uint32_t qps;
+	uint32_t post_list;
+	int inline_size; /* -1: default */
+	uint32_t mtu;    /* bytes, 0: the port's active MTU */
+	uint32_t cq_mod;
+	bool cq_mod_set;
+	bool report_gbits;
+	int tcp_port;
+	bool json, stats, check, verbose;
+	bool cmp_swap;
+	const char *dev;
+	int gid_index;
+	double timeout;
+	int64_t inject; /* --inject-error: message whose arrival is corrupted, -1 none */
+};
+
+static struct opts o;
+static uint64_t tsc_hz;
+
+/* ---- errors ---- */
+
+static void __attribute__((format(printf, 1, 2), noreturn))
+fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fflush(stdout);
+	fprintf(stderr, "droce-perf: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	exit(EXIT_FAIL);
+}
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+"usage: droce-perf TEST [options]\n"
+"  TEST: write_bw write_lat read_bw read_lat send_bw send_lat atomic_bw atomic_lat\n"
+"        (perftest's ib_write_bw etc.; the ib_ prefix is accepted)\n"
+"Runs client and server in this process over two droce devices (loopback:\n"
+"droce0 -> droce1 of the embedded in-memory config, or $DROCE_CONFIG).\n"
+"  -s, --size=BYTES[,..]   message size (default 65536 for bw, 2 for lat; atomics 8);\n"
+"                          a comma-separated list runs each size in turn (droce)\n"
+"  -a, --all               every power of two from 2 B to 8 MiB\n"
+"  -n, --iters=N           iterations per QP (default 5000 bw, 1000 lat)\n"
+"  -D, --duration=SEC      run each size for SEC seconds instead of -n\n"
+"  -t, --tx-depth=N        operations outstanding per QP (default 128 bw, 1 lat)\n"
+"  -r, --rx-depth=N        receives posted per QP for send tests (default 512)\n"
+"  -q, --qp=N              QP pairs (bw tests; default 1)\n"
+"  -l, --post_list=N       WRs per ibv_post_send (default 1)\n"
+"  -Q, --cq-mod=N          signal one completion every N operations (default 100)\n"
+"  -I, --inline_size=N     inline WRITE/SEND payloads up to N bytes (max 256;\n"
+"                          default 0 for bw, 220 for lat)\n"
+"  -m, --mtu=BYTES         path MTU 256..4096 (default: the port's active MTU)\n"
+"  -c, --connection=RC     transport: RC (UC and UD are not supported yet)\n"
+"  -A, --atomic_type=TYPE  FETCH_AND_ADD (default) or CMP_AND_SWAP\n"
+"  -d, --ib-dev=NAME       client device (default droce0; the server is the other)\n"
+"  -x, --gid-index=N       GID index (default 0)\n"
+"  -i, --ib-port=1         device port (droce devices have one)\n"
+"  -p, --port=N            TCP port of perftest's handshake (accepted; unused on loopback)\n"
+"  -F, --CPU-freq          accepted (perftest compatibility)\n"
+"      --report_gbits      bandwidth in Gb/sec instead of MB/sec\n"
+"      --json              results as one JSON object on stdout\n"
+"      --stats             print engine and port counters at the end\n"
+"      --check             check every byte of every message (and atomic results)\n"
+"      --timeout=SEC       fail when no completion arrives for SEC seconds (default 10)\n"
+"      --inject-error=N    with --check: flip a bit of message N of QP pair 0 where it\n"
+"                          landed, before checking it (proves --check catches it)\n"
+"  -v, --verbose           keep DPDK's start-up log\n"
+"  -h, --help\n"
+"Exit status: 0 ok, 1 run failed (error completion, data mismatch, timeout),\n"
+"2 bad command line or unsupported option.\n");
+}
+
+static void __attribute__((format(printf, 1, 2), noreturn))
+usage_fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "droce-perf: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	usage(stderr);
+	exit(EXIT_USAGE);
+}
+
+static void __attribute__((format(printf, 1, 2), noreturn))
+unsupported(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "droce-perf: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	exit(EXIT_USAGE);
+}
+
+static uint64_t
+parse_u64(const char *opt, const char *s, uint64_t min, uint64_t max)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	if (s[0] == '-')
+		usage_fail("%s %s: not a number in %" PRIu64 "..%" PRIu64, opt, s, min, max);
+	v = strtoull(s, &end, 0);
+	if (errno == 0 && end != s) {
+		/* sizes may carry K / M / G */
+		if (*end == 'k' || *end == 'K')
+			v <<= 10, end++;
+		else if (*end == 'm' || *end == 'M')
+			v <<= 20, end++;
+		else if (*end == 'g' || *end == 'G')
+			v <<= 30, end++;
+	}
+	if (errno != 0 || end == s || *end != '\0' || v < min || v > max)
+		usage_fail("%s %s: not a number in %" PRIu64 "..%" PRIu64, opt, s, min, max);
+	return v;
+}
+
+static double
+parse_seconds(const char *opt, const char *s)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(s, &end);
+	if (errno != 0 || end == s || *end != '\0' || !(v > 0) || v > 86400)
+		usage_fail("%s %s: not a number of seconds in (0, 86400]", opt, s);
+	return v;
+}
+
+enum {
+	OPT_REPORT_GBITS = 256,
+	OPT_JSON,
+	OPT_STATS,
+	OPT_CHECK,
+	OPT_TIMEOUT,
+	OPT_INJECT,
+};
+
+static void
+parse_args(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "size", required_argument, NULL, 's' },
+		{ "all", no_argument, NULL, 'a' },
+		{ "iters", required_argument, NULL, 'n' },
+		{ "duration", required_argument, NULL, 'D' },
+		{ "tx-depth", required_argument, NULL, 't' },
+		{ "rx-depth", required_argument, NULL, 'r' },
+		{ "qp", required_argument, NULL, 'q' },
+		{ "post_list", required_argument, NULL, 'l' },
+		{ "cq-mod", required_argument, NULL, 'Q' },
+		{ "inline_size", required_argument, NULL, 'I' },
+		{ "mtu", required_argument, NULL, 'm' },
+		{ "connection", required_argument, NULL, 'c' },
+		{ "atomic_type", required_argument, NULL, 'A' },
+		{ "ib-dev", required_argument, NULL, 'd' },
+		{ "gid-index", required_argument, NULL, 'x' },
+		{ "ib-port", required_argument, NULL, 'i' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "CPU-freq", no_argument, NULL, 'F' },
+		{ "report_gbits", no_argument, NULL, OPT_REPORT_GBITS },
+		{ "json", no_argument, NULL, OPT_JSON },
+		{ "stats", no_argument, NULL, OPT_STATS },
+		{ "check", no_argument, NULL, OPT_CHECK },
+		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
+		{ "inject-error", required_argument, NULL, OPT_INJECT },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *test = NULL, *conn = "RC";
+	int opt;
+
+	o.inline_size = -1;
+	o.qps = 1;
+	o.post_list = 1;
+	o.rx_depth = 512;
+	o.cq_mod = 100;
+	o.tcp_port = 18515;
+	o.timeout = 10;
+	o.dev = "droce0";
+	o.inject = -1;
+
+	while ((opt = getopt_long(argc, argv, "s:an:D:t:r:q:l:Q:I:m:c:A:d:x:i:p:Fvh", longopts,
+				  NULL)) != -1) {
+		switch (opt) {
+		case 's':
+			o.n_sizes = 0;
+			for (char *save = NULL, *tok = strtok_r(optarg, ",", &save); tok;
+			     tok = strtok_r(NULL, ",", &save)) {
+				if (o.n_sizes == RTE_DIM(o.sizes))
+					usage_fail("-s: at most %zu sizes", RTE_DIM(o.sizes));
+				o.sizes[o.n_sizes++] = parse_u64("-s", tok, 1, MAX_SIZE);
+			}
+			if (o.n_sizes == 0)
+				usage_fail("-s: no size given");
+			o.size = o.sizes[0];
+			o.size_set = true;
+			break;
+		case 'a':
+			o.all = true;
+			break;
+		case 'n':
+			o.iters = parse_u64("-n", optarg, 1, 1ull << 36);
+			o.iters_set = true;
+			break;
+		case 'D':
+			o.duration = parse_seconds("-D", optarg);
+			break;
+		case 't':
+			o.tx_depth = (uint32_t)parse_u64("-t", optarg, 1, DROCE_DP_MAX_QP_WR);
+			o.tx_depth_set = true;
+			break;
+		case 'r':
+			o.rx_depth = (uint32_t)parse_u64("-r", optarg, 1, DROCE_DP_MAX_QP_WR);
+			break;
+		case 'q':
+			o.qps = (uint32_t)parse_u64("-q", optarg, 1, MAX_QPS);
+			break;
+		case 'l':
+			o.post_list = (uint32_t)parse_u64("-l", optarg, 1, 1024);
+			break;
+		case 'Q':
+			o.cq_mod = (uint32_t)parse_u64("-Q", optarg, 1, DROCE_DP_MAX_QP_WR);
+			o.cq_mod_set = true;
+			break;
+		case 'I':
+			o.inline_size = (int)parse_u64("-I", optarg, 0, 1u << 20);
+			break;
+		case 'm':
+			o.mtu = (uint32_t)parse_u64("-m", optarg, 256, 4096);
+			if (o.mtu & (o.mtu - 1))
+				usage_fail("-m %s: path MTU is one of 256, 512, 1024, 2048, 4096", optarg);
+			break;
+		case 'c':
+			conn = optarg;
+			break;
+		case 'A':
+			if (strcmp(optarg, "FETCH_AND_ADD") == 0)
+				o.cmp_swap = false;
+			else if (strcmp(optarg, "CMP_AND_SWAP") == 0)
+				o.cmp_swap = true;
+			else
+				usage_fail("-A %s: atomic type is FETCH_AND_ADD or CMP_AND_SWAP", optarg);
+			break;
+		case 'd':
+			o.dev = optarg;
+			break;
+		case 'x':
+			o.gid_index = (int)parse_u64("-x", optarg, 0, DROCE_MAX_GIDS - 1);
+			break;
+		case 'i':
+			parse_u64("-i", optarg, 1, 1);
+			break;
+		case 'p':
+			o.tcp_port = (int)parse_u64("-p", optarg, 1, 65535);
+			break;
+		case 'F':
+			break;
+		case OPT_REPORT_GBITS:
+			o.report_gbits = true;
+			break;
+		case OPT_JSON:
+			o.json = true;
+			break;
+		case OPT_STATS:
+			o.stats = true;
+			break;
+		case OPT_CHECK:
+			o.check = true;
+			break;
+		case OPT_TIMEOUT:
+			o.timeout = parse_seconds("--timeout", optarg);
+			break;
+		case OPT_INJECT:
+			o.inject = (int64_t)parse_u64("--inject-error", optarg, 0, 1ull << 36);
+			break;
+		case 'v':
+			o.verbose = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			exit(EXIT_USAGE);
+		}
+	}
+	if (optind < argc)
+		test = argv[optind++];
+	if (optind < argc)
+		usage_fail("unexpected argument '%s'", argv[optind]);
+	if (test == NULL)
+		usage_fail("no test given");
+
+	/* the test: [ib_]{write,read,send,atomic}_{bw,lat} */
+	{
+		const char *t = strncmp(test, "ib_", 3) == 0 ? test + 3 : test;
+		const char *us = strrchr(t, '_');
+		bool found = false;
+
+		if (us != NULL && (strcmp(us, "_bw") == 0 || strcmp(us, "_lat") == 0)) {
+			for (unsigned int v = 0; v < RTE_DIM(verb_name); v++) {
+				if (strlen(verb_name[v]) == (size_t)(us - t) &&
+				    strncmp(t, verb_name[v], (size_t)(us - t)) == 0) {
+					o.verb = (enum verb)v;
+					found = true;
+				}
+			}
+			o.mode = strcmp(us, "_bw") == 0 ? M_BW : M_LAT;
+		}
+		if (!found)
+			usage_fail("unknown test '%s'", test);
+		snprintf(o.test, sizeof(o.test), "%s", t);
+	}
+
+	if (strcmp(conn, "RC") == 0) {
+		/* the one droce has */
+	} else if (strcmp(conn, "UC") == 0 || strcmp(conn, "UD") == 0) {
+		unsupported("-c %s: the %s transport is not supported yet (droce has RC only; "
+			    "UC and UD are issue 4)", conn, conn);
+	} else if (strcmp(conn, "XRC") == 0 || strcmp(conn, "DC") == 0 ||
+		   strcmp(conn, "SRD") == 0) {
+		unsupported("-c %s: droce does not support %s", conn, conn);
+	} else {
+		usage_fail("-c %s: connection type is RC, UC or UD", conn);
+	}
+
+	if (o.inject >= 0 && !o.check)
+		usage_fail("--inject-error needs --check");
+	if (!o.iters_set)
+		o.iters = o.mode == M_BW ? 5000 : 1000;
+	if (o.verb == V_ATOMIC) {
+		if (o.size_set && (o.size != 8 || o.n_sizes > 1))
+			fprintf(stderr, "droce-perf: atomics move 8 bytes: -s ignored\n");
+		o.size = 8;
+		o.sizes[0] = 8;
+		o.n_sizes = 1;
+		o.all = false;
+	} else if (!o.size_set) {
+		o.size = o.mode == M_BW ? 65536 : 2;
+		o.sizes[0] = o.size;
+		o.n_sizes = 1;
+	}
+	if (o.mode == M_LAT) {
+		if (o.qps != 1)
+			usage_fail("-q %u: latency tests use one QP", o.qps);
+		if (o.post_list != 1)
+			usage_fail("-l %u: latency tests post one WR at a time", o.post_list);
+		if (o.tx_depth_set && o.tx_depth != 1)
+			usage_fail("-t %u: latency tests keep one operation outstanding", o.tx_depth);
+		o.tx_depth = 1;
+	} else {
+		if (!o.tx_depth_set)
+			o.tx_depth = 128;
+		if (o.post_list > o.tx_depth)
+			usage_fail("-l %u: post list larger than the TX depth (-t %u)", o.post_list,
+				   o.tx_depth);
+	}
+	if (o.inline_size < 0)
+		o.inline_size = (o.mode == M_LAT && (o.verb == V_WRITE || o.verb == V_SEND)) ?
+					DEF_LAT_INLINE : 0;
+	if (o.inline_size > DROCE_DP_MAX_INLINE)
+		unsupported("-I %d: droce inlines at most %d bytes", o.inline_size,
+			    DROCE_DP_MAX_INLINE);
+	if (o.verb == V_READ || o.verb == V_ATOMIC)
+		o.inline_size = 0; /* the data comes back: nothing to inline */
+}
+
+/* ---- the pattern --check uses ---- */
+
+static inline uint64_t
+mix64(uint64_t x)
+{
+	x ^= x >> 30;
+	x *= 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 27;
+	x *= 0x94d049bb133111ebull;
+	x ^= x >> 31;
+	return x;
+}
+
+#define PAT_STEP 0x9e3779b97f4a7c15ull
+
+/* Message @seq of QP pair @qp: distinct 8-byte words, and the last byte is
+ * (uint8_t)(seq + 1) so a poller sees every new message arrive. */
+static void
+pattern_fill(uint8_t *p, uint64_t len, uint32_t qp, uint64_t seq)
+{
+	uint64_t k = mix64(((uint64_t)qp << 44) ^ seq ^ 0x5eed);
+	uint64_t n = len / 8, i;
+
+	for (i = 0; i < n; i++) {
+		uint64_t v = k + i * PAT_STEP;
+
+		memcpy(p + 8 * i, &v, 8);
+	}
+	if (len % 8) {
+		uint64_t v = k + n * PAT_STEP;
+
+		memcpy(p + 8 * n, &v, len % 8);
+	}
+	if (len)
+		p[len - 1] = (uint8_t)(seq + 1);
+}
+
+/* Offset of the first byte that differs from the pattern, or -1. */
+static int64_t
+pattern_check(const uint8_t *p, uint64_t len, uint32_t qp, uint64_t seq)
+{
+	uint64_t k = mix64(((uint64_t)qp << 44) ^ seq ^ 0x5eed);
+	uint64_t n = len / 8, i;
+	uint8_t w[8];
+
+	for (i = 0; i < n; i++) {
+		uint64_t v = k + i * PAT_STEP;
+
+		if (8 * i + 8 == len)
+			break; /* the last word holds the marker byte */
+		if (memcmp(p + 8 * i, &v, 8) != 0) {
+			memcpy(w, &v, 8);
+			for (unsigned int b = 0; b < 8; b++)
+				if (p[8 * i + b] != w[b])
+					return (int64_t)(8 * i + b);
+		}
+	}
+	for (uint64_t off = 8 * i; off < len; off++) {
+		uint64_t v = k + (off / 8) * PAT_STEP;
+		uint8_t want;
+
+		memcpy(w, &v, 8);
+		want = off == len - 1 ? (uint8_t)(seq + 1) : w[off % 8];
+		if (p[off] != want)
+			return (int64_t)off;
+	}
+	return -1;
+}
+
+/* --inject-error: a wrong byte where message @seq of pair @qp landed. */
+static inline void
+inject(uint8_t *p, uint64_t len, uint32_t qp, uint64_t seq)
+{
+	if (o.inject >= 0 && qp == 0 && seq == (uint64_t)o.inject)
+		p[len / 2] ^= 0x10;
+}
+
+static void __attribute__((noreturn))
+check_failed(const char *what, uint32_t qp, uint64_t seq, const uint8_t *p, uint64_t len,
+	     int64_t off)
+{
+	uint8_t want[8] = { 0 };
+	uint8_t *tmp = malloc(len);
+
+	if (tmp) {
+		pattern_fill(tmp, len, qp, seq);
+		want[0] = tmp[off];
+		free(tmp);
+	}
+	fail("--check: %s: QP pair %u message %" PRIu64 " (%" PRIu64 " B): byte %" PRId64
+	     " is 0x%02x, expected 0x%02x", what, qp, seq, len, off, p[off], want[0]);
+}
+
+/* ---- devices, buffers, QPs ---- */
+
+struct side {
+	const char *role;
+	struct ibv_device *dev;
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *cq;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	size_t buf_len;
+	union ibv_gid gid;
+	enum ibv_mtu active_mtu;
+};
+
+/* Layout of each side's region for one QP pair: ntx transmit slots, then nrx
+ * receive slots (the area the peer writes, reads, sends into, or does atomics
+ * on). */
+struct layout {
+	uint64_t size, stride;
+	uint32_t ntx, nrx;
+	uint64_t region; /* bytes per QP pair and side */
+};
+
+struct pair {
+	struct ibv_qp *qp[2];
+	uint32_t psn[2];
+	uint8_t *base[2];
+	/* bandwidth: client -> server */
+	uint64_t posted, completed, target;
+	uint64_t recv_seen[2]; /* receive completions per side (in order on RC) */
+	uint64_t sends_done[2];
+	uint64_t signaled[2];  /* latency: signaled WRs posted per side */
+};
+
+struct run {
+	struct side s[2]; /* [0] client, [1] server */
+	struct layout lay;
+	struct pair p[MAX_QPS];
+	uint32_t sq_depth, depth; /* QP send queue size; outstanding allowed per QP */
+	uint32_t cq_mod;
+	enum ibv_mtu mtu;
+};
+
+static struct run R;
+
+static inline uint8_t *
+tx_slot(const struct pair *p, int side, uint64_t i)
+{
+	return p->base[side] + (i % R.lay.ntx) * R.lay.stride;
+}
+
+static inline uint8_t *
+rx_slot(const struct pair *p, int side, uint64_t i)
+{
+	return p->base[side] + ((uint64_t)R.lay.ntx + i % R.lay.nrx) * R.lay.stride;
+}
+
+static uint32_t
+clamp_slots(uint64_t stride, uint32_t want)
+{
+	/* 4 MiB per QP and direction, 256 MiB per side in all */
+	uint64_t budget = RTE_MIN((uint64_t)AREA_BUDGET, (256ull << 20) / (2 * o.qps));
+	uint64_t n = budget / stride;
+
+	if (n < 1)
+		n = 1;
+	return n < want ? (uint32_t)n : want;
+}
+
+static struct layout
+layout_for(uint64_t size)
+{
+	struct layout l = { .size = size };
+
+	l.stride = RTE_ALIGN_CEIL(size, SLOT_ALIGN);
+	if (o.mode == M_LAT) {
+		l.ntx = 1;
+		l.nrx = o.verb == V_SEND ? LAT_RX_SLOTS : 1;
+	} else if (o.verb == V_ATOMIC) {
+		l.ntx = o.tx_depth;
+		l.nrx = 1;
+	} else {
+		l.ntx = clamp_slots(l.stride, o.tx_depth);
+		l.nrx = clamp_slots(l.stride, o.verb == V_SEND ? o.rx_depth : o.tx_depth);
+	}
+	l.region = (uint64_t)(l.ntx + l.nrx) * l.stride;
+	return l;
+}
+
+static enum ibv_mtu
+mtu_enum(uint32_t bytes)
+{
+	switch (bytes) {
+	case 256: return IBV_MTU_256;
+	case 512: return IBV_MTU_512;
+	case 1024: return IBV_MTU_1024;
+	case 2048: return IBV_MTU_2048;
+	default: return IBV_MTU_4096;
+	}
+}
+
+static uint32_t
+mtu_bytes(enum ibv_mtu m)
+{
+	return 128u << m;
+}
+
+static void
+open_devices(void)
+{
+	struct ibv_device **list;
+	int n;
+
+	list = ibv_get_device_list(&n);
+	if (list == NULL)
+		fail("ibv_get_device_list: %s", strerror(errno));
+	for (int i = 0; i < n; i++)
+		if (strcmp(ibv_get_device_name(list[i]), o.dev) == 0)
+			R.s[0].dev = list[i];
+	if (R.s[0].dev == NULL)
+		fail("no device %s (%d devices)", o.dev, n);
+	for (int i = 0; i < n; i++)
+		if (list[i] != R.s[0].dev) {
+			R.s[1].dev = list[i];
+			break;
+		}
+	if (R.s[1].dev == NULL)
+		fail("loopback needs two devices, the config has %d", n);
+	R.s[0].role = "client";
+	R.s[1].role = "server";
+	for (int k = 0; k < 2; k++) {
+		struct side *s = &R.s[k];
+		struct ibv_port_attr pa;
+
+		s->ctx = ibv_open_device(s->dev);
+		if (s->ctx == NULL)
+			fail("ibv_open_device %s: %s", ibv_get_device_name(s->dev), strerror(errno));
+		if (ibv_query_port(s->ctx, 1, &pa) != 0)
+			fail("ibv_query_port %s", ibv_get_device_name(s->dev));
+		if (pa.state != IBV_PORT_ACTIVE)
+			fail("%s: port is %s", ibv_get_device_name(s->dev),
+			     ibv_port_state_str(pa.state));
+		s->active_mtu = pa.active_mtu;
+		if (ibv_query_gid(s->ctx, 1, o.gid_index, &s->gid) != 0)
+			fail("%s: no GID index %d", ibv_get_device_name(s->dev), o.gid_index);
+		s->pd = ibv_alloc_pd(s->ctx);
+		if (s->pd == NULL)
+			fail("ibv_alloc_pd: %s", strerror(errno));
+	}
+	ibv_free_device_list(list);
+
+	R.mtu = R.s[0].active_mtu < R.s[1].active_mtu ? R.s[0].active_mtu : R.s[1].active_mtu;
+	if (o.mtu) {
+		if (mtu_enum(o.mtu) > R.mtu)
+			fprintf(stderr, "droce-perf: requested MTU %u is larger than the active MTU "
+				"%u: using %u\n", o.mtu, mtu_bytes(R.mtu), mtu_bytes(R.mtu));
+		else
+			R.mtu = mtu_enum(o.mtu);
+	}
+}
+
+static void
+close_devices(void)
+{
+	for (int k = 0; k < 2; k++) {
+		if (ibv_dealloc_pd(R.s[k].pd) != 0)
+			fail("ibv_dealloc_pd");
+		if (ibv_close_device(R.s[k].ctx) != 0)
+			fail("ibv_close_device");
+	}
+}
+
+static void
+to_init(struct ibv_qp *qp)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+	};
+	int rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			       IBV_QP_ACCESS_FLAGS);
+
+	if (rc != 0)
+		fail("ibv_modify_qp to INIT: %s", strerror(rc));
+}
+
+static void
+to_rts(struct ibv_qp *qp, uint32_t psn, const struct ibv_qp *peer, uint32_t peer_psn,
+       const union ibv_gid *peer_gid)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTR, .path_mtu = R.mtu, .dest_qp_num = peer->qp_num,
+		.rq_psn = peer_psn, .max_dest_rd_atomic = DROCE_DP_MAX_RD_ATOMIC,
+		.min_rnr_timer = 1,
+		.ah_attr = { .is_global = 1, .port_num = 1,
+			     .grh = { .dgid = *peer_gid, .sgid_index = (uint8_t)o.gid_index,
+				      .hop_limit = 64 } },
+	};
+	int rc;
+
+	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	if (rc != 0)
+		fail("ibv_modify_qp to RTR: %s", strerror(rc));
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = psn;
+	a.max_rd_atomic = DROCE_DP_MAX_RD_ATOMIC;
+	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	if (rc != 0)
+		fail("ibv_modify_qp to RTS: %s", strerror(rc));
+}
+
+static void post_recv_slot(struct pair *p, uint32_t pi, int side, uint32_t slot);
+
+/* Buffers, MRs, CQs and connected QP pairs for messages of @size. */
+static void
+setup(uint64_t size)
+{
+	uint32_t nrecv;
+	uint64_t cqe;
+
+	R.lay = layout_for(size);
+	/* receives posted per QP: one per slot with --check; without, -r of
+	 * them share the slots (as perftest's receives share its buffer) */
+	nrecv = o.verb != V_SEND ? 0 : (o.mode == M_BW && !o.check) ? o.rx_depth : R.lay.nrx;
+	if (o.mode == M_LAT) {
+		R.sq_depth = LAT_SQ_DEPTH;
+		R.depth = 1;
+	} else {
+		R.sq_depth = o.tx_depth;
+		R.depth = o.tx_depth;
+		if (o.verb == V_SEND && R.depth > nrecv)
+			R.depth = nrecv; /* never more in flight than receives posted */
+		if (o.check && R.depth > R.lay.ntx)
+			R.depth = R.lay.ntx; /* a slot is refilled only once its message completed */
+		if (o.check && o.verb != V_SEND && R.depth > R.lay.nrx)
+			R.depth = R.lay.nrx;
+		if (o.check && R.depth < o.post_list)
+			fail("--check with -l %u needs %u slots of %" PRIu64 " B; use a smaller -l "
+			     "or -s", o.post_list, o.post_list, size);
+		if (R.depth < o.post_list)
+			R.depth = o.post_list; /* the slots then overlap: only without --check */
+	}
+	R.cq_mod = o.post_list > 1 ? o.post_list : o.cq_mod;
+	if (R.cq_mod > R.depth)
+		R.cq_mod = R.depth;
+
+	cqe = (uint64_t)o.qps * (R.sq_depth + nrecv) + 16;
+	for (int k = 0; k < 2; k++) {
+		struct side *s = &R.s[k];
+
+		s->buf_len = RTE_ALIGN_CEIL(R.lay.region * o.qps, 4096);
+		if (posix_memalign((void **)&s->buf, 4096, s->buf_len) != 0)
+			fail("out of memory for %zu B of buffers", s->buf_len);
+		memset(s->buf, 0, s->buf_len);
+		s->mr = ibv_reg_mr(s->pd, s->buf, s->buf_len,
+				   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+		if (s->mr == NULL)
+			fail("ibv_reg_mr %zu B: %s", s->buf_len, strerror(errno));
+		s->cq = ibv_create_cq(s->ctx, (int)cqe, NULL, NULL, 0);
+		if (s->cq == NULL)
+			fail("ibv_create_cq %" PRIu64 ": %s", cqe, strerror(errno));
+	}
+	for (uint32_t i = 0; i < o.qps; i++) {
+		struct pair *p = &R.p[i];
+
+		memset(p, 0, sizeof(*p));
+		for (int k = 0; k < 2; k++) {
+			struct side *s = &R.s[k];
+			struct ibv_qp_init_attr ia = {
+				.send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
+				.cap = { .max_send_wr = R.sq_depth,
+					 .max_recv_wr = nrecv ? nrecv : 1,
+					 .max_send_sge = 1, .max_recv_sge = 1,
+					 .max_inline_data = (uint32_t)o.inline_size },
+			};
+
+			p->qp[k] = ibv_create_qp(s->pd, &ia);
+			if (p->qp[k] == NULL)
+				fail("ibv_create_qp (send queue %u, receive queue %u, inline %d): %s",
+				     R.sq_depth, nrecv, o.inline_size, strerror(errno));
+			p->psn[k] = (uint32_t)lrand48() & 0xffffff;
+			p->base[k] = s->buf + (uint64_t)i * R.lay.region;
+			to_init(p->qp[k]);
+		}
+	}
+	for (uint32_t i = 0; i < o.qps; i++) {
+		struct pair *p = &R.p[i];
+
+		/* receives first, so no SEND ever meets an empty queue */
+		for (int k = 0; k < 2; k++)
+			for (uint32_t j = 0; j < nrecv; j++)
+				post_recv_slot(p, i, k, j);
+		to_rts(p->qp[0], p->psn[0], p->qp[1], p->psn[1], &R.s[1].gid);
+		to_rts(p->qp[1], p->psn[1], p->qp[0], p->psn[0], &R.s[0].gid);
+	}
+}
+
+static void
+teardown(void)
+{
+	for (uint32_t i = 0; i < o.qps; i++)
+		for (int k = 0; k < 2; k++)
+			if (ibv_destroy_qp(R.p[i].qp[k]) != 0)
+				fail("ibv_destroy_qp");
+	for (int k = 0; k < 2; k++) {
+		struct side *s = &R.s[k];
+
+		if (ibv_destroy_cq(s->cq) != 0)
+			fail("ibv_destroy_cq");
+		if (ibv_dereg_mr(s->mr) != 0)
+			fail("ibv_dereg_mr");
+		free(s->buf);
+		s->buf = NULL;
+	}
+}
+
+/* ---- posting ---- */
+
+static void
+post_recv_slot(struct pair *p, uint32_t pi, int side, uint32_t slot)
+{
+	struct ibv_sge sge = {
+		.addr = (uintptr_t)rx_slot(p, side, slot),
+		.length = (uint32_t)R.lay.size,
+		.lkey = R.s[side].mr->lkey,
+	};
+	struct ibv_recv_wr wr = {
+		.wr_id = ((uint64_t)pi << WRID_SHIFT) | slot, .sg_list = &sge, .num_sge = 1,
+	};
+	struct ibv_recv_wr *bad;
+	int rc = ibv_post_recv(p->qp[side], &wr, &bad);
+
+	if (rc != 0)
+		fail("ibv_post_recv (%s, QP pair %u): %s", R.s[side].role, pi, strerror(rc));
+}
+
+/* Fills the WR for message @seq of pair @pi from @side to the other side. */
+static void
+make_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, struct pair *p, uint32_t pi, int side,
+	uint64_t seq, bool signaled)
+{
+	int peer = !side;
+	uint8_t *src = tx_slot(p, side, seq);
+	uint8_t *dst = rx_slot(p, peer, seq);
+	uint32_t len = (uint32_t)R.lay.size;
+
+	memset(wr, 0, sizeof(*wr));
+	sge->addr = (uintptr_t)src;
+	sge->length = len;
+	sge->lkey = R.s[side].mr->lkey;
+	wr->wr_id = ((uint64_t)pi << WRID_SHIFT) | (seq & WRID_MASK);
+	wr->sg_list = sge;
+	wr->num_sge = 1;
+	wr->send_flags = signaled ? IBV_SEND_SIGNALED : 0;
+	switch (o.verb) {
+	case V_WRITE:
+		wr->opcode = IBV_WR_RDMA_WRITE;
+		wr->wr.rdma.remote_addr = (uintptr_t)dst;
+		wr->wr.rdma.rkey = R.s[peer].mr->rkey;
+		break;
+	case V_READ:
+		wr->opcode = IBV_WR_RDMA_READ;
+		wr->wr.rdma.remote_addr = (uintptr_t)dst;
+		wr->wr.rdma.rkey = R.s[peer].mr->rkey;
+		break;
+	case V_SEND:
+		wr->opcode = IBV_WR_SEND;
+		break;
+	case V_ATOMIC:
+		sge->length = 8;
+		wr->wr.atomic.remote_addr = (uintptr_t)rx_slot(p, peer, 0);
+		wr->wr.atomic.rkey = R.s[peer].mr->rkey;
+		if (o.cmp_swap) {
+			wr->opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
+			wr->wr.atomic.compare_add = seq;
+			wr->wr.atomic.swap = seq + 1;
+		} else {
+			wr->opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+			wr->wr.atomic.compare_add = 1;
+		}
+		break;
+	}
+	if ((o.verb == V_WRITE || o.verb == V_SEND) && len <= (uint32_t)o.inline_size)
+		wr->send_flags |= IBV_SEND_INLINE;
+}
+
+/* What --check puts in place before message @seq is posted. */
+static void
+check_prepare(struct pair *p, uint32_t pi, int side, uint64_t seq)
+{
+	switch (o.verb) {
+	case V_WRITE:
+	case V_SEND:
+		pattern_fill(tx_slot(p, side, seq), R.lay.size, pi, seq);
+		break;
+	case V_READ:
+		/* the responder's memory holds the message the READ fetches */
+		pattern_fill(rx_slot(p, !side, seq), R.lay.size, pi, seq);
+		break;
+	case V_ATOMIC:
+		memset(tx_slot(p, side, seq), 0xee, 8);
+		break;
+	}
+}
+
+/* --check once message @seq from @side completed (WRITE, READ, atomics). */
+static void
+check_completed(struct pair *p, uint32_t pi, int side, uint64_t seq)
+{
+	const uint8_t *b;
+	int64_t off;
+	uint64_t v;
+
+	switch (o.verb) {
+	case V_WRITE:
+		b = rx_slot(p, !side, seq);
+		inject(rx_slot(p, !side, seq), R.lay.size, pi, seq);
+		off = pattern_check(b, R.lay.size, pi, seq);
+		if (off >= 0)
+			check_failed("RDMA WRITE, responder's memory", pi, seq, b, R.lay.size, off);
+		break;
+	case V_READ:
+		b = tx_slot(p, side, seq);
+		inject(tx_slot(p, side, seq), R.lay.size, pi, seq);
+		off = pattern_check(b, R.lay.size, pi, seq);
+		if (off >= 0)
+			check_failed("RDMA READ, requester's buffer", pi, seq, b, R.lay.size, off);
+		break;
+	case V_ATOMIC:
+		inject(tx_slot(p, side, seq), 8, pi, seq);
+		memcpy(&v, tx_slot(p, side, seq), 8);
+		if (v != seq)
+			fail("--check: %s on QP pair %u, operation %" PRIu64 ": returned %" PRIu64
+			     ", expected %" PRIu64, o.cmp_swap ? "CMP_AND_SWAP" : "FETCH_AND_ADD",
+			     pi, seq, v, seq);
+		break;
+	case V_SEND:
+		break; /* checked at the receive completion */
+	}
+}
+
+static void
+check_received(struct pair *p, uint32_t pi, int side, const struct ibv_wc *wc)
+{
+	uint64_t seq = p->recv_seen[side];
+	uint32_t slot = (uint32_t)(wc->wr_id & WRID_MASK);
+	const uint8_t *b = rx_slot(p, side, slot);
+	int64_t off;
+
+	if (wc->byte_len != R.lay.size)
+		fail("--check: SEND on QP pair %u message %" PRIu64 ": received %u B, sent %" PRIu64,
+		     pi, seq, wc->byte_len, R.lay.size);
+	inject(rx_slot(p, side, slot), R.lay.size, pi, seq);
+	off = pattern_check(b, R.lay.size, pi, seq);
+	if (off >= 0)
+		check_failed("SEND, receive buffer", pi, seq, b, R.lay.size, off);
+}
+
+/* ---- time ---- */
+
+static inline double
+secs(uint64_t cycles)
+{
+	return (double)cycles / (double)tsc_hz;
+}
+
+struct watch {
+	uint64_t start, last_progress, last_print, timeout;
+	uint64_t polls;
+};
+
+static void
+watch_start(struct watch *w)
+{
+	w->start = rte_rdtsc();
+	w->last_progress = w->start;
+	w->last_print = w->start;
+	w->timeout = (uint64_t)(o.timeout * (double)tsc_hz);
+	w->polls = 0;
+}
+
+static void __attribute__((noreturn))
+stuck(uint64_t size, const char *state)
+{
+	fail("%s, %" PRIu64 " B: no completion for %.0f s (%s): aborting", o.test, size, o.timeout,
+	     state);
+}
+
+/* ---- completions ---- */
+
+static void __attribute__((noreturn))
+wc_error(int side, const struct ibv_wc *wc)
+{
+	fail("%s completion error on QP 0x%x (QP pair %" PRIu64 ", wr_id %" PRIu64 "): %s "
+	     "(status %d, opcode %d, vendor_err 0x%x)", R.s[side].role, wc->qp_num,
+	     wc->wr_id >> WRID_SHIFT, wc->wr_id & WRID_MASK, ibv_wc_status_str(wc->status),
+	     wc->status, wc->opcode, wc->vendor_err);
+}
+
+/*
+ * Drains @side's CQ.  Send completions advance `completed` (bandwidth, the
+ * client) or `sends_done`; receive completions are checked, counted and
+ * reposted.  Returns the completions handled.
+ */
+static int
+poll_side(int side)
+{
+	struct ibv_wc wc[POLL_BATCH];
+	int n = ibv_poll_cq(R.s[side].cq, POLL_BATCH, wc);
+
+	if (n < 0)
+		fail("ibv_poll_cq (%s): %d", R.s[side].role, n);
+	for (int i = 0; i < n; i++) {
+		uint32_t pi = (uint32_t)(wc[i].wr_id >> WRID_SHIFT);
+		struct pair *p;
+
+		if (wc[i].status != IBV_WC_SUCCESS)
+			wc_error(side, &wc[i]);
+		if (pi >= o.qps)
+			fail("%s: completion with unknown wr_id 0x%" PRIx64, R.s[side].role,
+			     wc[i].wr_id);
+		p = &R.p[pi];
+		if (wc[i].opcode & IBV_WC_RECV) {
+			if (o.check)
+				check_received(p, pi, side, &wc[i]);
+			p->recv_seen[side]++;
+			post_recv_slot(p, pi, side, (uint32_t)(wc[i].wr_id & WRID_MASK));
+		} else if (o.mode == M_BW && side == 0) {
+			uint64_t seq = wc[i].wr_id & WRID_MASK;
+
+			/* RC completes in order: every message up to seq is done */
+			if (o.check)
+				for (uint64_t s = p->completed; s <= seq; s++)
+					check_completed(p, pi, side, s);
+			p->completed = seq + 1;
+		} else {
+			p->sends_done[side]++;
+		}
+	}
+	return n;
+}
+
+/* ---- results ---- */
+
+struct result {
+	uint64_t bytes, iters, msgs;
+	double seconds;
+	double bw_peak, bw_avg; /* bytes per second */
+	double msg_rate;        /* messages per second */
+	double t_min, t_max, t_typical, t_avg, t_stdev, p99, p999; /* usec */
+};
+
+static struct result *results;
+static unsigned int n_results;
+
+static double
+bw_unit(double bytes_per_sec)
+{
+	return o.report_gbits ? bytes_per_sec * 8 / 1e9 : bytes_per_sec / 1048576.0;
+}
+
+static void
+print_line(void)
+{
+	if (!o.json)
+		printf("---------------------------------------------------------------------------------------\n");
+}
+
+static void
+print_banner(void)
+{
+	if (o.json)
+		return;
+	print_line();
+	if (o.verb == V_ATOMIC)
+		printf("                    Atomic %s %s Test\n",
+		       o.cmp_swap ? "CMP_AND_SWAP" : "FETCH_AND_ADD",
+		       o.mode == M_BW ? "BW" : "Latency");
+	else
+		printf("                    %s %s Test\n", verb_title[o.verb],
+		       o.mode == M_BW ? "BW" : "Latency");
+	printf(" Dual-port       : OFF\t\tDevice         : %s -> %s (loopback, one process)\n",
+	       ibv_get_device_name(R.s[0].dev), ibv_get_device_name(R.s[1].dev));
+	printf(" Number of qps   : %u\t\tTransport type : IB\n", o.qps);
+	printf(" Connection type : RC\t\tUsing SRQ      : OFF\n");
+	if (o.mode == M_BW) {
+		printf(" PCIe relax order: OFF\n");
+		printf(" TX depth        : %u\n", o.tx_depth);
+		if (o.verb == V_SEND)
+			printf(" RX depth        : %u\n", o.rx_depth);
+		printf(" CQ Moderation   : %u\n", o.post_list > 1 ? o.post_list : o.cq_mod);
+		if (o.post_list > 1)
+			printf(" Post List       : %u\n", o.post_list);
+	}
+	printf(" Mtu             : %u[B]\n", mtu_bytes(R.mtu));
+	printf(" Link type       : Ethernet\n");
+	printf(" GID index       : %d\n", o.gid_index);
+	if (o.verb == V_WRITE || o.verb == V_SEND)
+		printf(" Max inline data : %d[B]\n", o.inline_size);
+	if (o.verb == V_READ || o.verb == V_ATOMIC)
+		printf(" Outstand reads  : %d\n", DROCE_DP_MAX_RD_ATOMIC);
+	printf(" rdma_cm QPs\t : OFF\n");
+	printf(" Data ex. method : in process (loopback)\n");
+	printf(" Data check      : %s\n", o.check ? "ON (every byte)" : "OFF");
+	print_line();
+}
+
+static void
+print_gid(const union ibv_gid *g)
+{
+	printf(" GID: ");
+	for (int i = 0; i < 16; i++)
+		printf("%02d%s", g->raw[i], i < 15 ? ":" : "\n");
+}
+
+static void
+print_addresses(void)
+{
+	if (o.json)
+		return;
+	for (int k = 0; k < 2; k++) {
+		for (uint32_t i = 0; i < o.qps; i++) {
+			const struct pair *p = &R.p[i];
+
+			printf(" %s address: LID 0000 QPN 0x%04x PSN 0x%06x RKey 0x%08x VAddr 0x%016" PRIxPTR "\n",
+			       k == 0 ? "local" : "remote", p->qp[k]->qp_num, p->psn[k],
+			       R.s[k].mr->rkey, (uintptr_t)p->base[k]);
+			print_gid(&R.s[k].gid);
+		}
+	}
+	print_line();
+}
+
+static void
+print_header(void)
+{
+	if (o.json)
+		return;
+	if (o.mode == M_BW)
+		printf(" #bytes     #iterations    BW peak[%s]    BW average[%s]   MsgRate[Mpps]\n",
+		       o.report_gbits ? "Gb/sec" : "MB/sec", o.report_gbits ? "Gb/sec" : "MB/sec");
+	else
+		printf(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    "
+		       "t_avg[usec]    t_stdev[usec]   99%% percentile[usec]   99.9%% percentile[usec] \n");
+	fflush(stdout);
+}
+
+static void
+print_result(const struct result *r)
+{
+	if (o.json)
+		return;
+	if (o.mode == M_BW)
+		printf(" %-10" PRIu64 " %-10" PRIu64 "       %-10.2f         %-10.2f         %-10.6f\n",
+		       r->bytes, r->iters, bw_unit(r->bw_peak), bw_unit(r->bw_avg),
+		       r->msg_rate / 1e6);
+	else
+		printf(" %-7" PRIu64 " %-10" PRIu64 "     %-10.2f     %-10.2f   %-10.2f       "
+		       "%-10.2f       %-10.2f      %-10.2f              %-10.2f\n",
+		       r->bytes, r->iters, r->t_min, r->t_max, r->t_typical, r->t_avg, r->t_stdev,
+		       r->p99, r->p999);
+	fflush(stdout);
+}
+
+static void
+add_result(const struct result *r)
+{
+	struct result *n = realloc(results, (n_results + 1) * sizeof(*results));
+
+	if (n == NULL)
+		fail("out of memory");
+	results = n;
+	results[n_results++] = *r;
+	print_result(r);
+}
+
+static void
+progress(struct watch *w, uint64_t now, uint64_t size, uint64_t done, uint64_t want,
+	 const char *unit)
+{
+	double t = secs(now - w->start);
+
+	if (t < PROGRESS_AFTER || now - w->last_print < tsc_hz)
+		return;
+	w->last_print = now;
+	if (want != UINT64_MAX)
+		fprintf(stderr, "droce-perf: %s %" PRIu64 " B: %" PRIu64 " of %" PRIu64 " %s, %.1f s",
+			o.test, size, done, want, unit, t);
+	else
+		fprintf(stderr, "droce-perf: %s %" PRIu64 " B: %" PRIu64 " %s, %.1f of %.1f s",
+			o.test, size, done, unit, t, o.duration);
+	if (o.mode == M_BW)
+		fprintf(stderr, ", %.2f %s", bw_unit((double)done * (double)size / t),
+			o.report_gbits ? "Gb/sec" : "MB/sec");
+	fprintf(stderr, "\n");
+}
+
+/* ---- bandwidth ---- */
+
+struct peak_point {
+	uint64_t tsc, msgs;
+};
+
+/* Best rate over any stretch of the run holding at least @min_msgs messages
+ * (a sixteenth of them, and at least one CQ moderation round of every QP). */
+static double
+peak_bw(const struct peak_point *pt, size_t n, uint64_t size, uint64_t min_msgs)
+{
+	double best = 0;
+	size_t j = 0;
+
+	if (n < 2)
+		return 0;
+	if (min_msgs < (pt[n - 1].msgs - pt[0].msgs) / 16)
+		min_msgs = (pt[n - 1].msgs - pt[0].msgs) / 16;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t dt;
+		double bw;
+
+		if (j <= i)
+			j = i + 1;
+		while (j < n && pt[j].msgs - pt[i].msgs < min_msgs)
+			j++;
+		if (j >= n)
+			break;
+		dt = pt[j].tsc - pt[i].tsc;
+		if (dt == 0)
+			continue;
+		bw = (double)(pt[j].msgs - pt[i].msgs) * (double)size / secs(dt);
+		if (bw > best)
+			best = bw;
+	}
+	return best;
+}
+
+static void
+run_bw(uint64_t size)
+{
+	struct ibv_send_wr wr[1024];
+	struct ibv_sge sge[1024];
+	struct peak_point *pt;
+	size_t npt = 0, cap;
+	struct watch w;
+	struct result r = { .bytes = size };
+	uint64_t per_qp = o.duration > 0 ? UINT64_MAX : o.iters;
+	uint64_t dur = (uint64_t)(o.duration * (double)tsc_hz);
+	uint64_t last_done = 0, total = 0, msgs_want;
+	bool stopping = o.duration == 0;
+
+	cap = o.duration > 0 ? MAX_PEAK_POINTS :
+			       (size_t)(o.iters * o.qps / R.cq_mod + o.qps + 2);
+	if (cap > MAX_PEAK_POINTS)
+		cap = MAX_PEAK_POINTS;
+	pt = malloc(cap * sizeof(*pt));
+	if (pt == NULL)
+		fail("out of memory");
+	for (uint32_t i = 0; i < o.qps; i++)
+		R.p[i].target = per_qp;
+	msgs_want = per_qp == UINT64_MAX ? UINT64_MAX : per_qp * o.qps;
+
+	watch_start(&w);
+	pt[npt++] = (struct peak_point){ w.start, 0 };
+	for (;;) {
+		bool done = true;
+		uint64_t now;
+		int got;
+
+		/* post */
+		for (uint32_t i = 0; i < o.qps; i++) {
+			struct pair *p = &R.p[i];
+
+			while (p->posted < p->target) {
+				uint64_t left = p->target - p->posted;
+				uint32_t n = left < o.post_list ? (uint32_t)left : o.post_list;
+				struct ibv_send_wr *bad = NULL;
+				int rc;
+
+				if (p->posted - p->completed + n > R.depth)
+					break;
+				for (uint32_t j = 0; j < n; j++) {
+					uint64_t seq = p->posted + j;
+					bool sig = (seq + 1) % R.cq_mod == 0 || seq + 1 == p->target;
+
+					if (o.check)
+						check_prepare(p, i, 0, seq);
+					make_wr(&wr[j], &sge[j], p, i, 0, seq, sig);
+					wr[j].next = j + 1 < n ? &wr[j + 1] : NULL;
+				}
+				rc = ibv_post_send(p->qp[0], wr, &bad);
+				if (rc == ENOMEM) {
+					/* send queue full: post what went, retry after polling */
+					p->posted += (uint64_t)(bad - wr);
+					break;
+				}
+				if (rc != 0)
+					fail("ibv_post_send (QP pair %u, message %" PRIu64 "): %s", i,
+					     p->posted + (uint64_t)(bad ? bad - wr : 0), strerror(rc));
+				p->posted += n;
+			}
+		}
+
+		/* complete */
+		got = poll_side(0);
+		if (o.verb == V_SEND)
+			got += poll_side(1);
+		now = rte_rdtsc();
+		if (got > 0) {
+			w.last_progress = now;
+			total = 0;
+			for (uint32_t i = 0; i < o.qps; i++)
+				total += R.p[i].completed;
+			if (total != last_done) {
+				last_done = total;
+				r.seconds = secs(now - w.start);
+				if (npt < cap)
+					pt[npt++] = (struct peak_point){ now, total };
+			}
+		}
+		for (uint32_t i = 0; i < o.qps; i++) {
+			const struct pair *p = &R.p[i];
+
+			if (p->completed < p->target ||
+			    (o.verb == V_SEND && p->recv_seen[1] < p->target)) {
+				done = false;
+				break;
+			}
+		}
+		if (done && stopping)
+			break;
+		if (!stopping && now - w.start >= dur) {
+			/* time is up: finish at the next signaled message */
+			stopping = true;
+			for (uint32_t i = 0; i < o.qps; i++) {
+				struct pair *p = &R.p[i];
+
+				/* cq_mod need not be a power of two */
+				p->target = (p->posted + R.cq_mod - 1) / R.cq_mod * R.cq_mod;
+				if (p->target == 0)
+					p->target = R.cq_mod;
+			}
+		}
+		if ((++w.polls & 1023) == 0) {
+			if (now - w.last_progress > w.timeout) {
+				char st[160];
+
+				snprintf(st, sizeof(st), "QP pair 0: posted %" PRIu64 ", completed %"
+					 PRIu64 ", received %" PRIu64, R.p[0].posted, R.p[0].completed,
+					 R.p[0].recv_seen[1]);
+				stuck(size, st);
+			}
+			progress(&w, now, size, last_done, msgs_want, "messages");
+		}
+	}
+
+	if (o.check && o.verb == V_ATOMIC) {
+		for (uint32_t i = 0; i < o.qps; i++) {
+			uint64_t v;
+
+			memcpy(&v, rx_slot(&R.p[i], 1, 0), 8);
+			if (v != R.p[i].target)
+				fail("--check: QP pair %u: remote word is %" PRIu64 " after %" PRIu64
+				     " atomics, expected %" PRIu64, i, v, R.p[i].target, R.p[i].target);
+		}
+	}
+	r.msgs = last_done;
+	r.iters = o.duration > 0 ? last_done / o.qps : o.iters;
+	if (r.seconds > 0) {
+		r.bw_avg = (double)r.msgs * (double)size / r.seconds;
+		r.msg_rate = (double)r.msgs / r.seconds;
+	}
+	r.bw_peak = peak_bw(pt, npt, size, (uint64_t)R.cq_mod * o.qps);
+	if (r.bw_peak < r.bw_avg)
+		r.bw_peak = r.bw_avg;
+	free(pt);
+	add_result(&r);
+}
+
+/* ---- latency ---- */
+
+static void
+post_one(struct pair *p, int side, uint64_t seq, bool signaled, struct watch *w, uint64_t size)
+{
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	int rc;
+
+	make_wr(&wr, &sge, p, 0, side, seq, signaled);
+	while ((rc = ibv_post_send(p->qp[side], &wr, &bad)) == ENOMEM) {
+		/* send queue full: let the engine retire some */
+		poll_side(0);
+		poll_side(1);
+		if (rte_rdtsc() - w->last_progress > w->timeout)
+			stuck(size, "send queue stays full");
+	}
+	if (rc != 0)
+		fail("ibv_post_send (%s, message %" PRIu64 "): %s", R.s[side].role, seq,
+		     strerror(rc));
+	p->signaled[side] += signaled;
+}
+
+/* write_lat without --check: only the marker byte the peer polls changes. */
+static void
+lat_prepare(struct pair *p, int side, uint64_t seq)
+{
+	if (o.check)
+		check_prepare(p, 0, side, seq);
+	else if (o.verb == V_WRITE)
+		tx_slot(p, side, seq)[R.lay.size - 1] = (uint8_t)(seq + 1);
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Waits until *flag (a receive counter, or the marker byte) reaches @want. */
+#define WAIT_UNTIL(cond, w, size, what)                                                \
+	do {                                                                           \
+		uint64_t spins_ = 0;                                                   \
+		while (!(cond)) {                                                      \
+			poll_side(0);                                            \
+			poll_side(1);                                            \
+			if ((++spins_ & 255) == 0 &&                                   \
+			    rte_rdtsc() - (w)->last_progress > (w)->timeout)           \
+				stuck(size, what);                                     \
+		}                                                                      \
+	} while (0)
+
+static void
+run_lat(uint64_t size)
+{
+	struct pair *p = &R.p[0];
+	uint64_t *samples;
+	uint64_t cap = o.duration > 0 ? MAX_LAT_SAMPLES : o.iters;
+	uint64_t n = 0, iters = o.duration > 0 ? UINT64_MAX : o.iters;
+	uint64_t dur = (uint64_t)(o.duration * (double)tsc_hz);
+	bool pingpong = o.verb == V_SEND || o.verb == V_WRITE;
+	struct result r = { .bytes = size };
+	struct watch w;
+	double sum = 0, sq = 0, unit;
+
+	if (cap > MAX_LAT_SAMPLES)
+		cap = MAX_LAT_SAMPLES;
+	samples = malloc(cap * sizeof(*samples));
+	if (samples == NULL)
+		fail("out of memory for %" PRIu64 " samples", cap);
+
+	watch_start(&w);
+	for (uint64_t i = 0; i < iters; i++) {
+		bool sig = (i + 1) % LAT_SIGNAL_EVERY == 0 || i + 1 == iters;
+		volatile uint8_t *mark;
+		uint64_t t0, t1;
+
+		lat_prepare(p, 0, i);
+		if (!pingpong) {
+			uint64_t before = p->sends_done[0];
+
+			t0 = rte_rdtsc();
+			post_one(p, 0, i, true, &w, size);
+			WAIT_UNTIL(p->sends_done[0] > before, &w, size, "waiting for the completion");
+			t1 = rte_rdtsc();
+			if (o.check)
+				check_completed(p, 0, 0, i);
+		} else if (o.verb == V_SEND) {
+			t0 = rte_rdtsc();
+			post_one(p, 0, i, sig, &w, size);
+			WAIT_UNTIL(p->recv_seen[1] > i, &w, size, "server waiting for the SEND");
+			lat_prepare(p, 1, i);
+			post_one(p, 1, i, sig, &w, size);
+			WAIT_UNTIL(p->recv_seen[0] > i, &w, size, "client waiting for the reply");
+			t1 = rte_rdtsc();
+		} else { /* write: poll the last byte of the buffer the peer writes */
+			t0 = rte_rdtsc();
+			post_one(p, 0, i, sig, &w, size);
+			mark = rx_slot(p, 1, i) + size - 1;
+			WAIT_UNTIL(*mark == (uint8_t)(i + 1), &w, size,
+				   "server polling the last byte of its buffer");
+			lat_prepare(p, 1, i);
+			post_one(p, 1, i, sig, &w, size);
+			mark = rx_slot(p, 0, i) + size - 1;
+			WAIT_UNTIL(*mark == (uint8_t)(i + 1), &w, size,
+				   "client polling the last byte of its buffer");
+			t1 = rte_rdtsc();
+			if (o.check) {
+				int64_t off;
+
+				inject(rx_slot(p, 1, i), size, 0, i);
+				off = pattern_check(rx_slot(p, 1, i), size, 0, i);
+
+				if (off >= 0)
+					check_failed("RDMA WRITE, server's buffer", 0, i,
+						     rx_slot(p, 1, i), size, off);
+				off = pattern_check(rx_slot(p, 0, i), size, 0, i);
+				if (off >= 0)
+					check_failed("RDMA WRITE, client's buffer", 0, i,
+						     rx_slot(p, 0, i), size, off);
+			}
+		}
+		w.last_progress = t1;
+		if (n < cap)
+			samples[n++] = t1 - t0;
+		if (o.duration > 0 && t1 - w.start >= dur)
+			iters = i + 1; /* last one */
+		progress(&w, t1, size, i + 1, o.duration > 0 ? UINT64_MAX : o.iters, "iterations");
+		r.iters = i + 1;
+	}
+	/* let the last signaled sends complete before the QPs go */
+	WAIT_UNTIL(p->sends_done[0] >= p->signaled[0] && p->sends_done[1] >= p->signaled[1], &w,
+		   size, "final completions");
+
+	if (o.check && o.verb == V_ATOMIC) {
+		uint64_t v;
+
+		memcpy(&v, rx_slot(p, 1, 0), 8);
+		if (v != r.iters)
+			fail("--check: remote word is %" PRIu64 " after %" PRIu64 " atomics", v,
+			     r.iters);
+	}
+
+	/* ping-pong reports half the round trip, as perftest does */
+	unit = 1e6 / (double)tsc_hz / (pingpong ? 2.0 : 1.0);
+	qsort(samples, n, sizeof(*samples), cmp_u64);
+	for (uint64_t i = 0; i < n; i++) {
+		double v = (double)samples[i] * unit;
+
+		sum += v;
+		sq += v * v;
+	}
+	r.msgs = r.iters;
+	r.seconds = secs(rte_rdtsc() - w.start);
+	r.t_min = (double)samples[0] * unit;
+	r.t_max = (double)samples[n - 1] * unit;
+	r.t_typical = (double)samples[n / 2] * unit;
+	r.t_avg = sum / (double)n;
+	r.t_stdev = sqrt(fmax(0, sq / (double)n - r.t_avg * r.t_avg));
+	r.p99 = (double)samples[(uint64_t)ceil(0.99 * (double)n) - 1] * unit;
+	r.p999 = (double)samples[(uint64_t)ceil(0.999 * (double)n) - 1] * unit;
+	free(samples);
+	add_result(&r);
+}
+
+/* ---- --stats and --json ---- */
+
+static void
+print_stats(FILE *f)
+{
+	fprintf(f, "droce counters:\n");
+	for (unsigned int e = 0; e < droce_engine_count(); e++) {
+		struct droce_engine_stats st;
+
+		droce_engine_stats_get(e, &st);
+		fprintf(f, "engine %u: loops %" PRIu64 ", rx %" PRIu64 ", tx %" PRIu64 ", tx drops %"
+			PRIu64 ", no qp %" PRIu64 ", forwarded %" PRIu64 ", not roce %" PRIu64
+			", seq drops %" PRIu64 ", cqe overflows %" PRIu64 ", alloc fail %" PRIu64 "\n",
+			e, st.loops, st.rx_pkts, st.tx_pkts, st.tx_drops, st.no_qp, st.forwarded,
+			st.non_roce, st.seq_drops, st.cqe_overflows, st.alloc_fail);
+		for (unsigned int d = 1; d < DROCE_DROP_COUNT; d++)
+			if (st.drops[d])
+				fprintf(f, "engine %u: parser dropped %" PRIu64 " (%s)\n", e,
+					st.drops[d], droce_drop_desc[d]);
+	}
+	for (unsigned int i = 0; i < droce_port_count(); i++) {
+		struct droce_port *pt = droce_port_get(i);
+
+		if (pt)
+			droce_port_stats_print(pt, f);
+	}
+}
+
+static void
+json_stats(void)
+{
+	printf(",\n  \"stats\": {\n    \"engines\": [");
+	for (unsigned int e = 0; e < droce_engine_count(); e++) {
+		struct droce_engine_stats st;
+
+		droce_engine_stats_get(e, &st);
+		printf("%s\n      {\"id\": %u, \"loops\": %" PRIu64 ", \"rx_pkts\": %" PRIu64
+		       ", \"tx_pkts\": %" PRIu64 ", \"tx_drops\": %" PRIu64 ", \"no_qp\": %" PRIu64
+		       ", \"forwarded\": %" PRIu64 ", \"non_roce\": %" PRIu64 ", \"seq_drops\": %" PRIu64
+		       ", \"cqe_overflows\": %" PRIu64 ", \"alloc_fail\": %" PRIu64 ", \"drops\": {",
+		       e ? "," : "", e, st.loops, st.rx_pkts, st.tx_pkts, st.tx_drops, st.no_qp,
+		       st.forwarded, st.non_roce, st.seq_drops, st.cqe_overflows, st.alloc_fail);
+		for (unsigned int d = 1, first = 1; d < DROCE_DROP_COUNT; d++) {
+			if (!st.drops[d])
+				continue;
+			printf("%s\"%s\": %" PRIu64, first ? "" : ", ", droce_drop_name[d], st.drops[d]);
+			first = 0;
+		}
+		printf("}}");
+	}
+	printf("\n    ],\n    \"ports\": [");
+	for (unsigned int i = 0; i < droce_port_count(); i++) {
+		struct droce_port *pt = droce_port_get(i);
+		struct droce_port_stats s;
+
+		if (pt == NULL)
+			continue;
+		droce_port_stats_get(pt, &s);
+		printf("%s\n      {\"port\": %u, \"rx_pkts\": %" PRIu64 ", \"rx_bytes\": %" PRIu64
+		       ", \"tx_pkts\": %" PRIu64 ", \"tx_bytes\": %" PRIu64 ", \"tx_full\": %" PRIu64
+		       ", \"arp_requests_rx\": %" PRIu64 ", \"arp_replies_rx\": %" PRIu64 "}",
+		       i ? "," : "", i, s.rx_pkts, s.rx_bytes, s.tx_pkts, s.tx_bytes, s.tx_full,
+		       s.arp_requests_rx, s.arp_replies_rx);
+	}
+	printf("\n    ]\n  }");
+}
+
+static void
+print_json(void)
+{
+	printf("{\n  \"tool\": \"droce-perf\",\n  \"test\": \"%s\",\n  \"mode\": \"%s\",\n"
+	       "  \"verb\": \"%s\",\n", o.test, o.mode == M_BW ? "bw" : "lat", verb_name[o.verb]);
+	if (o.verb == V_ATOMIC)
+		printf("  \"atomic_type\": \"%s\",\n", o.cmp_swap ? "CMP_AND_SWAP" : "FETCH_AND_ADD");
+	printf("  \"topology\": \"loopback\",\n  \"client_dev\": \"%s\",\n  \"server_dev\": \"%s\",\n"
+	       "  \"connection\": \"RC\",\n  \"qps\": %u,\n  \"tx_depth\": %u,\n  \"post_list\": %u,\n"
+	       "  \"cq_mod\": %u,\n  \"inline_size\": %d,\n  \"mtu\": %u,\n  \"check\": %s,\n"
+	       "  \"duration\": %.3f,\n  \"results\": [",
+	       ibv_get_device_name(R.s[0].dev), ibv_get_device_name(R.s[1].dev), o.qps, o.tx_depth,
+	       o.post_list, o.post_list > 1 ? o.post_list : o.cq_mod, o.inline_size,
+	       mtu_bytes(R.mtu), o.check ? "true" : "false", o.duration);
+	for (unsigned int i = 0; i < n_results; i++) {
+		const struct result *r = &results[i];
+
+		printf("%s\n    {\"bytes\": %" PRIu64 ", \"iterations\": %" PRIu64
+		       ", \"messages\": %" PRIu64 ", \"seconds\": %.6f, ",
+		       i ? "," : "", r->bytes, r->iters, r->msgs, r->seconds);
+		if (o.mode == M_BW)
+			printf("\"bw_peak_MBps\": %.3f, \"bw_avg_MBps\": %.3f, \"bw_peak_Gbps\": %.4f, "
+			       "\"bw_avg_Gbps\": %.4f, \"msg_rate_Mpps\": %.6f}",
+			       r->bw_peak / 1048576.0, r->bw_avg / 1048576.0, r->bw_peak * 8 / 1e9,
+			       r->bw_avg * 8 / 1e9, r->msg_rate / 1e6);
+		else
+			printf("\"t_min_us\": %.3f, \"t_max_us\": %.3f, \"t_typical_us\": %.3f, "
+			       "\"t_avg_us\": %.3f, \"t_stdev_us\": %.3f, \"p99_us\": %.3f, "
+			       "\"p99_9_us\": %.3f}",
+			       r->t_min, r->t_max, r->t_typical, r->t_avg, r->t_stdev, r->p99, r->p999);
+	}
+	printf("\n  ]");
+	if (o.stats)
+		json_stats();
+	printf("\n}\n");
+}
+
+int
+main(int argc, char **argv)
+{
+	uint64_t sizes[64];
+	unsigned int n_sizes = 0;
+
+	parse_args(argc, argv);
+	if (!o.verbose) {
+		/* DPDK's start-up chatter goes to stderr; keep warnings and errors */
+		rte_log_set_global_level(RTE_LOG_WARNING);
+		rte_log_set_level_pattern("droce.*", RTE_LOG_WARNING);
+	}
+	srand48(0x5eed);
+	if (o.all)
+		for (unsigned int l = ALL_MIN_LOG; l <= ALL_MAX_LOG; l++)
+			sizes[n_sizes++] = 1ull << l;
+	else
+		for (unsigned int i = 0; i < o.n_sizes; i++)
+			sizes[n_sizes++] = o.sizes[i];
+
+	open_devices();
+	tsc_hz = rte_get_tsc_hz();
+	if (tsc_hz == 0)
+		fail("no TSC frequency");
+	print_banner();
+	for (unsigned int i = 0; i < n_sizes; i++) {
+		setup(sizes[i]);
+		if (i == 0) {
+			print_addresses();
+			print_header();
+		}
+		if (o.mode == M_BW)
+			run_bw(sizes[i]);
+		else
+			run_lat(sizes[i]);
+		teardown();
+	}
+	print_line();
+	if (o.json)
+		print_json();
+	else if (o.stats)
+		print_stats(stdout);
+	fflush(stdout);
+	close_devices();
+	return 0;
+}
