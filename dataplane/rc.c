@@ -493,24 +493,46 @@ handle_ack(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 	}
 }
 
+/*
+ * The WQE a READ response or atomic ACK at @psn answers: everything before it
+ * is acknowledged by it, so the head is that WQE (NULL if not, or stale).
+ */
+static struct droce_swqe *
+answered_head(struct droce_qp *qp, uint32_t psn, const struct droce_wqe **w)
+{
+	struct droce_swqe *s;
+
+	if (!ack_in_window(qp, psn))
+		return NULL;
+	complete_upto(qp, droce_psn_add(psn, DROCE_PSN_MASK));
+	if (qp->sq_head == qp->sq_avail)
+		return NULL;
+	*w = droce_qp_wqe(qp, qp->sq_head);
+	s = droce_qp_swqe(qp, qp->sq_head);
+	return s->started && !s->done ? s : NULL;
+}
+
+/* A READ or atomic at the head has its whole answer: retire it. */
+static void
+answer_done(struct droce_qp *qp, struct droce_swqe *s)
+{
+	s->done = true;
+	if (s->rd_counted) {
+		s->rd_counted = false;
+		qp->rd_atomic_out--;
+	}
+	retire_head(qp, droce_psn_add(s->first_psn, s->npkts - 1));
+}
+
 static void
 handle_read_resp(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame, uint32_t psn)
 {
 	uint32_t flags = p->info->flags, len = p->payload_len, pmtu = qp->attr.pmtu;
 	const struct droce_wqe *w;
-	struct droce_swqe *s;
+	struct droce_swqe *s = answered_head(qp, psn, &w);
 	uint32_t expect;
 
-	if (!ack_in_window(qp, psn)) {
-		qp->eng->stats.seq_drops++;
-		return;
-	}
-	complete_upto(qp, droce_psn_add(psn, DROCE_PSN_MASK));
-	if (qp->sq_head == qp->sq_avail)
-		return;
-	w = droce_qp_wqe(qp, qp->sq_head);
-	s = droce_qp_swqe(qp, qp->sq_head);
-	if (!wr_is_read(w->opcode) || !s->started || s->done) {
+	if (s == NULL || !wr_is_read(w->opcode)) {
 		qp->eng->stats.seq_drops++;
 		return;
 	}
@@ -537,14 +559,8 @@ handle_read_resp(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *
 	s->got += len;
 	s->gap_mark = 0;
 	qp->psn_una = droce_psn_add(psn, 1);
-	if (flags & DROCE_OPF_LAST) {
-		s->done = true;
-		if (s->rd_counted) {
-			s->rd_counted = false;
-			qp->rd_atomic_out--;
-		}
-		retire_head(qp, droce_psn_add(s->first_psn, s->npkts - 1));
-	}
+	if (flags & DROCE_OPF_LAST)
+		answer_done(qp, s);
 	progress_made(qp);
 }
 
@@ -552,19 +568,10 @@ static void
 handle_atomic_ack(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame, uint32_t psn)
 {
 	const struct droce_wqe *w;
-	struct droce_swqe *s;
+	struct droce_swqe *s = answered_head(qp, psn, &w);
 	uint64_t orig;
 
-	if (!ack_in_window(qp, psn)) {
-		qp->eng->stats.seq_drops++;
-		return;
-	}
-	complete_upto(qp, droce_psn_add(psn, DROCE_PSN_MASK));
-	if (qp->sq_head == qp->sq_avail)
-		return;
-	w = droce_qp_wqe(qp, qp->sq_head);
-	s = droce_qp_swqe(qp, qp->sq_head);
-	if (!wr_is_atomic(w->opcode) || !s->started || s->done || s->first_psn != psn) {
+	if (s == NULL || !wr_is_atomic(w->opcode) || s->first_psn != psn) {
 		qp->eng->stats.seq_drops++;
 		return;
 	}
@@ -573,12 +580,7 @@ handle_atomic_ack(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t 
 		fail_head(qp, DROCE_ERR_LOC_PROT);
 		return;
 	}
-	s->done = true;
-	if (s->rd_counted) {
-		s->rd_counted = false;
-		qp->rd_atomic_out--;
-	}
-	retire_head(qp, psn);
+	answer_done(qp, s);
 	progress_made(qp);
 }
 
