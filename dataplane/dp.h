@@ -289,6 +289,17 @@ int droce_qp_async_state(const struct droce_qp *qp);
 /* Detaches @qp from its engine, waits for the engine to let go, frees it. */
 int droce_qp_destroy(struct droce_qp *qp);
 
+/* ---- neighbours ---- */
+
+/*
+ * The MAC of IPv4 address @ip (network order) on @port: from the port's ARP
+ * table, else by ARP requests an engine sends on the port (every 200 ms)
+ * until a reply arrives or @timeout_ms passes.  0, or ETIMEDOUT / ENODEV.
+ * Drives co-located engines while it waits; call it from the slow path only.
+ */
+int droce_dp_arp_resolve(unsigned int port, rte_be32_t ip, struct rte_ether_addr *mac,
+			 unsigned int timeout_ms);
+
 /* ---- engines ---- */
 
 /* Starts the engines the running config asks for (after droce_start()). */

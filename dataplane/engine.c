@@ -162,6 +162,10 @@ handle_msg_lc(struct droce_engine *eng, const struct droce_msg *m)
 	case DROCE_MSG_RQ_BELL:
 		droce_engine_activate_lc(eng, qp);
 		break;
+	case DROCE_MSG_ARP:
+		if (m->arg < eng->n_ports)
+			droce_port_arp_request(eng->ports[m->arg], eng->queue, (rte_be32_t)m->rsvd);
+		break;
 	case DROCE_MSG_DETACH:
 		if (qp->active) {
 			TAILQ_REMOVE(&eng->active, qp, active_link);
@@ -378,6 +382,37 @@ droce_engine_poll_lc(struct droce_engine *eng)
 	rx_phase_lc(eng);
 	work_phase_lc(eng);
 	flush_lc(eng);
+}
+
+/* ---- neighbours ---- */
+
+int
+droce_dp_arp_resolve(unsigned int port, rte_be32_t ip, struct rte_ether_addr *mac,
+		     unsigned int timeout_ms)
+{
+	struct droce_port *p = droce_port_get(port);
+	struct droce_msg msg = { .type = DROCE_MSG_ARP, .arg = port, .rsvd = ip };
+	uint64_t hz = rte_get_tsc_hz(), start = rte_rdtsc(), last = 0;
+
+	if (p == NULL || !engines.started)
+		return ENODEV;
+	while (droce_port_arp_lookup(p, ip, mac) != 0) {
+		uint64_t now = rte_rdtsc();
+		int rc;
+
+		if (now - start > hz / 1000 * timeout_ms)
+			return ETIMEDOUT;
+		if (last == 0 || now - last > hz / 5) {
+			/* engine 0 owns queue 0 of every port: it sends the request */
+			rc = droce_engine_send_msg(engines.eng[0], &msg);
+			if (rc != 0)
+				return rc;
+			last = now;
+		}
+		droce_engines_progress();
+		rte_pause();
+	}
+	return 0;
 }
 
 /* ---- running the engines ---- */

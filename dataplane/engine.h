@@ -45,6 +45,7 @@ enum droce_msg_type {
 	DROCE_MSG_SQ_BELL,  /* qp has new send WQEs */
 	DROCE_MSG_RQ_BELL,  /* qp has new receive WQEs */
 	DROCE_MSG_DETACH,   /* qp leaves; engine sets qp->detached */
+	DROCE_MSG_ARP,      /* send an ARP request: arg = port, rsvd = IPv4 address */
 };
 
 struct droce_msg {

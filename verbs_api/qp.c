@@ -271,7 +271,9 @@ droce_verbs_resolve_path(unsigned int port, const struct ibv_ah_attr *ah, uint32
 		rte_be32_t ip;
 
 		memcpy(&ip, dgid + 12, 4);
-		found = droce_port_arp_lookup(p, ip, &out->dst_mac) == 0;
+		/* the table, else ARP on the wire (an engine sends it; we wait up to 1 s) */
+		found = droce_port_arp_lookup(p, ip, &out->dst_mac) == 0 ||
+			droce_dp_arp_resolve(port, ip, &out->dst_mac, 1000) == 0;
 	}
 	if (!found && dgid[0] == 0xfe && (dgid[1] & 0xc0) == 0x80 && dgid[11] == 0xff &&
 	    dgid[12] == 0xfe) {

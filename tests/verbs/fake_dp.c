@@ -295,6 +295,17 @@ droce_qp_engine(const struct droce_qp *qp)
 }
 
 int
+droce_dp_arp_resolve(unsigned int port, rte_be32_t ip, struct rte_ether_addr *mac,
+		     unsigned int timeout_ms)
+{
+	(void)port;
+	(void)ip;
+	(void)mac;
+	(void)timeout_ms;
+	return ETIMEDOUT; /* the fake has no wire */
+}
+
+int
 droce_qp_async_state(const struct droce_qp *qp)
 {
 	(void)qp;

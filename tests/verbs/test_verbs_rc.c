@@ -21,6 +21,7 @@
 #include <droce/droce.h>
 
 #include "dataplane/dp.h"
+#include "pmd_glue/port.h"
 
 #define BUF_SIZE 65536
 
@@ -336,4 +337,23 @@ Test(verbs_rc, dedicated_engine_on_a_worker_lcore)
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 	cr_assert_eq(wc.opcode, IBV_WC_RDMA_READ);
 	cr_assert_arr_eq(A.buf + 20000, B.buf + 8192, 40000);
+}
+
+/* A peer that is not a port of this process is found by ARP sent by an engine. */
+Test(verbs_rc, arp_resolution_through_the_engine)
+{
+	const uint8_t peer_ip[4] = { 198, 18, 0, 2 }, nobody_ip[4] = { 198, 18, 0, 99 };
+	const struct rte_ether_addr want = { { 0x02, 0x00, 0xc6, 0x12, 0x00, 0x02 } };
+	struct rte_ether_addr mac;
+	rte_be32_t ip;
+
+	setup_pair(16);
+	memcpy(&ip, peer_ip, 4);
+	cr_assert_neq(droce_port_arp_lookup(droce_port_get(0), ip, &mac), 0,
+		      "port0 has not learnt 198.18.0.2 yet");
+	cr_assert_eq(droce_dp_arp_resolve(0, ip, &mac, 2000), 0);
+	cr_assert(rte_is_same_ether_addr(&mac, &want), "resolved to port1's MAC");
+	cr_assert_eq(droce_port_arp_lookup(droce_port_get(0), ip, &mac), 0, "and learnt it");
+	memcpy(&ip, nobody_ip, 4);
+	cr_assert_eq(droce_dp_arp_resolve(0, ip, &mac, 300), ETIMEDOUT);
 }
