@@ -43,6 +43,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -54,6 +55,8 @@
 
 #include "dataplane/engine.h"
 #include "pmd_glue/port.h"
+
+#include "perftest_oob.h"
 
 #define EXIT_FAIL 1
 #define EXIT_USAGE 2
@@ -108,6 +111,9 @@ struct opts {
 	int gid_index;
 	double timeout;
 	int64_t inject; /* --inject-error: message whose arrival is corrupted, -1 none */
+	const char *host; /* two processes: the server to connect to (client role) */
+	bool server;      /* two processes: wait for a client on -p */
+	const char *bind; /* server: the address to listen on (default: every one) */
 };
 
 static struct opts o;
@@ -136,8 +142,14 @@ usage(FILE *f)
 "usage: droce-perf TEST [options]\n"
 "  TEST: write_bw write_lat read_bw read_lat send_bw send_lat atomic_bw atomic_lat\n"
 "        (perftest's ib_write_bw etc.; the ib_ prefix is accepted)\n"
-"Runs client and server in this process over two droce devices (loopback:\n"
-"droce0 -> droce1 of the embedded in-memory config, or $DROCE_CONFIG).\n"
+"       droce-perf TEST --server [options]     (two processes: the server)\n"
+"       droce-perf TEST SERVER_ADDR [options]  (two processes: the client)\n"
+"Without --server and without SERVER_ADDR, runs client and server in this\n"
+"process over two droce devices (loopback: droce0 -> droce1 of the embedded\n"
+"in-memory config, or $DROCE_CONFIG); a config with one device implies\n"
+"--server.  Two processes (each with its own DROCE_CONFIG, e.g. one memif port\n"
+"each) meet over perftest's TCP handshake on -p, so either side may also be\n"
+"perftest's ib_write_bw & co.\n"
 "  -s, --size=BYTES[,..]   message size (default 65536 for bw, 2 for lat; atomics 8);\n"
 "                          a comma-separated list runs each size in turn (droce)\n"
 "  -a, --all               every power of two from 2 B to 8 MiB\n"
@@ -156,7 +168,9 @@ usage(FILE *f)
 "  -d, --ib-dev=NAME       client device (default droce0; the server is the other)\n"
 "  -x, --gid-index=N       GID index (default 0)\n"
 "  -i, --ib-port=1         device port (droce devices have one)\n"
-"  -p, --port=N            TCP port of perftest's handshake (accepted; unused on loopback)\n"
+"  -p, --port=N            TCP port of perftest's handshake (default 18515)\n"
+"      --server            two processes: wait for a client on -p\n"
+"      --bind=ADDR         server: listen on ADDR only (default: every address)\n"
 "  -F, --CPU-freq          accepted (perftest compatibility)\n"
 "      --report_gbits      bandwidth in Gb/sec instead of MB/sec\n"
 "      --json              results as one JSON object on stdout\n"
@@ -242,6 +256,8 @@ enum {
 	OPT_CHECK,
 	OPT_TIMEOUT,
 	OPT_INJECT,
+	OPT_SERVER,
+	OPT_BIND,
 };
 
 static void
@@ -272,6 +288,8 @@ parse_args(int argc, char **argv)
 		{ "check", no_argument, NULL, OPT_CHECK },
 		{ "timeout", required_argument, NULL, OPT_TIMEOUT },
 		{ "inject-error", required_argument, NULL, OPT_INJECT },
+		{ "server", no_argument, NULL, OPT_SERVER },
+		{ "bind", required_argument, NULL, OPT_BIND },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -383,6 +401,12 @@ parse_args(int argc, char **argv)
 		case OPT_INJECT:
 			o.inject = (int64_t)parse_u64("--inject-error", optarg, 0, 1ull << 36);
 			break;
+		case OPT_SERVER:
+			o.server = true;
+			break;
+		case OPT_BIND:
+			o.bind = optarg;
+			break;
 		case 'v':
 			o.verbose = true;
 			break;
@@ -397,7 +421,11 @@ parse_args(int argc, char **argv)
 	if (optind < argc)
 		test = argv[optind++];
 	if (optind < argc)
+		o.host = argv[optind++];
+	if (optind < argc)
 		usage_fail("unexpected argument '%s'", argv[optind]);
+	if (o.host && o.server)
+		usage_fail("--server and a server address '%s' exclude each other", o.host);
 	if (test == NULL)
 		usage_fail("no test given");
 
@@ -601,6 +629,7 @@ struct pair {
 	uint64_t recv_seen[2]; /* receive completions per side (in order on RC) */
 	uint64_t sends_done[2];
 	uint64_t signaled[2];  /* latency: signaled WRs posted per side */
+	struct pt_dest rem;    /* two processes: the peer's QP, rkey, vaddr, GID */
 };
 
 struct run {
@@ -610,6 +639,11 @@ struct run {
 	uint32_t sq_depth, depth; /* QP send queue size; outstanding allowed per QP */
 	uint32_t cq_mod;
 	enum ibv_mtu mtu;
+	/* two processes: this process plays side `me` only */
+	bool two;
+	int me;
+	uint32_t rem_nrx;      /* slots in the peer's receive area */
+	struct pt_oob oob;
 };
 
 static struct run R;
@@ -913,6 +947,16 @@ post_recv_slot(struct pair *p, uint32_t pi, int side, uint32_t slot)
 		fail("ibv_post_recv (%s, QP pair %u): %s", R.s[side].role, pi, strerror(rc));
 }
 
+/* Address of receive slot @i of @peer: in this process, or (two processes)
+ * in the peer's receive area, which starts at the vaddr it sent. */
+static inline uint64_t
+peer_slot(const struct pair *p, int peer, uint64_t i)
+{
+	if (!R.two)
+		return (uintptr_t)rx_slot(p, peer, i);
+	return p->rem.vaddr + (i % R.rem_nrx) * R.lay.stride;
+}
+
 /* Fills the WR for message @seq of pair @pi from @side to the other side. */
 static void
 make_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, struct pair *p, uint32_t pi, int side,
@@ -920,7 +964,8 @@ make_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, struct pair *p, uint32_t pi
 {
 	int peer = !side;
 	uint8_t *src = tx_slot(p, side, seq);
-	uint8_t *dst = rx_slot(p, peer, seq);
+	uint64_t dst = peer_slot(p, peer, seq);
+	uint32_t rkey = R.two ? p->rem.rkey : R.s[peer].mr->rkey;
 	uint32_t len = (uint32_t)R.lay.size;
 
 	memset(wr, 0, sizeof(*wr));
@@ -934,21 +979,21 @@ make_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, struct pair *p, uint32_t pi
 	switch (o.verb) {
 	case V_WRITE:
 		wr->opcode = IBV_WR_RDMA_WRITE;
-		wr->wr.rdma.remote_addr = (uintptr_t)dst;
-		wr->wr.rdma.rkey = R.s[peer].mr->rkey;
+		wr->wr.rdma.remote_addr = dst;
+		wr->wr.rdma.rkey = rkey;
 		break;
 	case V_READ:
 		wr->opcode = IBV_WR_RDMA_READ;
-		wr->wr.rdma.remote_addr = (uintptr_t)dst;
-		wr->wr.rdma.rkey = R.s[peer].mr->rkey;
+		wr->wr.rdma.remote_addr = dst;
+		wr->wr.rdma.rkey = rkey;
 		break;
 	case V_SEND:
 		wr->opcode = IBV_WR_SEND;
 		break;
 	case V_ATOMIC:
 		sge->length = 8;
-		wr->wr.atomic.remote_addr = (uintptr_t)rx_slot(p, peer, 0);
-		wr->wr.atomic.rkey = R.s[peer].mr->rkey;
+		wr->wr.atomic.remote_addr = peer_slot(p, peer, 0);
+		wr->wr.atomic.rkey = rkey;
 		if (o.cmp_swap) {
 			wr->opcode = IBV_WR_ATOMIC_CMP_AND_SWP;
 			wr->wr.atomic.compare_add = seq;
@@ -973,8 +1018,10 @@ check_prepare(struct pair *p, uint32_t pi, int side, uint64_t seq)
 		pattern_fill(tx_slot(p, side, seq), R.lay.size, pi, seq);
 		break;
 	case V_READ:
-		/* the responder's memory holds the message the READ fetches */
-		pattern_fill(rx_slot(p, !side, seq), R.lay.size, pi, seq);
+		/* the responder's memory holds the message the READ fetches (two
+		 * processes: the server filled slot j with message j at setup) */
+		if (!R.two)
+			pattern_fill(rx_slot(p, !side, seq), R.lay.size, pi, seq);
 		break;
 	case V_ATOMIC:
 		memset(tx_slot(p, side, seq), 0xee, 8);
@@ -992,6 +1039,8 @@ check_completed(struct pair *p, uint32_t pi, int side, uint64_t seq)
 
 	switch (o.verb) {
 	case V_WRITE:
+		if (R.two)
+			break; /* the server checks its memory at the end of the run */
 		b = rx_slot(p, !side, seq);
 		inject(rx_slot(p, !side, seq), R.lay.size, pi, seq);
 		off = pattern_check(b, R.lay.size, pi, seq);
@@ -1001,9 +1050,14 @@ check_completed(struct pair *p, uint32_t pi, int side, uint64_t seq)
 	case V_READ:
 		b = tx_slot(p, side, seq);
 		inject(tx_slot(p, side, seq), R.lay.size, pi, seq);
-		off = pattern_check(b, R.lay.size, pi, seq);
-		if (off >= 0)
-			check_failed("RDMA READ, requester's buffer", pi, seq, b, R.lay.size, off);
+		{
+			uint64_t want = R.two ? seq % R.rem_nrx : seq;
+
+			off = pattern_check(b, R.lay.size, pi, want);
+			if (off >= 0)
+				check_failed("RDMA READ, requester's buffer", pi, want, b,
+					     R.lay.size, off);
+		}
 		break;
 	case V_ATOMIC:
 		inject(tx_slot(p, side, seq), 8, pi, seq);
@@ -1158,8 +1212,12 @@ print_banner(void)
 	else
 		printf("                    %s %s Test\n", verb_title[o.verb],
 		       o.mode == M_BW ? "BW" : "Latency");
-	printf(" Dual-port       : OFF\t\tDevice         : %s -> %s (loopback, one process)\n",
-	       ibv_get_device_name(R.s[0].dev), ibv_get_device_name(R.s[1].dev));
+	if (R.two)
+		printf(" Dual-port       : OFF\t\tDevice         : %s (%s, two processes)\n",
+		       ibv_get_device_name(R.s[R.me].dev), R.s[R.me].role);
+	else
+		printf(" Dual-port       : OFF\t\tDevice         : %s -> %s (loopback, one process)\n",
+		       ibv_get_device_name(R.s[0].dev), ibv_get_device_name(R.s[1].dev));
 	printf(" Number of qps   : %u\t\tTransport type : IB\n", o.qps);
 	printf(" Connection type : RC\t\tUsing SRQ      : OFF\n");
 	if (o.mode == M_BW) {
@@ -1179,7 +1237,8 @@ print_banner(void)
 	if (o.verb == V_READ || o.verb == V_ATOMIC)
 		printf(" Outstand reads  : %d\n", DROCE_DP_MAX_RD_ATOMIC);
 	printf(" rdma_cm QPs\t : OFF\n");
-	printf(" Data ex. method : in process (loopback)\n");
+	printf(" Data ex. method : %s\n", R.two ? "Ethernet (perftest's TCP exchange)" :
+	       "in process (loopback)");
 	printf(" Data check      : %s\n", o.check ? "ON (every byte)" : "OFF");
 	print_line();
 }
@@ -1197,6 +1256,24 @@ print_addresses(void)
 {
 	if (o.json)
 		return;
+	if (R.two) {
+		for (uint32_t i = 0; i < o.qps; i++) {
+			const struct pair *p = &R.p[i];
+			const struct pt_dest *r = &p->rem;
+			union ibv_gid g;
+
+			printf(" local address: LID 0000 QPN 0x%04x PSN 0x%06x RKey 0x%08x VAddr 0x%016" PRIxPTR "\n",
+			       p->qp[R.me]->qp_num, p->psn[R.me], R.s[R.me].mr->rkey,
+			       (uintptr_t)rx_slot(p, R.me, 0));
+			print_gid(&R.s[R.me].gid);
+			printf(" remote address: LID %04x QPN 0x%04x PSN 0x%06x RKey 0x%08x VAddr 0x%016" PRIx64 "\n",
+			       r->lid, r->qpn, r->psn, r->rkey, r->vaddr);
+			memcpy(g.raw, r->gid, 16);
+			print_gid(&g);
+		}
+		print_line();
+		return;
+	}
 	for (int k = 0; k < 2; k++) {
 		for (uint32_t i = 0; i < o.qps; i++) {
 			const struct pair *p = &R.p[i];
@@ -1380,7 +1457,7 @@ run_bw(uint64_t size)
 
 		/* complete */
 		got = poll_side(0);
-		if (o.verb == V_SEND)
+		if (o.verb == V_SEND && !R.two)
 			got += poll_side(1);
 		now = rte_rdtsc();
 		if (got > 0) {
@@ -1399,7 +1476,7 @@ run_bw(uint64_t size)
 			const struct pair *p = &R.p[i];
 
 			if (p->completed < p->target ||
-			    (o.verb == V_SEND && p->recv_seen[1] < p->target)) {
+			    (o.verb == V_SEND && !R.two && p->recv_seen[1] < p->target)) {
 				done = false;
 				break;
 			}
@@ -1431,7 +1508,7 @@ run_bw(uint64_t size)
 		}
 	}
 
-	if (o.check && o.verb == V_ATOMIC) {
+	if (o.check && o.verb == V_ATOMIC && !R.two) {
 		for (uint32_t i = 0; i < o.qps; i++) {
 			uint64_t v;
 
@@ -1456,6 +1533,18 @@ run_bw(uint64_t size)
 
 /* ---- latency ---- */
 
+/* Polls every side this process plays. */
+static void
+poll_sides(void)
+{
+	if (R.two) {
+		poll_side(R.me);
+	} else {
+		poll_side(0);
+		poll_side(1);
+	}
+}
+
 static void
 post_one(struct pair *p, int side, uint64_t seq, bool signaled, struct watch *w, uint64_t size)
 {
@@ -1466,8 +1555,7 @@ post_one(struct pair *p, int side, uint64_t seq, bool signaled, struct watch *w,
 	make_wr(&wr, &sge, p, 0, side, seq, signaled);
 	while ((rc = ibv_post_send(p->qp[side], &wr, &bad)) == ENOMEM) {
 		/* send queue full: let the engine retire some */
-		poll_side(0);
-		poll_side(1);
+		poll_sides();
 		if (rte_rdtsc() - w->last_progress > w->timeout)
 			stuck(size, "send queue stays full");
 	}
@@ -1500,8 +1588,7 @@ cmp_u64(const void *a, const void *b)
 	do {                                                                           \
 		uint64_t spins_ = 0;                                                   \
 		while (!(cond)) {                                                      \
-			poll_side(0);                                            \
-			poll_side(1);                                            \
+			poll_sides();                                                  \
 			if ((++spins_ & 255) == 0 &&                                   \
 			    rte_rdtsc() - (w)->last_progress > (w)->timeout)           \
 				stuck(size, what);                                     \
@@ -1546,24 +1633,35 @@ run_lat(uint64_t size)
 		} else if (o.verb == V_SEND) {
 			t0 = rte_rdtsc();
 			post_one(p, 0, i, sig, &w, size);
-			WAIT_UNTIL(p->recv_seen[1] > i, &w, size, "server waiting for the SEND");
-			lat_prepare(p, 1, i);
-			post_one(p, 1, i, sig, &w, size);
+			if (!R.two) {
+				WAIT_UNTIL(p->recv_seen[1] > i, &w, size,
+					   "server waiting for the SEND");
+				lat_prepare(p, 1, i);
+				post_one(p, 1, i, sig, &w, size);
+			}
 			WAIT_UNTIL(p->recv_seen[0] > i, &w, size, "client waiting for the reply");
 			t1 = rte_rdtsc();
 		} else { /* write: poll the last byte of the buffer the peer writes */
 			t0 = rte_rdtsc();
 			post_one(p, 0, i, sig, &w, size);
-			mark = rx_slot(p, 1, i) + size - 1;
-			WAIT_UNTIL(*mark == (uint8_t)(i + 1), &w, size,
-				   "server polling the last byte of its buffer");
-			lat_prepare(p, 1, i);
-			post_one(p, 1, i, sig, &w, size);
+			if (!R.two) {
+				mark = rx_slot(p, 1, i) + size - 1;
+				WAIT_UNTIL(*mark == (uint8_t)(i + 1), &w, size,
+					   "server polling the last byte of its buffer");
+				lat_prepare(p, 1, i);
+				post_one(p, 1, i, sig, &w, size);
+			}
 			mark = rx_slot(p, 0, i) + size - 1;
 			WAIT_UNTIL(*mark == (uint8_t)(i + 1), &w, size,
 				   "client polling the last byte of its buffer");
 			t1 = rte_rdtsc();
-			if (o.check) {
+			if (o.check && R.two) {
+				int64_t off = pattern_check(rx_slot(p, 0, i), size, 0, i);
+
+				if (off >= 0)
+					check_failed("RDMA WRITE, client's buffer", 0, i,
+						     rx_slot(p, 0, i), size, off);
+			} else if (o.check) {
 				int64_t off;
 
 				inject(rx_slot(p, 1, i), size, 0, i);
@@ -1590,7 +1688,7 @@ run_lat(uint64_t size)
 	WAIT_UNTIL(p->sends_done[0] >= p->signaled[0] && p->sends_done[1] >= p->signaled[1], &w,
 		   size, "final completions");
 
-	if (o.check && o.verb == V_ATOMIC) {
+	if (o.check && o.verb == V_ATOMIC && !R.two) {
 		uint64_t v;
 
 		memcpy(&v, rx_slot(p, 1, 0), 8);
@@ -1695,11 +1793,13 @@ print_json(void)
 	       "  \"verb\": \"%s\",\n", o.test, o.mode == M_BW ? "bw" : "lat", verb_name[o.verb]);
 	if (o.verb == V_ATOMIC)
 		printf("  \"atomic_type\": \"%s\",\n", o.cmp_swap ? "CMP_AND_SWAP" : "FETCH_AND_ADD");
-	printf("  \"topology\": \"loopback\",\n  \"client_dev\": \"%s\",\n  \"server_dev\": \"%s\",\n"
+	printf("  \"topology\": \"%s\",\n  \"client_dev\": \"%s\",\n  \"server_dev\": \"%s\",\n"
 	       "  \"connection\": \"RC\",\n  \"qps\": %u,\n  \"tx_depth\": %u,\n  \"post_list\": %u,\n"
 	       "  \"cq_mod\": %u,\n  \"inline_size\": %d,\n  \"mtu\": %u,\n  \"check\": %s,\n"
 	       "  \"duration\": %.3f,\n  \"results\": [",
-	       ibv_get_device_name(R.s[0].dev), ibv_get_device_name(R.s[1].dev), o.qps, o.tx_depth,
+	       R.two ? (R.me ? "two processes, server" : "two processes, client") : "loopback",
+	       R.s[0].dev ? ibv_get_device_name(R.s[0].dev) : "(peer)",
+	       R.s[1].dev ? ibv_get_device_name(R.s[1].dev) : "(peer)", o.qps, o.tx_depth,
 	       o.post_list, o.post_list > 1 ? o.post_list : o.cq_mod, o.inline_size,
 	       mtu_bytes(R.mtu), o.check ? "true" : "false", o.duration);
 	for (unsigned int i = 0; i < n_results; i++) {
@@ -1725,6 +1825,427 @@ print_json(void)
 	printf("\n}\n");
 }
 
+/* ---- two processes: perftest's TCP exchange (apps/perftest_oob.h) ---- */
+
+/* Keeps the co-located engines running while the socket waits: the peer
+ * may be resolving our MAC, or (send_bw server) the SENDs keep coming. */
+static void
+oob_idle(void *arg)
+{
+	(void)arg;
+	if (R.s[R.me].cq != NULL)
+		poll_side(R.me);
+	else
+		droce_engines_progress();
+}
+
+static void
+oob_check(int rc, const char *what)
+{
+	if (rc != 0)
+		fail("perftest exchange (%s) with the peer failed: %s", what, R.oob.err);
+}
+
+/* Opens this process's one device and waits for its port to come up (a
+ * memif port is up once the peer process is there). */
+static void
+open_local(void)
+{
+	struct ibv_device **list;
+	struct side *s = &R.s[R.me];
+	struct ibv_port_attr pa;
+	uint64_t t0;
+	int n;
+
+	list = ibv_get_device_list(&n);
+	if (list == NULL)
+		fail("ibv_get_device_list: %s", strerror(errno));
+	for (int i = 0; i < n; i++)
+		if (strcmp(ibv_get_device_name(list[i]), o.dev) == 0)
+			s->dev = list[i];
+	if (s->dev == NULL && n == 1 && strcmp(o.dev, "droce0") == 0)
+		s->dev = list[0];
+	if (s->dev == NULL)
+		fail("no device %s (%d devices)", o.dev, n);
+	s->role = R.me ? "server" : "client";
+	s->ctx = ibv_open_device(s->dev);
+	if (s->ctx == NULL)
+		fail("ibv_open_device %s: %s", ibv_get_device_name(s->dev), strerror(errno));
+	t0 = rte_rdtsc();
+	for (;;) {
+		if (ibv_query_port(s->ctx, 1, &pa) != 0)
+			fail("ibv_query_port %s", ibv_get_device_name(s->dev));
+		if (pa.state == IBV_PORT_ACTIVE)
+			break;
+		if (rte_rdtsc() - t0 > (uint64_t)(o.timeout * (double)rte_get_tsc_hz()))
+			fail("%s: port is %s after %.0f s (is the peer process running?)",
+			     ibv_get_device_name(s->dev), ibv_port_state_str(pa.state), o.timeout);
+		droce_engines_progress();
+		usleep(1000);
+	}
+	s->active_mtu = pa.active_mtu;
+	if (ibv_query_gid(s->ctx, 1, o.gid_index, &s->gid) != 0)
+		fail("%s: no GID index %d", ibv_get_device_name(s->dev), o.gid_index);
+	s->pd = ibv_alloc_pd(s->ctx);
+	if (s->pd == NULL)
+		fail("ibv_alloc_pd: %s", strerror(errno));
+	ibv_free_device_list(list);
+	R.mtu = s->active_mtu;
+	if (o.mtu && mtu_enum(o.mtu) < R.mtu)
+		R.mtu = mtu_enum(o.mtu);
+}
+
+/* What both droce-perf processes must agree on (sent only between droce
+ * peers, recognised by the mark after the version string). */
+static void
+params_line(char *buf, size_t n)
+{
+	snprintf(buf, n, "droce-perf %s A=%d s=%" PRIu64 " q=%u n=%" PRIu64 " D=%.3f t=%u r=%u "
+		 "l=%u Q=%u check=%d", o.test, o.cmp_swap, o.size, o.qps,
+		 o.iters, o.duration, o.tx_depth, o.rx_depth, o.post_list,
+		 o.cq_mod, o.check);
+}
+
+static void
+connect_peer(void)
+{
+	char mine[256] = { 0 }, theirs[256];
+	int cb, cl, mtu;
+
+	pt_oob_init(&R.oob, !R.me, (int)(o.timeout * 1000), oob_idle, NULL);
+	if (R.me) {
+		if (!o.json)
+			printf("\n************************************\n"
+			       "* Waiting for client to connect... *\n"
+			       "************************************\n");
+		fflush(stdout);
+		R.oob.timeout_ms = 0; /* a server waits as long as it takes */
+		oob_check(pt_oob_listen_accept(&R.oob, o.bind, o.tcp_port), "listen");
+		R.oob.timeout_ms = (int)(o.timeout * 1000);
+	} else {
+		oob_check(pt_oob_connect(&R.oob, o.host, o.tcp_port), "connect");
+	}
+	oob_check(pt_xchg_version(&R.oob, PT_VERSION), "version");
+	if (R.oob.peer_droce) {
+		params_line(mine, sizeof(mine));
+		oob_check(pt_xchg(&R.oob, mine, theirs, sizeof(mine)), "droce parameters");
+		theirs[sizeof(theirs) - 1] = '\0';
+		if (strcmp(mine, theirs) != 0)
+			fail("the peer runs different options:\n  here: %s\n  peer: %s", mine, theirs);
+	} else if (o.check) {
+		unsupported("--check needs droce-perf on both sides (the peer is perftest %s)",
+			    R.oob.rem_version);
+	}
+	oob_check(pt_xchg_sys_data(&R.oob, PT_CYCLE_BUFFER, PT_CACHE_LINE, &cb, &cl), "sys data");
+	oob_check(pt_xchg_mtu(&R.oob, (int)R.mtu, &mtu), "MTU");
+	R.mtu = (enum ibv_mtu)mtu;
+	R.rem_nrx = 0;
+	(void)cl;
+	/* a perftest peer's area at vaddr holds max(size, cycle buffer) bytes */
+	R.rem_nrx = (uint32_t)cb; /* refined in setup_two */
+}
+
+static void
+setup_two(uint64_t size)
+{
+	struct side *s = &R.s[R.me];
+	uint32_t nrecv;
+	uint64_t cqe;
+	int cb = (int)R.rem_nrx;
+
+	R.lay = layout_for(size);
+	nrecv = o.verb != V_SEND ? 0 : (o.mode == M_BW && !o.check) ? o.rx_depth : R.lay.nrx;
+	if (o.mode == M_LAT) {
+		R.sq_depth = LAT_SQ_DEPTH;
+		R.depth = 1;
+	} else {
+		R.sq_depth = o.tx_depth;
+		R.depth = o.tx_depth;
+		if (o.verb == V_SEND && R.depth > nrecv)
+			R.depth = nrecv;
+		if (o.check && R.depth > R.lay.ntx)
+			R.depth = R.lay.ntx;
+		if (o.check && o.verb != V_SEND && R.depth > R.lay.nrx)
+			R.depth = R.lay.nrx;
+		if (o.check && R.depth < o.post_list)
+			fail("--check with -l %u needs %u slots of %" PRIu64 " B; use a smaller -l "
+			     "or -s", o.post_list, o.post_list, size);
+		if (R.depth < o.post_list)
+			R.depth = o.post_list;
+	}
+	R.cq_mod = o.post_list > 1 ? o.post_list : o.cq_mod;
+	if (R.cq_mod > R.depth)
+		R.cq_mod = R.depth;
+	if (R.oob.peer_droce) {
+		R.rem_nrx = R.lay.nrx; /* same options, same layout */
+	} else {
+		uint64_t area = RTE_MAX(size, (uint64_t)cb);
+
+		R.rem_nrx = (uint32_t)RTE_MAX(area / R.lay.stride, (uint64_t)1);
+		/* our own area must take what a perftest peer writes there */
+		if ((uint64_t)R.lay.nrx * R.lay.stride < area) {
+			R.lay.nrx = (uint32_t)((area + R.lay.stride - 1) / R.lay.stride);
+			R.lay.region = (uint64_t)(R.lay.ntx + R.lay.nrx) * R.lay.stride;
+		}
+	}
+
+	cqe = (uint64_t)o.qps * (R.sq_depth + nrecv) + 16;
+	s->buf_len = RTE_ALIGN_CEIL(R.lay.region * o.qps, 4096);
+	if (posix_memalign((void **)&s->buf, 4096, s->buf_len) != 0)
+		fail("out of memory for %zu B of buffers", s->buf_len);
+	memset(s->buf, 0, s->buf_len);
+	s->mr = ibv_reg_mr(s->pd, s->buf, s->buf_len,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	if (s->mr == NULL)
+		fail("ibv_reg_mr %zu B: %s", s->buf_len, strerror(errno));
+	s->cq = ibv_create_cq(s->ctx, (int)cqe, NULL, NULL, 0);
+	if (s->cq == NULL)
+		fail("ibv_create_cq %" PRIu64 ": %s", cqe, strerror(errno));
+	for (uint32_t i = 0; i < o.qps; i++) {
+		struct pair *p = &R.p[i];
+		struct ibv_qp_init_attr ia = {
+			.send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
+			.cap = { .max_send_wr = R.sq_depth, .max_recv_wr = nrecv ? nrecv : 1,
+				 .max_send_sge = 1, .max_recv_sge = 1,
+				 .max_inline_data = (uint32_t)o.inline_size },
+		};
+
+		memset(p, 0, sizeof(*p));
+		p->qp[R.me] = ibv_create_qp(s->pd, &ia);
+		if (p->qp[R.me] == NULL)
+			fail("ibv_create_qp: %s", strerror(errno));
+		p->psn[R.me] = (uint32_t)lrand48() & 0xffffff;
+		p->base[R.me] = s->buf + (uint64_t)i * R.lay.region;
+		to_init(p->qp[R.me]);
+		for (uint32_t j = 0; j < nrecv; j++)
+			post_recv_slot(p, i, R.me, j);
+		/* --check of READ: slot j of the server holds message j */
+		if (o.check && o.verb == V_READ && R.me == 1)
+			for (uint32_t j = 0; j < R.lay.nrx; j++)
+				pattern_fill(rx_slot(p, 1, j), size, i, j);
+	}
+}
+
+static void
+my_dest(uint32_t i, struct pt_dest *d)
+{
+	const struct pair *p = &R.p[i];
+
+	memset(d, 0, sizeof(*d));
+	d->out_reads = DROCE_DP_MAX_RD_ATOMIC;
+	d->qpn = p->qp[R.me]->qp_num;
+	d->psn = p->psn[R.me];
+	d->rkey = R.s[R.me].mr->rkey;
+	d->vaddr = (uintptr_t)rx_slot(p, R.me, 0); /* where the peer writes / reads */
+	memcpy(d->gid, R.s[R.me].gid.raw, 16);
+}
+
+static void
+barrier(const char *what)
+{
+	struct pt_dest d, r;
+
+	my_dest(0, &d);
+	oob_check(pt_hand_shake(&R.oob, &d, &r), what);
+}
+
+/* The key exchange and the connection, in perftest's order. */
+static void
+connect_qps(void)
+{
+	struct pt_dest d;
+
+	if (o.mode == M_LAT)
+		barrier("first key exchange"); /* perftest's latency tests do one more */
+	for (uint32_t i = 0; i < o.qps; i++) {
+		my_dest(i, &d);
+		oob_check(pt_hand_shake(&R.oob, &d, &R.p[i].rem), "QP keys");
+	}
+	if (!pt_gid_compatible(R.s[R.me].gid.raw, R.p[0].rem.gid))
+		fail("the peer's GID is %s, this one is %s: use the same IP version",
+		     pt_gid_is_v4mapped(R.p[0].rem.gid) ? "IPv4" : "IPv6",
+		     pt_gid_is_v4mapped(R.s[R.me].gid.raw) ? "IPv4" : "IPv6");
+	for (uint32_t i = 0; i < o.qps; i++) {
+		struct pair *p = &R.p[i];
+		struct ibv_qp peer = { .qp_num = p->rem.qpn };
+		union ibv_gid g;
+
+		memcpy(g.raw, p->rem.gid, 16);
+		to_rts(p->qp[R.me], p->psn[R.me], &peer, p->rem.psn, &g);
+	}
+	barrier("barrier after RTR");
+}
+
+static void
+teardown_two(void)
+{
+	struct side *s = &R.s[R.me];
+
+	for (uint32_t i = 0; i < o.qps; i++)
+		if (ibv_destroy_qp(R.p[i].qp[R.me]) != 0)
+			fail("ibv_destroy_qp");
+	if (ibv_destroy_cq(s->cq) != 0)
+		fail("ibv_destroy_cq");
+	s->cq = NULL;
+	if (ibv_dereg_mr(s->mr) != 0)
+		fail("ibv_dereg_mr");
+	free(s->buf);
+	s->buf = NULL;
+	if (ibv_dealloc_pd(s->pd) != 0)
+		fail("ibv_dealloc_pd");
+	if (ibv_close_device(s->ctx) != 0)
+		fail("ibv_close_device");
+}
+
+/* write_bw --check, server: slot j holds the last message written to it. */
+static void
+check_written_slots(const uint64_t *count)
+{
+	for (uint32_t i = 0; i < o.qps; i++) {
+		const struct pair *p = &R.p[i];
+
+		for (uint32_t j = 0; j < R.lay.nrx && j < count[i]; j++) {
+			uint64_t seq = (count[i] - 1 - j) / R.lay.nrx * R.lay.nrx + j;
+			uint8_t *b = rx_slot(p, 1, j);
+			int64_t off;
+
+			if (seq >= count[i])
+				seq -= R.lay.nrx;
+			inject(b, R.lay.size, i, seq);
+			off = pattern_check(b, R.lay.size, i, seq);
+			if (off >= 0)
+				check_failed("RDMA WRITE, server's memory", i, seq, b, R.lay.size, off);
+		}
+	}
+}
+
+/* Bandwidth, both roles: the client runs; the server serves (SEND: its
+ * receives are checked and reposted) until the client's end barrier. */
+static void
+run_bw_two(uint64_t size)
+{
+	struct pt_bw_report mine = { .size = size }, theirs;
+	uint64_t count[MAX_QPS] = { 0 }, rcount[MAX_QPS];
+
+	if (R.me == 0) {
+		const struct result *r;
+
+		run_bw(size);
+		r = &results[n_results - 1];
+		mine.iters = r->iters;
+		mine.bw_peak = r->bw_peak / 1048576.0;
+		mine.bw_avg = r->bw_avg / 1048576.0;
+		mine.msg_rate = r->msg_rate / 1e6;
+		for (uint32_t i = 0; i < o.qps; i++)
+			count[i] = rte_cpu_to_be_64(R.p[i].completed);
+	}
+	R.oob.timeout_ms = 0; /* the server waits for the whole run */
+	barrier("end of the run");
+	R.oob.timeout_ms = (int)(o.timeout * 1000);
+	oob_check(pt_xchg_bw_reports(&R.oob, &mine, &theirs), "bandwidth reports");
+	if (R.oob.peer_droce && o.check && o.verb == V_WRITE) {
+		oob_check(pt_xchg(&R.oob, count, rcount, 8 * o.qps), "message counts");
+		if (R.me == 1) {
+			for (uint32_t i = 0; i < o.qps; i++)
+				rcount[i] = rte_be_to_cpu_64(rcount[i]);
+			check_written_slots(rcount);
+		}
+	}
+	if (o.check && o.verb == V_SEND && R.me == 1) {
+		for (uint32_t i = 0; i < o.qps; i++)
+			if (R.p[i].recv_seen[1] == 0)
+				fail("--check: QP pair %u received no SEND", i);
+	}
+	if (R.me == 1) {
+		/* the server reports the client's figures, as perftest does */
+		struct result r = { .bytes = theirs.size, .iters = theirs.iters,
+				    .bw_peak = theirs.bw_peak * 1048576.0,
+				    .bw_avg = theirs.bw_avg * 1048576.0,
+				    .msg_rate = theirs.msg_rate * 1e6 };
+
+		r.msgs = theirs.iters * o.qps;
+		if (r.bw_avg > 0)
+			r.seconds = (double)r.msgs * (double)size / r.bw_avg;
+		add_result(&r);
+	}
+	barrier("closing");
+}
+
+/* Latency, server: the mirror of the client's ping-pong (send_lat,
+ * write_lat); read_lat and atomic_lat need nothing from it. */
+static void
+serve_lat(uint64_t size)
+{
+	struct pair *p = &R.p[0];
+	struct watch w;
+
+	watch_start(&w);
+	if (o.verb == V_READ || o.verb == V_ATOMIC)
+		return;
+	for (uint64_t i = 0; i < o.iters; i++) {
+		bool sig = (i + 1) % LAT_SIGNAL_EVERY == 0 || i + 1 == o.iters;
+
+		if (o.verb == V_SEND) {
+			WAIT_UNTIL(p->recv_seen[1] > i, &w, size, "server waiting for the SEND");
+		} else {
+			volatile uint8_t *mark = rx_slot(p, 1, i) + size - 1;
+
+			WAIT_UNTIL(*mark == (uint8_t)(i + 1), &w, size,
+				   "server polling the last byte of its buffer");
+			if (o.check) {
+				int64_t off;
+
+				inject(rx_slot(p, 1, i), size, 0, i);
+				off = pattern_check(rx_slot(p, 1, i), size, 0, i);
+				if (off >= 0)
+					check_failed("RDMA WRITE, server's buffer", 0, i,
+						     rx_slot(p, 1, i), size, off);
+			}
+		}
+		w.last_progress = rte_rdtsc();
+		lat_prepare(p, 1, i);
+		post_one(p, 1, i, sig, &w, size);
+	}
+	WAIT_UNTIL(p->sends_done[1] >= p->signaled[1], &w, size, "final completions");
+}
+
+static void
+run_two(uint64_t size)
+{
+	srand48((long)getpid() ^ (long)time(NULL)); /* two processes: distinct PSNs */
+	open_local();
+	connect_peer();
+	tsc_hz = rte_get_tsc_hz();
+	print_banner();
+	setup_two(size);
+	connect_qps();
+	print_addresses();
+	if (R.me == 0 || o.mode == M_BW)
+		print_header();
+	if (o.mode == M_BW) {
+		run_bw_two(size);
+	} else {
+		if (R.me == 0)
+			run_lat(size);
+		else
+			serve_lat(size);
+		if (R.oob.peer_droce) {
+			/* droce peers: a last barrier, so neither leaves early */
+			R.oob.timeout_ms = 0;
+			barrier("end of the run");
+		}
+	}
+	pt_oob_close(&R.oob);
+	print_line();
+	if (o.json)
+		print_json();
+	else if (o.stats)
+		print_stats(stdout);
+	fflush(stdout);
+	teardown_two();
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1745,6 +2266,30 @@ main(int argc, char **argv)
 		for (unsigned int i = 0; i < o.n_sizes; i++)
 			sizes[n_sizes++] = o.sizes[i];
 
+	if (o.host == NULL && !o.server) {
+		/* no peer named: loopback, unless the config has one device */
+		struct ibv_device **list;
+		int n = 0;
+
+		list = ibv_get_device_list(&n);
+		if (list == NULL)
+			fail("ibv_get_device_list: %s", strerror(errno));
+		ibv_free_device_list(list);
+		o.server = n == 1;
+	}
+	if (o.host != NULL || o.server) {
+		R.two = true;
+		R.me = o.server ? 1 : 0;
+		if (n_sizes != 1)
+			unsupported("two processes run one message size at a time (no -a or -s "
+				    "lists yet)");
+		if (o.duration > 0 && o.mode == M_LAT)
+			unsupported("-D: latency tests across two processes run -n iterations");
+		if (o.qps > 1 && o.mode == M_LAT)
+			unsupported("-q: latency tests use one QP");
+		run_two(sizes[0]);
+		return 0;
+	}
 	open_devices();
 	tsc_hz = rte_get_tsc_hz();
 	if (tsc_hz == 0)
