@@ -104,6 +104,7 @@ struct droce_mr {
 	uint32_t lkey, rkey;
 	uint32_t access;  /* enum droce_access */
 	uint32_t pd_id;
+	uint32_t mw_binds; /* memory windows bound to it (atomic; engines change it) */
 };
 
 /* Publishes @mr and gives it its keys; -1 with errno ENOMEM when the key table is full. */
@@ -111,6 +112,33 @@ int droce_mr_register(struct droce_mr *mr);
 
 /* Unpublishes @mr and waits until no engine can still be using it. */
 void droce_mr_unregister(struct droce_mr *mr);
+
+/* True while a memory window is bound to @mr (ibv_dereg_mr fails then). */
+static inline bool
+droce_mr_has_mw(const struct droce_mr *mr)
+{
+	return __atomic_load_n(&mr->mw_binds, __ATOMIC_ACQUIRE) != 0;
+}
+
+/* ---- memory windows (mw.c) ----
+ *
+ * A window takes its rkey from the MR key table: index << 8 | key byte.  It
+ * is bound and invalidated by WQEs the QP's engine executes in order:
+ *  - DROCE_WR_BIND_MW: rkey = the window's new rkey (its index, the new key
+ *    byte), remote_addr / compare_add = start / length of the window (length
+ *    0 unbinds a type 1 window), swap = its rights (DROCE_ACCESS_REMOTE_*),
+ *    invalidate_rkey = lkey of the MR it lies in, length = 0.
+ *  - DROCE_WR_LOCAL_INV: invalidate_rkey = the type 2 window's rkey.
+ * Engines read windows without locks; droce_mw_free() waits for them.
+ */
+struct droce_mw;
+
+/* A window of @type (1 or 2) in PD @pd_id, not bound; NULL with errno. */
+struct droce_mw *droce_mw_alloc(uint32_t pd_id, unsigned int type);
+/* Its rkey as allocated (the key byte changes with every bind). */
+uint32_t droce_mw_rkey(const struct droce_mw *mw);
+/* Unbinds it, unpublishes its key, waits until no engine sees it, frees it. */
+void droce_mw_free(struct droce_mw *mw);
 
 /* ---- completion queues ---- */
 
@@ -288,6 +316,55 @@ int droce_qp_async_state(const struct droce_qp *qp);
 
 /* Detaches @qp from its engine, waits for the engine to let go, frees it. */
 int droce_qp_destroy(struct droce_qp *qp);
+
+/* ---- shared receive queues (srq.c) and QP events ----
+ *
+ * An SRQ is filled by droce_srq_post_recv() from any thread and emptied by
+ * the engines of the QPs created with it, lock-free (see srq.c).  A QP takes
+ * a receive WQE from its SRQ only when a message needs one; from then on the
+ * WQE is the QP's until it completes (entering ERR flushes only those).
+ */
+#define DROCE_DP_MAX_SRQ_WR 32768
+
+struct droce_srq;
+
+/* Called by an engine when a take leaves fewer WQEs posted than the armed limit. */
+typedef void (*droce_srq_limit_fn)(struct droce_srq *srq, void *arg);
+
+/* NULL with errno EINVAL (sizes) or ENOMEM. */
+struct droce_srq *droce_srq_create(uint32_t max_wr, uint32_t max_sge, droce_srq_limit_fn limit,
+				   void *arg);
+/* EBUSY while a QP still uses it. */
+int droce_srq_destroy(struct droce_srq *srq);
+/* 0, ENOMEM when max_wr WQEs are posted, EINVAL above max_sge.  Any thread. */
+int droce_srq_post_recv(struct droce_srq *srq, const struct droce_rqe *rqe);
+/* Arms the limit event (@limit > 0) or disarms it (0); it disarms itself when it fires. */
+void droce_srq_arm(struct droce_srq *srq, uint32_t limit);
+uint32_t droce_srq_limit(const struct droce_srq *srq);
+uint32_t droce_srq_capacity(const struct droce_srq *srq);
+/* WQEs posted and not yet taken by a QP. */
+uint32_t droce_srq_count(const struct droce_srq *srq);
+
+/* Affiliated QP events (same values as enum ibv_event_type). */
+enum droce_qp_event {
+	DROCE_QP_EV_FATAL = 1,     /* the engine moved the QP to ERR (transport error) */
+	DROCE_QP_EV_LAST_WQE = 16, /* SRQ QP entered ERR: it takes no more WQEs */
+};
+
+/* Called on the QP's engine; it must only queue the event and return. */
+typedef void (*droce_qp_event_fn)(struct droce_qp *qp, enum droce_qp_event ev, void *arg);
+
+struct droce_qp_ext {
+	struct droce_srq *srq;     /* receive WQEs come from here (caps' recv sizes unused) */
+	droce_qp_event_fn event;   /* NULL: no events */
+	void *event_arg;
+};
+
+/* droce_qp_create() with an SRQ and / or an event callback (@ext may be NULL). */
+struct droce_qp *droce_qp_create_ex(enum droce_qp_type type, const struct droce_qp_caps *caps,
+				    struct droce_cq *send_cq, struct droce_cq *recv_cq,
+				    uint32_t pd_id, unsigned int port,
+				    const struct droce_qp_ext *ext);
 
 /* ---- neighbours ---- */
 

@@ -112,6 +112,9 @@ struct droce_qp {
 	struct droce_sq_slot *sq;
 	struct droce_rq_slot *rq;
 	struct droce_swqe *swqe;   /* engine-side, parallel to sq */
+	struct droce_srq *srq;     /* receive WQEs come from here (rq: one staging slot) */
+	droce_qp_event_fn event_fn; /* affiliated async events (engine thread) */
+	void *event_arg;
 
 	/* ---- application side ---- */
 	uint32_t sq_posted, rq_posted;     /* producer counters (under post locks) */

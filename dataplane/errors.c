@@ -34,6 +34,10 @@ const struct droce_err_info droce_err_table[DROCE_ERR_COUNT] = {
 				 DROCE_WC_SUCCESS, DROCE_QPS_ERR },
 	[DROCE_ERR_FLUSH] = { "flushed", DROCE_ERR_NO_NAK, DROCE_WC_WR_FLUSH_ERR,
 			      DROCE_WC_WR_FLUSH_ERR, DROCE_QPS_ERR },
+	/* requester: a memory window bind or a local invalidate it cannot execute
+	 * (IBTA's memory management operation error) */
+	[DROCE_ERR_MW_OP] = { "memory window operation", DROCE_ERR_NO_NAK, DROCE_WC_MW_BIND_ERR,
+			      DROCE_WC_SUCCESS, DROCE_QPS_ERR },
 };
 
 /* A NAK code received by a requester, as an internal error. */

@@ -2,7 +2,8 @@
  * Memory keys.  A key is (table index << 8 | 8-bit tag); the tag changes on
  * every reuse of an index so a stale key misses.  Engines read the table
  * without locks; unregistering waits for every engine to pass a quiescent
- * point (DPDK RCU QSBR) before the caller may free the region.
+ * point (DPDK RCU QSBR) before the caller may free the region.  Memory
+ * windows (mw.c) take their keys from the same table.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -10,16 +11,20 @@
 
 #include "engine.h"
 #include "internal.h"
+#include "mw.h"
 
 #define KEY_TABLE_SIZE (1u << 16)
 
-static _Atomic(struct droce_mr *) key_table[KEY_TABLE_SIZE];
+/* An entry is a struct droce_mr *, or a struct droce_mw * with bit 0 set (mw.c). */
+static _Atomic(uintptr_t) key_table[KEY_TABLE_SIZE];
 static uint8_t key_tag[KEY_TABLE_SIZE];
 static uint32_t key_hint = 1;
 static pthread_mutex_t key_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Gives @entry a free index; its first key (index << 8 | fresh tag) in *@key.
+ * @init(entry, key) runs before the entry is published.  0 or -1 (ENOMEM). */
 int
-droce_mr_register(struct droce_mr *mr)
+droce_key_publish(uintptr_t entry, uint32_t *key, void (*init)(uintptr_t entry, uint32_t key))
 {
 	pthread_mutex_lock(&key_lock);
 	for (uint32_t n = 0; n < KEY_TABLE_SIZE; n++) {
@@ -28,8 +33,10 @@ droce_mr_register(struct droce_mr *mr)
 		if (i == 0 || atomic_load_explicit(&key_table[i], memory_order_relaxed))
 			continue;
 		key_tag[i]++;
-		mr->lkey = mr->rkey = i << 8 | key_tag[i];
-		atomic_store_explicit(&key_table[i], mr, memory_order_release);
+		*key = i << 8 | key_tag[i];
+		if (init)
+			init(entry, *key);
+		atomic_store_explicit(&key_table[i], entry, memory_order_release);
 		key_hint = i + 1;
 		pthread_mutex_unlock(&key_lock);
 		return 0;
@@ -39,30 +46,58 @@ droce_mr_register(struct droce_mr *mr)
 	return -1;
 }
 
+/* Unpublishes @entry at the index of @key and waits until no engine can see it. */
 void
-droce_mr_unregister(struct droce_mr *mr)
+droce_key_unpublish(uintptr_t entry, uint32_t key)
 {
-	uint32_t i = mr->lkey >> 8;
+	uint32_t i = key >> 8;
 
 	if (i == 0 || i >= KEY_TABLE_SIZE)
 		return;
 	pthread_mutex_lock(&key_lock);
-	if (atomic_load_explicit(&key_table[i], memory_order_relaxed) == mr)
-		atomic_store_explicit(&key_table[i], NULL, memory_order_release);
+	if (atomic_load_explicit(&key_table[i], memory_order_relaxed) == entry)
+		atomic_store_explicit(&key_table[i], 0, memory_order_release);
 	pthread_mutex_unlock(&key_lock);
 	droce_dp_synchronize();
+}
+
+uintptr_t
+droce_key_entry_lc(uint32_t key)
+{
+	uint32_t i = key >> 8;
+
+	return i < KEY_TABLE_SIZE ? atomic_load_explicit(&key_table[i], memory_order_acquire) : 0;
+}
+
+static void
+mr_set_keys(uintptr_t entry, uint32_t key)
+{
+	struct droce_mr *mr = (struct droce_mr *)entry;
+
+	mr->lkey = mr->rkey = key;
+}
+
+int
+droce_mr_register(struct droce_mr *mr)
+{
+	uint32_t key;
+
+	return droce_key_publish((uintptr_t)mr, &key, mr_set_keys);
+}
+
+void
+droce_mr_unregister(struct droce_mr *mr)
+{
+	droce_key_unpublish((uintptr_t)mr, mr->lkey);
 }
 
 const struct droce_mr *
 droce_mr_lookup_lc(uint32_t key)
 {
-	uint32_t i = key >> 8;
-	const struct droce_mr *mr;
+	uintptr_t e = droce_key_entry_lc(key);
+	const struct droce_mr *mr = (const struct droce_mr *)e;
 
-	if (i >= KEY_TABLE_SIZE)
-		return NULL;
-	mr = atomic_load_explicit(&key_table[i], memory_order_acquire);
-	if (mr == NULL || mr->lkey != key)
+	if (e == 0 || (e & DROCE_KEY_MW) || mr->lkey != key)
 		return NULL;
 	return mr;
 }

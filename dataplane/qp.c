@@ -15,6 +15,7 @@
 #include "errors.h"
 #include "internal.h"
 #include "qp_internal.h"
+#include "srq.h"
 
 static _Atomic unsigned int next_engine;
 
@@ -24,6 +25,14 @@ struct droce_qp *
 droce_qp_create(enum droce_qp_type type, const struct droce_qp_caps *caps,
 		struct droce_cq *send_cq, struct droce_cq *recv_cq, uint32_t pd_id,
 		unsigned int port)
+{
+	return droce_qp_create_ex(type, caps, send_cq, recv_cq, pd_id, port, NULL);
+}
+
+struct droce_qp *
+droce_qp_create_ex(enum droce_qp_type type, const struct droce_qp_caps *caps,
+		   struct droce_cq *send_cq, struct droce_cq *recv_cq, uint32_t pd_id,
+		   unsigned int port, const struct droce_qp_ext *ext)
 {
 	struct droce_engine *eng;
 	struct droce_qp *qp;
@@ -58,6 +67,13 @@ droce_qp_create(enum droce_qp_type type, const struct droce_qp_caps *caps,
 	qp->port = droce_port_get(port);
 	qp->sq_size = caps->max_send_wr ? caps->max_send_wr : 1;
 	qp->rq_size = caps->max_recv_wr ? caps->max_recv_wr : 1;
+	if (ext != NULL) {
+		qp->srq = ext->srq;
+		qp->event_fn = ext->event;
+		qp->event_arg = ext->event_arg;
+		if (qp->srq != NULL)
+			qp->rq_size = 1; /* the WQE taken from the SRQ for the open message */
+	}
 	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
 	qp->rq = calloc(qp->rq_size, sizeof(*qp->rq));
 	qp->swqe = calloc(qp->sq_size, sizeof(*qp->swqe));
@@ -80,6 +96,8 @@ droce_qp_create(enum droce_qp_type type, const struct droce_qp_caps *caps,
 		errno = rc;
 		goto fail; /* the reserved slot stays reserved: the table is not shrunk */
 	}
+	if (qp->srq != NULL)
+		droce_srq_attach(qp->srq);
 	return qp;
 nomem:
 	errno = ENOMEM;
@@ -157,6 +175,8 @@ droce_qp_post_recv(struct droce_qp *qp, const struct droce_rqe *rqe)
 	struct droce_rq_slot *slot;
 	uint32_t idx;
 
+	if (qp->srq != NULL)
+		return EINVAL; /* its receive WQEs go to the SRQ */
 	rte_spinlock_lock(&qp->rq_lock);
 	idx = qp->rq_posted;
 	if (idx - atomic_load_explicit(&qp->rq_retired, memory_order_acquire) >= qp->rq_size) {
@@ -191,6 +211,8 @@ droce_qp_destroy(struct droce_qp *qp)
 		if (atomic_load_explicit(&slot->seq, memory_order_acquire) == idx + 1)
 			droce_wqe_release_ah(&slot->wqe);
 	}
+	if (qp->srq != NULL)
+		droce_srq_detach(qp->srq);
 	free(qp->sq);
 	free(qp->rq);
 	free(qp->swqe);
@@ -207,10 +229,37 @@ droce_qp_refresh_lc(struct droce_qp *qp)
 		       qp->sq_avail + 1 &&
 	       qp->sq_avail - qp->sq_head < qp->sq_size)
 		qp->sq_avail++;
-	while (atomic_load_explicit(&qp->rq[qp->rq_avail % qp->rq_size].seq, memory_order_acquire) ==
+	/* an SRQ QP's receive slot is filled by droce_qp_rq_ready_lc, not posted */
+	while (qp->srq == NULL &&
+	       atomic_load_explicit(&qp->rq[qp->rq_avail % qp->rq_size].seq, memory_order_acquire) ==
 		       qp->rq_avail + 1 &&
 	       qp->rq_avail - qp->rq_head < qp->rq_size)
 		qp->rq_avail++;
+}
+
+bool
+droce_qp_rq_ready_lc(struct droce_qp *qp)
+{
+	struct droce_rq_slot *slot;
+
+	droce_qp_refresh_lc(qp);
+	if (qp->rq_head != qp->rq_avail)
+		return true;
+	if (qp->srq == NULL)
+		return false;
+	/* the QP's own slot: refresh_lc never sees it as posted (seq stays behind) */
+	slot = &qp->rq[qp->rq_avail % qp->rq_size];
+	if (!droce_srq_take_lc(qp->srq, &slot->rqe))
+		return false;
+	qp->rq_avail++;
+	return true;
+}
+
+static void
+raise_event_lc(struct droce_qp *qp, enum droce_qp_event ev)
+{
+	if (qp->event_fn != NULL)
+		qp->event_fn(qp, ev, qp->event_arg);
 }
 
 static enum droce_wc_opcode
@@ -313,6 +362,8 @@ reset_lc(struct droce_qp *qp)
 void
 droce_qp_set_state_lc(struct droce_qp *qp, enum droce_qp_state state)
 {
+	enum droce_qp_state prev = qp->state;
+
 	qp->state = state;
 	switch (state) {
 	case DROCE_QPS_RESET:
@@ -326,6 +377,9 @@ droce_qp_set_state_lc(struct droce_qp *qp, enum droce_qp_state state)
 		qp->resp_failing = false;
 		qp->ack_pending = false;
 		flush_lc(qp);
+		/* an SRQ QP entering ERR: its WQEs are flushed, it takes no more */
+		if (state == DROCE_QPS_ERR && prev != DROCE_QPS_ERR && qp->srq != NULL)
+			raise_event_lc(qp, DROCE_QP_EV_LAST_WQE);
 		break;
 	default:
 		break;
@@ -336,11 +390,15 @@ void
 droce_qp_error_lc(struct droce_qp *qp, enum droce_err err)
 {
 	enum droce_qp_state next = droce_err_table[err].next_state;
+	enum droce_qp_state prev = qp->state;
 
-	droce_qp_set_state_lc(qp, next);
+	/* published first, so whoever reads an event below sees the new state */
 	atomic_store_explicit(&qp->async_state,
 			      (uint64_t)qp->applied_gen << 32 | 1u << 8 | (unsigned int)next,
 			      memory_order_release);
+	droce_qp_set_state_lc(qp, next);
+	if (next == DROCE_QPS_ERR && prev != DROCE_QPS_ERR)
+		raise_event_lc(qp, DROCE_QP_EV_FATAL);
 }
 
 int

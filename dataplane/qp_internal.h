@@ -19,6 +19,13 @@ void droce_qp_complete_recv_lc(struct droce_qp *qp, const struct droce_cqe *prot
 /* Moves the QP to the state the error table gives for @err (flushing on ERR). */
 void droce_qp_error_lc(struct droce_qp *qp, enum droce_err err);
 
+/*
+ * Refreshes and says whether a receive WQE is ready at rq_head; for a QP
+ * with an SRQ, takes one from the SRQ into its staging slot when none is.
+ * Call it only where a message needs a new receive WQE.
+ */
+bool droce_qp_rq_ready_lc(struct droce_qp *qp);
+
 /* The WQE no longer holds its address handle (UD): it completed or was dropped. */
 static inline void
 droce_wqe_release_ah(const struct droce_wqe *w)

@@ -143,6 +143,18 @@ wqe_start(struct droce_qp *qp, uint32_t idx)
 
 	memset(s, 0, sizeof(*s));
 	switch (w->opcode) {
+	case DROCE_WR_BIND_MW:
+	case DROCE_WR_LOCAL_INV: {
+		/* executed when reached, no packets; completes in order (retire_local) */
+		enum droce_err err = droce_mw_exec_lc(qp, w);
+
+		if (err != DROCE_ERR_NONE)
+			return err;
+		s->first_psn = qp->psn_next;
+		s->started = true;
+		s->done = true;
+		return DROCE_ERR_NONE;
+	}
 	case DROCE_WR_SEND:
 	case DROCE_WR_SEND_WITH_IMM:
 	case DROCE_WR_SEND_WITH_INV:
@@ -156,7 +168,7 @@ wqe_start(struct droce_qp *qp, uint32_t idx)
 		s->npkts = 1;
 		break;
 	default:
-		return DROCE_ERR_REM_OP; /* LOCAL_INV / BIND_MW: issue 4 */
+		return DROCE_ERR_REM_OP;
 	}
 	if (!(w->flags & DROCE_WQE_INLINE))
 		for (unsigned int i = 0; i < w->num_sge; i++)
@@ -312,6 +324,8 @@ rewind_to(struct droce_qp *qp, uint32_t psn)
 
 		if (!s->started)
 			break;
+		if (droce_mw_wr_is_local(droce_qp_wqe(qp, j)->opcode))
+			continue; /* executed once; passed over on the way again */
 		s->started = false;
 		if (s->rd_counted) {
 			s->rd_counted = false;
@@ -323,11 +337,22 @@ rewind_to(struct droce_qp *qp, uint32_t psn)
 	qp->stats.retransmits++;
 }
 
+/* Completes executed BIND_MW / LOCAL_INV WQEs that reached the head. */
+static void
+retire_local(struct droce_qp *qp)
+{
+	while (qp->sq_head != qp->sq_avail && qp->sq_head != qp->sq_cur &&
+	       droce_mw_wr_is_local(droce_qp_wqe(qp, qp->sq_head)->opcode) &&
+	       droce_qp_swqe(qp, qp->sq_head)->started)
+		droce_qp_complete_send_lc(qp, DROCE_WC_SUCCESS);
+}
+
 static unsigned int
 requester_tx(struct droce_qp *qp, unsigned int budget)
 {
 	unsigned int sent = 0;
 
+	retire_local(qp);
 	while (sent < budget && qp->sq_cur != qp->sq_avail) {
 		uint32_t idx = qp->sq_cur;
 		const struct droce_wqe *w = droce_qp_wqe(qp, idx);
@@ -354,6 +379,11 @@ requester_tx(struct droce_qp *qp, unsigned int budget)
 					fail_head(qp, err);
 				break;
 			}
+		}
+		if (droce_mw_wr_is_local(w->opcode)) {
+			qp->sq_cur = idx + 1;
+			retire_local(qp);
+			continue;
 		}
 		if (rd && !s->rd_counted) {
 			s->rd_counted = true;
@@ -404,6 +434,10 @@ complete_upto(struct droce_qp *qp, uint32_t psn)
 		struct droce_swqe *s = droce_qp_swqe(qp, qp->sq_head);
 		uint32_t last;
 
+		if (droce_mw_wr_is_local(w->opcode) && s->started && qp->sq_head != qp->sq_cur) {
+			droce_qp_complete_send_lc(qp, DROCE_WC_SUCCESS);
+			continue;
+		}
 		if (!s->started || s->sent_pkts == 0)
 			break;
 		last = droce_psn_add(s->first_psn, s->npkts - 1);
@@ -749,6 +783,11 @@ resp_send(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame, 
 		} else if (flags & DROCE_OPF_INV) {
 			c.wc_flags |= DROCE_WC_F_WITH_INV;
 			c.imm_or_inv = droce_ieth_rkey(droce_pkt_hdr(p, frame, DROCE_HDR_IETH));
+			/* remote invalidation: a type 2 window bound through this QP */
+			if (!droce_mw_remote_inv_lc(qp, c.imm_or_inv)) {
+				resp_error(qp, DROCE_ERR_REM_INV_REQ, psn);
+				return;
+			}
 		}
 		qp->rqe_open = false;
 		qp->msn = droce_psn_add(qp->msn, 1);
@@ -888,8 +927,7 @@ responder_rx(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *fram
 		return;
 	}
 	if (needs_new_rqe(qp, flags)) {
-		droce_qp_refresh_lc(qp);
-		if (qp->rq_head == qp->rq_avail) {
+		if (!droce_qp_rq_ready_lc(qp)) {
 			qp->stats.rnr_naks_tx++;
 			send_aeth(qp, droce_aeth_make_syndrome(DROCE_AETH_RNR_NAK, qp->attr.min_rnr_timer),
 				  psn);

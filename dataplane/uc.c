@@ -13,6 +13,8 @@
  * errors: a SEND longer than the receive WQE completes that WQE with
  * LOC_LEN_ERR (the rest of the message is dropped, the QP carries on); a bad
  * receive SGE completes it with LOC_PROT_ERR and moves the QP to ERR.
+ * BIND_MW and LOCAL_INV execute and complete when reached (mw.c);
+ * SEND_WITH_INV completes with LOC_QP_OP_ERR (no UC opcode carries an IETH).
  */
 #include <string.h>
 
@@ -40,8 +42,15 @@ wqe_start(struct droce_qp *qp, uint32_t idx)
 	case DROCE_WR_RDMA_WRITE:
 	case DROCE_WR_RDMA_WRITE_WITH_IMM:
 		break;
+	case DROCE_WR_BIND_MW:
+	case DROCE_WR_LOCAL_INV:
+		/* no packets: executed and completed when reached */
+		s->started = true;
+		return droce_mw_exec_lc(qp, w);
 	default:
-		return DROCE_ERR_REM_OP; /* LOCAL_INV / BIND_MW / SEND_WITH_INV: not yet */
+		/* SEND_WITH_INV: IBTA gives UC no opcode with an IETH, so it cannot
+		 * be sent; it completes with LOC_QP_OP_ERR, as on Linux rxe */
+		return DROCE_ERR_REM_OP;
 	}
 	if (!droce_xport_sges_ok_lc(qp, w, 0))
 		return DROCE_ERR_LOC_PROT;
@@ -130,6 +139,10 @@ droce_uc_tx_lc(struct droce_qp *qp, unsigned int budget)
 				fail_head(qp, err);
 				break;
 			}
+			if (droce_mw_wr_is_local(droce_qp_wqe(qp, idx)->opcode)) {
+				droce_qp_complete_send_lc(qp, DROCE_WC_SUCCESS);
+				continue;
+			}
 		}
 		sent += send_wqe(qp, idx, budget - sent, &whole);
 		if (s->err) {
@@ -180,8 +193,7 @@ recv_send(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame)
 	const struct droce_rqe *r;
 
 	if (flags & DROCE_OPF_FIRST) {
-		droce_qp_refresh_lc(qp);
-		if (qp->rq_head == qp->rq_avail) {
+		if (!droce_qp_rq_ready_lc(qp)) {
 			qp->eng->stats.rq_empty_drops++; /* no RNR on UC: the message is lost */
 			return;
 		}
@@ -277,8 +289,7 @@ recv_write(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame)
 				       .src_qp = qp->attr.dest_qpn,
 				       .wc_flags = DROCE_WC_F_WITH_IMM };
 
-		droce_qp_refresh_lc(qp);
-		if (qp->rq_head == qp->rq_avail) {
+		if (!droce_qp_rq_ready_lc(qp)) {
 			qp->eng->stats.rq_empty_drops++; /* the bytes landed; nothing to complete */
 			return;
 		}

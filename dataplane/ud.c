@@ -151,8 +151,7 @@ droce_ud_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *
 		qp->eng->stats.qkey_drops++;
 		goto out;
 	}
-	droce_qp_refresh_lc(qp);
-	if (qp->rq_head == qp->rq_avail) {
+	if (!droce_qp_rq_ready_lc(qp)) {
 		qp->eng->stats.rq_empty_drops++; /* UD has no RNR: the datagram is lost */
 		goto out;
 	}

@@ -13,6 +13,7 @@
 
 #include "engine.h"
 #include "icrc.h"
+#include "mw.h"
 #include "pmd_glue/port.h"
 
 #define DROCE_XPORT_DEFAULT_PKEY 0xffff
@@ -23,14 +24,22 @@ droce_xport_wr_is_write(uint8_t op)
 	return op == DROCE_WR_RDMA_WRITE || op == DROCE_WR_RDMA_WRITE_WITH_IMM;
 }
 
-/* The MR @key names, if it covers [va, va + len) with rights @need for this QP's PD. */
+/* The MR @key names, if it covers [va, va + len) with rights @need for this QP's PD.
+ * A remote access (@need has a remote right) may name a memory window instead:
+ * then the window's rights and bounds decide, and its MR is returned. */
 static inline const struct droce_mr *
 droce_xport_mr_check_lc(const struct droce_qp *qp, uint32_t key, uint64_t va, uint64_t len,
 			uint32_t need)
 {
-	const struct droce_mr *mr = droce_mr_lookup_lc(key);
+	uintptr_t e = droce_key_entry_lc(key);
+	const struct droce_mr *mr = (const struct droce_mr *)e;
 
-	if (mr == NULL || mr->pd_id != qp->pd_id || (mr->access & need) != need)
+	if (e & DROCE_KEY_MW)
+		return (need & DROCE_ACCESS_REMOTE_ANY)
+			       ? droce_mw_check_lc(qp, (const struct droce_mw *)(e & ~DROCE_KEY_MW), key,
+						   va, len, need)
+			       : NULL;
+	if (mr == NULL || mr->lkey != key || mr->pd_id != qp->pd_id || (mr->access & need) != need)
 		return NULL;
 	if (va < mr->iova || len > mr->length || va - mr->iova > mr->length - len)
 		return NULL;

@@ -176,6 +176,19 @@ ibv_open_device(struct ibv_device *device)
 	c->ops.req_notify_cq = droce_verbs_req_notify_cq;
 	c->ops.post_send = droce_verbs_post_send;
 	c->ops.post_recv = droce_verbs_post_recv;
+	c->ops.alloc_mw = droce_verbs_alloc_mw;
+	c->ops.dealloc_mw = droce_verbs_dealloc_mw;
+	c->ops.bind_mw = droce_verbs_bind_mw;
+	c->ops.post_srq_recv = droce_verbs_post_srq_recv;
+	if (droce_verbs_events_open(x) != 0) {
+		close(fds[0]);
+		close(fds[1]);
+		pthread_mutex_destroy(&x->lock);
+		pthread_mutex_destroy(&c->mutex);
+		free(x);
+		errno = ENOMEM;
+		return NULL;
+	}
 	return c;
 }
 
@@ -186,6 +199,7 @@ ibv_close_device(struct ibv_context *context)
 
 	if (x == NULL)
 		return EINVAL;
+	droce_verbs_events_close(x); /* no more port events into the pipe */
 	close(context->async_fd);
 	close(x->async_wfd);
 	pthread_mutex_destroy(&x->lock);
@@ -216,7 +230,9 @@ ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 	a->hw_ver = 0;
 	a->max_qp = DROCE_VERBS_MAX_QP;
 	a->max_qp_wr = DROCE_DP_MAX_QP_WR;
-	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID;
+	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
+			      IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+	a->max_mw = DROCE_VERBS_MAX_MR; /* windows share the MR key table */
 	a->max_sge = DROCE_DP_MAX_SGE;
 	a->max_sge_rd = DROCE_DP_MAX_SGE;
 	a->max_cq = DROCE_VERBS_MAX_CQ;
@@ -303,7 +319,8 @@ droce_verbs_query_port(struct ibv_context *c, uint8_t port_num, struct ibv_port_
 		return ENODEV;
 	memset(&a, 0, sizeof(a));
 	droce_port_link_up(p);
-	a.state = p->link_up ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+	/* a link cut by droce_port_set_link is down too (the PORT_ERR event says so) */
+	a.state = p->link_up && droce_port_link_is_set_up(p) ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
 	a.max_mtu = droce_verbs_mtu_of(p->mtu);
 	a.active_mtu = a.max_mtu;
 	a.gid_tbl_len = (int)p->n_gids;
@@ -311,7 +328,7 @@ droce_verbs_query_port(struct ibv_context *c, uint8_t port_num, struct ibv_port_
 	a.max_msg_sz = DROCE_DP_MAX_MSG;
 	a.pkey_tbl_len = 1;
 	a.max_vl_num = 1;
-	a.phys_state = p->link_up ? 5 /* LinkUp */ : 3 /* Disabled */;
+	a.phys_state = a.state == IBV_PORT_ACTIVE ? 5 /* LinkUp */ : 3 /* Disabled */;
 	a.link_layer = IBV_LINK_LAYER_ETHERNET;
 	speed_of(p->link_speed, &a.active_width, &a.active_speed);
 	memcpy(out, &a, attr_len < sizeof(a) ? attr_len : sizeof(a));
@@ -425,71 +442,7 @@ ibv_is_fork_initialized(void)
 
 /* ---- async events ---- */
 
-int
-ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
-{
-	struct droce_vctx *x = droce_vctx_of(context);
-
-	for (;;) {
-		struct droce_vevent rec;
-		struct droce_vcq *cq;
-		ssize_t n = read(context->async_fd, &rec, sizeof(rec));
-
-		if (n < 0)
-			return -1;
-		if (n != sizeof(rec)) {
-			errno = EIO;
-			return -1;
-		}
-		pthread_mutex_lock(&x->lock);
-		TAILQ_FOREACH(cq, &x->cqs, ctx_link)
-			if (cq->serial == rec.serial)
-				break;
-		if (cq != NULL)
-			cq->async_reported++;
-		pthread_mutex_unlock(&x->lock);
-		if (cq == NULL)
-			continue; /* its CQ was destroyed meanwhile */
-		memset(event, 0, sizeof(*event));
-		event->element.cq = &cq->cq;
-		event->event_type = (enum ibv_event_type)rec.type;
-		return 0;
-	}
-}
-
-void
-ibv_ack_async_event(struct ibv_async_event *event)
-{
-	switch (event->event_type) {
-	case IBV_EVENT_CQ_ERR: {
-		struct ibv_cq *cq = event->element.cq;
-
-		pthread_mutex_lock(&cq->mutex);
-		cq->async_events_completed++;
-		pthread_cond_broadcast(&cq->cond);
-		pthread_mutex_unlock(&cq->mutex);
-		break;
-	}
-	case IBV_EVENT_QP_FATAL:
-	case IBV_EVENT_QP_REQ_ERR:
-	case IBV_EVENT_QP_ACCESS_ERR:
-	case IBV_EVENT_COMM_EST:
-	case IBV_EVENT_SQ_DRAINED:
-	case IBV_EVENT_PATH_MIG:
-	case IBV_EVENT_PATH_MIG_ERR:
-	case IBV_EVENT_QP_LAST_WQE_REACHED: {
-		struct ibv_qp *qp = event->element.qp;
-
-		pthread_mutex_lock(&qp->mutex);
-		qp->events_completed++;
-		pthread_cond_broadcast(&qp->cond);
-		pthread_mutex_unlock(&qp->mutex);
-		break;
-	}
-	default:
-		break;
-	}
-}
+/* ibv_get_async_event and ibv_ack_async_event: events.c */
 
 /* ---- strings ---- */
 

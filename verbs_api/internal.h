@@ -40,13 +40,19 @@ struct droce_vdev {
 };
 
 struct droce_vcq;
+struct droce_vqp;
+struct droce_vsrq;
 
 struct droce_vctx {
 	struct verbs_context vctx; /* ends with the struct ibv_context */
 	unsigned int port;
 	int async_wfd;             /* write end of the async event pipe */
-	pthread_mutex_t lock;      /* the CQ list */
+	pthread_mutex_t lock;      /* the CQ, QP and SRQ lists (events.c looks up by serial) */
 	TAILQ_HEAD(, droce_vcq) cqs;
+	TAILQ_HEAD(, droce_vqp) qps;
+	TAILQ_HEAD(, droce_vsrq) srqs;
+	int port_up;               /* link state last reported (events.c monitor) */
+	TAILQ_ENTRY(droce_vctx) mon_link;
 };
 
 struct droce_vpd {
@@ -58,6 +64,11 @@ struct droce_vpd {
 struct droce_vmr {
 	struct ibv_mr mr;
 	struct droce_mr dmr;
+};
+
+struct droce_vmw {
+	struct ibv_mw mw;          /* handle: the rkey at allocation (names the window) */
+	struct droce_mw *dmw;
 };
 
 struct droce_vchan {
@@ -104,6 +115,19 @@ struct droce_vqp {
 	int state;                 /* enum ibv_qp_state, atomic loads on the post path */
 	pthread_mutex_t lock;      /* serialises modify and query */
 	struct ibv_qp_attr attr;   /* last values set */
+	uint64_t serial;           /* names it in async event records */
+	uint32_t async_reported;   /* under the context lock */
+	TAILQ_ENTRY(droce_vqp) ctx_link;
+};
+
+struct droce_vsrq {
+	struct ibv_srq srq;
+	struct droce_srq *dsrq;
+	uint32_t max_wr, max_sge;  /* what it enforces */
+	uint64_t serial;
+	uint32_t async_reported;   /* under the context lock */
+	atomic_uint users;         /* QPs */
+	TAILQ_ENTRY(droce_vsrq) ctx_link;
 };
 
 static inline struct droce_vctx *
@@ -152,6 +176,14 @@ int droce_verbs_encode_send(const struct droce_vqp *q, const struct ibv_send_wr 
 			    struct droce_wqe *wqe);
 int droce_verbs_encode_recv(const struct droce_vqp *q, const struct ibv_recv_wr *wr,
 			    struct droce_rqe *rqe);
+/* The BIND_MW / LOCAL_INV part of droce_verbs_encode_send (mw.c): 0 or EINVAL. */
+int droce_verbs_encode_mw(const struct droce_vqp *q, const struct ibv_send_wr *wr,
+			  struct droce_wqe *wqe);
+
+/* Context ops for memory windows (mw.c). */
+struct ibv_mw *droce_verbs_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type);
+int droce_verbs_dealloc_mw(struct ibv_mw *mw);
+int droce_verbs_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *mw_bind);
 
 /*
  * The modify_qp transition table: true when moving @cur -> @next on a QP of
@@ -160,6 +192,25 @@ int droce_verbs_encode_recv(const struct droce_vqp *q, const struct ibv_recv_wr 
  */
 bool droce_verbs_modify_ok(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_state next,
 			   int mask);
+
+/* Async events (events.c). */
+/* A fresh serial for an object named in event records. */
+uint64_t droce_verbs_serial(void);
+/* The QP event callback droce_qp_create_ex() gets (arg: the struct droce_vqp). */
+void droce_verbs_qp_event(struct droce_qp *dqp, enum droce_qp_event ev, void *arg);
+/* The SRQ limit callback (arg: the struct droce_vsrq). */
+void droce_verbs_srq_limit(struct droce_srq *dsrq, void *arg);
+/* Context open / close: the port monitor that raises PORT_ACTIVE / PORT_ERR. */
+int droce_verbs_events_open(struct droce_vctx *x);
+void droce_verbs_events_close(struct droce_vctx *x);
+/* Unlinks @q from its context's event lookup and waits until every event
+ * handed out for it was acknowledged (rdma-core's destroy rule). */
+void droce_verbs_qp_events_drain(struct droce_vqp *q);
+/* Link state a port reports: the PMD's, unless droce_port_set_link cut it. */
+bool droce_verbs_port_is_up(unsigned int port);
+/* ibv_post_srq_recv (srq.c). */
+int droce_verbs_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			      struct ibv_recv_wr **bad_wr);
 
 /* Starts the runtime once (droce_start(NULL) + engines); 0 or -1 with errno. */
 int droce_verbs_runtime_up(void);

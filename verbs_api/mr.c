@@ -131,6 +131,8 @@ ibv_dereg_mr(struct ibv_mr *ibmr)
 
 	if (mr == NULL)
 		return EINVAL;
+	if (droce_mr_has_mw(&mr->dmr))
+		return EBUSY; /* ibv_alloc_mw(3): fails while a window is bound to it */
 	/* returns once no engine can still be reading the key */
 	droce_mr_unregister(&mr->dmr);
 	atomic_fetch_sub(&((struct droce_vpd *)ibmr->pd)->users, 1);

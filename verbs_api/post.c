@@ -41,13 +41,18 @@ droce_verbs_encode_send(const struct droce_vqp *q, const struct ibv_send_wr *wr,
 	unsigned int op = (unsigned int)wr->opcode;
 	uint64_t total = 0;
 	uint8_t flags = 0;
-	bool rdma = false, atomic = false;
+	bool rdma = false, atomic = false, local = false;
 
 	if (!droce_wr_opcode_allowed(q->type, op))
 		return EINVAL;
 	switch (op) {
 	case IBV_WR_SEND:
 	case IBV_WR_SEND_WITH_IMM:
+	case IBV_WR_SEND_WITH_INV:
+		break;
+	case IBV_WR_LOCAL_INV:
+	case IBV_WR_BIND_MW:
+		local = true; /* memory windows: mw.c */
 		break;
 	case IBV_WR_RDMA_WRITE:
 	case IBV_WR_RDMA_WRITE_WITH_IMM:
@@ -59,8 +64,7 @@ droce_verbs_encode_send(const struct droce_vqp *q, const struct ibv_send_wr *wr,
 		atomic = true;
 		break;
 	default:
-		/* LOCAL_INV, BIND_MW, SEND_WITH_INV: no memory windows or
-		 * invalidation (device_cap_flags say so); TSO: no raw QPs */
+		/* TSO: no raw QPs */
 		return EINVAL;
 	}
 	wqe->ah = NULL;
@@ -92,12 +96,21 @@ droce_verbs_encode_send(const struct droce_vqp *q, const struct ibv_send_wr *wr,
 	wqe->wr_id = wr->wr_id;
 	wqe->opcode = (uint8_t)op;
 	wqe->imm = (op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE_WITH_IMM) ? wr->imm_data : 0;
-	wqe->invalidate_rkey = 0;
+	wqe->invalidate_rkey = op == IBV_WR_SEND_WITH_INV ? wr->invalidate_rkey : 0;
 	wqe->remote_addr = 0;
 	wqe->rkey = 0;
 	wqe->compare_add = 0;
 	wqe->swap = 0;
 
+	if (local) {
+		/* no data: the SGEs are not looked at */
+		if (wr->send_flags & IBV_SEND_INLINE)
+			return EINVAL;
+		wqe->num_sge = 0;
+		wqe->length = 0;
+		wqe->flags = flags;
+		return droce_verbs_encode_mw(q, wr, wqe);
+	}
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		uint8_t *dst = wqe->inline_data;
 
@@ -202,6 +215,10 @@ droce_verbs_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv
 	struct droce_rqe rqe;
 	int state = droce_vqp_state(q);
 
+	if (qp->srq != NULL && wr != NULL) {
+		*bad_wr = wr; /* its receive WQEs go to the SRQ (ibv_post_srq_recv) */
+		return EINVAL;
+	}
 	for (; wr != NULL; wr = wr->next) {
 		int rc = state == IBV_QPS_RESET ? EINVAL : droce_verbs_encode_recv(q, wr, &rqe);
 

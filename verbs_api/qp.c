@@ -336,10 +336,13 @@ ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
 		errno = EINVAL;
 		return NULL;
 	}
-	if (ia->srq != NULL) {
-		errno = EOPNOTSUPP; /* droce has no SRQs yet */
+	if (ia->srq != NULL && ia->srq->context != pd->context) {
+		errno = EINVAL;
 		return NULL;
 	}
+	/* with an SRQ the receive sizes are ignored (ibv_create_qp(3)) */
+	if (ia->srq != NULL)
+		ia->cap.max_recv_wr = ia->cap.max_recv_sge = 0;
 	if (ia->cap.max_send_wr > DROCE_DP_MAX_QP_WR || ia->cap.max_recv_wr > DROCE_DP_MAX_QP_WR ||
 	    ia->cap.max_send_sge > DROCE_DP_MAX_SGE || ia->cap.max_recv_sge > DROCE_DP_MAX_SGE ||
 	    ia->cap.max_inline_data > DROCE_DP_MAX_INLINE) {
@@ -355,7 +358,7 @@ ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
 	q->cap = ia->cap;
 	if (q->cap.max_send_wr == 0)
 		q->cap.max_send_wr = 1;
-	if (q->cap.max_recv_wr == 0)
+	if (q->cap.max_recv_wr == 0 && ia->srq == NULL)
 		q->cap.max_recv_wr = 1;
 	memset(&caps, 0, sizeof(caps));
 	caps.max_send_wr = q->cap.max_send_wr;
@@ -368,8 +371,18 @@ ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
 	q->sq_sig_all = caps.sq_sig_all;
 	scq = (struct droce_vcq *)ia->send_cq;
 	rcq = (struct droce_vcq *)ia->recv_cq;
-	q->dqp = droce_qp_create(q->type, &caps, scq->dcq, rcq->dcq,
-				 ((struct droce_vpd *)pd)->id, x->port);
+	q->serial = droce_verbs_serial();
+	q->qp.context = pd->context; /* the event callback reaches the context through it */
+	{
+		struct droce_qp_ext ext = {
+			.srq = ia->srq ? ((struct droce_vsrq *)ia->srq)->dsrq : NULL,
+			.event = droce_verbs_qp_event,
+			.event_arg = q,
+		};
+
+		q->dqp = droce_qp_create_ex(q->type, &caps, scq->dcq, rcq->dcq,
+					    ((struct droce_vpd *)pd)->id, x->port, &ext);
+	}
 	if (q->dqp == NULL) {
 		int e = errno ? errno : ENOMEM;
 
@@ -380,6 +393,8 @@ ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
 	atomic_fetch_add(&((struct droce_vpd *)pd)->users, 1);
 	atomic_fetch_add(&scq->users, 1);
 	atomic_fetch_add(&rcq->users, 1);
+	if (ia->srq != NULL)
+		atomic_fetch_add(&((struct droce_vsrq *)ia->srq)->users, 1);
 	pthread_mutex_init(&q->lock, NULL);
 	q->state = IBV_QPS_RESET;
 	q->attr.qp_state = IBV_QPS_RESET;
@@ -392,13 +407,16 @@ ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
 	q->qp.pd = pd;
 	q->qp.send_cq = ia->send_cq;
 	q->qp.recv_cq = ia->recv_cq;
-	q->qp.srq = NULL;
+	q->qp.srq = ia->srq;
 	q->qp.qp_num = droce_qp_num(q->dqp);
 	q->qp.handle = q->qp.qp_num;
 	q->qp.state = IBV_QPS_RESET;
 	q->qp.qp_type = ia->qp_type;
 	pthread_mutex_init(&q->qp.mutex, NULL);
 	pthread_cond_init(&q->qp.cond, NULL);
+	pthread_mutex_lock(&x->lock);
+	TAILQ_INSERT_TAIL(&x->qps, q, ctx_link); /* async events can name it now */
+	pthread_mutex_unlock(&x->lock);
 	ia->cap = q->cap;
 	return &q->qp;
 }
@@ -414,6 +432,10 @@ ibv_destroy_qp(struct ibv_qp *qp)
 	rc = droce_qp_destroy(q->dqp);
 	if (rc != 0)
 		return rc;
+	/* as rdma-core: every event handed out for it must be acked first */
+	droce_verbs_qp_events_drain(q);
+	if (qp->srq != NULL)
+		atomic_fetch_sub(&((struct droce_vsrq *)qp->srq)->users, 1);
 	atomic_fetch_sub(&((struct droce_vpd *)qp->pd)->users, 1);
 	atomic_fetch_sub(&((struct droce_vcq *)qp->send_cq)->users, 1);
 	atomic_fetch_sub(&((struct droce_vcq *)qp->recv_cq)->users, 1);
@@ -444,7 +466,7 @@ ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 	init_attr->qp_context = qp->qp_context;
 	init_attr->send_cq = qp->send_cq;
 	init_attr->recv_cq = qp->recv_cq;
-	init_attr->srq = NULL;
+	init_attr->srq = qp->srq;
 	init_attr->cap = q->cap;
 	init_attr->qp_type = qp->qp_type;
 	init_attr->sq_sig_all = q->sq_sig_all;

@@ -166,6 +166,40 @@ droce_mr_unregister(struct droce_mr *mr)
 	fake_live_mrs--;
 }
 
+/* ---- memory windows (a key each; binding happens on engines only) ---- */
+
+struct droce_mw {
+	uint32_t key;
+};
+
+struct droce_mw *
+droce_mw_alloc(uint32_t pd_id, unsigned int type)
+{
+	struct droce_mw *mw = calloc(1, sizeof(*mw));
+
+	(void)pd_id;
+	(void)type;
+	if (mw == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	mw->key = next_key;
+	next_key += 0x100;
+	return mw;
+}
+
+uint32_t
+droce_mw_rkey(const struct droce_mw *mw)
+{
+	return mw->key;
+}
+
+void
+droce_mw_free(struct droce_mw *mw)
+{
+	free(mw);
+}
+
 /* ---- CQs ---- */
 
 struct droce_cq *
