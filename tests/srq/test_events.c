@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Async events provoked for real and read with ibv_get_async_event: QP fatal
  * (a bad rkey; a link cut that exhausts the retries), port error / active
- * (droce_port_set_link), and solicited-only CQ notification end to end.
+ * (droce_port_set_link), CQ error on an engine-side overflow, and
+ * solicited-only CQ notification end to end.
  */
 #include <errno.h>
 #include <poll.h>
@@ -227,4 +228,57 @@ Test(events, solicited_only_notification, .timeout = 60)
 	cr_assert_eq(wc.status, IBV_WC_LOC_LEN_ERR, "%s", ibv_wc_status_str(wc.status));
 	wc = s_wait(p.ascq, 3000, "fourth SEND");
 	cr_assert_eq(wc.status, IBV_WC_REM_INV_REQ_ERR, "%s", ibv_wc_status_str(wc.status));
+}
+
+Test(events, cq_err_when_the_engine_overflows_a_cq)
+{
+	struct pair p;
+	struct ibv_cq *small;
+	struct ibv_qp *a2, *b2;
+	struct ibv_async_event ev;
+	struct ibv_wc wc[64];
+	int n, got = 0;
+
+	pair_up(&p, S_COLOCATED_1, 7, 14);
+	/* a second QP pair whose receiver completes into a CQ nobody polls */
+	small = ibv_create_cq(p.B.ctx, 1, NULL, NULL, 0);
+	cr_assert_not_null(small);
+	cr_assert_geq(small->cqe, 1);
+	n = small->cqe + 2;
+	cr_assert_leq(n, 64);
+	a2 = s_rc_qp(&p.A, p.ascq, p.arcq, NULL, 64, 8);
+	b2 = s_rc_qp(&p.B, p.bscq, small, NULL, 8, 64);
+	s_rc_connect(a2, &p.B, b2->qp_num, 7, 14);
+	s_rc_connect(b2, &p.A, a2->qp_num, 7, 14);
+	for (int i = 0; i < n; i++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)p.B.buf + 256 * i, .length = 256,
+				       .lkey = p.B.mr->lkey };
+		struct ibv_recv_wr w = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+		cr_assert_eq(ibv_post_recv(b2, &w, &bad), 0);
+	}
+	cr_assert_not(s_async(p.B.ctx, &ev, 50, true), "event before the overflow: %s",
+		      ibv_event_type_str(ev.event_type));
+	for (int i = 0; i < n; i++)
+		cr_assert_eq(s_post_send(a2, &p.A, 100 + i, 0, 64, IBV_SEND_SIGNALED), 0);
+	/* the sender completes every SEND (the receiver ACKs them) ... */
+	while (got < n) {
+		int k = s_poll(p.ascq, wc, n - got, 3000);
+
+		cr_assert_gt(k, 0, "%d of %d SENDs completed", got, n);
+		for (int i = 0; i < k; i++)
+			cr_assert_eq(wc[i].status, IBV_WC_SUCCESS, "%s",
+				     ibv_wc_status_str(wc[i].status));
+		got += k;
+	}
+	/* ... and the receive CQ, too small for them, reports its overflow once */
+	cr_assert(s_async(p.B.ctx, &ev, 3000, true), "no CQ_ERR");
+	cr_assert_eq(ev.event_type, IBV_EVENT_CQ_ERR, "%s", ibv_event_type_str(ev.event_type));
+	cr_assert_eq(ev.element.cq, small);
+	ibv_ack_async_event(&ev);
+	cr_assert_not(s_async(p.B.ctx, &ev, 100, true), "unexpected %s",
+		      ibv_event_type_str(ev.event_type));
+	cr_assert_eq(ibv_destroy_qp(a2), 0);
+	cr_assert_eq(ibv_destroy_qp(b2), 0);
+	cr_assert_eq(ibv_destroy_cq(small), 0);
 }
