@@ -8,6 +8,9 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 
 #include <rte_arp.h>
 #include <rte_bus.h>
@@ -136,6 +139,42 @@ probe_vdev(const char *src, struct droce_port *p, const char *args)
 	return 0;
 }
 
+/*
+ * A memif server binds its socket path, which fails while the file exists.
+ * A socket file nobody listens on is what a killed server leaves behind:
+ * remove it.  One somebody listens on, or a file that is no socket, is an
+ * error the user must resolve.
+ */
+static int
+memif_server_path_prepare(const char *src, struct droce_port *p)
+{
+	const char *path = p->cfg->memif_socket;
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd, rc;
+
+	if (stat(path, &st) != 0)
+		return 0;
+	if (!S_ISSOCK(st.st_mode))
+		return PORT_ERR(src, p, EEXIST, "socket = %s: exists and is not a socket", path);
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return 0; /* the PMD reports the too long path */
+	memcpy(sa.sun_path, path, strlen(path) + 1);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	if (fd < 0)
+		return 0;
+	rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
+	close(fd);
+	if (rc == 0)
+		return PORT_ERR(src, p, EADDRINUSE,
+				"socket = %s: another memif server is listening on it", path);
+	if (errno != ECONNREFUSED)
+		return 0;
+	if (unlink(path) == 0)
+		PMD_LOG(NOTICE, "%s: [%s] removed stale memif socket %s", src, p->cfg->name, path);
+	return 0;
+}
+
 static int
 create_device(const char *src, struct droce_port *p)
 {
@@ -150,6 +189,9 @@ create_device(const char *src, struct droce_port *p)
 		snprintf(args, sizeof(args), "role=%s,socket=%s,socket-abstract=no,id=%u",
 			 pc->memif_role == DROCE_MEMIF_ROLE_SERVER ? "server" : "client",
 			 pc->memif_socket, pc->memif_id);
+		if (pc->memif_role == DROCE_MEMIF_ROLE_SERVER &&
+		    memif_server_path_prepare(src, p) != 0)
+			return -1;
 		return probe_vdev(src, p, args);
 	case DROCE_PORT_KIND_AF_PACKET:
 		snprintf(p->dev_name, sizeof(p->dev_name), "net_af_packet_droce%u_p%u", generation, p->index);

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -142,7 +144,27 @@ run_side_started(unsigned int side)
 	return bad ? 15 : 0;
 }
 
-Test(memif, two_processes_exchange_frames, .timeout = 30)
+/* A unix socket bound at @path; closed again (a stale file) unless @listen. */
+static int
+bind_socket(const char *path, bool listening)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+
+	cr_assert(fd >= 0);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "bind %s: %s", path,
+		     strerror(errno));
+	if (listening) {
+		cr_assert_eq(listen(fd, 1), 0);
+		return fd;
+	}
+	close(fd);
+	return -1;
+}
+
+static void
+exchange(bool stale)
 {
 	pid_t child;
 	int st, rc;
@@ -150,6 +172,8 @@ Test(memif, two_processes_exchange_frames, .timeout = 30)
 	snprintf(socket_path, sizeof(socket_path), "/tmp/droce-memif-%ld.sock", (long)getpid());
 	write_ini(0, "server");
 	write_ini(1, "client");
+	if (stale)
+		bind_socket(socket_path, false); /* what a killed server leaves */
 
 	child = fork();
 	cr_assert(child >= 0);
@@ -165,4 +189,50 @@ Test(memif, two_processes_exchange_frames, .timeout = 30)
 	cr_expect_eq(rc, 0, "server side failed with %d (%s)", rc, droce_last_error());
 	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "client side failed with status %d",
 		  WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
+
+Test(memif, two_processes_exchange_frames, .timeout = 30)
+{
+	exchange(false);
+}
+
+Test(memif, server_replaces_a_stale_socket, .timeout = 30)
+{
+	exchange(true);
+}
+
+/* droce_start fails with @err and a message naming the socket. */
+static void
+server_refused(int err, const char *why)
+{
+	cr_assert_lt(droce_start(ini_path[0]), 0, "started over %s", why);
+	cr_assert_eq(errno, err, "errno %d (%s)", errno, droce_last_error());
+	cr_assert_not_null(strstr(droce_last_error(), socket_path), "%s", droce_last_error());
+	cr_assert_not_null(strstr(droce_last_error(), why), "%s", droce_last_error());
+	droce_shutdown();
+	unlink(ini_path[0]);
+	unlink(socket_path);
+}
+
+Test(memif, server_refuses_a_path_that_is_no_socket, .timeout = 30)
+{
+	FILE *f;
+
+	snprintf(socket_path, sizeof(socket_path), "/tmp/droce-memif-%ld.file", (long)getpid());
+	write_ini(0, "server");
+	f = fopen(socket_path, "w");
+	cr_assert_not_null(f);
+	fclose(f);
+	server_refused(EEXIST, "is not a socket");
+}
+
+Test(memif, server_refuses_a_socket_somebody_listens_on, .timeout = 30)
+{
+	int fd;
+
+	snprintf(socket_path, sizeof(socket_path), "/tmp/droce-memif-%ld.sock", (long)getpid());
+	write_ini(0, "server");
+	fd = bind_socket(socket_path, true);
+	server_refused(EADDRINUSE, "another memif server is listening");
+	close(fd);
 }
