@@ -2,6 +2,9 @@
  * droce runtime: EAL start from the configuration, mempools, ports.
  */
 #include <dirent.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,9 +69,26 @@ has_arg(const struct droce_config *cfg, const char *opt)
 	return false;
 }
 
+/* The [eal] args choose the lcores (-l, -c, --lcores, --main-lcore). */
+static bool
+selects_cores(const struct droce_config *cfg)
+{
+	for (unsigned int i = 0; i < cfg->n_eal_args; i++) {
+		const char *a = cfg->eal_args[i];
+
+		if ((a[0] == '-' && (a[1] == 'l' || a[1] == 'c')) ||
+		    strncmp(a, "--lcores", 8) == 0 || strncmp(a, "--main-lcore", 12) == 0)
+			return true;
+	}
+	return false;
+}
+
 static int
 eal_start(const struct droce_config *cfg)
 {
+	cpu_set_t before;
+	bool restore;
+
 	char *argv[DROCE_MAX_EAL_ARGS + 4];
 	char prefix[64];
 	char joined[1024];
@@ -106,6 +126,15 @@ eal_start(const struct droce_config *cfg)
 		off += (size_t)snprintf(joined + off, sizeof(joined) - off, "%s%s", i ? " " : "",
 					argv[i]);
 
+	/*
+	 * The EAL pins the calling thread to its main lcore (CPU 0 unless the
+	 * args choose).  A co-located engine runs in that thread, so two droce
+	 * processes started without core options would share CPU 0 and take
+	 * turns by the scheduler's time slice (milliseconds of latency).  Unless
+	 * the config chose cores, the thread keeps the CPUs it had.
+	 */
+	restore = !selects_cores(cfg) &&
+		  pthread_getaffinity_np(pthread_self(), sizeof(before), &before) == 0;
 	rc = rte_eal_init(argc, argv);
 	if (rc < 0) {
 		int e = rte_errno;
@@ -121,6 +150,8 @@ eal_start(const struct droce_config *cfg)
 				     cfg->source, rte_strerror(e), joined);
 	}
 	rt.eal = EAL_READY;
+	if (restore && pthread_setaffinity_np(pthread_self(), sizeof(before), &before) != 0)
+		PMD_LOG(WARNING, "could not restore the thread's CPU affinity after EAL init");
 	PMD_LOG(DEBUG, "EAL up: %s", joined);
 	return 0;
 }

@@ -6,6 +6,8 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -403,4 +405,55 @@ Test(runtime, dedicated_lcore_not_enabled)
 	unlink(path);
 	cr_expect(strstr(droce_last_error(), "[engines] lcores") != NULL, "%s", droce_last_error());
 	cr_expect(strstr(droce_last_error(), "lcore 5") != NULL, "%s", droce_last_error());
+}
+
+/* Starts droce from an INI whose [eal] args are @eal; the calling thread's CPUs after. */
+static cpu_set_t
+cpus_after_start(const char *eal)
+{
+	char path[64];
+	cpu_set_t set;
+	FILE *f;
+	int fd;
+
+	snprintf(path, sizeof(path), "/tmp/droce-cfg-XXXXXX");
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	f = fdopen(fd, "w");
+	fprintf(f, "[eal]\nargs = %s\n"
+		   "[mempool]\nmbufs = 4095\ncache = 64\n"
+		   "[port0]\nkind = ring\npeer = port1\nipv4 = 198.18.0.1\n"
+		   "[port1]\nkind = ring\npeer = port0\nipv4 = 198.18.0.2\n", eal);
+	fclose(f);
+	cr_assert_eq(droce_start(path), 0, "%s", droce_last_error());
+	unlink(path);
+	cr_assert_eq(pthread_getaffinity_np(pthread_self(), sizeof(set), &set), 0);
+	return set;
+}
+
+/* Without core options the EAL would pin the thread (and its co-located
+ * engine) to CPU 0, so that two droce processes share one CPU. */
+Test(runtime, thread_keeps_its_cpus_without_core_options)
+{
+	cpu_set_t before, after;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		cr_skip_test("needs two CPUs");
+	CPU_ZERO(&before);
+	CPU_SET(0, &before);
+	CPU_SET(1, &before);
+	cr_assert_eq(pthread_setaffinity_np(pthread_self(), sizeof(before), &before), 0);
+	after = cpus_after_start("--no-huge --no-pci -m 64");
+	cr_assert(CPU_EQUAL(&before, &after), "%d CPUs after start, 2 before", CPU_COUNT(&after));
+}
+
+Test(runtime, thread_pinned_when_the_config_chooses_cores)
+{
+	cpu_set_t after;
+
+	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
+		cr_skip_test("needs two CPUs");
+	after = cpus_after_start("--no-huge --no-pci -m 64 -l 1");
+	cr_assert_eq(CPU_COUNT(&after), 1);
+	cr_assert(CPU_ISSET(1, &after));
 }
