@@ -7,9 +7,17 @@
  *
  * Topology: loopback.  One process opens two devices (droce0 and droce1 of the
  * embedded in-memory config, or whatever DROCE_CONFIG names), plays client on
- * the first and server on the second, connects -q RC QP pairs with
+ * the first and server on the second, connects -q QP pairs with
  * ibv_modify_qp, and drives both ends from one thread: in co-located mode the
  * engines make progress inside ibv_poll_cq / ibv_post_send.
+ *
+ * Transports (-c): RC; UC (write and send tests); UD (send tests, messages
+ * up to the path MTU, receive buffers 40 B longer for the GRH, perftest's
+ * Q_Key 0x11111111, an address handle per QP built from the peer's GID).
+ * UC and UD do not retransmit: a lost packet loses its message.  send_bw
+ * then reports what the receiver got (as perftest's server does), and the
+ * run ends once nothing more arrives for a second; only corrupt bytes
+ * (--check) or nothing arriving for --timeout fail it.
  *
  * Bandwidth: -t operations outstanding per QP, every N-th one signaled
  * (perftest's CQ moderation), -l WRs per ibv_post_send.  BW average is bytes
@@ -27,7 +35,10 @@
  * number; the receiving side checks every byte (WRITE: the remote buffer once
  * the WRITE completed; SEND: the receive buffer at its completion; READ: the
  * local buffer at the READ's completion; atomics: each returned value, and
- * the final remote word).  Any mismatch fails the run.
+ * the final remote word).  Any mismatch fails the run.  UC and UD: a
+ * received message is matched to the first unreceived one it can be (the
+ * ones skipped were lost), UD's payload after the 40-byte GRH; a UC WRITE
+ * is checked once it landed in the responder's memory (a sent one need not).
  *
  * Exit status: 0 ok; 1 the run failed (setup, completion error, data
  * mismatch, no progress within --timeout); 2 bad command line or an option
@@ -77,6 +88,9 @@
 #define MAX_PEAK_POINTS (1u << 22)
 #define MAX_LAT_SAMPLES (1u << 26)
 #define DEF_LAT_INLINE 220
+#define DEF_QKEY 0x11111111u /* perftest's DEF_QKEY */
+#define GRH_LEN 40           /* UD receive buffers start with the GRH area */
+#define DRAIN_QUIET 1.0      /* UC/UD: seconds without an arrival before the rest is lost */
 
 enum verb { V_WRITE, V_READ, V_SEND, V_ATOMIC };
 enum mode { M_BW, M_LAT };
@@ -114,6 +128,9 @@ struct opts {
 	const char *host; /* two processes: the server to connect to (client role) */
 	bool server;      /* two processes: wait for a client on -p */
 	const char *bind; /* server: the address to listen on (default: every one) */
+	enum ibv_qp_type qpt; /* -c: IBV_QPT_RC, IBV_QPT_UC or IBV_QPT_UD */
+	const char *conn;     /* -c as text: "RC", "UC", "UD" */
+	const char *lat_samples; /* --lat-samples: every latency sample to this file */
 };
 
 static struct opts o;
@@ -163,7 +180,10 @@ usage(FILE *f)
 "  -I, --inline_size=N     inline WRITE/SEND payloads up to N bytes (max 256;\n"
 "                          default 0 for bw, 220 for lat)\n"
 "  -m, --mtu=BYTES         path MTU 256..4096 (default: the port's active MTU)\n"
-"  -c, --connection=RC     transport: RC (UC and UD are not supported yet)\n"
+"  -c, --connection=TYPE   transport: RC (default), UC (write and send tests) or UD\n"
+"                          (send tests; messages up to the path MTU, Q_Key 0x11111111).\n"
+"                          UC and UD do not retransmit: a lost message is lost, and\n"
+"                          send_bw reports what the receiver got\n"
 "  -A, --atomic_type=TYPE  FETCH_AND_ADD (default) or CMP_AND_SWAP\n"
 "  -d, --ib-dev=NAME       client device (default droce0; the server is the other)\n"
 "  -x, --gid-index=N       GID index (default 0)\n"
@@ -179,6 +199,10 @@ usage(FILE *f)
 "      --timeout=SEC       fail when no completion arrives for SEC seconds (default 10)\n"
 "      --inject-error=N    with --check: flip a bit of message N of QP pair 0 where it\n"
 "                          landed, before checking it (proves --check catches it)\n"
+"      --lat-samples=FILE  latency tests: write every sample (the values t_min, typical\n"
+"                          and the percentiles come from) to FILE, one per line, in usec\n"
+"                          with 3 decimals, in the order measured; with several sizes\n"
+"                          (-s A,B or -a) each line is \"SIZE USEC\"\n"
 "  -v, --verbose           keep DPDK's start-up log\n"
 "  -h, --help\n"
 "Exit status: 0 ok, 1 run failed (error completion, data mismatch, timeout),\n"
@@ -258,6 +282,7 @@ enum {
 	OPT_INJECT,
 	OPT_SERVER,
 	OPT_BIND,
+	OPT_LAT_SAMPLES,
 };
 
 static void
@@ -290,6 +315,7 @@ parse_args(int argc, char **argv)
 		{ "inject-error", required_argument, NULL, OPT_INJECT },
 		{ "server", no_argument, NULL, OPT_SERVER },
 		{ "bind", required_argument, NULL, OPT_BIND },
+		{ "lat-samples", required_argument, NULL, OPT_LAT_SAMPLES },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -407,6 +433,11 @@ parse_args(int argc, char **argv)
 		case OPT_BIND:
 			o.bind = optarg;
 			break;
+		case OPT_LAT_SAMPLES:
+			if (optarg[0] == '\0')
+				usage_fail("--lat-samples: no file name given");
+			o.lat_samples = optarg;
+			break;
 		case 'v':
 			o.verbose = true;
 			break;
@@ -451,10 +482,23 @@ parse_args(int argc, char **argv)
 	}
 
 	if (strcmp(conn, "RC") == 0) {
-		/* the one droce has */
-	} else if (strcmp(conn, "UC") == 0 || strcmp(conn, "UD") == 0) {
-		unsupported("-c %s: the %s transport is not supported yet (droce has RC only; "
-			    "UC and UD are issue 4)", conn, conn);
+		o.qpt = IBV_QPT_RC;
+		o.conn = "RC";
+	} else if (strcmp(conn, "UC") == 0) {
+		/* perftest: UC has RDMA WRITE and SEND, no READ or atomics */
+		if (o.verb == V_READ || o.verb == V_ATOMIC)
+			unsupported("-c UC: UC connection not possible in %s tests (UC has RDMA "
+				    "WRITE and SEND only; use -c RC)", o.verb == V_READ ?
+				    "READ" : "ATOMIC");
+		o.qpt = IBV_QPT_UC;
+		o.conn = "UC";
+	} else if (strcmp(conn, "UD") == 0) {
+		/* perftest: UD is for send_bw and send_lat only */
+		if (o.verb != V_SEND)
+			unsupported("-c UD: UD connection only possible in SEND tests (send_bw, "
+				    "send_lat), not %s", o.test);
+		o.qpt = IBV_QPT_UD;
+		o.conn = "UD";
 	} else if (strcmp(conn, "XRC") == 0 || strcmp(conn, "DC") == 0 ||
 		   strcmp(conn, "SRD") == 0) {
 		unsupported("-c %s: droce does not support %s", conn, conn);
@@ -464,6 +508,8 @@ parse_args(int argc, char **argv)
 
 	if (o.inject >= 0 && !o.check)
 		usage_fail("--inject-error needs --check");
+	if (o.lat_samples && o.mode != M_LAT)
+		usage_fail("--lat-samples: only for the latency tests (*_lat)");
 	if (!o.iters_set)
 		o.iters = o.mode == M_BW ? 5000 : 1000;
 	if (o.verb == V_ATOMIC) {
@@ -630,6 +676,16 @@ struct pair {
 	uint64_t sends_done[2];
 	uint64_t signaled[2];  /* latency: signaled WRs posted per side */
 	struct pt_dest rem;    /* two processes: the peer's QP, rkey, vaddr, GID */
+	/* UC and UD (no retransmission) */
+	struct ibv_ah *ah[2];  /* UD: each side's address handle to the other */
+	uint32_t rem_qpn[2];   /* UD: the QPN each side sends to */
+	uint64_t next_seq[2];  /* --check: the message expected next on this side */
+	uint64_t lost[2];      /* messages to this side known never to arrive */
+	uint64_t checked;      /* UC write_bw --check: messages verified at the responder */
+	uint64_t late_from;    /* SEND: the first message run_bw gave up on ... */
+	bool gave_up;          /* ... if it did */
+	uint64_t res_seen, idle_polls; /* run_bw: polls since resolved() last moved */
+	uint64_t last_arrival; /* TSC of the last arrival seen (receive or verified WRITE) */
 };
 
 struct run {
@@ -644,6 +700,12 @@ struct run {
 	int me;
 	uint32_t rem_nrx;      /* slots in the peer's receive area */
 	struct pt_oob oob;
+	uint32_t nrecv;        /* receives posted per QP (send tests) */
+	uint32_t grh;          /* UD: GRH_LEN bytes ahead of each received payload */
+	uint64_t last_recv;    /* TSC of the last receive completion on either side */
+	FILE *lat_f;           /* --lat-samples */
+	uint64_t run_start;    /* two processes: TSC when the QPs were connected */
+	bool multi_size;       /* several sizes in the run: --lat-samples lines say which */
 };
 
 static struct run R;
@@ -677,7 +739,8 @@ layout_for(uint64_t size)
 {
 	struct layout l = { .size = size };
 
-	l.stride = RTE_ALIGN_CEIL(size, SLOT_ALIGN);
+	/* UD: a receive slot takes the 40-byte GRH area, then the payload */
+	l.stride = RTE_ALIGN_CEIL(size + R.grh, SLOT_ALIGN);
 	if (o.mode == M_LAT) {
 		l.ntx = 1;
 		l.nrx = o.verb == V_SEND ? LAT_RX_SLOTS : 1;
@@ -783,11 +846,21 @@ to_init(struct ibv_qp *qp)
 		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
 				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
 	};
-	int rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			       IBV_QP_ACCESS_FLAGS);
+	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+	int rc;
 
+	if (o.qpt == IBV_QPT_UD) {
+		/* UD: a Q_Key instead of access flags (perftest's DEF_QKEY) */
+		a.qp_access_flags = 0;
+		a.qkey = DEF_QKEY;
+		mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY;
+	} else if (o.qpt == IBV_QPT_UC) {
+		/* UC: RDMA WRITE is the only remote access there is */
+		a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	}
+	rc = ibv_modify_qp(qp, &a, mask);
 	if (rc != 0)
-		fail("ibv_modify_qp to INIT: %s", strerror(rc));
+		fail("ibv_modify_qp %s QP to INIT: %s", o.conn, strerror(rc));
 }
 
 static void
@@ -804,6 +877,35 @@ to_rts(struct ibv_qp *qp, uint32_t psn, const struct ibv_qp *peer, uint32_t peer
 	};
 	int rc;
 
+	if (o.qpt == IBV_QPT_UD) {
+		/* UD: no path, no peer in the QP (each WR names its AH and QPN) */
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTR;
+		rc = ibv_modify_qp(qp, &a, IBV_QP_STATE);
+		if (rc != 0)
+			fail("ibv_modify_qp UD QP to RTR: %s", strerror(rc));
+		a.qp_state = IBV_QPS_RTS;
+		a.sq_psn = psn;
+		rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+		if (rc != 0)
+			fail("ibv_modify_qp UD QP to RTS: %s", strerror(rc));
+		return;
+	}
+	if (o.qpt == IBV_QPT_UC) {
+		/* UC: the path and the peer, but no responder resources, ACK
+		 * timeout, retries or RNR timer */
+		rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN);
+		if (rc != 0)
+			fail("ibv_modify_qp UC QP to RTR: %s", strerror(rc));
+		memset(&a, 0, sizeof(a));
+		a.qp_state = IBV_QPS_RTS;
+		a.sq_psn = psn;
+		rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
+		if (rc != 0)
+			fail("ibv_modify_qp UC QP to RTS: %s", strerror(rc));
+		return;
+	}
 	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
 			   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
 	if (rc != 0)
@@ -819,6 +921,22 @@ to_rts(struct ibv_qp *qp, uint32_t psn, const struct ibv_qp *peer, uint32_t peer
 			   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 	if (rc != 0)
 		fail("ibv_modify_qp to RTS: %s", strerror(rc));
+}
+
+/* UD: @side's address handle to the peer's GID, as perftest builds it
+ * (RoCEv2: global, the peer's GID, our GID index, a hop limit). */
+static struct ibv_ah *
+make_ah(int side, const union ibv_gid *dgid)
+{
+	struct ibv_ah_attr a = {
+		.is_global = 1, .port_num = 1,
+		.grh = { .dgid = *dgid, .sgid_index = (uint8_t)o.gid_index, .hop_limit = 64 },
+	};
+	struct ibv_ah *ah = ibv_create_ah(R.s[side].pd, &a);
+
+	if (ah == NULL)
+		fail("ibv_create_ah (%s, to the peer's GID): %s", R.s[side].role, strerror(errno));
+	return ah;
 }
 
 static void post_recv_slot(struct pair *p, uint32_t pi, int side, uint32_t slot);
@@ -856,6 +974,7 @@ setup(uint64_t size)
 	if (R.cq_mod > R.depth)
 		R.cq_mod = R.depth;
 
+	R.nrecv = nrecv;
 	cqe = (uint64_t)o.qps * (R.sq_depth + nrecv) + 16;
 	for (int k = 0; k < 2; k++) {
 		struct side *s = &R.s[k];
@@ -880,7 +999,7 @@ setup(uint64_t size)
 		for (int k = 0; k < 2; k++) {
 			struct side *s = &R.s[k];
 			struct ibv_qp_init_attr ia = {
-				.send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
+				.send_cq = s->cq, .recv_cq = s->cq, .qp_type = o.qpt,
 				.cap = { .max_send_wr = R.sq_depth,
 					 .max_recv_wr = nrecv ? nrecv : 1,
 					 .max_send_sge = 1, .max_recv_sge = 1,
@@ -905,6 +1024,12 @@ setup(uint64_t size)
 				post_recv_slot(p, i, k, j);
 		to_rts(p->qp[0], p->psn[0], p->qp[1], p->psn[1], &R.s[1].gid);
 		to_rts(p->qp[1], p->psn[1], p->qp[0], p->psn[0], &R.s[0].gid);
+		if (o.qpt == IBV_QPT_UD) {
+			for (int k = 0; k < 2; k++) {
+				p->ah[k] = make_ah(k, &R.s[!k].gid);
+				p->rem_qpn[k] = p->qp[!k]->qp_num;
+			}
+		}
 	}
 }
 
@@ -912,9 +1037,13 @@ static void
 teardown(void)
 {
 	for (uint32_t i = 0; i < o.qps; i++)
-		for (int k = 0; k < 2; k++)
+		for (int k = 0; k < 2; k++) {
 			if (ibv_destroy_qp(R.p[i].qp[k]) != 0)
 				fail("ibv_destroy_qp");
+			if (R.p[i].ah[k] != NULL && ibv_destroy_ah(R.p[i].ah[k]) != 0)
+				fail("ibv_destroy_ah");
+			R.p[i].ah[k] = NULL;
+		}
 	for (int k = 0; k < 2; k++) {
 		struct side *s = &R.s[k];
 
@@ -934,7 +1063,7 @@ post_recv_slot(struct pair *p, uint32_t pi, int side, uint32_t slot)
 {
 	struct ibv_sge sge = {
 		.addr = (uintptr_t)rx_slot(p, side, slot),
-		.length = (uint32_t)R.lay.size,
+		.length = (uint32_t)(R.lay.size + R.grh),
 		.lkey = R.s[side].mr->lkey,
 	};
 	struct ibv_recv_wr wr = {
@@ -989,6 +1118,11 @@ make_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, struct pair *p, uint32_t pi
 		break;
 	case V_SEND:
 		wr->opcode = IBV_WR_SEND;
+		if (o.qpt == IBV_QPT_UD) {
+			wr->wr.ud.ah = p->ah[side];
+			wr->wr.ud.remote_qpn = p->rem_qpn[side];
+			wr->wr.ud.remote_qkey = DEF_QKEY;
+		}
 		break;
 	case V_ATOMIC:
 		sge->length = 8;
@@ -1041,6 +1175,8 @@ check_completed(struct pair *p, uint32_t pi, int side, uint64_t seq)
 	case V_WRITE:
 		if (R.two)
 			break; /* the server checks its memory at the end of the run */
+		if (o.qpt == IBV_QPT_UC)
+			break; /* sent is not landed: uc_write_verify checks it later */
 		b = rx_slot(p, !side, seq);
 		inject(rx_slot(p, !side, seq), R.lay.size, pi, seq);
 		off = pattern_check(b, R.lay.size, pi, seq);
@@ -1072,21 +1208,143 @@ check_completed(struct pair *p, uint32_t pi, int side, uint64_t seq)
 	}
 }
 
+/* The first (@tail false) or last (@tail true) up to 8 bytes at @p are
+ * those of message @seq (as pattern_fill writes them). */
+static bool
+pattern_end_matches(const uint8_t *p, uint64_t len, uint32_t qp, uint64_t seq, bool tail)
+{
+	uint64_t k = mix64(((uint64_t)qp << 44) ^ seq ^ 0x5eed);
+	uint64_t n = len < 8 ? len : 8, from = tail ? len - n : 0;
+
+	for (uint64_t off = from; off < from + n; off++) {
+		uint64_t v = k + (off / 8) * PAT_STEP;
+		uint8_t w[8];
+
+		memcpy(w, &v, 8);
+		if (p[off] != (off == len - 1 ? (uint8_t)(seq + 1) : w[off % 8]))
+			return false;
+	}
+	return true;
+}
+
+/* UC and UD lose messages (no retransmission) but never reorder them: the
+ * message that arrived is the first from @seq on whose start matches.  Up
+ * to a million lost in a row; -1 when none matches (the start is corrupt).
+ * Messages under 8 bytes may alias a later one: a corrupt tiny message can
+ * pass for a loss. */
+#define MAX_LOST_RUN (1u << 20)
+
+static int64_t
+find_arrived(const uint8_t *b, uint64_t len, uint32_t qp, uint64_t seq)
+{
+	for (uint64_t d = 0; d < MAX_LOST_RUN; d++)
+		if (pattern_end_matches(b, len, qp, seq + d, false))
+			return (int64_t)d;
+	return -1;
+}
+
 static void
 check_received(struct pair *p, uint32_t pi, int side, const struct ibv_wc *wc)
 {
-	uint64_t seq = p->recv_seen[side];
+	uint64_t seq = p->next_seq[side];
 	uint32_t slot = (uint32_t)(wc->wr_id & WRID_MASK);
-	const uint8_t *b = rx_slot(p, side, slot);
+	uint8_t *b = rx_slot(p, side, slot) + R.grh; /* UD: the payload follows the GRH */
 	int64_t off;
 
-	if (wc->byte_len != R.lay.size)
-		fail("--check: SEND on QP pair %u message %" PRIu64 ": received %u B, sent %" PRIu64,
-		     pi, seq, wc->byte_len, R.lay.size);
-	inject(rx_slot(p, side, slot), R.lay.size, pi, seq);
+	if (wc->byte_len != R.lay.size + R.grh)
+		fail("--check: SEND on QP pair %u message %" PRIu64 ": received %u B, sent %" PRIu64
+		     "%s", pi, seq, wc->byte_len, R.lay.size,
+		     R.grh ? " (+ the 40-byte GRH)" : "");
+	if (o.qpt != IBV_QPT_RC) {
+		int64_t d = find_arrived(b, R.lay.size, pi, seq);
+
+		if (d > 0) {
+			p->lost[side] += (uint64_t)d; /* never came: UC/UD do not resend */
+			seq += (uint64_t)d;
+		}
+		for (uint64_t s = p->late_from; d < 0 && p->gave_up && s < seq; s++) {
+			/* one that run_bw had given up on, come after all */
+			if (pattern_end_matches(b, R.lay.size, pi, s, false)) {
+				inject(b, R.lay.size, pi, s);
+				off = pattern_check(b, R.lay.size, pi, s);
+				if (off >= 0)
+					check_failed("SEND, receive buffer", pi, s, b, R.lay.size,
+						     off);
+				if (p->lost[side] > 0)
+					p->lost[side]--;
+				return;
+			}
+		}
+	}
+	inject(b, R.lay.size, pi, seq);
 	off = pattern_check(b, R.lay.size, pi, seq);
 	if (off >= 0)
 		check_failed("SEND, receive buffer", pi, seq, b, R.lay.size, off);
+	p->next_seq[side] = seq + 1;
+}
+
+/* A slot's last bytes hold message @seq: its last packet landed (UC drops
+ * the rest of a message after a lost packet, so every packet landed). */
+static inline bool
+landed(const uint8_t *b, uint32_t pi, uint64_t seq)
+{
+	return pattern_end_matches(b, R.lay.size, pi, seq, true);
+}
+
+/*
+ * UC write_bw --check, loopback.  A UC WRITE completes at the requester
+ * once sent; it lands in the responder's memory a little later, or never
+ * (a lost packet loses the message).  Messages posted and not yet checked
+ * get their verdict up to the newest one that landed (those before it that
+ * did not land never will: UC does not reorder), or all of them with
+ * @force, when nothing landed for a while.  A landed message must hold every
+ * byte of its pattern; one that did not land is counted lost.  run_bw posts
+ * into a slot only once its previous message was checked.
+ */
+static void
+uc_write_verify(struct pair *p, uint32_t pi, bool force, uint64_t now)
+{
+	uint64_t upto = p->posted;
+
+	if (p->checked >= upto)
+		return;
+	if (!force) {
+		/* the newest landed message, by bisection: the landed ones come
+		 * first, then those in flight (a lost one in the way only makes
+		 * this step shorter) */
+		uint64_t a = p->checked, b = p->posted;
+
+		upto = 0;
+		while (a < b) {
+			uint64_t m = a + (b - a) / 2;
+
+			if (landed(rx_slot(p, 1, m), pi, m)) {
+				upto = m + 1;
+				a = m + 1;
+			} else {
+				b = m;
+			}
+		}
+		if (upto == 0)
+			return;
+	}
+	for (uint64_t s = p->checked; s < upto; s++) {
+		uint8_t *b = rx_slot(p, 1, s);
+		int64_t off;
+
+		if (!landed(b, pi, s)) {
+			p->lost[1]++;
+			continue;
+		}
+		p->last_arrival = now;
+		R.last_recv = now;
+		inject(b, R.lay.size, pi, s);
+		off = pattern_check(b, R.lay.size, pi, s);
+		if (off >= 0)
+			check_failed("RDMA WRITE (UC), responder's memory", pi, s, b, R.lay.size,
+				     off);
+	}
+	p->checked = upto;
 }
 
 /* ---- time ---- */
@@ -1115,8 +1373,11 @@ watch_start(struct watch *w)
 static void __attribute__((noreturn))
 stuck(uint64_t size, const char *state)
 {
-	fail("%s, %" PRIu64 " B: no completion for %.0f s (%s): aborting", o.test, size, o.timeout,
-	     state);
+	fail("%s, %" PRIu64 " B: no completion for %.0f s (%s): aborting%s%s%s", o.test, size,
+	     o.timeout, state, o.qpt != IBV_QPT_RC && o.mode == M_LAT ? " (" : "",
+	     o.qpt != IBV_QPT_RC && o.mode == M_LAT ? o.conn : "",
+	     o.qpt != IBV_QPT_RC && o.mode == M_LAT ?
+	     " does not retransmit: a lost message stops a ping-pong)" : "");
 }
 
 /* ---- completions ---- */
@@ -1157,6 +1418,14 @@ poll_side(int side)
 			if (o.check)
 				check_received(p, pi, side, &wc[i]);
 			p->recv_seen[side]++;
+			if (o.qpt != IBV_QPT_RC) {
+				p->last_arrival = rte_rdtsc();
+				R.last_recv = p->last_arrival;
+				/* run_bw gave up on it, and it came after all */
+				if (!o.check && !R.two && side == 1 && p->lost[1] > 0 &&
+				    p->recv_seen[1] + p->lost[1] > p->posted)
+					p->lost[1]--;
+			}
 			post_recv_slot(p, pi, side, (uint32_t)(wc[i].wr_id & WRID_MASK));
 		} else if (o.mode == M_BW && side == 0) {
 			uint64_t seq = wc[i].wr_id & WRID_MASK;
@@ -1181,6 +1450,7 @@ struct result {
 	double bw_peak, bw_avg; /* bytes per second */
 	double msg_rate;        /* messages per second */
 	double t_min, t_max, t_typical, t_avg, t_stdev, p99, p999; /* usec */
+	uint64_t lost; /* UC/UD: messages sent that never arrived */
 };
 
 static struct result *results;
@@ -1219,7 +1489,7 @@ print_banner(void)
 		printf(" Dual-port       : OFF\t\tDevice         : %s -> %s (loopback, one process)\n",
 		       ibv_get_device_name(R.s[0].dev), ibv_get_device_name(R.s[1].dev));
 	printf(" Number of qps   : %u\t\tTransport type : IB\n", o.qps);
-	printf(" Connection type : RC\t\tUsing SRQ      : OFF\n");
+	printf(" Connection type : %s\t\tUsing SRQ      : OFF\n", o.conn);
 	if (o.mode == M_BW) {
 		printf(" PCIe relax order: OFF\n");
 		printf(" TX depth        : %u\n", o.tx_depth);
@@ -1389,21 +1659,103 @@ peak_bw(const struct peak_point *pt, size_t n, uint64_t size, uint64_t min_msgs)
 	return best;
 }
 
+/*
+ * UC and UD on the loopback: the receiving side is in this process, so the
+ * run follows what arrives there (SEND: receive completions; UC WRITE with
+ * --check: the verified responder memory), not only what was sent.
+ */
+static inline bool
+track_arrivals(void)
+{
+	return o.qpt != IBV_QPT_RC && !R.two &&
+	       (o.verb == V_SEND || (o.verb == V_WRITE && o.check));
+}
+
+/* Messages of @p that arrived or are known lost. */
+static inline uint64_t
+resolved(const struct pair *p)
+{
+	return o.verb == V_SEND ? p->recv_seen[1] + p->lost[1] : p->checked;
+}
+
+static uint64_t
+msgs_sent(void)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < o.qps; i++)
+		n += R.p[i].posted;
+	return n;
+}
+
+/* No arrival for this long: what is still out is lost (UC/UD). */
+static inline uint64_t
+quiet_cycles(void)
+{
+	return (uint64_t)(fmin(DRAIN_QUIET, o.timeout / 2) * (double)tsc_hz);
+}
+
+/* @p can post nothing more now: all posted, or the window is full.  Then
+ * only polling is left, and what polling does not bring in is lost: after
+ * IDLE_POLLS polls (each of them runs the co-located engines) and
+ * IDLE_SECONDS (dedicated engines run on their own) without an arrival,
+ * run_bw gives up on what is out; otherwise after DRAIN_QUIET. */
+#define IDLE_POLLS 2000
+#define IDLE_SECONDS 0.01
+
+static bool
+sender_idle(const struct pair *p, uint64_t window)
+{
+	uint64_t n = RTE_MIN((uint64_t)o.post_list, p->target - p->posted);
+
+	return p->posted >= p->target || p->posted - p->completed + n > R.depth ||
+	       (p->posted > resolved(p) && p->posted - resolved(p) + n > window);
+}
+
+/* UC/UD, loopback: nothing arrived on @p for a while: its messages still
+ * out will not come (the receiver keeps counting if one does). */
+static void
+give_up_on(struct pair *p, uint32_t pi, uint64_t now)
+{
+	if (o.verb == V_SEND) {
+		if (p->posted > resolved(p))
+			p->lost[1] += p->posted - resolved(p);
+		if (p->next_seq[1] < p->posted) {
+			/* if one comes after all: see check_received */
+			if (!p->gave_up)
+				p->late_from = p->next_seq[1];
+			p->gave_up = true;
+			p->next_seq[1] = p->posted;
+		}
+	} else {
+		uc_write_verify(p, pi, true, now);
+	}
+	p->last_arrival = now;
+}
+
 static void
 run_bw(uint64_t size)
 {
 	struct ibv_send_wr wr[1024];
 	struct ibv_sge sge[1024];
 	struct peak_point *pt;
-	size_t npt = 0, cap;
+	size_t npt = 0, npt_full = 0, cap;
 	struct watch w;
 	struct result r = { .bytes = size };
 	uint64_t per_qp = o.duration > 0 ? UINT64_MAX : o.iters;
 	uint64_t dur = (uint64_t)(o.duration * (double)tsc_hz);
 	uint64_t last_done = 0, total = 0, msgs_want;
 	bool stopping = o.duration == 0;
+	bool track = track_arrivals();
+	/* UC/UD send_bw: the figures are what the receiver got, as perftest's */
+	bool count_rx = track && o.verb == V_SEND;
+	uint64_t quiet = quiet_cycles(), quiet_fast = (uint64_t)(IDLE_SECONDS * (double)tsc_hz);
+	/* in flight per QP: SENDs no more than the receives posted; UC WRITEs
+	 * (--check) no more than the slots */
+	uint64_t window = o.verb == V_SEND ? R.nrecv : R.depth;
 
 	cap = o.duration > 0 ? MAX_PEAK_POINTS :
+	      count_rx ? (size_t)(o.iters * o.qps + 2) :
 			       (size_t)(o.iters * o.qps / R.cq_mod + o.qps + 2);
 	if (cap > MAX_PEAK_POINTS)
 		cap = MAX_PEAK_POINTS;
@@ -1415,6 +1767,9 @@ run_bw(uint64_t size)
 	msgs_want = per_qp == UINT64_MAX ? UINT64_MAX : per_qp * o.qps;
 
 	watch_start(&w);
+	R.last_recv = w.start;
+	for (uint32_t i = 0; i < o.qps; i++)
+		R.p[i].last_arrival = w.start;
 	pt[npt++] = (struct peak_point){ w.start, 0 };
 	for (;;) {
 		bool done = true;
@@ -1432,6 +1787,9 @@ run_bw(uint64_t size)
 				int rc;
 
 				if (p->posted - p->completed + n > R.depth)
+					break;
+				if (track && p->posted > resolved(p) &&
+				    p->posted - resolved(p) + n > window)
 					break;
 				for (uint32_t j = 0; j < n; j++) {
 					uint64_t seq = p->posted + j;
@@ -1455,16 +1813,48 @@ run_bw(uint64_t size)
 			}
 		}
 
+		if (count_rx && stopping && npt_full == 0) {
+			bool all = true;
+
+			for (uint32_t i = 0; i < o.qps && all; i++)
+				all = R.p[i].posted >= R.p[i].target;
+			if (all)
+				npt_full = npt;
+		}
+
 		/* complete */
 		got = poll_side(0);
 		if (o.verb == V_SEND && !R.two)
 			got += poll_side(1);
 		now = rte_rdtsc();
+		if (track) {
+			for (uint32_t i = 0; i < o.qps; i++) {
+				struct pair *p = &R.p[i];
+
+				if (o.verb == V_WRITE) {
+					uint64_t c = p->checked;
+
+					uc_write_verify(p, i, false, now);
+					got += p->checked != c;
+				}
+				if (resolved(p) != p->res_seen) {
+					p->res_seen = resolved(p);
+					p->idle_polls = 0;
+				} else {
+					p->idle_polls++;
+				}
+				if (resolved(p) < p->posted &&
+				    (now - p->last_arrival > quiet ||
+				     (sender_idle(p, window) && p->idle_polls > IDLE_POLLS &&
+				      now - p->last_arrival > quiet_fast)))
+					give_up_on(p, i, now);
+			}
+		}
 		if (got > 0) {
 			w.last_progress = now;
 			total = 0;
 			for (uint32_t i = 0; i < o.qps; i++)
-				total += R.p[i].completed;
+				total += count_rx ? R.p[i].recv_seen[1] : R.p[i].completed;
 			if (total != last_done) {
 				last_done = total;
 				r.seconds = secs(now - w.start);
@@ -1476,7 +1866,8 @@ run_bw(uint64_t size)
 			const struct pair *p = &R.p[i];
 
 			if (p->completed < p->target ||
-			    (o.verb == V_SEND && !R.two && p->recv_seen[1] < p->target)) {
+			    (track && resolved(p) < p->target) ||
+			    (!track && o.verb == V_SEND && !R.two && p->recv_seen[1] < p->target)) {
 				done = false;
 				break;
 			}
@@ -1496,12 +1887,16 @@ run_bw(uint64_t size)
 			}
 		}
 		if ((++w.polls & 1023) == 0) {
-			if (now - w.last_progress > w.timeout) {
-				char st[160];
+			if (now - w.last_progress > w.timeout ||
+			    (track && now - R.last_recv > w.timeout)) {
+				char st[200];
 
 				snprintf(st, sizeof(st), "QP pair 0: posted %" PRIu64 ", completed %"
-					 PRIu64 ", received %" PRIu64, R.p[0].posted, R.p[0].completed,
-					 R.p[0].recv_seen[1]);
+					 PRIu64 ", received %" PRIu64 "%s", R.p[0].posted,
+					 R.p[0].completed, o.verb == V_SEND ? R.p[0].recv_seen[1] :
+					 R.p[0].checked - R.p[0].lost[1],
+					 track && now - R.last_recv > w.timeout ?
+					 "; nothing arrived at the receiver" : "");
 				stuck(size, st);
 			}
 			progress(&w, now, size, last_done, msgs_want, "messages");
@@ -1519,15 +1914,32 @@ run_bw(uint64_t size)
 		}
 	}
 	r.msgs = last_done;
-	r.iters = o.duration > 0 ? last_done / o.qps : o.iters;
+	r.iters = o.duration > 0 || count_rx ? last_done / o.qps : o.iters;
+	if (track) {
+		for (uint32_t i = 0; i < o.qps; i++)
+			r.lost += R.p[i].lost[1];
+		if (r.lost >= msgs_sent())
+			fail("%s, %" PRIu64 " B: none of the %" PRIu64 " messages arrived", o.test,
+			     size, msgs_sent());
+	}
 	if (r.seconds > 0) {
 		r.bw_avg = (double)r.msgs * (double)size / r.seconds;
 		r.msg_rate = (double)r.msgs / r.seconds;
 	}
-	r.bw_peak = peak_bw(pt, npt, size, (uint64_t)R.cq_mod * o.qps);
+	/* receive completions come in bursts of what queued up in the window,
+	 * and the window drains faster than a full pipeline runs: with them, a
+	 * stretch holds at least a window of every QP, and ends before the
+	 * last message was posted */
+	r.bw_peak = peak_bw(pt, npt_full ? npt_full : npt, size, (count_rx ? RTE_MAX((uint64_t)R.cq_mod, window) :
+					    (uint64_t)R.cq_mod) * o.qps);
 	if (r.bw_peak < r.bw_avg)
 		r.bw_peak = r.bw_avg;
 	free(pt);
+	if (r.lost > 0)
+		fprintf(stderr, "droce-perf: %s %" PRIu64 " B: %" PRIu64 " of %" PRIu64 " messages "
+			"never arrived (%s does not retransmit)%s\n", o.test, size, r.lost,
+			msgs_sent(), o.conn, o.verb == V_SEND ? "; the figures count what arrived" :
+			"");
 	add_result(&r);
 }
 
@@ -1699,6 +2111,16 @@ run_lat(uint64_t size)
 
 	/* ping-pong reports half the round trip, as perftest does */
 	unit = 1e6 / (double)tsc_hz / (pingpong ? 2.0 : 1.0);
+	if (R.lat_f != NULL) {
+		/* --lat-samples: the values below come from, in the order measured */
+		for (uint64_t i = 0; i < n; i++) {
+			if (R.multi_size)
+				fprintf(R.lat_f, "%" PRIu64 " ", size);
+			fprintf(R.lat_f, "%.3f\n", (double)samples[i] * unit);
+		}
+		if (ferror(R.lat_f))
+			fail("--lat-samples %s: %s", o.lat_samples, strerror(errno));
+	}
 	qsort(samples, n, sizeof(*samples), cmp_u64);
 	for (uint64_t i = 0; i < n; i++) {
 		double v = (double)samples[i] * unit;
@@ -1734,6 +2156,13 @@ print_stats(FILE *f)
 			", seq drops %" PRIu64 ", cqe overflows %" PRIu64 ", alloc fail %" PRIu64 "\n",
 			e, st.loops, st.rx_pkts, st.tx_pkts, st.tx_drops, st.no_qp, st.forwarded,
 			st.non_roce, st.seq_drops, st.cqe_overflows, st.alloc_fail);
+		if (st.qkey_drops || st.ud_oversize || st.rq_empty_drops || st.uc_msg_drops ||
+		    st.uc_access_drops || st.xport_drops)
+			fprintf(f, "engine %u: UC/UD: Q_Key drops %" PRIu64 ", UD over MTU %" PRIu64
+				", no receive posted %" PRIu64 ", UC messages dropped %" PRIu64
+				", UC access drops %" PRIu64 ", wrong transport %" PRIu64 "\n", e,
+				st.qkey_drops, st.ud_oversize, st.rq_empty_drops, st.uc_msg_drops,
+				st.uc_access_drops, st.xport_drops);
 		for (unsigned int d = 1; d < DROCE_DROP_COUNT; d++)
 			if (st.drops[d])
 				fprintf(f, "engine %u: parser dropped %" PRIu64 " (%s)\n", e,
@@ -1758,9 +2187,14 @@ json_stats(void)
 		printf("%s\n      {\"id\": %u, \"loops\": %" PRIu64 ", \"rx_pkts\": %" PRIu64
 		       ", \"tx_pkts\": %" PRIu64 ", \"tx_drops\": %" PRIu64 ", \"no_qp\": %" PRIu64
 		       ", \"forwarded\": %" PRIu64 ", \"non_roce\": %" PRIu64 ", \"seq_drops\": %" PRIu64
-		       ", \"cqe_overflows\": %" PRIu64 ", \"alloc_fail\": %" PRIu64 ", \"drops\": {",
+		       ", \"cqe_overflows\": %" PRIu64 ", \"alloc_fail\": %" PRIu64
+		       ", \"qkey_drops\": %" PRIu64 ", \"ud_oversize\": %" PRIu64
+		       ", \"rq_empty_drops\": %" PRIu64 ", \"uc_msg_drops\": %" PRIu64
+		       ", \"uc_access_drops\": %" PRIu64 ", \"xport_drops\": %" PRIu64 ", \"drops\": {",
 		       e ? "," : "", e, st.loops, st.rx_pkts, st.tx_pkts, st.tx_drops, st.no_qp,
-		       st.forwarded, st.non_roce, st.seq_drops, st.cqe_overflows, st.alloc_fail);
+		       st.forwarded, st.non_roce, st.seq_drops, st.cqe_overflows, st.alloc_fail,
+		       st.qkey_drops, st.ud_oversize, st.rq_empty_drops, st.uc_msg_drops,
+		       st.uc_access_drops, st.xport_drops);
 		for (unsigned int d = 1, first = 1; d < DROCE_DROP_COUNT; d++) {
 			if (!st.drops[d])
 				continue;
@@ -1794,12 +2228,12 @@ print_json(void)
 	if (o.verb == V_ATOMIC)
 		printf("  \"atomic_type\": \"%s\",\n", o.cmp_swap ? "CMP_AND_SWAP" : "FETCH_AND_ADD");
 	printf("  \"topology\": \"%s\",\n  \"client_dev\": \"%s\",\n  \"server_dev\": \"%s\",\n"
-	       "  \"connection\": \"RC\",\n  \"qps\": %u,\n  \"tx_depth\": %u,\n  \"post_list\": %u,\n"
+	       "  \"connection\": \"%s\",\n  \"qps\": %u,\n  \"tx_depth\": %u,\n  \"post_list\": %u,\n"
 	       "  \"cq_mod\": %u,\n  \"inline_size\": %d,\n  \"mtu\": %u,\n  \"check\": %s,\n"
 	       "  \"duration\": %.3f,\n  \"results\": [",
 	       R.two ? (R.me ? "two processes, server" : "two processes, client") : "loopback",
 	       R.s[0].dev ? ibv_get_device_name(R.s[0].dev) : "(peer)",
-	       R.s[1].dev ? ibv_get_device_name(R.s[1].dev) : "(peer)", o.qps, o.tx_depth,
+	       R.s[1].dev ? ibv_get_device_name(R.s[1].dev) : "(peer)", o.conn, o.qps, o.tx_depth,
 	       o.post_list, o.post_list > 1 ? o.post_list : o.cq_mod, o.inline_size,
 	       mtu_bytes(R.mtu), o.check ? "true" : "false", o.duration);
 	for (unsigned int i = 0; i < n_results; i++) {
@@ -1808,6 +2242,10 @@ print_json(void)
 		printf("%s\n    {\"bytes\": %" PRIu64 ", \"iterations\": %" PRIu64
 		       ", \"messages\": %" PRIu64 ", \"seconds\": %.6f, ",
 		       i ? "," : "", r->bytes, r->iters, r->msgs, r->seconds);
+		/* UC/UD: where the receiver's count is known */
+		if (o.mode == M_BW && (track_arrivals() || (o.qpt != IBV_QPT_RC && R.two &&
+							     R.me == 1 && o.verb == V_SEND)))
+			printf("\"lost\": %" PRIu64 ", ", r->lost);
 		if (o.mode == M_BW)
 			printf("\"bw_peak_MBps\": %.3f, \"bw_avg_MBps\": %.3f, \"bw_peak_Gbps\": %.4f, "
 			       "\"bw_avg_Gbps\": %.4f, \"msg_rate_Mpps\": %.6f}",
@@ -1900,8 +2338,8 @@ open_local(void)
 static void
 params_line(char *buf, size_t n)
 {
-	snprintf(buf, n, "droce-perf %s A=%d s=%" PRIu64 " q=%u n=%" PRIu64 " D=%.3f t=%u r=%u "
-		 "l=%u Q=%u check=%d", o.test, o.cmp_swap, o.size, o.qps,
+	snprintf(buf, n, "droce-perf %s c=%s A=%d s=%" PRIu64 " q=%u n=%" PRIu64 " D=%.3f t=%u "
+		 "r=%u l=%u Q=%u check=%d", o.test, o.conn, o.cmp_swap, o.size, o.qps,
 		 o.iters, o.duration, o.tx_depth, o.rx_depth, o.post_list,
 		 o.cq_mod, o.check);
 }
@@ -1989,6 +2427,7 @@ setup_two(uint64_t size)
 		}
 	}
 
+	R.nrecv = nrecv;
 	cqe = (uint64_t)o.qps * (R.sq_depth + nrecv) + 16;
 	s->buf_len = RTE_ALIGN_CEIL(R.lay.region * o.qps, 4096);
 	if (posix_memalign((void **)&s->buf, 4096, s->buf_len) != 0)
@@ -2005,7 +2444,7 @@ setup_two(uint64_t size)
 	for (uint32_t i = 0; i < o.qps; i++) {
 		struct pair *p = &R.p[i];
 		struct ibv_qp_init_attr ia = {
-			.send_cq = s->cq, .recv_cq = s->cq, .qp_type = IBV_QPT_RC,
+			.send_cq = s->cq, .recv_cq = s->cq, .qp_type = o.qpt,
 			.cap = { .max_send_wr = R.sq_depth, .max_recv_wr = nrecv ? nrecv : 1,
 				 .max_send_sge = 1, .max_recv_sge = 1,
 				 .max_inline_data = (uint32_t)o.inline_size },
@@ -2073,6 +2512,11 @@ connect_qps(void)
 
 		memcpy(g.raw, p->rem.gid, 16);
 		to_rts(p->qp[R.me], p->psn[R.me], &peer, p->rem.psn, &g);
+		if (o.qpt == IBV_QPT_UD) {
+			/* UD, as perftest: the AH from the GID, the QPN from the key message */
+			p->ah[R.me] = make_ah(R.me, &g);
+			p->rem_qpn[R.me] = p->rem.qpn;
+		}
 	}
 	barrier("barrier after RTR");
 }
@@ -2082,9 +2526,12 @@ teardown_two(void)
 {
 	struct side *s = &R.s[R.me];
 
-	for (uint32_t i = 0; i < o.qps; i++)
+	for (uint32_t i = 0; i < o.qps; i++) {
 		if (ibv_destroy_qp(R.p[i].qp[R.me]) != 0)
 			fail("ibv_destroy_qp");
+		if (R.p[i].ah[R.me] != NULL && ibv_destroy_ah(R.p[i].ah[R.me]) != 0)
+			fail("ibv_destroy_ah");
+	}
 	if (ibv_destroy_cq(s->cq) != 0)
 		fail("ibv_destroy_cq");
 	s->cq = NULL;
@@ -2098,26 +2545,108 @@ teardown_two(void)
 		fail("ibv_close_device");
 }
 
+/* The last of @count messages written to slot @j. */
+static inline uint64_t
+last_in_slot(uint64_t count, uint32_t j)
+{
+	uint64_t seq = (count - 1 - j) / R.lay.nrx * R.lay.nrx + j;
+
+	return seq >= count ? seq - R.lay.nrx : seq;
+}
+
+/* UC: slots whose last message has not landed (yet, or ever). */
+static uint64_t
+slots_not_landed(const uint64_t *count)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < o.qps; i++)
+		for (uint32_t j = 0; j < R.lay.nrx && j < count[i]; j++)
+			n += !landed(rx_slot(&R.p[i], 1, j), i, last_in_slot(count[i], j));
+	return n;
+}
+
 /* write_bw --check, server: slot j holds the last message written to it. */
 static void
 check_written_slots(const uint64_t *count)
 {
+	uint64_t lost = 0;
+
+	if (o.qpt == IBV_QPT_UC) {
+		/* UC: sent is not landed; let what is in flight land, until nothing
+		 * changes for a while (a lost message never lands) */
+		uint64_t t = rte_rdtsc(), quiet = quiet_cycles(), prev = UINT64_MAX, n;
+
+		while ((n = slots_not_landed(count)) != 0) {
+			if (n != prev) {
+				prev = n;
+				t = rte_rdtsc();
+			} else if (rte_rdtsc() - t > quiet) {
+				break;
+			}
+			poll_side(1);
+		}
+	}
 	for (uint32_t i = 0; i < o.qps; i++) {
 		const struct pair *p = &R.p[i];
 
 		for (uint32_t j = 0; j < R.lay.nrx && j < count[i]; j++) {
-			uint64_t seq = (count[i] - 1 - j) / R.lay.nrx * R.lay.nrx + j;
+			uint64_t seq = last_in_slot(count[i], j);
 			uint8_t *b = rx_slot(p, 1, j);
 			int64_t off;
 
-			if (seq >= count[i])
-				seq -= R.lay.nrx;
+			if (o.qpt == IBV_QPT_UC && !landed(b, i, seq)) {
+				lost++; /* UC: never landed, nothing to check */
+				continue;
+			}
 			inject(b, R.lay.size, i, seq);
 			off = pattern_check(b, R.lay.size, i, seq);
 			if (off >= 0)
 				check_failed("RDMA WRITE, server's memory", i, seq, b, R.lay.size, off);
 		}
 	}
+	if (lost > 0)
+		fprintf(stderr, "droce-perf: --check: %" PRIu64 " slots did not get their last UC "
+			"WRITE (lost: UC does not retransmit); the others are correct\n", lost);
+}
+
+/* UC/UD send_bw, server: the client is done; what is still in flight
+ * arrives now or never.  Then its figures are what it received, timed from
+ * the start of the run to the last arrival. */
+static void
+add_result_received(uint64_t size, const uint64_t *sent)
+{
+	struct result r = { .bytes = size };
+	uint64_t quiet = quiet_cycles(), want = 0;
+
+	for (uint32_t i = 0; i < o.qps; i++)
+		want += sent[i];
+	for (;;) {
+		uint64_t got = 0;
+
+		poll_side(1);
+		for (uint32_t i = 0; i < o.qps; i++)
+			got += R.p[i].recv_seen[1];
+		if (got >= want || rte_rdtsc() - R.last_recv > quiet)
+			break;
+	}
+	for (uint32_t i = 0; i < o.qps; i++)
+		r.msgs += R.p[i].recv_seen[1];
+	if (r.msgs == 0)
+		fail("%s, %" PRIu64 " B: none of the %" PRIu64 " messages arrived", o.test, size, want);
+	r.lost = want > r.msgs ? want - r.msgs : 0;
+	r.iters = r.msgs / o.qps;
+	r.seconds = secs(R.last_recv - R.run_start);
+	if (r.seconds > 0) {
+		r.bw_avg = (double)r.msgs * (double)size / r.seconds;
+		r.msg_rate = (double)r.msgs / r.seconds;
+	}
+	r.bw_peak = r.bw_avg; /* the server keeps no per-interval record */
+	if (r.lost > 0)
+		fprintf(stderr, "droce-perf: %s %" PRIu64 " B: %" PRIu64 " of %" PRIu64 " messages "
+			"never arrived (%s does not retransmit); the figures count what arrived\n",
+			o.test, size, r.lost, want, o.conn);
+	add_result(&r);
 }
 
 /* Bandwidth, both roles: the client runs; the server serves (SEND: its
@@ -2127,6 +2656,7 @@ run_bw_two(uint64_t size)
 {
 	struct pt_bw_report mine = { .size = size }, theirs;
 	uint64_t count[MAX_QPS] = { 0 }, rcount[MAX_QPS];
+	bool unreliable_send = o.verb == V_SEND && o.qpt != IBV_QPT_RC;
 
 	if (R.me == 0) {
 		const struct result *r;
@@ -2144,20 +2674,27 @@ run_bw_two(uint64_t size)
 	barrier("end of the run");
 	R.oob.timeout_ms = (int)(o.timeout * 1000);
 	oob_check(pt_xchg_bw_reports(&R.oob, &mine, &theirs), "bandwidth reports");
-	if (R.oob.peer_droce && o.check && o.verb == V_WRITE) {
+	if (R.oob.peer_droce && ((o.check && o.verb == V_WRITE) || unreliable_send)) {
 		oob_check(pt_xchg(&R.oob, count, rcount, 8 * o.qps), "message counts");
 		if (R.me == 1) {
 			for (uint32_t i = 0; i < o.qps; i++)
 				rcount[i] = rte_be_to_cpu_64(rcount[i]);
-			check_written_slots(rcount);
+			if (o.verb == V_WRITE)
+				check_written_slots(rcount);
 		}
+	} else {
+		for (uint32_t i = 0; i < o.qps; i++)
+			rcount[i] = theirs.iters; /* a perftest peer: what it says it sent */
 	}
-	if (o.check && o.verb == V_SEND && R.me == 1) {
+	if (o.check && o.verb == V_SEND && R.me == 1 && !unreliable_send) {
 		for (uint32_t i = 0; i < o.qps; i++)
 			if (R.p[i].recv_seen[1] == 0)
 				fail("--check: QP pair %u received no SEND", i);
 	}
-	if (R.me == 1) {
+	if (R.me == 1 && unreliable_send) {
+		/* UC/UD send_bw: the server reports what it received, as perftest's */
+		add_result_received(size, rcount);
+	} else if (R.me == 1) {
 		/* the server reports the client's figures, as perftest does */
 		struct result r = { .bytes = theirs.size, .iters = theirs.iters,
 				    .bw_peak = theirs.bw_peak * 1048576.0,
@@ -2210,6 +2747,53 @@ serve_lat(uint64_t size)
 	WAIT_UNTIL(p->sends_done[1] >= p->signaled[1], &w, size, "final completions");
 }
 
+/* UD: a message is one packet.  As perftest: an -s over the path MTU is
+ * refused; the default size, and -a's sizes, are brought down to it. */
+static unsigned int
+ud_fit_sizes(uint64_t *sizes, unsigned int n)
+{
+	uint32_t mtu = mtu_bytes(R.mtu);
+	unsigned int k = 0;
+
+	if (o.qpt != IBV_QPT_UD)
+		return n;
+	for (unsigned int i = 0; i < n; i++) {
+		if (sizes[i] <= mtu) {
+			sizes[k++] = sizes[i];
+		} else if (o.all) {
+			/* -a: the sizes stop at the MTU */
+		} else if (o.size_set) {
+			unsupported("-s %" PRIu64 ": max message size in UD is the path MTU, %u B "
+				    "(a UD message is one packet)", sizes[i], mtu);
+		} else {
+			fprintf(stderr, "droce-perf: max message size in UD is the path MTU, %u B: "
+				"using it\n", mtu);
+			sizes[k++] = mtu;
+		}
+	}
+	return k;
+}
+
+static void
+lat_samples_open(void)
+{
+	if (o.lat_samples == NULL)
+		return;
+	R.lat_f = fopen(o.lat_samples, "w");
+	if (R.lat_f == NULL)
+		fail("--lat-samples %s: %s", o.lat_samples, strerror(errno));
+}
+
+static void
+lat_samples_close(void)
+{
+	if (R.lat_f == NULL)
+		return;
+	if (fclose(R.lat_f) != 0)
+		fail("--lat-samples %s: %s", o.lat_samples, strerror(errno));
+	R.lat_f = NULL;
+}
+
 static void
 run_two(uint64_t size)
 {
@@ -2217,9 +2801,17 @@ run_two(uint64_t size)
 	open_local();
 	connect_peer();
 	tsc_hz = rte_get_tsc_hz();
+	ud_fit_sizes(&size, 1); /* the agreed MTU: both sides decide alike */
+	if (R.me == 0)
+		lat_samples_open();
+	else if (o.lat_samples != NULL)
+		fprintf(stderr, "droce-perf: --lat-samples: the client measures latency; the "
+			"server writes no samples\n");
 	print_banner();
 	setup_two(size);
 	connect_qps();
+	R.run_start = rte_rdtsc();
+	R.last_recv = R.run_start;
 	print_addresses();
 	if (R.me == 0 || o.mode == M_BW)
 		print_header();
@@ -2238,6 +2830,7 @@ run_two(uint64_t size)
 	}
 	pt_oob_close(&R.oob);
 	print_line();
+	lat_samples_close();
 	if (o.json)
 		print_json();
 	else if (o.stats)
@@ -2253,6 +2846,7 @@ main(int argc, char **argv)
 	unsigned int n_sizes = 0;
 
 	parse_args(argc, argv);
+	R.grh = o.qpt == IBV_QPT_UD ? GRH_LEN : 0;
 	if (!o.verbose) {
 		/* DPDK's start-up chatter goes to stderr; keep warnings and errors */
 		rte_log_set_global_level(RTE_LOG_WARNING);
@@ -2294,6 +2888,9 @@ main(int argc, char **argv)
 	tsc_hz = rte_get_tsc_hz();
 	if (tsc_hz == 0)
 		fail("no TSC frequency");
+	n_sizes = ud_fit_sizes(sizes, n_sizes);
+	R.multi_size = n_sizes > 1;
+	lat_samples_open();
 	print_banner();
 	for (unsigned int i = 0; i < n_sizes; i++) {
 		setup(sizes[i]);
@@ -2308,6 +2905,7 @@ main(int argc, char **argv)
 		teardown();
 	}
 	print_line();
+	lat_samples_close();
 	if (o.json)
 		print_json();
 	else if (o.stats)

@@ -10,7 +10,7 @@
  *     fixed lengths, byte order).
  * (b) Two droce-perf processes over memif (server and client, each with its
  *     own config and EAL), meeting over 127.0.0.1: write_bw, read_bw,
- *     send_bw and write_lat with --check.
+ *     send_bw and write_lat with --check, and send_bw over UD.
  */
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -349,8 +349,11 @@ contains(const char *path, const char *what)
 	return strstr(buf, what) != NULL;
 }
 
+/* Runs a droce-perf server and client over memif; both must exit 0, and
+ * their outputs must contain @want_cli / @want_srv (when not NULL). */
 static void
-two_processes(const char *test, const char *opts, int id)
+two_processes_say(const char *test, const char *opts, int id, const char *want_cli,
+		  const char *want_srv)
 {
 	char sargs[512], cargs[512], sout[96], cout[96];
 	int port = 20000 + (int)(getpid() % 20000) + id, rs, rc;
@@ -380,11 +383,25 @@ two_processes(const char *test, const char *opts, int id)
 	cr_expect_eq(rs, 0, "server: %s: exit %d", sargs, rs);
 	cr_expect(contains(cout, "Data check      : ON"), "client ran without --check");
 	cr_expect(contains(cout, "two processes"));
+	if (want_cli != NULL && !contains(cout, want_cli)) {
+		dump(cout);
+		cr_expect_fail("the client did not say \"%s\"", want_cli);
+	}
+	if (want_srv != NULL && !contains(sout, want_srv)) {
+		dump(sout);
+		cr_expect_fail("the server did not say \"%s\"", want_srv);
+	}
 	unlink(ini[0]);
 	unlink(ini[1]);
 	unlink(sock_path);
 	unlink(sout);
 	unlink(cout);
+}
+
+static void
+two_processes(const char *test, const char *opts, int id)
+{
+	two_processes_say(test, opts, id, NULL, NULL);
 }
 
 TestSuite(oob_memif, .timeout = 60);
@@ -407,4 +424,13 @@ Test(oob_memif, send_bw_check)
 Test(oob_memif, write_lat_check)
 {
 	two_processes("write_lat", "-s 64 -n 200 --check", 3);
+}
+
+Test(oob_memif, ud_send_bw_check)
+{
+	/* the AH from the GID and QPN the client and server exchanged; the
+	 * server reports what it received (UD: what arrived, nothing lost at
+	 * this rate) */
+	two_processes_say("send_bw", "-c UD -s 1024 -n 300 --check", 4,
+			  "Connection type : UD", "\n 1024       300   ");
 }

@@ -2,8 +2,10 @@
  * droce-perf, run as a subprocess on the loopback topology (the embedded
  * in-memory config): every test type in bandwidth and latency mode with
  * --check, --json parsed for sane numbers, the table, --stats, -D, post
- * lists and inline, and the error paths (bad option, UC/UD, a corrupted
- * message caught by --check).  Tiny configurations: a few seconds in all.
+ * lists and inline, the error paths (bad option, a corrupted message caught
+ * by --check), UC (write, send) and UD (send) with --check, loss on UC/UD
+ * reported rather than fatal, and --lat-samples.  Tiny configurations: a few
+ * seconds in all.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,18 +17,23 @@
 
 #define OUT_CAP (64 * 1024)
 
-/* Runs droce-perf with @args; stdout (and stderr when @merge) into @out. */
+/* Runs droce-perf with @args under DROCE_CONFIG=@config (NULL: the embedded
+ * loopback config); stdout (and stderr when @merge) into @out. */
 static int
-run_perf(const char *args, bool merge, char *out, size_t cap)
+run_perf_cfg(const char *config, const char *args, bool merge, char *out, size_t cap)
 {
 	const char *exe = getenv("DROCE_PERF");
-	char cmd[1024];
+	char cmd[1024], env[256];
 	size_t n = 0, k;
 	FILE *f;
 	int st;
 
 	cr_assert_not_null(exe, "DROCE_PERF not set (run through meson test)");
-	snprintf(cmd, sizeof(cmd), "env -u DROCE_CONFIG %s %s%s", exe, args,
+	if (config)
+		snprintf(env, sizeof(env), "env DROCE_CONFIG=%s", config);
+	else
+		snprintf(env, sizeof(env), "env -u DROCE_CONFIG");
+	snprintf(cmd, sizeof(cmd), "%s %s %s%s", env, exe, args,
 		 merge ? " 2>&1" : " 2>/dev/null");
 	f = popen(cmd, "r");
 	cr_assert_not_null(f);
@@ -36,6 +43,12 @@ run_perf(const char *args, bool merge, char *out, size_t cap)
 	st = pclose(f);
 	cr_assert(WIFEXITED(st), "droce-perf %s did not exit normally:\n%s", args, out);
 	return WEXITSTATUS(st);
+}
+
+static int
+run_perf(const char *args, bool merge, char *out, size_t cap)
+{
+	return run_perf_cfg(NULL, args, merge, out, cap);
 }
 
 /* Value of "key": NUMBER in the text from @from (to the next '}'). */
@@ -69,8 +82,9 @@ json_valid(const char *json)
 	cr_expect_eq(rc, 0, "not valid JSON:\n%s", json);
 }
 
-/* Runs a bandwidth test with --json and checks every result object. */
-static void
+/* Runs a bandwidth test with --json and checks every result object;
+ * returns the output (valid until the next call). */
+static const char *
 bw_json(const char *args, unsigned int want_results, double iters)
 {
 	static char out[OUT_CAP];
@@ -96,9 +110,10 @@ bw_json(const char *args, unsigned int want_results, double iters)
 		r++;
 	}
 	cr_expect_eq(n, want_results, "%s: %u results\n%s", full, n, out);
+	return out;
 }
 
-static void
+static const char *
 lat_json(const char *args, double iters)
 {
 	static char out[OUT_CAP];
@@ -125,6 +140,7 @@ lat_json(const char *args, double iters)
 	cr_expect(mn <= typ && typ <= mx, "%s: t_min <= t_typical <= t_max: %s", full, r);
 	cr_expect(typ <= p99 && p99 <= p999 && p999 <= mx, "%s: percentiles: %s", full, r);
 	cr_expect_geq(json_num(r, "t_stdev_us"), 0, "%s: %s", full, r);
+	return out;
 }
 
 TestSuite(perf, .timeout = 120);
@@ -260,15 +276,239 @@ Test(perf, bad_command_lines)
 	cr_expect(strstr(out, "--report_gbits") != NULL, "%s", out);
 }
 
-Test(perf, uc_ud_not_supported_yet)
+/* ---- UC and UD ---- */
+
+/* The JSON names the transport and, for bandwidth, counts no lost message
+ * (nothing is lost on the in-memory pair). */
+static void
+expect_conn(const char *out, const char *conn, bool bw)
+{
+	char want[64];
+	const char *r = out;
+
+	snprintf(want, sizeof(want), "\"connection\": \"%s\"", conn);
+	cr_expect(strstr(out, want) != NULL, "no %s in\n%s", want, out);
+	while (bw && (r = strstr(r, "{\"bytes\": ")) != NULL) {
+		cr_expect_eq(json_num(r, "lost"), 0, "%.300s", r);
+		cr_expect_gt(json_num(r, "messages"), 0, "%.300s", r);
+		r++;
+	}
+}
+
+Test(perf, uc_write_send_bw_check_json)
+{
+	expect_conn(bw_json("write_bw -c UC -s 4096 -n 300 -q 2 --check", 1, 300), "UC", true);
+	/* a UC SEND of several packets (MTU 1024) */
+	expect_conn(bw_json("send_bw -c UC -s 5000 -n 300 -q 2 -r 64 --check", 1, 300), "UC",
+		    true);
+}
+
+Test(perf, uc_write_send_lat_check_json)
+{
+	expect_conn(lat_json("write_lat -c UC -s 3000 -n 200 --check", 200), "UC", false);
+	expect_conn(lat_json("send_lat -c UC -s 3000 -n 200 --check", 200), "UC", false);
+}
+
+Test(perf, ud_send_bw_lat_check_json)
+{
+	/* the largest UD message: the path MTU (1024 B on the 1500-byte ports) */
+	expect_conn(bw_json("send_bw -c UD -s 1024 -n 300 -q 2 -r 64 --check", 1, 300), "UD",
+		    true);
+	expect_conn(bw_json("send_bw -c UD -s 64,1000 -n 200 -l 4 --check", 2, 200), "UD", true);
+	expect_conn(lat_json("send_lat -c UD -s 1000 -n 200 --check", 200), "UD", false);
+	expect_conn(lat_json("send_lat -c UD -n 200 --check", 200), "UD", false);
+}
+
+Test(perf, uc_ud_table)
+{
+	static char out[OUT_CAP];
+	int rc = run_perf("send_bw -c UD -s 64 -n 100", false, out, sizeof(out));
+
+	cr_assert_eq(rc, 0, "%s", out);
+	cr_expect(strstr(out, " Connection type : UD") != NULL, "%s", out);
+	cr_expect(strstr(out, "\n 64         100   ") != NULL, "%s", out);
+	rc = run_perf("write_lat -c UC -n 20", false, out, sizeof(out));
+	cr_assert_eq(rc, 0, "%s", out);
+	cr_expect(strstr(out, " Connection type : UC") != NULL, "%s", out);
+	cr_expect(strstr(out, "\n 2       20  ") != NULL, "%s", out);
+	rc = run_perf("write_lat -n 20", false, out, sizeof(out));
+	cr_assert_eq(rc, 0, "%s", out);
+	cr_expect(strstr(out, " Connection type : RC") != NULL, "%s", out);
+}
+
+Test(perf, uc_ud_refused_as_perftest_does)
 {
 	static char out[OUT_CAP];
 	int rc;
 
-	rc = run_perf("send_lat -c UD", true, out, sizeof(out));
+	/* UD: one packet per message */
+	rc = run_perf("send_bw -c UD -s 1025 -n 10", true, out, sizeof(out));
 	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
-	cr_expect(strstr(out, "-c UD: the UD transport is not supported yet") != NULL, "%s", out);
-	rc = run_perf("write_bw -c UC", true, out, sizeof(out));
+	cr_expect(strstr(out, "max message size in UD is the path MTU, 1024 B") != NULL, "%s", out);
+	rc = run_perf("send_lat -c UD -s 64,4096 -n 10", true, out, sizeof(out));
 	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
-	cr_expect(strstr(out, "-c UC: the UC transport is not supported yet") != NULL, "%s", out);
+	/* the default size comes down to the MTU, as perftest's does */
+	rc = run_perf("send_bw -c UD -n 50 --json", false, out, sizeof(out));
+	cr_expect_eq(rc, 0, "exit %d\n%s", rc, out);
+	cr_expect(strstr(out, "{\"bytes\": 1024,") != NULL, "%s", out);
+	/* UD: SEND only; UC: no READ or atomics */
+	rc = run_perf("write_bw -c UD", true, out, sizeof(out));
+	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
+	cr_expect(strstr(out, "UD connection only possible in SEND tests") != NULL, "%s", out);
+	rc = run_perf("read_bw -c UC", true, out, sizeof(out));
+	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
+	cr_expect(strstr(out, "UC connection not possible in READ tests") != NULL, "%s", out);
+	rc = run_perf("atomic_lat -c UC", true, out, sizeof(out));
+	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
+	cr_expect(strstr(out, "UC connection not possible in ATOMIC tests") != NULL, "%s", out);
+	rc = run_perf("send_bw -c XRC", true, out, sizeof(out));
+	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
+}
+
+Test(perf, uc_ud_check_catches_a_corrupted_message)
+{
+	static char out[OUT_CAP];
+	int rc;
+
+	rc = run_perf("send_bw -c UD -s 512 -n 50 --check --inject-error 17", true, out,
+		      sizeof(out));
+	cr_expect_eq(rc, 1, "exit %d\n%s", rc, out);
+	cr_expect(strstr(out, "--check: SEND, receive buffer: QP pair 0 message 17 (512 B)") != NULL,
+		  "%s", out);
+	rc = run_perf("write_bw -c UC -s 3000 -n 50 --check --inject-error 17", true, out,
+		      sizeof(out));
+	cr_expect_eq(rc, 1, "exit %d\n%s", rc, out);
+	cr_expect(strstr(out, "--check: RDMA WRITE (UC), responder's memory: QP pair 0 message 17") !=
+		  NULL, "%s", out);
+}
+
+/* A config like the embedded one with a lossy link (2% of frames dropped). */
+static void
+lossy_config(char *path, size_t n)
+{
+	int fd;
+	FILE *f;
+
+	snprintf(path, n, "/tmp/droce-perf-lossy-XXXXXX");
+	fd = mkstemp(path);
+	cr_assert(fd >= 0);
+	f = fdopen(fd, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "[eal]\nargs = --no-huge --no-pci -m 128 --log-level=lib.eal:warning\n"
+		"[engines]\nmode = colocated\ncount = 1\n"
+		"[mempool]\nmbufs = 4095\ncache = 128\n"
+		"[port0]\nkind = ring\npeer = port1\nmac = 02:00:c6:12:00:01\n"
+		"ipv4 = 198.18.0.1\nimpair_drop = 0.02\nimpair_seed = 11\n"
+		"[port1]\nkind = ring\npeer = port0\nmac = 02:00:c6:12:00:02\n"
+		"ipv4 = 198.18.0.2\n");
+	fclose(f);
+}
+
+Test(perf, uc_ud_lost_messages_are_reported_not_fatal)
+{
+	static char out[OUT_CAP];
+	char cfg[64];
+	const char *r;
+	int rc;
+
+	lossy_config(cfg, sizeof(cfg));
+	/* UD send_bw: the figures count what arrived; the rest is "lost" */
+	rc = run_perf_cfg(cfg, "send_bw -c UD -s 1024 -n 2000 --check --json", false, out,
+			  sizeof(out));
+	cr_expect_eq(rc, 0, "exit %d\n%s", rc, out);
+	r = strstr(out, "{\"bytes\": ");
+	if (r != NULL) {
+		double lost = json_num(r, "lost"), got = json_num(r, "messages");
+
+		cr_expect_gt(lost, 0, "%.300s", r);
+		cr_expect_gt(got, 0, "%.300s", r);
+		cr_expect_eq(lost + got, 2000, "%.300s", r);
+		cr_expect_eq(json_num(r, "iterations"), got, "%.300s", r);
+		cr_expect_gt(json_num(r, "bw_avg_MBps"), 0, "%.300s", r);
+	} else {
+		cr_expect_fail("no result:\n%s", out);
+	}
+	/* UC: multi-packet SENDs and WRITEs lose whole messages; --check
+	 * still passes on what landed */
+	rc = run_perf_cfg(cfg, "send_bw -c UC -s 5000 -n 500 --check", true, out, sizeof(out));
+	cr_expect_eq(rc, 0, "exit %d\n%s", rc, out);
+	cr_expect(strstr(out, "messages never arrived (UC does not retransmit)") != NULL, "%s", out);
+	rc = run_perf_cfg(cfg, "write_bw -c UC -s 5000 -n 500 --check", true, out, sizeof(out));
+	cr_expect_eq(rc, 0, "exit %d\n%s", rc, out);
+	cr_expect(strstr(out, "messages never arrived (UC does not retransmit)") != NULL, "%s", out);
+	unlink(cfg);
+}
+
+/* ---- --lat-samples ---- */
+
+/* Reads @path: the number of lines; every value (after the size prefix
+ * when @prefixed) >= @min - 0.0005 and <= @max + 0.0005; sizes into @sizes. */
+static unsigned int
+read_samples(const char *path, bool prefixed, double min, double max, unsigned long *sizes,
+	     unsigned int cap)
+{
+	FILE *f = fopen(path, "r");
+	char line[128];
+	unsigned int n = 0;
+
+	cr_assert_not_null(f, "no samples file %s", path);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		char *p = line, *end;
+		double v;
+
+		if (prefixed) {
+			unsigned long sz = strtoul(p, &end, 10);
+
+			cr_assert(end != p && *end == ' ', "line %u: no size: %s", n + 1, line);
+			if (n < cap)
+				sizes[n] = sz;
+			p = end + 1;
+		}
+		v = strtod(p, &end);
+		cr_assert(end != p && *end == '\n', "line %u: not a number: %s", n + 1, line);
+		cr_assert(strchr(p, '.') != NULL && strlen(strchr(p, '.')) == 5,
+			  "line %u: not 3 decimals: %s", n + 1, line);
+		cr_expect(v >= min - 0.0005 && v <= max + 0.0005,
+			  "line %u: %.3f outside [t_min %.3f, t_max %.3f]", n + 1, v, min, max);
+		n++;
+	}
+	fclose(f);
+	return n;
+}
+
+Test(perf, lat_samples_file)
+{
+	static char out[OUT_CAP];
+	char path[] = "/tmp/droce-perf-samples-XXXXXX", args[256];
+	unsigned long sizes[400];
+	const char *r;
+	int fd = mkstemp(path), rc;
+	unsigned int n;
+
+	cr_assert(fd >= 0);
+	close(fd);
+	snprintf(args, sizeof(args), "send_lat -c UD -s 64 -n 150 --lat-samples %s --json", path);
+	rc = run_perf(args, false, out, sizeof(out));
+	cr_assert_eq(rc, 0, "%s", out);
+	r = strstr(out, "{\"bytes\": ");
+	cr_assert_not_null(r, "%s", out);
+	n = read_samples(path, false, json_num(r, "t_min_us"), json_num(r, "t_max_us"), NULL, 0);
+	cr_expect_eq(n, 150, "%u samples for -n 150", n);
+
+	/* several sizes: "SIZE USEC", each size's -n samples in turn */
+	snprintf(args, sizeof(args), "write_lat -s 2,4096 -n 100 --lat-samples=%s --json", path);
+	rc = run_perf(args, false, out, sizeof(out));
+	cr_assert_eq(rc, 0, "%s", out);
+	r = strstr(out, "{\"bytes\": ");
+	cr_assert_not_null(r, "%s", out);
+	n = read_samples(path, true, 0, 1e9, sizes, 400);
+	cr_expect_eq(n, 200, "%u samples for two sizes of -n 100", n);
+	for (unsigned int i = 0; i < n && i < 400; i++)
+		cr_expect_eq(sizes[i], i < 100 ? 2u : 4096u, "line %u: size %lu", i + 1, sizes[i]);
+
+	rc = run_perf("write_bw --lat-samples /tmp/x", true, out, sizeof(out));
+	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
+	rc = run_perf("--help", false, out, sizeof(out));
+	cr_expect(strstr(out, "--lat-samples=FILE") != NULL, "%s", out);
+	unlink(path);
 }
