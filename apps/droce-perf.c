@@ -80,6 +80,7 @@
 #define SLOT_ALIGN 64
 #define LAT_SQ_DEPTH 64
 #define LAT_SIGNAL_EVERY 16
+#define LAT_WARMUP 1024     /* unmeasured latency iterations before the measured ones */
 #define LAT_RX_SLOTS 16
 #define POLL_BATCH 32
 #define WRID_SHIFT 40
@@ -131,6 +132,7 @@ struct opts {
 	enum ibv_qp_type qpt; /* -c: IBV_QPT_RC, IBV_QPT_UC or IBV_QPT_UD */
 	const char *conn;     /* -c as text: "RC", "UC", "UD" */
 	const char *lat_samples; /* --lat-samples: every latency sample to this file */
+	int64_t warmup;          /* --warmup: unmeasured latency iterations (-1: default) */
 };
 
 static struct opts o;
@@ -199,6 +201,9 @@ usage(FILE *f)
 "      --timeout=SEC       fail when no completion arrives for SEC seconds (default 10)\n"
 "      --inject-error=N    with --check: flip a bit of message N of QP pair 0 where it\n"
 "                          landed, before checking it (proves --check catches it)\n"
+"      --warmup=N          latency tests: N iterations before the measured ones (default\n"
+"                          1024; 0 against perftest, which has none): the first pass\n"
+"                          over fresh rings and buffers costs page faults\n"
 "      --lat-samples=FILE  latency tests: write every sample (the values t_min, typical\n"
 "                          and the percentiles come from) to FILE, one per line, in usec\n"
 "                          with 3 decimals, in the order measured; with several sizes\n"
@@ -283,6 +288,7 @@ enum {
 	OPT_SERVER,
 	OPT_BIND,
 	OPT_LAT_SAMPLES,
+	OPT_WARMUP,
 };
 
 static void
@@ -316,6 +322,7 @@ parse_args(int argc, char **argv)
 		{ "server", no_argument, NULL, OPT_SERVER },
 		{ "bind", required_argument, NULL, OPT_BIND },
 		{ "lat-samples", required_argument, NULL, OPT_LAT_SAMPLES },
+		{ "warmup", required_argument, NULL, OPT_WARMUP },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -330,6 +337,7 @@ parse_args(int argc, char **argv)
 	o.cq_mod = 100;
 	o.tcp_port = 18515;
 	o.timeout = 10;
+	o.warmup = -1;
 	o.dev = "droce0";
 	o.inject = -1;
 
@@ -438,6 +446,9 @@ parse_args(int argc, char **argv)
 				usage_fail("--lat-samples: no file name given");
 			o.lat_samples = optarg;
 			break;
+		case OPT_WARMUP:
+			o.warmup = (int64_t)parse_u64("--warmup", optarg, 0, 1u << 24);
+			break;
 		case 'v':
 			o.verbose = true;
 			break;
@@ -512,6 +523,10 @@ parse_args(int argc, char **argv)
 		usage_fail("--lat-samples: only for the latency tests (*_lat)");
 	if (!o.iters_set)
 		o.iters = o.mode == M_BW ? 5000 : 1000;
+	if (o.warmup >= 0 && o.mode != M_LAT)
+		usage_fail("--warmup: only for the latency tests (*_lat)");
+	if (o.warmup < 0)
+		o.warmup = o.mode == M_LAT ? LAT_WARMUP : 0;
 	if (o.verb == V_ATOMIC) {
 		if (o.size_set && (o.size != 8 || o.n_sizes > 1))
 			fprintf(stderr, "droce-perf: atomics move 8 bytes: -s ignored\n");
@@ -2013,7 +2028,8 @@ run_lat(uint64_t size)
 	struct pair *p = &R.p[0];
 	uint64_t *samples;
 	uint64_t cap = o.duration > 0 ? MAX_LAT_SAMPLES : o.iters;
-	uint64_t n = 0, iters = o.duration > 0 ? UINT64_MAX : o.iters;
+	uint64_t warm = (uint64_t)o.warmup;
+	uint64_t n = 0, iters = o.duration > 0 ? UINT64_MAX : warm + o.iters;
 	uint64_t dur = (uint64_t)(o.duration * (double)tsc_hz);
 	bool pingpong = o.verb == V_SEND || o.verb == V_WRITE;
 	struct result r = { .bytes = size };
@@ -2089,12 +2105,18 @@ run_lat(uint64_t size)
 			}
 		}
 		w.last_progress = t1;
+		if (i < warm) {
+			if (i + 1 == warm)
+				w.start = rte_rdtsc(); /* -D and the progress line count from here */
+			continue;
+		}
 		if (n < cap)
 			samples[n++] = t1 - t0;
 		if (o.duration > 0 && t1 - w.start >= dur)
 			iters = i + 1; /* last one */
-		progress(&w, t1, size, i + 1, o.duration > 0 ? UINT64_MAX : o.iters, "iterations");
-		r.iters = i + 1;
+		progress(&w, t1, size, i + 1 - warm, o.duration > 0 ? UINT64_MAX : o.iters,
+			 "iterations");
+		r.iters = i + 1 - warm;
 	}
 	/* let the last signaled sends complete before the QPs go */
 	WAIT_UNTIL(p->sends_done[0] >= p->signaled[0] && p->sends_done[1] >= p->signaled[1], &w,
@@ -2104,9 +2126,9 @@ run_lat(uint64_t size)
 		uint64_t v;
 
 		memcpy(&v, rx_slot(p, 1, 0), 8);
-		if (v != r.iters)
+		if (v != warm + r.iters)
 			fail("--check: remote word is %" PRIu64 " after %" PRIu64 " atomics", v,
-			     r.iters);
+			     warm + r.iters);
 	}
 
 	/* ping-pong reports half the round trip, as perftest does */
@@ -2339,9 +2361,9 @@ static void
 params_line(char *buf, size_t n)
 {
 	snprintf(buf, n, "droce-perf %s c=%s A=%d s=%" PRIu64 " q=%u n=%" PRIu64 " D=%.3f t=%u "
-		 "r=%u l=%u Q=%u check=%d", o.test, o.conn, o.cmp_swap, o.size, o.qps,
+		 "r=%u l=%u Q=%u check=%d w=%" PRId64, o.test, o.conn, o.cmp_swap, o.size, o.qps,
 		 o.iters, o.duration, o.tx_depth, o.rx_depth, o.post_list,
-		 o.cq_mod, o.check);
+		 o.cq_mod, o.check, o.warmup);
 }
 
 static void
@@ -2364,6 +2386,8 @@ connect_peer(void)
 		oob_check(pt_oob_connect(&R.oob, o.host, o.tcp_port), "connect");
 	}
 	oob_check(pt_xchg_version(&R.oob, PT_VERSION), "version");
+	if (!R.oob.peer_droce)
+		o.warmup = 0; /* perftest's latency loops have no warm-up */
 	if (R.oob.peer_droce) {
 		params_line(mine, sizeof(mine));
 		oob_check(pt_xchg(&R.oob, mine, theirs, sizeof(mine)), "droce parameters");
@@ -2720,8 +2744,8 @@ serve_lat(uint64_t size)
 	watch_start(&w);
 	if (o.verb == V_READ || o.verb == V_ATOMIC)
 		return;
-	for (uint64_t i = 0; i < o.iters; i++) {
-		bool sig = (i + 1) % LAT_SIGNAL_EVERY == 0 || i + 1 == o.iters;
+	for (uint64_t i = 0, total = (uint64_t)o.warmup + o.iters; i < total; i++) {
+		bool sig = (i + 1) % LAT_SIGNAL_EVERY == 0 || i + 1 == total;
 
 		if (o.verb == V_SEND) {
 			WAIT_UNTIL(p->recv_seen[1] > i, &w, size, "server waiting for the SEND");

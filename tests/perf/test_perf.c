@@ -512,3 +512,28 @@ Test(perf, lat_samples_file)
 	cr_expect(strstr(out, "--lat-samples=FILE") != NULL, "%s", out);
 	unlink(path);
 }
+
+/* Latency runs warm up first: the samples and the atomic count say how many ran. */
+Test(perf, warmup_iterations_are_not_measured)
+{
+	static char out[OUT_CAP];
+	char path[] = "/tmp/droce-perf-samples-XXXXXX", args[256];
+	int fd = mkstemp(path), rc;
+	unsigned int n;
+
+	cr_assert(fd >= 0);
+	close(fd);
+	snprintf(args, sizeof(args), "write_lat -n 120 --warmup 300 --check --lat-samples %s", path);
+	rc = run_perf(args, false, out, sizeof(out));
+	cr_assert_eq(rc, 0, "%s", out);
+	n = read_samples(path, false, 0, 1e9, NULL, 0);
+	cr_expect_eq(n, 120, "%u samples for -n 120 after 300 warm-up iterations", n);
+	/* --check compares the remote word with warm-up + measured atomics */
+	rc = run_perf("atomic_lat -n 50 --warmup 70 --check", true, out, sizeof(out));
+	cr_expect_eq(rc, 0, "exit %d\n%s", rc, out);
+	rc = run_perf("atomic_lat -n 50 --warmup 0 --check", true, out, sizeof(out));
+	cr_expect_eq(rc, 0, "exit %d\n%s", rc, out);
+	rc = run_perf("write_bw -n 10 --warmup 5", true, out, sizeof(out));
+	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
+	unlink(path);
+}
