@@ -284,21 +284,25 @@ wc_opcode_of(uint8_t wr_opcode)
 	}
 }
 
+/*
+ * Both completion helpers free the slot (publish the retired counter) before
+ * they push the CQE: an application that polls the completion may post into
+ * that slot at once, as on hardware, and must not find the queue still full.
+ * So everything the CQE needs is copied out of the slot first.
+ */
 void
 droce_qp_complete_send_lc(struct droce_qp *qp, enum droce_wc_status status)
 {
 	const struct droce_wqe *w = &qp->sq[qp->sq_head % qp->sq_size].wqe;
+	bool report = (w->flags & DROCE_WQE_SIGNALED) || status != DROCE_WC_SUCCESS;
+	struct droce_cqe c = {
+		.wr_id = w->wr_id,
+		.status = status,
+		.opcode = wc_opcode_of(w->opcode),
+		.byte_len = w->length,
+		.qp_num = qp->qpn,
+	};
 
-	if ((w->flags & DROCE_WQE_SIGNALED) || status != DROCE_WC_SUCCESS) {
-		struct droce_cqe c = {
-			.wr_id = w->wr_id,
-			.status = status,
-			.opcode = wc_opcode_of(w->opcode),
-			.byte_len = w->length,
-			.qp_num = qp->qpn,
-		};
-		droce_cq_push_lc(qp->scq, qp->eng, &c, false);
-	}
 	droce_wqe_release_ah(w);
 	/* the slot's progress must not leak into the WQE that reuses it */
 	memset(&qp->swqe[qp->sq_head % qp->sq_size], 0, sizeof(qp->swqe[0]));
@@ -306,6 +310,8 @@ droce_qp_complete_send_lc(struct droce_qp *qp, enum droce_wc_status status)
 	if (qp->sq_cur < qp->sq_head)
 		qp->sq_cur = qp->sq_head;
 	atomic_store_explicit(&qp->sq_retired, qp->sq_head, memory_order_release);
+	if (report)
+		droce_cq_push_lc(qp->scq, qp->eng, &c, false);
 }
 
 void
@@ -316,9 +322,9 @@ droce_qp_complete_recv_lc(struct droce_qp *qp, const struct droce_cqe *proto, bo
 
 	c.wr_id = r->wr_id;
 	c.qp_num = qp->qpn;
-	droce_cq_push_lc(qp->rcq, qp->eng, &c, solicited);
 	qp->rq_head++;
 	atomic_store_explicit(&qp->rq_retired, qp->rq_head, memory_order_release);
+	droce_cq_push_lc(qp->rcq, qp->eng, &c, solicited);
 }
 
 /* Every WQE and RQE that is ready and not retired completes with WR_FLUSH_ERR. */

@@ -2,7 +2,8 @@
  * Shared receive queues through the verbs API over the real engines: 8 RC
  * QPs on two engines share one SRQ (every receive WQE used exactly once,
  * nothing lost, the limit event fires once), the SRQ errnos, and an SRQ
- * QP entering ERR (only its own WQE completes; LAST_WQE_REACHED).
+ * QP entering ERR (only its own WQE completes; LAST_WQE_REACHED), and a
+ * polled completion freeing its queue slot.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -407,4 +408,48 @@ Test(srq, qp_entering_err_flushes_only_its_own_wqe)
 	cr_assert_eq(ibv_destroy_srq(srq), 0);
 	cr_assert_eq(ibv_destroy_qp(a0), 0);
 	cr_assert_eq(ibv_destroy_qp(a1), 0);
+}
+
+/*
+ * A polled send completion frees its send queue slot: with one slot, post,
+ * poll, post again never finds the queue full (ENOMEM).  The engine spins on
+ * its own lcore, so it must free the slot before it publishes the CQE.
+ */
+Test(srq, polled_completion_frees_the_slot, .timeout = 120)
+{
+	struct s_dev A, B;
+	struct ibv_cq *ascq, *arcq, *bscq, *brcq;
+	struct ibv_qp *a, *b;
+	const unsigned int rounds = 60000;
+
+	s_start(S_DEDICATED_1);
+	s_open(&A, "droce0");
+	s_open(&B, "droce1");
+	ascq = ibv_create_cq(A.ctx, 16, NULL, NULL, 0);
+	arcq = ibv_create_cq(A.ctx, 16, NULL, NULL, 0);
+	bscq = ibv_create_cq(B.ctx, 16, NULL, NULL, 0);
+	brcq = ibv_create_cq(B.ctx, 16, NULL, NULL, 0);
+	cr_assert(ascq && arcq && bscq && brcq);
+	a = s_rc_qp(&A, ascq, arcq, NULL, 1, 1);
+	b = s_rc_qp(&B, bscq, brcq, NULL, 1, 1);
+	s_rc_connect(a, &B, b->qp_num, 7, 14);
+	s_rc_connect(b, &A, a->qp_num, 7, 14);
+	for (unsigned int i = 0; i < rounds; i++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)A.buf, .length = 8, .lkey = A.mr->lkey };
+		struct ibv_send_wr w = { .wr_id = i, .sg_list = &sge, .num_sge = 1,
+					 .opcode = IBV_WR_RDMA_WRITE,
+					 .send_flags = IBV_SEND_SIGNALED,
+					 .wr.rdma = { .remote_addr = (uintptr_t)B.buf,
+						      .rkey = B.mr->rkey } };
+		struct ibv_send_wr *bad;
+		struct ibv_wc wc;
+		int rc = ibv_post_send(a, &w, &bad);
+
+		cr_assert_eq(rc, 0, "round %u: ibv_post_send: %s", i, strerror(rc));
+		wc = s_wait(ascq, 5000, "the WRITE");
+		cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+		cr_assert_eq(wc.wr_id, i);
+	}
+	cr_assert_eq(ibv_destroy_qp(a), 0);
+	cr_assert_eq(ibv_destroy_qp(b), 0);
 }
