@@ -1433,9 +1433,9 @@ poll_side(int side)
 			if (o.check)
 				check_received(p, pi, side, &wc[i]);
 			p->recv_seen[side]++;
+			R.last_recv = rte_rdtsc(); /* also RC: a server's send_bw figures */
 			if (o.qpt != IBV_QPT_RC) {
-				p->last_arrival = rte_rdtsc();
-				R.last_recv = p->last_arrival;
+				p->last_arrival = R.last_recv;
 				/* run_bw gave up on it, and it came after all */
 				if (!o.check && !R.two && side == 1 && p->lost[1] > 0 &&
 				    p->recv_seen[1] + p->lost[1] > p->posted)
@@ -2032,6 +2032,7 @@ run_lat(uint64_t size)
 	uint64_t n = 0, iters = o.duration > 0 ? UINT64_MAX : warm + o.iters;
 	uint64_t dur = (uint64_t)(o.duration * (double)tsc_hz);
 	bool pingpong = o.verb == V_SEND || o.verb == V_WRITE;
+	bool srv_first = R.two && !R.oob.peer_droce && o.verb == V_WRITE && o.duration <= 0;
 	struct result r = { .bytes = size };
 	struct watch w;
 	double sum = 0, sq = 0, unit;
@@ -2043,6 +2044,14 @@ run_lat(uint64_t size)
 		fail("out of memory for %" PRIu64 " samples", cap);
 
 	watch_start(&w);
+	if (srv_first) {
+		/* perftest's write_lat server writes first (byte 1); each of our
+		 * writes but the last is then answered with the next byte */
+		volatile uint8_t *m0 = rx_slot(p, 0, 0) + size - 1;
+
+		WAIT_UNTIL(*m0 == 1, &w, size, "client waiting for the server's first write");
+		w.start = rte_rdtsc();
+	}
 	for (uint64_t i = 0; i < iters; i++) {
 		bool sig = (i + 1) % LAT_SIGNAL_EVERY == 0 || i + 1 == iters;
 		volatile uint8_t *mark;
@@ -2080,8 +2089,12 @@ run_lat(uint64_t size)
 				post_one(p, 1, i, sig, &w, size);
 			}
 			mark = rx_slot(p, 0, i) + size - 1;
-			WAIT_UNTIL(*mark == (uint8_t)(i + 1), &w, size,
-				   "client polling the last byte of its buffer");
+			if (srv_first && i + 1 == iters) /* no answer: its ACK */
+				WAIT_UNTIL(p->sends_done[0] >= p->signaled[0], &w, size,
+					   "waiting for the completion");
+			else
+				WAIT_UNTIL(*mark == (uint8_t)(i + 1 + srv_first), &w, size,
+					   "client polling the last byte of its buffer");
 			t1 = rte_rdtsc();
 			if (o.check && R.two) {
 				int64_t off = pattern_check(rx_slot(p, 0, i), size, 0, i);
@@ -2444,8 +2457,10 @@ setup_two(uint64_t size)
 		uint64_t area = RTE_MAX(size, (uint64_t)cb);
 
 		R.rem_nrx = (uint32_t)RTE_MAX(area / R.lay.stride, (uint64_t)1);
+		if (o.mode == M_LAT)
+			R.rem_nrx = 1; /* perftest's latency loops use one message, at vaddr */
 		/* our own area must take what a perftest peer writes there */
-		if ((uint64_t)R.lay.nrx * R.lay.stride < area) {
+		if (o.mode != M_LAT && (uint64_t)R.lay.nrx * R.lay.stride < area) {
 			R.lay.nrx = (uint32_t)((area + R.lay.stride - 1) / R.lay.stride);
 			R.lay.region = (uint64_t)(R.lay.ntx + R.lay.nrx) * R.lay.stride;
 		}
@@ -2519,8 +2534,7 @@ connect_qps(void)
 {
 	struct pt_dest d;
 
-	if (o.mode == M_LAT)
-		barrier("first key exchange"); /* perftest's latency tests do one more */
+	barrier("first key exchange"); /* perftest 6.06 does one before the QP keys */
 	for (uint32_t i = 0; i < o.qps; i++) {
 		my_dest(i, &d);
 		oob_check(pt_hand_shake(&R.oob, &d, &R.p[i].rem), "QP keys");
@@ -2543,6 +2557,9 @@ connect_qps(void)
 		}
 	}
 	barrier("barrier after RTR");
+	/* perftest 6.06's send_bw and latency tests: one more before the run */
+	if (o.mode == M_LAT || o.verb == V_SEND)
+		barrier("barrier before the run");
 }
 
 static void
@@ -2694,6 +2711,19 @@ run_bw_two(uint64_t size)
 		for (uint32_t i = 0; i < o.qps; i++)
 			count[i] = rte_cpu_to_be_64(R.p[i].completed);
 	}
+	if (!R.oob.peer_droce && o.verb == V_SEND) {
+		/* perftest 6.06's send_bw exchanges no reports: the client's closing
+		 * handshake ends the run and the server reports what it received */
+		R.oob.timeout_ms = 0;
+		barrier("closing");
+		R.oob.timeout_ms = (int)(o.timeout * 1000);
+		if (R.me == 1) {
+			for (uint32_t i = 0; i < o.qps; i++)
+				rcount[i] = R.p[i].recv_seen[1];
+			add_result_received(size, rcount);
+		}
+		return;
+	}
 	R.oob.timeout_ms = 0; /* the server waits for the whole run */
 	barrier("end of the run");
 	R.oob.timeout_ms = (int)(o.timeout * 1000);
@@ -2744,6 +2774,25 @@ serve_lat(uint64_t size)
 	watch_start(&w);
 	if (o.verb == V_READ || o.verb == V_ATOMIC)
 		return;
+	if (o.verb == V_WRITE && !R.oob.peer_droce) {
+		/* perftest's write_lat: the server writes first, then answers each
+		 * of the client's writes but the last; one buffer, at vaddr */
+		volatile uint8_t *mark = rx_slot(p, 1, 0) + size - 1;
+
+		for (uint64_t i = 0; i < o.iters; i++) {
+			if (i > 0)
+				WAIT_UNTIL(*mark == (uint8_t)i, &w, size,
+					   "server polling the last byte of its buffer");
+			w.last_progress = rte_rdtsc();
+			lat_prepare(p, 1, i);
+			post_one(p, 1, i, (i + 1) % LAT_SIGNAL_EVERY == 0 || i + 1 == o.iters,
+				 &w, size);
+		}
+		WAIT_UNTIL(*mark == (uint8_t)o.iters, &w, size,
+			   "server polling the last byte of its buffer");
+		WAIT_UNTIL(p->sends_done[1] >= p->signaled[1], &w, size, "final completions");
+		return;
+	}
 	for (uint64_t i = 0, total = (uint64_t)o.warmup + o.iters; i < total; i++) {
 		bool sig = (i + 1) % LAT_SIGNAL_EVERY == 0 || i + 1 == total;
 
@@ -2850,6 +2899,11 @@ run_two(uint64_t size)
 			/* droce peers: a last barrier, so neither leaves early */
 			R.oob.timeout_ms = 0;
 			barrier("end of the run");
+		} else if (o.verb != V_WRITE) {
+			/* perftest 6.06: read_lat, send_lat, atomic_lat end with a
+			 * closing handshake (write_lat with none) */
+			R.oob.timeout_ms = 0;
+			barrier("closing");
 		}
 	}
 	pt_oob_close(&R.oob);

@@ -17,7 +17,15 @@
  *   4. per QP a key message (perftest's "hand shake"): 108 bytes, the text
  *      "%04x:%04x:%06x:%06x:%08x:%016llx:" (LID, outstanding reads, QPN, PSN,
  *      rkey, vaddr), the 16 GID bytes as "%02x:", then "%08x:" (SRQ number)
- *      and a NUL.  The same message is reused as a barrier.
+ *      and a NUL.  The same message is reused as a barrier.  As recorded
+ *      from Debian 12's perftest 6.06 (scripts/rxe-interop), every test does
+ *      one key exchange before the per-QP ones and one after moving to RTR;
+ *      send_bw and the latency tests one more before the run.  After the
+ *      run: write_bw, read_bw, atomic_bw a barrier, the reports (5.) and a
+ *      closing one; send_bw, read_lat, send_lat a closing one only (send_bw's
+ *      server reports what it received); write_lat none.  A closing
+ *      exchange is followed by "done\0" (5 bytes) that nobody reads.  In
+ *      write_lat the server writes first.
  *   5. bandwidth reports (xchg_bw_reports): size (8 bytes, big endian),
  *      iterations (8 bytes big endian when the peer is >= 5.33, else 4),
  *      then BW peak, BW average and message rate as IEEE doubles in big

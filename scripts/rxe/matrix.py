@@ -1,0 +1,281 @@
+#!/usr/bin/python3
+# The rxe interop matrix: every perftest test in the guest (Linux rdma_rxe)
+# against droce-perf on this host, in both roles.  Run by scripts/rxe-interop
+# inside the droce-rxe network namespace once the guest agent answers.
+import argparse, atexit, json, math, os, re, signal, socket, subprocess, sys, threading, time
+
+started = []  # droce-perf processes: killed (by pid) if this script ends early
+
+@atexit.register
+def _kill_started():
+    for p in started:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+
+signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+
+BW = ("write_bw", "read_bw", "send_bw", "atomic_bw")
+ROLES = ("guest-srv", "droce-srv")   # who runs the server side
+
+def variants(tests, lat_sizes, bw_size):
+    out = []
+    for t in tests:
+        if t == "atomic_bw":
+            out.append((t, 8))
+        elif t in BW:
+            out.append((t, bw_size))
+        else:
+            out.extend((t, s) for s in lat_sizes)
+    return out
+
+def agent(host, port, cmd, timeout):
+    """Runs argv in the guest; returns {"rc", "out", "secs"} (rc -1: no answer)."""
+    try:
+        return agent_call(host, port, cmd, timeout)
+    except (OSError, ValueError) as e:
+        return {"rc": -1, "out": "rxe: no answer from the guest agent: %r\n" % e}
+
+def agent_call(host, port, cmd, timeout):
+    with socket.create_connection((host, port), timeout=10) as s:
+        s.settimeout(timeout + 30)
+        s.sendall((json.dumps({"cmd": cmd, "timeout": timeout}) + "\n").encode())
+        buf = b""
+        while not buf.endswith(b"\n"):
+            k = s.recv(65536)
+            if not k:
+                break
+            buf += k
+    return json.loads(buf)
+
+def listening(port):
+    """True when a TCP socket listens on @port in this namespace."""
+    hexport = ":%04X" % port
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(name) as f:
+                for line in f.readlines()[1:]:
+                    p = line.split()
+                    if p[1].endswith(hexport) and p[3] == "0A":
+                        return True
+        except OSError:
+            pass
+    return False
+
+NUM = r"[-+]?(?:\d+\.?\d*(?:[eE][-+]?\d+)?|inf|nan)"
+
+def result_line(out, size):
+    """The numbers of perftest's (or droce-perf's) result row for @size, or None."""
+    rows = []
+    for line in out.splitlines():
+        tok = line.split()
+        if len(tok) >= 5 and tok[0] == str(size) and all(re.fullmatch(NUM, x) for x in tok):
+            rows.append([float(x) for x in tok])
+    return rows[-1] if rows else None
+
+def sane(out, test, size, iters, must):
+    """'' when the output is sane, else why not.  @must: a result row is required."""
+    row = result_line(out, size)
+    if row is None:
+        return "no result row" if must else ""
+    if not all(math.isfinite(x) for x in row):
+        return "non-finite numbers"
+    if int(row[1]) <= 0:
+        return "zero iterations"
+    if test.endswith("_bw"):
+        if row[3] <= 0:            # BW average
+            return "BW average %.2f" % row[3]
+    elif not (0 < row[5] < 10e6):  # t_avg, usec
+        return "t_avg %.2f" % row[5]
+    return ""
+
+def where_hung(monitor):
+    """' at RIP=... (symbol)' from qemu's monitor, or ''."""
+    if not monitor:
+        return ""
+    try:
+        s = socket.socket(socket.AF_UNIX)
+        s.settimeout(2)
+        s.connect(monitor)
+        time.sleep(0.3)
+        s.recv(65536)
+        s.sendall(b"info registers\n")
+        time.sleep(0.5)
+        out = s.recv(65536).decode(errors="replace")
+        s.close()
+        m = re.search(r"RIP=([0-9a-f]+)", out)
+        if not m:
+            return ""
+        rip, sym = int(m.group(1), 16), ""
+        import glob
+        for path in glob.glob(os.path.join(os.path.dirname(monitor), "rootfs/boot/System.map-*")):
+            best = None
+            with open(path) as f:
+                for line in f:
+                    addr, _, name = line.split()[:3]
+                    addr = int(addr, 16)
+                    if addr <= rip and (best is None or addr > best[0]):
+                        best = (addr, name)
+            if best:
+                sym = " (%s+0x%x)" % (best[1], rip - best[0])
+        return " (vCPU at RIP=%x%s)" % (rip, sym)
+    except (OSError, ValueError):
+        return ""
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--droce-perf", required=True)
+    ap.add_argument("--iface", default="vh1")
+    ap.add_argument("--droce-ip", default="198.18.0.11")
+    ap.add_argument("--host-ip", default="198.18.0.1")
+    ap.add_argument("--guest-ip", default="198.18.0.2")
+    ap.add_argument("--agent-port", type=int, default=7100)
+    ap.add_argument("--tests", default="write_bw,write_lat,read_bw,read_lat,send_bw,send_lat,atomic_bw")
+    ap.add_argument("--roles", default=",".join(ROLES))
+    ap.add_argument("-n", "--iters", type=int, default=200)
+    ap.add_argument("--bw-size", type=int, default=65536)
+    ap.add_argument("--lat-sizes", default="2,4096")
+    ap.add_argument("--timeout", type=int, default=120, help="per side of a cell, seconds")
+    ap.add_argument("--logdir", required=True)
+    ap.add_argument("--capture", action="store_true")
+    ap.add_argument("--extra-guest", default="", help="extra perftest options")
+    ap.add_argument("--extra-droce", default="", help="extra droce-perf options")
+    ap.add_argument("--state", help="results so far (JSON), for --resume")
+    ap.add_argument("--resume", action="store_true", help="rerun only the cells not passed in --state")
+    ap.add_argument("--monitor", help="qemu's monitor socket: where the guest hung")
+    a = ap.parse_args()
+    os.makedirs(a.logdir, exist_ok=True)
+
+    g = agent(a.guest_ip, a.agent_port, ["sh", "-c",
+        "d=/sys/class/infiniband/rxe0/ports/1; for f in $d/gids/*; do i=${f##*/}; "
+        "case $(cat $f) in 0000:0000:0000:0000:0000:ffff:*) "
+        "[ \"$(cat $d/gid_attrs/types/$i 2>/dev/null)\" = 'RoCE v2' ] && echo $i && exit 0;; esac; done; exit 1"], 20)
+    if g["rc"] != 0:
+        print("rxe: no RoCE v2 IPv4 GID on rxe0 in the guest", file=sys.stderr)
+        return 2
+    gidx = g["out"].strip()
+    v = agent(a.guest_ip, a.agent_port, ["sh", "-c", "ib_write_bw --version; uname -r; rdma link"], 20)
+    print("guest: %s" % " | ".join(l for l in v["out"].splitlines() if l.strip()))
+    print("guest rxe0 GID index %s (RoCE v2, IPv4); iterations -n %d" % (gidx, a.iters))
+    sys.stdout.flush()
+
+    cells, results = variants(a.tests.split(","), [int(x) for x in a.lat_sizes.split(",")], a.bw_size), {}
+    prev = {}
+    if a.resume and a.state and os.path.exists(a.state):
+        with open(a.state) as f:
+            prev = {tuple(k.split("|")[:1]) + (int(k.split("|")[1]), k.split("|")[2]): v
+                    for k, v in json.load(f).items()}
+    def save():
+        if a.state:
+            with open(a.state, "w") as f:
+                json.dump({"%s|%d|%s" % k: v for k, v in results.items()}, f)
+    for test, size in cells:
+        for role in a.roles.split(","):
+            old = prev.get((test, size, role))
+            if old is not None and not old[0]:
+                results[(test, size, role)] = old  # passed before the reboot
+                continue
+            t0 = time.monotonic()
+            tag = "%s-s%d-%s" % (test, size, role)
+            cfg = os.path.join(a.logdir, tag + ".ini")
+            with open(cfg, "w") as f:
+                f.write("[eal]\nargs = --no-huge --no-pci -m 256 --file-prefix=droce-rxe "
+                        "--log-level=lib.eal:warning\n[engines]\nmode = colocated\ncount = 1\n"
+                        "[port0]\nkind = af_packet\niface = %s\nipv4 = %s\n" % (a.iface, a.droce_ip))
+                if a.capture:
+                    f.write("capture = %s\n" % os.path.join(a.logdir, tag + ".pcapng"))
+            common = ["-n", str(a.iters)] + ([] if test == "atomic_bw" else ["-s", str(size)])
+            pt = ["ib_" + test, "-d", "rxe0", "-x", gidx, "-F"] + common + a.extra_guest.split()
+            dp = [a.droce_perf, test] + common + ["--stats", "--timeout", str(a.timeout // 2)] \
+                 + a.extra_droce.split()
+            env = dict(os.environ, DROCE_CONFIG=cfg)
+            gres, why = {}, ""
+            if role == "guest-srv":
+                th = threading.Thread(target=lambda: gres.update(
+                    agent(a.guest_ip, a.agent_port, pt, a.timeout)))
+                th.start()
+                try:
+                    dres = subprocess.run(dp + [a.guest_ip], env=env, capture_output=True,
+                                          text=True, timeout=a.timeout + 30)
+                    drc, dout = dres.returncode, dres.stdout + dres.stderr
+                except subprocess.TimeoutExpired as e:
+                    drc, dout = 124, "droce-perf timed out\n"
+                th.join(10 if drc == 0 else 3)
+                if th.is_alive():  # droce-perf is done: do not wait for a stuck server
+                    agent(a.guest_ip, a.agent_port, ["killjobs"], 10)
+                th.join(a.timeout + 40)
+            else:
+                p = subprocess.Popen(dp + ["--server"], env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.STDOUT, text=True)
+                started.append(p)
+                dl = time.monotonic() + 30
+                while not listening(18515) and p.poll() is None and time.monotonic() < dl:
+                    time.sleep(0.1)
+                if listening(18515):
+                    gres.update(agent(a.guest_ip, a.agent_port, pt + [a.host_ip], a.timeout))
+                else:
+                    why = "droce-perf --server did not listen"
+                try:
+                    # a client that failed leaves the server waiting: 10 s of grace
+                    grace = a.timeout + 30 if gres.get("rc") == 0 else 10
+                    dout, _ = p.communicate(timeout=grace)
+                    drc = p.returncode
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    dout, _ = p.communicate()
+                    dout += "\nrxe: droce-perf --server killed after the client ended\n"
+                    drc = 124
+                finally:
+                    if p.poll() is None:  # an exception above: never leave it running
+                        p.kill()
+                        p.wait()
+            grc, gout = gres.get("rc", -1), gres.get("out", "")
+            server_is_guest = role == "guest-srv"
+            if not why:
+                if grc != 0 or drc != 0:
+                    why = "exit: perftest %d, droce-perf %d" % (grc, drc)
+                else:
+                    # the client always prints a result row; a server may (bw tests)
+                    why = sane(gout, test, size, a.iters, not server_is_guest) or \
+                          sane(dout, test, size, a.iters, server_is_guest)
+            secs = time.monotonic() - t0
+            note = "2nd boot" if a.resume else ""
+            hung = bool(why) and agent(a.guest_ip, a.agent_port, ["ping"], 5)["rc"] != 0
+            if hung:
+                why = "the guest stopped answering" + where_hung(a.monitor) + "; was: " + why
+            results[(test, size, role)] = (why, secs, note)
+            with open(os.path.join(a.logdir, tag + ".log"), "w") as f:
+                f.write("# guest: %s%s\n# rc %d\n%s\n# host: DROCE_CONFIG=%s %s%s\n# rc %d\n%s" % (
+                    " ".join(pt), "" if server_is_guest else " " + a.host_ip, grc, gout,
+                    cfg, " ".join(dp), " " + a.guest_ip if server_is_guest else " --server",
+                    drc, dout))
+            print("%-9s -s %-6d %-9s %s (%.1f s)%s" % (test, size, role,
+                  "PASS" if not why else "FAIL", secs, "" if not why else ": " + why))
+            sys.stdout.flush()
+            if hung:
+                save()
+                print("rxe: the guest hung during this cell", file=sys.stderr)
+                return 3
+    save()
+
+    print()
+    roles = a.roles.split(",")
+    hdr = "%-22s" % "perftest test" + "".join("%-24s" % r for r in
+          ("guest srv/droce cli" if r == "guest-srv" else "droce srv/guest cli" for r in roles))
+    print(hdr)
+    print("-" * len(hdr))
+    ok = True
+    for test, size in cells:
+        line = "%-22s" % ("ib_%s -s %d" % (test, size))
+        for r in roles:
+            why, secs, note = results[(test, size, r)]
+            ok &= not why
+            line += "%-24s" % ("%s %5.1fs%s" % ("pass" if not why else "FAIL", secs,
+                                              " " + note if note else ""))
+        print(line)
+    n = len(results)
+    bad = sum(1 for w, _, _ in results.values() if w)
+    print("\n%d of %d cells passed; logs in %s" % (n - bad, n, a.logdir))
+    return 0 if ok else 1
+
+sys.exit(main())
