@@ -957,6 +957,24 @@ make_ah(int side, const union ibv_gid *dgid)
 static void post_recv_slot(struct pair *p, uint32_t pi, int side, uint32_t slot);
 
 /* Buffers, MRs, CQs and connected QP pairs for messages of @size. */
+/* One side's registered buffer (the layout's region per QP pair) and its CQ. */
+static void
+side_alloc(struct side *s, uint64_t cqe)
+{
+	s->buf_len = RTE_ALIGN_CEIL(R.lay.region * o.qps, 4096);
+	if (posix_memalign((void **)&s->buf, 4096, s->buf_len) != 0)
+		fail("out of memory for %zu B of buffers", s->buf_len);
+	memset(s->buf, 0, s->buf_len);
+	s->mr = ibv_reg_mr(s->pd, s->buf, s->buf_len,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
+	if (s->mr == NULL)
+		fail("ibv_reg_mr %zu B: %s", s->buf_len, strerror(errno));
+	s->cq = ibv_create_cq(s->ctx, (int)cqe, NULL, NULL, 0);
+	if (s->cq == NULL)
+		fail("ibv_create_cq %" PRIu64 ": %s", cqe, strerror(errno));
+}
+
 static void
 setup(uint64_t size)
 {
@@ -994,18 +1012,7 @@ setup(uint64_t size)
 	for (int k = 0; k < 2; k++) {
 		struct side *s = &R.s[k];
 
-		s->buf_len = RTE_ALIGN_CEIL(R.lay.region * o.qps, 4096);
-		if (posix_memalign((void **)&s->buf, 4096, s->buf_len) != 0)
-			fail("out of memory for %zu B of buffers", s->buf_len);
-		memset(s->buf, 0, s->buf_len);
-		s->mr = ibv_reg_mr(s->pd, s->buf, s->buf_len,
-				   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
-		if (s->mr == NULL)
-			fail("ibv_reg_mr %zu B: %s", s->buf_len, strerror(errno));
-		s->cq = ibv_create_cq(s->ctx, (int)cqe, NULL, NULL, 0);
-		if (s->cq == NULL)
-			fail("ibv_create_cq %" PRIu64 ": %s", cqe, strerror(errno));
+		side_alloc(s, cqe);
 	}
 	for (uint32_t i = 0; i < o.qps; i++) {
 		struct pair *p = &R.p[i];
@@ -2468,18 +2475,7 @@ setup_two(uint64_t size)
 
 	R.nrecv = nrecv;
 	cqe = (uint64_t)o.qps * (R.sq_depth + nrecv) + 16;
-	s->buf_len = RTE_ALIGN_CEIL(R.lay.region * o.qps, 4096);
-	if (posix_memalign((void **)&s->buf, 4096, s->buf_len) != 0)
-		fail("out of memory for %zu B of buffers", s->buf_len);
-	memset(s->buf, 0, s->buf_len);
-	s->mr = ibv_reg_mr(s->pd, s->buf, s->buf_len,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
-	if (s->mr == NULL)
-		fail("ibv_reg_mr %zu B: %s", s->buf_len, strerror(errno));
-	s->cq = ibv_create_cq(s->ctx, (int)cqe, NULL, NULL, 0);
-	if (s->cq == NULL)
-		fail("ibv_create_cq %" PRIu64 ": %s", cqe, strerror(errno));
+	side_alloc(s, cqe);
 	for (uint32_t i = 0; i < o.qps; i++) {
 		struct pair *p = &R.p[i];
 		struct ibv_qp_init_attr ia = {
