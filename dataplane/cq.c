@@ -88,6 +88,8 @@ droce_cq_poll(struct droce_cq *cq, int n, struct droce_cqe *out)
 
 	if (n <= 0)
 		return 0;
+	/* co-located: a pass of every engine nobody else is driving (any engine may
+	 * produce into this CQ); one being driven elsewhere is skipped, not waited for */
 	droce_engines_progress();
 	for (unsigned int k = 0; k < cq->n_sub && got < n; k++) {
 		unsigned int e = (cq->next_sub + k) % cq->n_sub;

@@ -384,7 +384,13 @@ int droce_engines_start(void);
 void droce_engines_stop(void);
 unsigned int droce_engine_count(void);
 
-/* Co-located mode: one pass of every engine the calling thread may drive. */
+/* Co-located mode: one pass of every engine no other thread is driving right
+ * now (any thread may drive any engine, one at a time; no thread keeps one). */
 void droce_engines_progress(void);
+/* Co-located mode: the calling thread is about to block (ibv_get_cq_event ...):
+ * the fallback progress thread takes the engines over now, not after fallback_us. */
+void droce_engines_blocking(void);
+/* Passes the fallback progress thread has run since the process started. */
+uint64_t droce_engines_fallback_passes(void);
 
 #endif /* DROCE_DP_H */

@@ -5,13 +5,26 @@
  *   3. transmit work: QPs with something to send
  *   4. timers: retransmission and RNR
  *   5. flush the transmit buffers
+ *
+ * Who runs passes.  Dedicated mode: one EAL lcore per engine, nothing else.
+ * Co-located mode: any thread may drive any engine, one at a time.  A pass is
+ * run under the engine's `driving` flag, taken by a try-CAS (acquire) and freed
+ * by a release store, so the single-owner engine state (QP table, active list,
+ * transmit buffers, CQ sub-ring producer side, RCU slot = engine index) passes
+ * from one driver to the next; a thread that fails the CAS skips the engine.
+ * No thread keeps an engine between passes, so one that blocks or exits holds
+ * nothing.  A fallback progress thread drives an engine no application thread
+ * has driven for fallback_us (or at once when one says it blocks); it lets go
+ * at the end of its pass as soon as an application thread wants the engine
+ * (`wanted`), and backs off (spin, then sleeps growing to FALLBACK_SLEEP_MAX_US)
+ * while the engines are idle.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <rte_cycles.h>
@@ -36,6 +49,22 @@ static struct {
 	struct rte_rcu_qsbr *rcu;
 	pthread_mutex_t chan_lock;
 } engines = { .chan_lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* The co-located fallback progress thread. */
+#define FALLBACK_SPIN_US 200      /* keeps spinning this long after the last work */
+#define FALLBACK_SLEEP_MAX_US 1000 /* then sleeps 1, 2, 4 ... µs up to this */
+#define FALLBACK_PASSES 256       /* passes per take before it looks around again */
+static struct {
+	bool running;
+	pthread_t tid;
+	_Atomic bool stop;
+	_Atomic bool sleeping;
+	bool kick;
+	uint64_t after_tsc;       /* fallback_us in TSC cycles */
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	_Atomic uint64_t passes;  /* passes it ran (tests, stats) */
+} fallback = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* This thread's channel to each engine, created on first use. */
 static __thread struct rte_ring *my_chan[DROCE_MAX_ENGINES];
@@ -177,10 +206,10 @@ handle_msg_lc(struct droce_engine *eng, const struct droce_msg *m)
 	}
 }
 
-static void
+static unsigned int
 drain_channels_lc(struct droce_engine *eng)
 {
-	unsigned int n = atomic_load_explicit(&eng->n_chan, memory_order_acquire);
+	unsigned int n = atomic_load_explicit(&eng->n_chan, memory_order_acquire), got = 0;
 	struct droce_msg msgs[DROCE_BURST];
 
 	for (unsigned int c = 0; c < n; c++) {
@@ -188,7 +217,9 @@ drain_channels_lc(struct droce_engine *eng)
 								 DROCE_BURST, NULL);
 		for (unsigned int i = 0; i < k; i++)
 			handle_msg_lc(eng, &msgs[i]);
+		got += k;
 	}
+	return got;
 }
 
 void
@@ -270,16 +301,18 @@ dispatch_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *
 	}
 }
 
-static void
+static unsigned int
 rx_phase_lc(struct droce_engine *eng)
 {
 	struct rte_mbuf *pkts[DROCE_BURST];
+	unsigned int got = 0;
 
 	for (unsigned int pi = 0; pi < eng->n_ports; pi++) {
 		/* drain up to a few bursts, so receiving keeps up with what a pass sends */
 		for (unsigned int b = 0; b < DROCE_RX_BURSTS; b++) {
 			uint16_t n = droce_port_rx_burst(eng->ports[pi], eng->queue, pkts, DROCE_BURST);
 
+			got += n;
 			for (uint16_t i = 0; i < n; i++) {
 				if (i + 1 < n)
 					rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
@@ -297,7 +330,9 @@ rx_phase_lc(struct droce_engine *eng)
 		n = rte_ring_sc_dequeue_burst(eng->xfer_in[e], (void **)pkts, DROCE_BURST, NULL);
 		for (unsigned int i = 0; i < n; i++)
 			dispatch_lc(eng, eng->ports[pkts[i]->port], pkts[i]);
+		got += n;
 	}
+	return got;
 }
 
 /* ---- phases 3-5 ---- */
@@ -373,15 +408,31 @@ work_phase_lc(struct droce_engine *eng)
 	}
 }
 
+/* One pass; false when the engine is idle (nothing received or drained, no QP
+ * with work or a timer, nothing waiting to be sent). */
+static bool
+pass_lc(struct droce_engine *eng)
+{
+	unsigned int got;
+
+	eng->now = rte_rdtsc();
+	eng->stats.loops++;
+	got = drain_channels_lc(eng);
+	got += rx_phase_lc(eng);
+	work_phase_lc(eng);
+	flush_lc(eng);
+	if (got != 0 || !TAILQ_EMPTY(&eng->active))
+		return true;
+	for (unsigned int pi = 0; pi < eng->n_ports; pi++)
+		if (eng->ntx[pi] != 0)
+			return true;
+	return false;
+}
+
 void
 droce_engine_poll_lc(struct droce_engine *eng)
 {
-	eng->now = rte_rdtsc();
-	eng->stats.loops++;
-	drain_channels_lc(eng);
-	rx_phase_lc(eng);
-	work_phase_lc(eng);
-	flush_lc(eng);
+	(void)pass_lc(eng);
 }
 
 /* ---- neighbours ---- */
@@ -417,30 +468,186 @@ droce_dp_arp_resolve(unsigned int port, rte_be32_t ip, struct rte_ether_addr *ma
 
 /* ---- running the engines ---- */
 
-static uint64_t
-thread_token(void)
+static inline bool
+engine_take(struct droce_engine *eng)
 {
-	return (uint64_t)syscall(SYS_gettid);
+	uint32_t free_ = 0;
+
+	return atomic_load_explicit(&eng->driving, memory_order_relaxed) == 0 &&
+	       atomic_compare_exchange_strong_explicit(&eng->driving, &free_, 1,
+						       memory_order_acquire, memory_order_relaxed);
+}
+
+static inline void
+engine_give(struct droce_engine *eng)
+{
+	atomic_store_explicit(&eng->driving, 0, memory_order_release);
 }
 
 void
 droce_engines_progress(void)
 {
-	uint64_t me;
-
 	if (!engines.started || engines.dedicated)
 		return;
-	me = thread_token();
 	for (unsigned int e = 0; e < engines.n; e++) {
 		struct droce_engine *eng = engines.eng[e];
-		uint64_t owner = atomic_load_explicit(&eng->owner, memory_order_relaxed);
 
-		if (owner != me && !(owner == 0 && atomic_compare_exchange_strong(&eng->owner, &owner, me)))
+		if (!engine_take(eng)) {
+			/* someone drives it: if it is the fallback, it lets go after its pass */
+			if (!atomic_load_explicit(&eng->wanted, memory_order_relaxed))
+				atomic_store_explicit(&eng->wanted, true, memory_order_relaxed);
+			atomic_store_explicit(&eng->app_tsc, rte_rdtsc(), memory_order_relaxed);
 			continue;
+		}
+		if (atomic_load_explicit(&eng->wanted, memory_order_relaxed))
+			atomic_store_explicit(&eng->wanted, false, memory_order_relaxed);
 		rte_rcu_qsbr_thread_online(engines.rcu, e);
 		droce_engine_poll_lc(eng);
 		rte_rcu_qsbr_thread_offline(engines.rcu, e);
+		atomic_store_explicit(&eng->app_tsc, eng->now, memory_order_relaxed);
+		engine_give(eng);
 	}
+}
+
+void
+droce_engines_blocking(void)
+{
+	if (!engines.started || engines.dedicated || !fallback.running)
+		return;
+	for (unsigned int e = 0; e < engines.n; e++)
+		atomic_store_explicit(&engines.eng[e]->app_tsc, 0, memory_order_relaxed);
+	if (atomic_load(&fallback.sleeping)) {
+		pthread_mutex_lock(&fallback.lock);
+		fallback.kick = true;
+		pthread_cond_signal(&fallback.cond);
+		pthread_mutex_unlock(&fallback.lock);
+	}
+}
+
+/* Drives every engine no application thread drove for fallback_us; true if any
+ * of them had work. */
+static bool
+fallback_round(void)
+{
+	uint64_t now = rte_rdtsc();
+	bool busy = false;
+
+	for (unsigned int e = 0; e < engines.n; e++) {
+		struct droce_engine *eng = engines.eng[e];
+		uint64_t app = atomic_load_explicit(&eng->app_tsc, memory_order_relaxed);
+
+		if ((int64_t)(now - app) < (int64_t)fallback.after_tsc)
+			continue;
+		if (!engine_take(eng))
+			continue;
+		/* a stale wish (an application thread that met another one) would keep
+		 * the engine undriven: it is renewed by the next failed attempt */
+		if (atomic_load_explicit(&eng->wanted, memory_order_relaxed))
+			atomic_store_explicit(&eng->wanted, false, memory_order_relaxed);
+		rte_rcu_qsbr_thread_online(engines.rcu, e);
+		for (unsigned int i = 0; i < FALLBACK_PASSES; i++) {
+			bool b = pass_lc(eng);
+
+			busy |= b;
+			atomic_fetch_add_explicit(&fallback.passes, 1, memory_order_relaxed);
+			if (!b || atomic_load_explicit(&eng->wanted, memory_order_relaxed) ||
+			    atomic_load_explicit(&fallback.stop, memory_order_relaxed))
+				break;
+		}
+		rte_rcu_qsbr_thread_offline(engines.rcu, e);
+		engine_give(eng);
+	}
+	return busy;
+}
+
+static void *
+fallback_main(void *arg)
+{
+	uint64_t hz = rte_get_tsc_hz(), idle_since = rte_rdtsc();
+	unsigned int sleep_us = 0;
+	bool registered = rte_thread_register() == 0; /* a mempool cache of its own */
+
+	RTE_SET_USED(arg);
+	while (!atomic_load_explicit(&fallback.stop, memory_order_relaxed)) {
+		uint64_t now = rte_rdtsc();
+		struct timespec ts;
+
+		if (fallback_round()) {
+			idle_since = now;
+			sleep_us = 0;
+			continue;
+		}
+		if (now - idle_since < hz / 1000000 * FALLBACK_SPIN_US) {
+			rte_pause();
+			continue;
+		}
+		/* idle: sleep in growing steps, woken early by droce_engines_blocking */
+		sleep_us = sleep_us ? RTE_MIN(sleep_us * 2, (unsigned int)FALLBACK_SLEEP_MAX_US) : 1;
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += (long)sleep_us * 1000;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_mutex_lock(&fallback.lock);
+		atomic_store(&fallback.sleeping, true);
+		while (!fallback.kick && !atomic_load(&fallback.stop) &&
+		       pthread_cond_timedwait(&fallback.cond, &fallback.lock, &ts) == 0)
+			;
+		if (fallback.kick) {
+			fallback.kick = false;
+			sleep_us = 0;
+			idle_since = rte_rdtsc();
+		}
+		atomic_store(&fallback.sleeping, false);
+		pthread_mutex_unlock(&fallback.lock);
+	}
+	if (registered)
+		rte_thread_unregister();
+	return NULL;
+}
+
+static int
+fallback_start(uint32_t us)
+{
+	pthread_condattr_t ca;
+	int rc;
+
+	fallback.after_tsc = rte_get_tsc_hz() / 1000000 * us;
+	atomic_store(&fallback.stop, false);
+	fallback.kick = false;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&fallback.cond, &ca);
+	pthread_condattr_destroy(&ca);
+	rc = pthread_create(&fallback.tid, NULL, fallback_main, NULL);
+	if (rc != 0) {
+		pthread_cond_destroy(&fallback.cond);
+		return rc;
+	}
+	pthread_setname_np(fallback.tid, "droce-fallback");
+	fallback.running = true;
+	return 0;
+}
+
+static void
+fallback_stop(void)
+{
+	if (!fallback.running)
+		return;
+	pthread_mutex_lock(&fallback.lock);
+	atomic_store(&fallback.stop, true);
+	pthread_cond_signal(&fallback.cond);
+	pthread_mutex_unlock(&fallback.lock);
+	pthread_join(fallback.tid, NULL);
+	pthread_cond_destroy(&fallback.cond);
+	fallback.running = false;
+}
+
+uint64_t
+droce_engines_fallback_passes(void)
+{
+	return atomic_load(&fallback.passes);
 }
 
 static int
@@ -537,6 +744,16 @@ droce_engines_start(void)
 				goto fail;
 		}
 	engines.started = true;
+	if (!engines.dedicated && cfg->fallback_us > 0) {
+		int rc = fallback_start(cfg->fallback_us);
+
+		if (rc != 0) {
+			DP_LOG(ERR, "cannot start the fallback progress thread: %s", strerror(rc));
+			droce_engines_stop();
+			errno = rc;
+			return -1;
+		}
+	}
 	if (engines.dedicated) {
 		for (unsigned int e = 0; e < engines.n; e++) {
 			if (rte_eal_remote_launch(engine_main, engines.eng[e], cfg->engine_lcores[e]) != 0) {
@@ -566,6 +783,7 @@ droce_engines_stop(void)
 
 	if (!engines.started)
 		return;
+	fallback_stop();
 	if (engines.dedicated && cfg) {
 		for (unsigned int e = 0; e < engines.n; e++)
 			atomic_store(&engines.eng[e]->stop, true);

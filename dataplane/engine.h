@@ -199,7 +199,10 @@ TAILQ_HEAD(droce_qp_list, droce_qp);
 struct droce_engine {
 	unsigned int id;
 	uint16_t queue;        /* queue this engine polls on every port */
-	_Atomic uint64_t owner; /* co-located: thread that drives it (0 = none) */
+	/* co-located: whoever holds `driving` runs passes (any thread, one at a time) */
+	_Atomic uint32_t driving; /* 0 = free; taken by try-CAS (acquire), freed (release) */
+	_Atomic bool wanted;      /* an application thread found it held: fallback, let go */
+	_Atomic uint64_t app_tsc; /* TSC of the last pass or attempt by an application thread */
 	unsigned int n_ports;
 	struct droce_port *ports[DROCE_MAX_PORTS];
 

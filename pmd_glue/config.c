@@ -554,6 +554,8 @@ key_engines_count(struct loader *ld, const char *sec, const char *key, const cha
 		return 0;                                                              \
 	}
 
+U32_KEY(key_engines_fallback_us, ((struct droce_config *)obj)->fallback_us, 0,
+	DROCE_FALLBACK_US_MAX, "fallback delay in microseconds")
 U32_KEY(key_pool_mbufs, ((struct droce_config *)obj)->mbufs, 63, 4u << 20, "mbuf count")
 U32_KEY(key_pool_cache, ((struct droce_config *)obj)->mbuf_cache, 0, RTE_MEMPOOL_CACHE_MAX_SIZE,
 	"mempool cache size")
@@ -725,6 +727,7 @@ static const struct key_def engine_keys[] = {
 	{ "mode", key_engines_mode, 0 },
 	{ "lcores", key_engines_lcores, 0 },
 	{ "count", key_engines_count, 0 },
+	{ "fallback_us", key_engines_fallback_us, 0 },
 	{ NULL, NULL, 0 },
 };
 
@@ -971,6 +974,10 @@ check_whole(struct loader *ld)
 					 "mode = dedicated takes 'lcores', not 'count'");
 		if (cfg->n_engines == 0)
 			return BAD_SECTION(ld, "engines", "mode = dedicated needs key 'lcores'");
+		if (rte_cfgfile_get_entry(ld->cf, "engines", "fallback_us") != NULL)
+			return BAD_VALUE(ld, "engines", "fallback_us",
+					 rte_cfgfile_get_entry(ld->cf, "engines", "fallback_us"),
+					 "mode = dedicated has no fallback thread (colocated only)");
 	} else {
 		if (rte_cfgfile_get_entry(ld->cf, "engines", "lcores") != NULL)
 			return BAD_VALUE(ld, "engines", "lcores",
@@ -988,6 +995,7 @@ config_defaults(struct droce_config *cfg, const char *file)
 	memset(cfg, 0, sizeof(*cfg));
 	snprintf(cfg->source, sizeof(cfg->source), "%s", file);
 	cfg->engine_mode = DROCE_ENGINE_MODE_COLOCATED;
+	cfg->fallback_us = DROCE_FALLBACK_US_DEFAULT;
 	cfg->mbufs = 8191;
 	cfg->mbuf_cache = 256;
 	cfg->data_room = RTE_MBUF_DEFAULT_BUF_SIZE;

@@ -250,7 +250,10 @@ ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, void 
 	for (;;) {
 		struct droce_vevent rec;
 		struct droce_vcq *cq;
-		ssize_t n = read(channel->fd, &rec, sizeof(rec));
+		ssize_t n;
+
+		droce_engines_blocking(); /* co-located engines: the fallback drives them now */
+		n = read(channel->fd, &rec, sizeof(rec));
 
 		if (n < 0)
 			return -1;

@@ -260,8 +260,11 @@ ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
 
 	for (;;) {
 		struct droce_vevent rec;
-		ssize_t n = read(context->async_fd, &rec, sizeof(rec));
+		ssize_t n;
 		bool found;
+
+		droce_engines_blocking();
+		n = read(context->async_fd, &rec, sizeof(rec));
 
 		if (n < 0)
 			return -1;

@@ -7,6 +7,10 @@
  *   [engines]  mode = dedicated | colocated
  *              lcores = 1,2 | 1-3      (dedicated: worker lcores, one engine each)
  *              count = N               (colocated: number of engines, default 1)
+ *              fallback_us = N         (colocated: an engine no application thread
+ *                                       has driven for N µs is driven by droce's
+ *                                       fallback progress thread; 0 = no fallback
+ *                                       thread; default 50, at most 1000000)
  *   [mempool]  mbufs = N, cache = N, data_room = bytes, capture_mbufs = N
  *   [portN]    kind = ring | memif | af_packet | af_xdp | tap | pci
  *              peer = portM            (ring)
@@ -46,6 +50,8 @@
 #define DROCE_MAX_PORTS 8
 #define DROCE_MAX_GIDS 8
 #define DROCE_MAX_ENGINES 64
+#define DROCE_FALLBACK_US_DEFAULT 50u
+#define DROCE_FALLBACK_US_MAX 1000000u
 #define DROCE_MAX_EAL_ARGS 64
 #define DROCE_MAX_QUEUES 16
 #define DROCE_CONFIG_PATH_MAX 256
@@ -128,6 +134,7 @@ struct droce_config {
 	enum droce_engine_mode engine_mode;
 	unsigned int n_engines;
 	uint16_t engine_lcores[DROCE_MAX_ENGINES]; /* dedicated only */
+	uint32_t fallback_us;                     /* colocated only, 0 = off */
 	/* [mempool] */
 	uint32_t mbufs, mbuf_cache, data_room, capture_mbufs;
 	/* [portN] */

@@ -142,6 +142,17 @@ droce_engines_progress(void)
 {
 }
 
+void
+droce_engines_blocking(void)
+{
+}
+
+uint64_t
+droce_engines_fallback_passes(void)
+{
+	return 0;
+}
+
 /* ---- MRs ---- */
 
 int

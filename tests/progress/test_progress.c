@@ -1,0 +1,424 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Progress while nobody polls (co-located engines): threads blocked in
+ * ibv_get_cq_event, a passive RDMA WRITE target, an engine whose first driver
+ * exited, and the fallback thread handing the engine back to pollers.  Each
+ * Criterion test forks and starts droce from a config text: ring pair droce0
+ * 198.18.0.1 <-> droce1 198.18.0.2, one co-located engine, default fallback_us.
+ * Threading: each test runs its own threads; every wait is bounded by the
+ * Criterion timeout or an explicit deadline.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include <infiniband/verbs.h>
+
+#include <droce/droce.h>
+
+#include "dataplane/dp.h"
+
+#define BUF_SIZE (1u << 20)
+
+struct end {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *sch, *rch;
+	struct ibv_cq *scq, *rcq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	union ibv_gid gid;
+};
+
+static struct end A, B;
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+static void
+start(void)
+{
+	static const char text[] =
+		"[eal]\n"
+		"args = --no-huge --no-pci -m 256 --log-level=lib.eal:warning\n"
+		"[engines]\n"
+		"mode = colocated\n"
+		"count = 1\n"
+		"[mempool]\n"
+		"mbufs = 8191\n"
+		"cache = 128\n"
+		"[port0]\n"
+		"kind = ring\n"
+		"peer = port1\n"
+		"mac = 02:00:c6:12:00:01\n"
+		"ipv4 = 198.18.0.1\n"
+		"[port1]\n"
+		"kind = ring\n"
+		"peer = port0\n"
+		"mac = 02:00:c6:12:00:02\n"
+		"ipv4 = 198.18.0.2\n";
+	struct droce_config cfg;
+
+	unsetenv("DROCE_CONFIG");
+	cr_assert_eq(droce_config_load_text("<progress test>", text, &cfg), 0, "config: %s",
+		     droce_last_error());
+	cr_assert_eq(cfg.fallback_us, DROCE_FALLBACK_US_DEFAULT);
+	cr_assert_eq(droce_start_config(&cfg), 0, "droce_start_config: %s", droce_last_error());
+}
+
+static void
+stop(void)
+{
+	droce_engines_stop();
+	droce_stop();
+	droce_shutdown();
+}
+
+static void
+open_end(struct end *e, const char *name)
+{
+	struct ibv_device **list;
+	struct ibv_qp_init_attr ia = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 256, .max_recv_wr = 512, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	int n;
+
+	memset(e, 0, sizeof(*e));
+	list = ibv_get_device_list(&n);
+	cr_assert_not_null(list);
+	for (int i = 0; i < n; i++)
+		if (strcmp(ibv_get_device_name(list[i]), name) == 0)
+			e->ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	cr_assert_not_null(e->ctx);
+	cr_assert_eq(ibv_query_gid(e->ctx, 1, 0, &e->gid), 0);
+	e->pd = ibv_alloc_pd(e->ctx);
+	e->buf = calloc(1, BUF_SIZE);
+	cr_assert(e->pd && e->buf);
+	e->mr = ibv_reg_mr(e->pd, e->buf, BUF_SIZE,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	e->sch = ibv_create_comp_channel(e->ctx);
+	e->rch = ibv_create_comp_channel(e->ctx);
+	cr_assert(e->mr && e->sch && e->rch);
+	e->scq = ibv_create_cq(e->ctx, 1024, NULL, e->sch, 0);
+	e->rcq = ibv_create_cq(e->ctx, 1024, NULL, e->rch, 0);
+	cr_assert(e->scq && e->rcq);
+	ia.send_cq = e->scq;
+	ia.recv_cq = e->rcq;
+	e->qp = ibv_create_qp(e->pd, &ia);
+	cr_assert_not_null(e->qp, "ibv_create_qp: %s", strerror(errno));
+}
+
+static void
+rc_up(struct end *e, const struct end *peer)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ };
+
+	cr_assert_eq(ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				   IBV_QP_ACCESS_FLAGS), 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = peer->qp->qp_num;
+	a.rq_psn = 100;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.dgid = peer->gid;
+	a.ah_attr.grh.hop_limit = 64;
+	cr_assert_eq(ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+				   IBV_QP_MIN_RNR_TIMER), 0);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 100;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	cr_assert_eq(ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+				   IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC), 0);
+}
+
+static void
+setup(void)
+{
+	start();
+	open_end(&A, "droce0");
+	open_end(&B, "droce1");
+	rc_up(&A, &B);
+	rc_up(&B, &A);
+}
+
+/* Blocks in ibv_get_cq_event until @cq has a completion, then takes up to @n
+ * (the rdma-core pattern: arm, poll, wait, ack, re-arm). */
+static int
+wait_event(struct ibv_cq *cq, struct ibv_comp_channel *ch, struct ibv_wc *wc, int n)
+{
+	for (;;) {
+		struct ibv_cq *ev_cq;
+		void *ev_ctx;
+		int k;
+
+		cr_assert_eq(ibv_req_notify_cq(cq, 0), 0);
+		k = ibv_poll_cq(cq, n, wc);
+		cr_assert_geq(k, 0);
+		if (k > 0)
+			return k;
+		cr_assert_eq(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), 0, "ibv_get_cq_event: %s",
+			     strerror(errno));
+		cr_assert_eq(ev_cq, cq);
+		ibv_ack_cq_events(ev_cq, 1);
+	}
+}
+
+/* Busy-polls @cq for up to @ms; returns what came (0 on timeout). */
+static int
+poll_for(struct ibv_cq *cq, struct ibv_wc *wc, int n, unsigned int ms)
+{
+	uint64_t end = now_ms() + ms;
+
+	for (;;) {
+		int k = ibv_poll_cq(cq, n, wc);
+
+		cr_assert_geq(k, 0);
+		if (k > 0 || now_ms() > end)
+			return k;
+	}
+}
+
+static void
+fill(uint8_t *p, size_t n, uint32_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)(seed * 131u + i * 7u + (i >> 8));
+}
+
+static int
+post_send(struct end *e, uint64_t id, enum ibv_wr_opcode op, size_t off, uint32_t len,
+	  uint64_t raddr, uint32_t rkey, uint32_t imm)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)e->buf + off, .length = len, .lkey = e->mr->lkey };
+	struct ibv_send_wr w = { .wr_id = id, .sg_list = &sge, .num_sge = 1, .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED, .imm_data = htonl(imm) }, *bad;
+
+	w.wr.rdma.remote_addr = raddr;
+	w.wr.rdma.rkey = rkey;
+	return ibv_post_send(e->qp, &w, &bad);
+}
+
+static int
+post_recv(struct end *e, uint64_t id, size_t off, uint32_t len)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)e->buf + off, .length = len, .lkey = e->mr->lkey };
+	struct ibv_recv_wr w = { .wr_id = id, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	return ibv_post_recv(e->qp, &w, &bad);
+}
+
+TestSuite(progress, .init = setup, .fini = stop, .timeout = 60);
+
+/* ---- both sides blocked in ibv_get_cq_event ---- */
+
+#define MSG_LEN 3000u
+
+static void *
+blocked_server(void *arg)
+{
+	struct ibv_wc wc;
+
+	(void)arg;
+	cr_assert_eq(wait_event(B.rcq, B.rch, &wc, 1), 1);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "recv status %d", wc.status);
+	cr_assert_eq(wc.wr_id, 7u);
+	cr_assert_eq(wc.byte_len, MSG_LEN);
+	return NULL;
+}
+
+static void *
+blocked_client(void *arg)
+{
+	struct ibv_wc wc;
+
+	(void)arg;
+	fill(A.buf, MSG_LEN, 1);
+	cr_assert_eq(post_send(&A, 9, IBV_WR_SEND, 0, MSG_LEN, 0, 0, 0), 0);
+	cr_assert_eq(wait_event(A.scq, A.sch, &wc, 1), 1);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "send status %d", wc.status);
+	cr_assert_eq(wc.wr_id, 9u);
+	return NULL;
+}
+
+Test(progress, send_between_threads_blocked_in_get_cq_event)
+{
+	pthread_t s, c;
+	uint8_t want[MSG_LEN];
+
+	cr_assert_eq(post_recv(&B, 7, 4096, MSG_LEN), 0);
+	cr_assert_eq(pthread_create(&s, NULL, blocked_server, NULL), 0);
+	usleep(20000); /* the server is asleep in read() before anything is sent */
+	cr_assert_eq(pthread_create(&c, NULL, blocked_client, NULL), 0);
+	cr_assert_eq(pthread_join(c, NULL), 0);
+	cr_assert_eq(pthread_join(s, NULL), 0);
+	fill(want, MSG_LEN, 1);
+	cr_assert_arr_eq(B.buf + 4096, want, MSG_LEN);
+	cr_assert_gt(droce_engines_fallback_passes(), 0);
+}
+
+/* ---- a passive WRITE target; the initiator blocks too ---- */
+
+#define WRITE_LEN 200000u
+
+static void *
+write_initiator(void *arg)
+{
+	struct ibv_wc wc;
+
+	(void)arg;
+	fill(A.buf, WRITE_LEN, 2);
+	cr_assert_eq(post_send(&A, 11, IBV_WR_RDMA_WRITE, 0, WRITE_LEN, (uintptr_t)B.buf + 64,
+			       B.mr->rkey, 0), 0);
+	cr_assert_eq(wait_event(A.scq, A.sch, &wc, 1), 1);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "write status %d", wc.status);
+	return NULL;
+}
+
+Test(progress, passive_write_target_never_polls)
+{
+	pthread_t t;
+	uint8_t *want = malloc(WRITE_LEN);
+
+	cr_assert_not_null(want);
+	/* the target side (this thread) never polls or posts again: it sleeps */
+	cr_assert_eq(pthread_create(&t, NULL, write_initiator, NULL), 0);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	fill(want, WRITE_LEN, 2);
+	cr_assert_arr_eq(B.buf + 64, want, WRITE_LEN);
+	free(want);
+}
+
+/* ---- the first driver exits ---- */
+
+static void *
+drive_once_and_exit(void *arg)
+{
+	struct ibv_wc wc;
+
+	(void)arg;
+	cr_assert_eq(ibv_poll_cq(A.scq, 1, &wc), 0); /* drives the engine, then leaves */
+	return NULL;
+}
+
+Test(progress, engine_keeps_progressing_after_its_first_driver_exits)
+{
+	pthread_t t;
+	struct ibv_wc wc;
+	uint8_t want[4096];
+
+	cr_assert_eq(pthread_create(&t, NULL, drive_once_and_exit, NULL), 0);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	for (uint32_t i = 0; i < 8; i++) {
+		fill(A.buf, sizeof(want), 10 + i);
+		cr_assert_eq(post_recv(&B, i, 8192, sizeof(want)), 0);
+		cr_assert_eq(post_send(&A, i, IBV_WR_SEND, 0, sizeof(want), 0, 0, 0), 0);
+		cr_assert_eq(poll_for(B.rcq, &wc, 1, 10000), 1, "message %u not received", i);
+		cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+		cr_assert_eq(poll_for(A.scq, &wc, 1, 10000), 1, "send %u not completed", i);
+		cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+		fill(want, sizeof(want), 10 + i);
+		cr_assert_arr_eq(B.buf + 8192, want, sizeof(want));
+	}
+}
+
+/* ---- fallback and pollers take turns: nothing lost or duplicated ---- */
+
+#define TURNS_MSGS 20000u
+#define TURNS_PHASE 500u  /* messages per phase; even phases poll, odd ones block */
+#define TURNS_DEPTH 64u
+#define TURNS_RQ 256u
+
+static _Atomic uint32_t sends_done;
+
+static void *
+turns_sender(void *arg)
+{
+	uint32_t posted = 0, done = 0;
+	struct ibv_wc wc[32];
+
+	(void)arg;
+	while (done < TURNS_MSGS) {
+		bool block = (done / TURNS_PHASE) & 1;
+		int k;
+
+		while (posted < TURNS_MSGS && posted - done < TURNS_DEPTH) {
+			cr_assert_eq(post_send(&A, posted, IBV_WR_SEND_WITH_IMM, (posted % 16) * 64, 64,
+					       0, 0, posted), 0);
+			posted++;
+		}
+		k = block ? wait_event(A.scq, A.sch, wc, 32) : poll_for(A.scq, wc, 32, 20000);
+		cr_assert_gt(k, 0, "sender stalled at %u", done);
+		for (int i = 0; i < k; i++) {
+			cr_assert_eq(wc[i].status, IBV_WC_SUCCESS, "send %u status %d", done,
+				     wc[i].status);
+			cr_assert_eq(wc[i].wr_id, done, "send completion out of order");
+			done++;
+		}
+	}
+	atomic_store(&sends_done, done);
+	return NULL;
+}
+
+Test(progress, fallback_hands_back_no_completion_lost_or_duplicated)
+{
+	uint32_t got = 0;
+	struct ibv_wc wc[32];
+	pthread_t t;
+
+	fill(A.buf, 1024, 5);
+	for (uint32_t i = 0; i < TURNS_RQ; i++)
+		cr_assert_eq(post_recv(&B, i, 65536 + (size_t)i * 64, 64), 0);
+	cr_assert_eq(pthread_create(&t, NULL, turns_sender, NULL), 0);
+	while (got < TURNS_MSGS) {
+		bool block = (got / TURNS_PHASE) & 1;
+		int k = block ? wait_event(B.rcq, B.rch, wc, 32) : poll_for(B.rcq, wc, 32, 20000);
+
+		cr_assert_gt(k, 0, "receiver stalled at %u", got);
+		for (int i = 0; i < k; i++) {
+			uint32_t slot = (uint32_t)wc[i].wr_id;
+
+			cr_assert_eq(wc[i].status, IBV_WC_SUCCESS, "recv %u status %d", got,
+				     wc[i].status);
+			cr_assert(wc[i].wc_flags & IBV_WC_WITH_IMM);
+			cr_assert_eq(ntohl(wc[i].imm_data), got, "message %u arrived as %u", got,
+				     ntohl(wc[i].imm_data));
+			cr_assert_eq(slot, got % TURNS_RQ);
+			/* the payload is the sender's 64-byte block (posted % 16) */
+			cr_assert_arr_eq(B.buf + 65536 + (size_t)slot * 64, A.buf + (got % 16) * 64, 64);
+			got++;
+			cr_assert_eq(post_recv(&B, slot, 65536 + (size_t)slot * 64, 64), 0);
+		}
+	}
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_assert_eq(atomic_load(&sends_done), TURNS_MSGS);
+	/* nothing more arrives: no duplicate */
+	cr_assert_eq(poll_for(B.rcq, wc, 32, 200), 0);
+	cr_assert_eq(poll_for(A.scq, wc, 32, 50), 0);
+	cr_assert_gt(droce_engines_fallback_passes(), 0);
+}
