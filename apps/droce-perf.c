@@ -48,6 +48,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <math.h>
+#include <poll.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -133,6 +134,7 @@ struct opts {
 	const char *conn;     /* -c as text: "RC", "UC", "UD" */
 	const char *lat_samples; /* --lat-samples: every latency sample to this file */
 	int64_t warmup;          /* --warmup: unmeasured latency iterations (-1: default) */
+	bool use_event;          /* -e: block in ibv_get_cq_event instead of busy-polling */
 };
 
 static struct opts o;
@@ -194,6 +196,8 @@ usage(FILE *f)
 "      --server            two processes: wait for a client on -p\n"
 "      --bind=ADDR         server: listen on ADDR only (default: every address)\n"
 "  -F, --CPU-freq          accepted (perftest compatibility)\n"
+"  -e, --use_event         sleep in ibv_get_cq_event on a completion channel instead\n"
+"                          of busy-polling the CQ (bw tests and send_lat)\n"
 "      --report_gbits      bandwidth in Gb/sec instead of MB/sec\n"
 "      --json              results as one JSON object on stdout\n"
 "      --stats             print engine and port counters at the end\n"
@@ -323,6 +327,7 @@ parse_args(int argc, char **argv)
 		{ "bind", required_argument, NULL, OPT_BIND },
 		{ "lat-samples", required_argument, NULL, OPT_LAT_SAMPLES },
 		{ "warmup", required_argument, NULL, OPT_WARMUP },
+		{ "use_event", no_argument, NULL, 'e' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -341,7 +346,7 @@ parse_args(int argc, char **argv)
 	o.dev = "droce0";
 	o.inject = -1;
 
-	while ((opt = getopt_long(argc, argv, "s:an:D:t:r:q:l:Q:I:m:c:A:d:x:i:p:Fvh", longopts,
+	while ((opt = getopt_long(argc, argv, "s:an:D:t:r:q:l:Q:I:m:c:A:d:x:i:p:Fevh", longopts,
 				  NULL)) != -1) {
 		switch (opt) {
 		case 's':
@@ -449,6 +454,9 @@ parse_args(int argc, char **argv)
 		case OPT_WARMUP:
 			o.warmup = (int64_t)parse_u64("--warmup", optarg, 0, 1u << 24);
 			break;
+		case 'e':
+			o.use_event = true;
+			break;
 		case 'v':
 			o.verbose = true;
 			break;
@@ -539,6 +547,9 @@ parse_args(int argc, char **argv)
 		o.sizes[0] = o.size;
 		o.n_sizes = 1;
 	}
+	if (o.use_event && o.mode == M_LAT && o.verb != V_SEND)
+		unsupported("-e: %s polls the buffer the peer writes, not a CQ (send_lat takes -e)",
+			    o.test);
 	if (o.mode == M_LAT) {
 		if (o.qps != 1)
 			usage_fail("-q %u: latency tests use one QP", o.qps);
@@ -665,6 +676,7 @@ struct side {
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 	struct ibv_cq *cq;
+	struct ibv_comp_channel *ch; /* -e */
 	struct ibv_mr *mr;
 	uint8_t *buf;
 	size_t buf_len;
@@ -970,7 +982,12 @@ side_alloc(struct side *s, uint64_t cqe)
 			   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC);
 	if (s->mr == NULL)
 		fail("ibv_reg_mr %zu B: %s", s->buf_len, strerror(errno));
-	s->cq = ibv_create_cq(s->ctx, (int)cqe, NULL, NULL, 0);
+	if (o.use_event && s->ch == NULL) {
+		s->ch = ibv_create_comp_channel(s->ctx);
+		if (s->ch == NULL)
+			fail("ibv_create_comp_channel: %s", strerror(errno));
+	}
+	s->cq = ibv_create_cq(s->ctx, (int)cqe, NULL, s->ch, 0);
 	if (s->cq == NULL)
 		fail("ibv_create_cq %" PRIu64 ": %s", cqe, strerror(errno));
 }
@@ -1418,8 +1435,66 @@ wc_error(int side, const struct ibv_wc *wc)
  * client) or `sends_done`; receive completions are checked, counted and
  * reposted.  Returns the completions handled.
  */
+static int poll_side_cq(int side);
+
+/*
+ * -e: arms the CQ of every side this process plays and sleeps until one has a
+ * completion event (poll(2) on the channels, at most 100 ms, then
+ * ibv_get_cq_event on the one that fired).  Returns the completions handled on the way.
+ */
+static int
+event_wait(void)
+{
+	int sides[2], n = 0, got = 0;
+	struct pollfd pf[2];
+
+	for (int s = 0; s < 2; s++) {
+		if (R.two && s != R.me)
+			continue;
+		if (R.s[s].cq == NULL || R.s[s].ch == NULL)
+			continue;
+		if (ibv_req_notify_cq(R.s[s].cq, 0) != 0)
+			fail("ibv_req_notify_cq (%s): %s", R.s[s].role, strerror(errno));
+		sides[n] = s;
+		pf[n].fd = R.s[s].ch->fd;
+		pf[n].events = POLLIN;
+		n++;
+	}
+	/* what completed before the CQ was armed raises no event */
+	for (int i = 0; i < n; i++)
+		got += poll_side_cq(sides[i]);
+	if (got > 0 || n == 0)
+		return got;
+	/* poll(2) with a bound first, so the loops' watchdogs and quiet periods still
+	 * run; ibv_get_cq_event tells the engines before it sleeps, poll(2) does not */
+	droce_engines_blocking();
+	if (poll(pf, (nfds_t)n, 100) < 0 && errno != EINTR)
+		fail("poll: %s", strerror(errno));
+	for (int i = 0; i < n; i++) {
+		struct ibv_cq *cq;
+		void *ctx;
+
+		if (!(pf[i].revents & POLLIN))
+			continue;
+		if (ibv_get_cq_event(R.s[sides[i]].ch, &cq, &ctx) != 0)
+			fail("ibv_get_cq_event (%s): %s", R.s[sides[i]].role, strerror(errno));
+		ibv_ack_cq_events(cq, 1);
+	}
+	return 0;
+}
+
 static int
 poll_side(int side)
+{
+	int n = poll_side_cq(side);
+
+	if (n == 0 && o.use_event && (!R.two || side == R.me))
+		n = event_wait();
+	return n;
+}
+
+static int
+poll_side_cq(int side)
 {
 	struct ibv_wc wc[POLL_BATCH];
 	int n = ibv_poll_cq(R.s[side].cq, POLL_BATCH, wc);
@@ -2314,7 +2389,7 @@ oob_idle(void *arg)
 {
 	(void)arg;
 	if (R.s[R.me].cq != NULL)
-		poll_side(R.me);
+		poll_side_cq(R.me); /* never sleeps here, even with -e */
 	else
 		droce_engines_progress();
 }
