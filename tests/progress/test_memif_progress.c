@@ -1,0 +1,375 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Progress while nobody polls, across two processes joined by memif on the
+ * default co-located config (fallback progress thread on).  The test forks two
+ * children, each starting its own droce (DROCE_CONFIG, memif server / client,
+ * 198.18.0.1 / 198.18.0.2) after the fork; they exchange QP numbers over a
+ * socketpair.  passive_target: the target sits in read() while the initiator
+ * resolves its MAC by ARP, connects and RDMA WRITEs into it; then it checks
+ * the bytes.  event_pingpong: both sides sleep in ibv_get_cq_event.
+ * Threading: one thread per child; every wait is bounded (alarm()).
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include <infiniband/verbs.h>
+
+#define WRITE_LEN 150000u
+#define PINGS 500u
+
+struct info {
+	uint32_t qpn, rkey;
+	uint64_t addr;
+	union ibv_gid gid;
+};
+
+struct side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	struct info me;
+};
+
+static char sock_path[80], ini[2][80];
+
+#define CHECK(c, code)                                                                  \
+	do {                                                                            \
+		if (!(c)) {                                                             \
+			fprintf(stderr, "side failed at %s:%d: %s (%s)\n", __FILE__,    \
+				__LINE__, #c, strerror(errno));                         \
+			_exit(code);                                                    \
+		}                                                                       \
+	} while (0)
+
+static void
+write_ini(unsigned int s)
+{
+	FILE *f;
+
+	snprintf(ini[s], sizeof(ini[s]), "/tmp/droce-progress-%ld-%u.ini", (long)getpid(), s);
+	f = fopen(ini[s], "w");
+	cr_assert_not_null(f);
+	fprintf(f,
+		"[eal]\nargs = --no-huge --no-pci -m 128 --log-level=lib.eal:warning\n"
+		"[mempool]\nmbufs = 4095\ncache = 64\n"
+		"[port0]\nkind = memif\nrole = %s\nsocket = %s\nid = 0\n"
+		"mac = 02:00:c6:12:00:0%u\nipv4 = 198.18.0.%u\n",
+		s == 0 ? "server" : "client", sock_path, s + 1, s + 1);
+	fclose(f);
+}
+
+static void
+side_open(struct side *d)
+{
+	struct ibv_device **l;
+	struct ibv_qp_init_attr ia = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	int n;
+
+	l = ibv_get_device_list(&n);
+	CHECK(l && n >= 1, 20);
+	d->ctx = ibv_open_device(l[0]);
+	ibv_free_device_list(l);
+	CHECK(d->ctx, 21);
+	d->pd = ibv_alloc_pd(d->ctx);
+	d->buf = calloc(1, 1u << 20);
+	CHECK(d->pd && d->buf, 22);
+	d->mr = ibv_reg_mr(d->pd, d->buf, 1u << 20,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	d->ch = ibv_create_comp_channel(d->ctx);
+	CHECK(d->mr && d->ch, 23);
+	d->cq = ibv_create_cq(d->ctx, 256, NULL, d->ch, 0);
+	CHECK(d->cq, 24);
+	ia.send_cq = ia.recv_cq = d->cq;
+	d->qp = ibv_create_qp(d->pd, &ia);
+	CHECK(d->qp, 25);
+	CHECK(ibv_query_gid(d->ctx, 1, 0, &d->me.gid) == 0, 26);
+	d->me.qpn = d->qp->qp_num;
+	d->me.rkey = d->mr->rkey;
+	d->me.addr = (uintptr_t)d->buf;
+}
+
+/* INIT -> RTR (resolves the peer's MAC by ARP) -> RTS. */
+static void
+side_connect(struct side *d, const struct info *peer)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+
+	CHECK(ibv_modify_qp(d->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			    IBV_QP_ACCESS_FLAGS) == 0, 30);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = peer->qpn;
+	a.rq_psn = 1;
+	a.max_dest_rd_atomic = 1;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.port_num = 1;
+	a.ah_attr.grh.dgid = peer->gid;
+	a.ah_attr.grh.hop_limit = 64;
+	CHECK(ibv_modify_qp(d->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			    IBV_QP_MIN_RNR_TIMER) == 0, 31);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 1;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	CHECK(ibv_modify_qp(d->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+			    IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC) == 0, 32);
+}
+
+static void
+xfer(int fd, void *p, size_t n, bool out)
+{
+	CHECK((out ? write(fd, p, n) : read(fd, p, n)) == (ssize_t)n, 40);
+}
+
+/* Sleeps in ibv_get_cq_event until one completion; returns it. */
+static struct ibv_wc
+wait_one(struct side *d)
+{
+	struct ibv_wc wc;
+
+	for (;;) {
+		struct ibv_cq *cq;
+		void *ctx;
+		int k;
+
+		CHECK(ibv_req_notify_cq(d->cq, 0) == 0, 50);
+		k = ibv_poll_cq(d->cq, 1, &wc);
+		CHECK(k >= 0, 51);
+		if (k == 1)
+			return wc;
+		CHECK(ibv_get_cq_event(d->ch, &cq, &ctx) == 0, 52);
+		ibv_ack_cq_events(cq, 1);
+	}
+}
+
+static uint8_t
+pat(size_t i)
+{
+	return (uint8_t)(i * 13u + (i >> 9) + 5u);
+}
+
+/* ---- passive target ---- */
+
+static int
+target_side(int fd)
+{
+	struct side d = { 0 };
+	struct info peer;
+	char c;
+
+	side_open(&d);
+	xfer(fd, &d.me, sizeof(d.me), true);
+	/* blocked here while the initiator ARPs for us and moves to RTR */
+	xfer(fd, &peer, sizeof(peer), false);
+	side_connect(&d, &peer);
+	c = 'r';
+	xfer(fd, &c, 1, true);
+	/* blocked again, never polling, while the WRITE lands */
+	xfer(fd, &c, 1, false);
+	CHECK(c == 'd', 60);
+	for (size_t i = 0; i < WRITE_LEN; i++)
+		CHECK(d.buf[4096 + i] == pat(i), 61);
+	return 0;
+}
+
+static int
+initiator_side(int fd)
+{
+	struct side d = { 0 };
+	struct info peer;
+	struct ibv_sge sge;
+	struct ibv_send_wr w = { 0 }, *bad;
+	struct ibv_wc wc;
+	char c;
+
+	side_open(&d);
+	xfer(fd, &peer, sizeof(peer), false);
+	side_connect(&d, &peer); /* the peer sits in read(): only its fallback answers ARP */
+	xfer(fd, &d.me, sizeof(d.me), true);
+	xfer(fd, &c, 1, false);
+	for (size_t i = 0; i < WRITE_LEN; i++)
+		d.buf[i] = pat(i);
+	sge = (struct ibv_sge){ .addr = (uintptr_t)d.buf, .length = WRITE_LEN, .lkey = d.mr->lkey };
+	w.wr_id = 1;
+	w.sg_list = &sge;
+	w.num_sge = 1;
+	w.opcode = IBV_WR_RDMA_WRITE;
+	w.send_flags = IBV_SEND_SIGNALED;
+	w.wr.rdma.remote_addr = peer.addr + 4096;
+	w.wr.rdma.rkey = peer.rkey;
+	CHECK(ibv_post_send(d.qp, &w, &bad) == 0, 70);
+	wc = wait_one(&d);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.wr_id == 1, 71);
+	c = 'd';
+	xfer(fd, &c, 1, true);
+	return 0;
+}
+
+/* ---- event-driven ping-pong ---- */
+
+static void
+post_recv1(struct side *d)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)d->buf + 8192, .length = 64, .lkey = d->mr->lkey };
+	struct ibv_recv_wr w = { .wr_id = 2, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	CHECK(ibv_post_recv(d->qp, &w, &bad) == 0, 80);
+}
+
+static void
+post_send1(struct side *d, uint32_t seq)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)d->buf, .length = 64, .lkey = d->mr->lkey };
+	struct ibv_send_wr w = { .wr_id = 3, .sg_list = &sge, .num_sge = 1, .opcode = IBV_WR_SEND,
+				 .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	memcpy(d->buf, &seq, sizeof(seq));
+	CHECK(ibv_post_send(d->qp, &w, &bad) == 0, 81);
+}
+
+static int
+pingpong_side(int fd, bool first)
+{
+	struct side d = { 0 };
+	struct info peer;
+	uint32_t got_seq, posted = 0, sent = 0;
+
+	side_open(&d);
+	xfer(fd, &d.me, sizeof(d.me), true);
+	xfer(fd, &peer, sizeof(peer), false);
+	side_connect(&d, &peer);
+	post_recv1(&d);
+	xfer(fd, &got_seq, 1, true); /* both connected before the first SEND */
+	xfer(fd, &got_seq, 1, false);
+	/* send completions come before or after the next receive: count them */
+	for (uint32_t i = 0; i < PINGS; i++) {
+		bool recv_done = false;
+
+		if (first) {
+			post_send1(&d, 2 * i);
+			posted++;
+		}
+		while (!recv_done) {
+			struct ibv_wc wc = wait_one(&d);
+
+			CHECK(wc.status == IBV_WC_SUCCESS, 82);
+			if (wc.opcode != IBV_WC_RECV) {
+				CHECK(wc.opcode == IBV_WC_SEND, 84);
+				sent++;
+				continue;
+			}
+			memcpy(&got_seq, d.buf + 8192, sizeof(got_seq));
+			CHECK(got_seq == 2 * i + (first ? 1u : 0u), 83);
+			recv_done = true;
+			post_recv1(&d);
+			if (!first) {
+				post_send1(&d, 2 * i + 1);
+				posted++;
+			}
+		}
+	}
+	while (sent < posted) {
+		struct ibv_wc wc = wait_one(&d);
+
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND, 85);
+		sent++;
+	}
+	CHECK(posted == PINGS, 86);
+	/* neither leaves before the other's last SEND is acknowledged (its ACK goes
+	 * out while this side sleeps in read()) */
+	xfer(fd, &got_seq, 1, true);
+	xfer(fd, &got_seq, 1, false);
+	return 0;
+}
+
+/* ---- harness ---- */
+
+static pid_t
+spawn(unsigned int s, int fd, int (*fn)(int, unsigned int))
+{
+	pid_t pid = fork();
+
+	cr_assert_neq(pid, -1);
+	if (pid == 0) {
+		alarm(60);
+		setenv("DROCE_CONFIG", ini[s], 1);
+		_exit(fn(fd, s));
+	}
+	return pid;
+}
+
+static int
+role_passive(int fd, unsigned int s)
+{
+	return s == 0 ? target_side(fd) : initiator_side(fd);
+}
+
+static int
+role_pingpong(int fd, unsigned int s)
+{
+	return pingpong_side(fd, s == 1);
+}
+
+static void
+run_pair(int (*fn)(int, unsigned int))
+{
+	int sv[2], st;
+	pid_t pid[2];
+
+	snprintf(sock_path, sizeof(sock_path), "/tmp/droce-progress-%ld.sock", (long)getpid());
+	unlink(sock_path);
+	write_ini(0);
+	write_ini(1);
+	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
+	pid[0] = spawn(0, sv[0], fn);
+	/* a memif client needs the server's socket: wait for it (bounded) */
+	for (int i = 0; i < 200 && access(sock_path, F_OK) != 0; i++)
+		usleep(50000);
+	cr_assert_eq(access(sock_path, F_OK), 0, "the memif server made no socket");
+	pid[1] = spawn(1, sv[1], fn);
+	for (int s = 0; s < 2; s++) {
+		cr_assert_eq(waitpid(pid[s], &st, 0), pid[s]);
+		cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "side %d: %s %d", s,
+			  WIFEXITED(st) ? "exit" : "signal",
+			  WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+	}
+	close(sv[0]);
+	close(sv[1]);
+	unlink(sock_path);
+	unlink(ini[0]);
+	unlink(ini[1]);
+}
+
+TestSuite(progress_memif, .timeout = 90);
+
+Test(progress_memif, passive_target_blocked_in_read)
+{
+	run_pair(role_passive);
+}
+
+Test(progress_memif, event_driven_pingpong)
+{
+	run_pair(role_pingpong);
+}
