@@ -422,3 +422,36 @@ Test(progress, fallback_hands_back_no_completion_lost_or_duplicated)
 	cr_assert_eq(poll_for(A.scq, wc, 32, 50), 0);
 	cr_assert_gt(droce_engines_fallback_passes(), 0);
 }
+
+/* ---- [engines] fallback_us: parsed and validated like the other keys ---- */
+
+static int
+load_engines(const char *engines, struct droce_config *cfg)
+{
+	char text[512];
+
+	snprintf(text, sizeof(text),
+		 "[eal]\nargs = --no-huge\n[engines]\n%s\n"
+		 "[port0]\nkind = ring\npeer = port1\nipv4 = 198.18.0.1\n"
+		 "[port1]\nkind = ring\npeer = port0\nipv4 = 198.18.0.2\n",
+		 engines);
+	return droce_config_load_text("<fallback_us test>", text, cfg);
+}
+
+Test(progress_config, fallback_us_key)
+{
+	struct droce_config cfg;
+
+	cr_assert_eq(load_engines("mode = colocated", &cfg), 0, "%s", droce_last_error());
+	cr_assert_eq(cfg.fallback_us, 50u);
+	cr_assert_eq(load_engines("mode = colocated\nfallback_us = 0", &cfg), 0);
+	cr_assert_eq(cfg.fallback_us, 0u);
+	cr_assert_eq(load_engines("fallback_us = 1000000", &cfg), 0);
+	cr_assert_eq(cfg.fallback_us, 1000000u);
+	cr_assert_neq(load_engines("fallback_us = 1000001", &cfg), 0);
+	cr_assert_not_null(strstr(droce_last_error(), "fallback_us"), "%s", droce_last_error());
+	cr_assert_neq(load_engines("fallback_us = -1", &cfg), 0);
+	cr_assert_neq(load_engines("fallback_us = 5us", &cfg), 0);
+	cr_assert_neq(load_engines("mode = dedicated\nlcores = 1\nfallback_us = 10", &cfg), 0);
+	cr_assert_not_null(strstr(droce_last_error(), "fallback_us"), "%s", droce_last_error());
+}
