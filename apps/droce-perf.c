@@ -9,7 +9,8 @@
  * embedded in-memory config, or whatever DROCE_CONFIG names), plays client on
  * the first and server on the second, connects -q QP pairs with
  * ibv_modify_qp, and drives both ends from one thread: in co-located mode the
- * engines make progress inside ibv_poll_cq / ibv_post_send.
+ * engines make progress inside ibv_poll_cq / ibv_post_send (with -e, droce's
+ * fallback progress thread drives them while this one sleeps on the channels).
  *
  * Transports (-c): RC; UC (write and send tests); UD (send tests, messages
  * up to the path MTU, receive buffers 40 B longer for the GRH, perftest's

@@ -153,8 +153,8 @@ struct droce_cq *droce_cq_create(uint32_t cqe, droce_cq_notify_fn notify,
 				 droce_cq_error_fn error, void *arg);
 /* Frees @cq; no QP may still use it. */
 void droce_cq_destroy(struct droce_cq *cq);
-/* Up to @n completions in the order each engine produced them; co-located
- * engines owned by the calling thread are driven first. */
+/* Up to @n completions in the order each engine produced them; first a pass
+ * of every co-located engine no other thread is driving at that moment. */
 int droce_cq_poll(struct droce_cq *cq, int n, struct droce_cqe *out);
 /* Arms the CQ once: the next completion (or next solicited / error one) fires notify. */
 int droce_cq_arm(struct droce_cq *cq, bool solicited_only);

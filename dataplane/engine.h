@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Engine internals: one engine per dataplane lcore (or co-located with an
- * application thread).  An engine alone owns its QPs' transport state; the
+ * Engine internals: one engine per dataplane lcore (or co-located: driven,
+ * one pass at a time under its `driving` flag, by whichever application thread
+ * or the fallback progress thread takes it).  An engine alone owns its QPs' transport state; the
  * application side reaches it only through channels (SPSC rings) and the
  * ready flags of WQE/RQE slots.  Functions ending in _lc run on the engine.
  */
