@@ -48,6 +48,7 @@ static struct {
 	struct droce_engine *eng[DROCE_MAX_ENGINES];
 	struct rte_rcu_qsbr *rcu;
 	pthread_mutex_t chan_lock;
+	uint64_t gen;           /* bumped by every start: older thread channels are gone */
 } engines = { .chan_lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* The co-located fallback progress thread. */
@@ -66,8 +67,42 @@ static struct {
 	_Atomic uint64_t passes;  /* passes it ran (tests, stats) */
 } fallback = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-/* This thread's channel to each engine, created on first use. */
+/* This thread's channel to each engine, created on first use (or taken over
+ * from an exited thread), and the engines' start they belong to. */
 static __thread struct rte_ring *my_chan[DROCE_MAX_ENGINES];
+static __thread uint64_t my_chan_gen;
+static pthread_key_t chan_key;
+static pthread_once_t chan_key_once = PTHREAD_ONCE_INIT;
+
+/*
+ * Thread exit: the thread's channels go back to their engines, for the next
+ * new thread.  An engine may still be draining one; the next producer simply
+ * continues the same SPSC ring, ordered after this thread by the channel lock.
+ * Without this an engine's 64 channels run out after 64 posting threads.
+ */
+static void
+channels_release(void *unused)
+{
+	RTE_SET_USED(unused);
+	pthread_mutex_lock(&engines.chan_lock);
+	if (engines.started && my_chan_gen == engines.gen) {
+		for (unsigned int e = 0; e < engines.n; e++) {
+			struct droce_engine *eng = engines.eng[e];
+
+			if (my_chan[e] != NULL && eng->n_chan_free < DROCE_MAX_CHANNELS)
+				eng->chan_free[eng->n_chan_free++] = my_chan[e];
+		}
+	}
+	pthread_mutex_unlock(&engines.chan_lock);
+	memset(my_chan, 0, sizeof(my_chan));
+}
+
+static void
+chan_key_create(void)
+{
+	if (pthread_key_create(&chan_key, channels_release) != 0)
+		DP_LOG(WARNING, "no thread-exit hook: channels of exited threads are not reused");
+}
 
 unsigned int
 droce_engine_count(void)
@@ -98,8 +133,23 @@ channel_of(struct droce_engine *eng)
 	char name[RTE_RING_NAMESIZE];
 	unsigned int n;
 
-	if (r)
+	if (r != NULL && my_chan_gen == engines.gen)
 		return r;
+	if (my_chan_gen != engines.gen) {
+		/* channels of an earlier start were freed with its engines */
+		memset(my_chan, 0, sizeof(my_chan));
+		my_chan_gen = engines.gen;
+	}
+	pthread_once(&chan_key_once, chan_key_create);
+	pthread_setspecific(chan_key, (void *)1); /* non-NULL: channels_release runs at exit */
+	pthread_mutex_lock(&engines.chan_lock);
+	if (eng->n_chan_free > 0) {
+		r = eng->chan_free[--eng->n_chan_free];
+		pthread_mutex_unlock(&engines.chan_lock);
+		my_chan[eng->id] = r;
+		return r;
+	}
+	pthread_mutex_unlock(&engines.chan_lock);
 	snprintf(name, sizeof(name), "dch%u", atomic_fetch_add(&serial, 1));
 	r = rte_ring_create_elem(name, sizeof(struct droce_msg), DROCE_CHANNEL_SIZE, SOCKET_ID_ANY,
 				 RING_F_SP_ENQ | RING_F_SC_DEQ);
@@ -743,6 +793,7 @@ droce_engines_start(void)
 			if (engines.eng[to]->xfer_in[from] == NULL)
 				goto fail;
 		}
+	engines.gen++;
 	engines.started = true;
 	if (!engines.dedicated && cfg->fallback_us > 0) {
 		int rc = fallback_start(cfg->fallback_us);

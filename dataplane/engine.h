@@ -209,6 +209,8 @@ struct droce_engine {
 
 	struct rte_ring *chan[DROCE_MAX_CHANNELS];
 	_Atomic unsigned int n_chan;
+	struct rte_ring *chan_free[DROCE_MAX_CHANNELS]; /* of exited threads (channel lock) */
+	unsigned int n_chan_free;
 	struct rte_ring *xfer_in[DROCE_MAX_ENGINES]; /* frames other engines pass us */
 
 	struct droce_qp **qps; /* by local index */

@@ -21,6 +21,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "dataplane/engine.h"
+
 #include <droce/droce.h>
 
 #include "dataplane/dp.h"
@@ -344,6 +346,48 @@ Test(progress, engine_keeps_progressing_after_its_first_driver_exits)
 		cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 		fill(want, sizeof(want), 10 + i);
 		cr_assert_arr_eq(B.buf + 8192, want, sizeof(want));
+	}
+}
+
+/* ---- more short-lived posting threads than an engine has channels ---- */
+
+struct poster {
+	uint32_t i;
+	int rc;
+};
+
+static void *
+post_one_and_exit(void *arg)
+{
+	struct poster *p = arg;
+
+	p->rc = post_send(&A, p->i, IBV_WR_SEND, (size_t)p->i * 64, 64, 0, 0, 0);
+	return NULL;
+}
+
+Test(progress, short_lived_posting_threads_reuse_channels)
+{
+	const uint32_t n = 3 * DROCE_MAX_CHANNELS;
+	uint8_t want[64];
+	struct ibv_wc wc;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct poster p = { .i = i };
+		pthread_t t;
+
+		cr_assert_eq(post_recv(&B, i, 65536 + (size_t)i * 64, 64), 0);
+		fill(A.buf + (size_t)i * 64, 64, i);
+		cr_assert_eq(pthread_create(&t, NULL, post_one_and_exit, &p), 0);
+		cr_assert_eq(pthread_join(t, NULL), 0);
+		/* without reuse, thread 65 finds no free channel: ENOMEM */
+		cr_assert_eq(p.rc, 0, "thread %u: ibv_post_send: %s", i, strerror(p.rc));
+		cr_assert_eq(wait_event(A.scq, A.sch, &wc, 1), 1);
+		cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+		cr_assert_eq(wait_event(B.rcq, B.rch, &wc, 1), 1);
+		cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+		cr_assert_eq(wc.wr_id, i);
+		fill(want, 64, i);
+		cr_assert_arr_eq(B.buf + 65536 + (size_t)i * 64, want, 64, "message %u differs", i);
 	}
 }
 
