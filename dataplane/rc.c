@@ -487,6 +487,17 @@ handle_ack(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 		qp->eng->stats.seq_drops++;
 		return;
 	}
+	/*
+	 * A NAK names the request that failed (or, for a sequence NAK, the
+	 * PSN the responder expects): one in [una, max - 1].  A NAK at una - 1
+	 * answers nothing outstanding (a ghost, or forged): IBTA 9.7.5.1.2
+	 * drops it like a duplicate ACK, and so do we, counted.
+	 */
+	if (droce_aeth_syndrome_kind(syndrome) != DROCE_AETH_ACK &&
+	    droce_psn_diff(psn, qp->psn_una) < 0) {
+		qp->eng->stats.ghost_acks++;
+		return;
+	}
 	switch (droce_aeth_syndrome_kind(syndrome)) {
 	case DROCE_AETH_ACK:
 		complete_upto(qp, psn);

@@ -16,6 +16,7 @@
 #include <rte_byteorder.h>
 
 #include "harness.h"
+#include "dataplane/xport.h"
 
 #define POLL_MS 10000
 #define LEN 4096
@@ -636,4 +637,76 @@ Test(rc_errors, max_dest_rd_atomic_exceeded)
 	cr_assert_eq(c.status, DROCE_WC_SUCCESS, "first READ status %u", c.status);
 	c = h_poll1(p.scq[0], POLL_MS, "second READ");
 	h_check_err_cqe(&c, 0xe1, DROCE_WC_REM_INV_REQ_ERR, p.qpn[0], "READ over max_dest_rd_atomic");
+}
+
+/*
+ * A forged NAK (remote access error) at PSN = next - 1, sent to a QP that has
+ * sent nothing: it names no outstanding request, so it is dropped (counted as
+ * a ghost ACK) and the QP stays in RTS with its receive still posted.
+ */
+static void
+forged_aeth(struct droce_qp *from, uint32_t psn, uint8_t syndrome)
+{
+	struct droce_pkt_fields f = { .opcode = DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_ACK) };
+	struct rte_mbuf *m;
+	uint8_t *payload;
+
+	f.dqpn = from->attr.dest_qpn;
+	f.psn = psn;
+	f.aeth.syndrome = syndrome;
+	m = droce_xport_pkt_alloc_lc(from, &f, 0, &payload);
+	cr_assert_not_null(m);
+	droce_xport_pkt_send_lc(from, m, 0);
+}
+
+Test(rc_errors, forged_nak_for_nothing_outstanding_is_ignored)
+{
+	static const uint8_t codes[] = { DROCE_NAK_REM_ACCESS_ERR, DROCE_NAK_INVALID_REQ,
+					 DROCE_NAK_REM_OP_ERR, DROCE_NAK_PSN_SEQ_ERR };
+	struct h_pair p;
+	struct h_buf lb, rb;
+	struct droce_engine_stats st0, st1;
+	struct h_conn_opts o;
+	struct droce_wqe w;
+	struct droce_rqe r;
+	struct droce_cqe c;
+
+	start();
+	h_buf_init(&lb, LEN, ALL_ACCESS);
+	h_buf_init(&rb, LEN, ALL_ACCESS);
+	o = h_conn_defaults(1024);
+	pair(&p, &o);
+	r = h_rqe(0x51);
+	h_rqe_sge(&r, &rb, 0, LEN);
+	h_post_recv(p.qp[1], &r);
+	droce_engine_stats_get(p.qp[1]->eng->id, &st0);
+	for (unsigned int i = 0; i < sizeof(codes); i++)
+		forged_aeth(p.qp[0], (H_PSN_B - 1) & DROCE_PSN_MASK,
+			    droce_aeth_make_syndrome(DROCE_AETH_NAK, codes[i]));
+	forged_aeth(p.qp[0], (H_PSN_B - 1) & DROCE_PSN_MASK,
+		    droce_aeth_make_syndrome(DROCE_AETH_RNR_NAK, 1));
+	h_expect_empty(p.rcq[1], 50, "receive after forged NAKs");
+	h_expect_empty(p.scq[1], 0, "send CQ after forged NAKs");
+	cr_assert_eq(h_qp_state(p.qp[1]), DROCE_QPS_RTS, "QP state %d after a forged NAK",
+		     h_qp_state(p.qp[1]));
+	droce_engine_stats_get(p.qp[1]->eng->id, &st1);
+	cr_assert_eq(st1.ghost_acks - st0.ghost_acks, sizeof(codes) + 1, "ghost_acks moved by %" PRIu64,
+		     st1.ghost_acks - st0.ghost_acks);
+	/* the QP still works both ways */
+	h_fill(lb.p, LEN, 9);
+	w = h_wqe(0x61, DROCE_WR_SEND, DROCE_WQE_SIGNALED);
+	h_wqe_sge(&w, &lb, 0, LEN);
+	h_post_send(p.qp[0], &w);
+	c = h_poll1(p.scq[0], POLL_MS, "send after forged NAKs");
+	cr_assert_eq(c.status, DROCE_WC_SUCCESS);
+	c = h_poll1(p.rcq[1], POLL_MS, "receive after forged NAKs");
+	cr_assert_eq(c.status, DROCE_WC_SUCCESS);
+	cr_assert_eq(h_check_fill(rb.p, LEN, 9), -1);
+	w = h_wqe(0x62, DROCE_WR_RDMA_WRITE, DROCE_WQE_SIGNALED);
+	h_wqe_sge(&w, &rb, 0, 64);
+	w.remote_addr = h_va(&lb, 0);
+	w.rkey = lb.mr.rkey;
+	h_post_send(p.qp[1], &w);
+	c = h_poll1(p.scq[1], POLL_MS, "write from the NAKed side");
+	cr_assert_eq(c.status, DROCE_WC_SUCCESS);
 }
