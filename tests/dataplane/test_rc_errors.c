@@ -710,3 +710,69 @@ Test(rc_errors, forged_nak_for_nothing_outstanding_is_ignored)
 	c = h_poll1(p.scq[1], POLL_MS, "write from the NAKed side");
 	cr_assert_eq(c.status, DROCE_WC_SUCCESS);
 }
+
+/* A SEND ONLY of @len bytes from @b at @psn, crafted on @from's path with BTH P_Key @pkey. */
+static void
+forged_send(struct droce_qp *from, uint32_t psn, uint16_t pkey, const uint8_t *data, uint32_t len)
+{
+	struct droce_pkt_fields f = { .opcode = DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_SEND_ONLY) };
+	struct rte_mbuf *m;
+	uint8_t *payload;
+
+	f.dqpn = from->attr.dest_qpn;
+	f.psn = psn;
+	m = droce_xport_pkt_alloc_lc(from, &f, len, &payload);
+	cr_assert_not_null(m);
+	memcpy(payload, data, len);
+	droce_bth_set_pkey((struct droce_bth *)(payload - droce_opcode_info(f.opcode)->hdr_len), pkey);
+	droce_xport_pkt_send_lc(from, m, len);
+}
+
+/*
+ * IBTA 10.9.3 on the BTH P_Key against the QP's (index 0 = 0xffff, full
+ * member): 0x0000 and 0x8000 are invalid, 0x8001 / 0x1234 / 0x7ffe are
+ * other partitions: dropped, counted as DROCE_DROP_PKEY, nothing delivered;
+ * 0x7fff (limited member of the default partition) and 0xffff are accepted.
+ */
+Test(rc_errors, bth_pkey_checked)
+{
+	static const uint16_t bad[] = { 0x0000, 0x8000, 0x8001, 0x1234, 0x7ffe, 0xfffe };
+	struct h_pair p;
+	struct h_buf lb, rb;
+	struct droce_engine_stats st0, st1;
+	struct h_conn_opts o = h_conn_defaults(1024);
+	struct droce_rqe r;
+	struct droce_cqe c;
+
+	start();
+	h_buf_init(&lb, LEN, ALL_ACCESS);
+	h_buf_init(&rb, LEN, ALL_ACCESS);
+	pair(&p, &o);
+	for (unsigned int i = 0; i < 2; i++) {
+		r = h_rqe(0x70 + i);
+		h_rqe_sge(&r, &rb, 1024 * i, 1024);
+		h_post_recv(p.qp[1], &r);
+	}
+	h_fill(lb.p, LEN, 3);
+	droce_engine_stats_get(p.qp[1]->eng->id, &st0);
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		forged_send(p.qp[0], H_PSN_A, bad[i], lb.p, 256);
+	h_expect_empty(p.rcq[1], 50, "SENDs with a foreign P_Key");
+	droce_engine_stats_get(p.qp[1]->eng->id, &st1);
+	cr_assert_eq(st1.drops[DROCE_DROP_PKEY] - st0.drops[DROCE_DROP_PKEY],
+		     sizeof(bad) / sizeof(bad[0]), "P_Key drops moved by %" PRIu64,
+		     st1.drops[DROCE_DROP_PKEY] - st0.drops[DROCE_DROP_PKEY]);
+	cr_assert_eq(st1.rx_pkts, st0.rx_pkts, "a P_Key drop counted as received");
+	cr_assert_eq(h_qp_state(p.qp[1]), DROCE_QPS_RTS);
+	forged_send(p.qp[0], H_PSN_A, 0x7fff, lb.p, 256);
+	forged_send(p.qp[0], (H_PSN_A + 1) & DROCE_PSN_MASK, 0xffff, lb.p + 256, 256);
+	for (unsigned int i = 0; i < 2; i++) {
+		c = h_poll1(p.rcq[1], POLL_MS, "SEND with a matching P_Key");
+		cr_assert_eq(c.status, DROCE_WC_SUCCESS);
+		cr_assert_eq(c.wr_id, 0x70 + i);
+		cr_assert_eq(c.byte_len, 256);
+		cr_assert_eq(memcmp(rb.p + 1024 * i, lb.p + 256 * i, 256), 0);
+	}
+	droce_engine_stats_get(p.qp[1]->eng->id, &st1);
+	cr_assert_eq(st1.drops[DROCE_DROP_PKEY] - st0.drops[DROCE_DROP_PKEY], sizeof(bad) / sizeof(bad[0]));
+}
