@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -387,6 +388,62 @@ Test(mr, bad_arguments)
 	cr_assert_null(ibv_reg_mr(pd, buf, 64, 0));
 	cr_assert_eq(errno, ENOMEM);
 	cr_assert_eq(ibv_dealloc_pd(pd), 0);
+}
+
+/*
+ * As the kernel's pinning: a range not wholly mapped is EFAULT, so is a
+ * read-only mapping asked for (local or remote) write and a PROT_NONE one;
+ * a range whose page-rounded end wraps is EINVAL; read-only memory with read
+ * access only is fine.
+ */
+Test(mr, range_must_be_mapped_as_asked)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	unsigned int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	uint8_t *m = mmap(NULL, 4 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr;
+
+	cr_assert_neq(m, MAP_FAILED);
+	errno = 0;
+	cr_assert_null(ibv_reg_mr(pd, NULL, 64, IBV_ACCESS_LOCAL_WRITE));
+	cr_assert_eq(errno, EFAULT, "NULL: errno %d", errno);
+	errno = 0;
+	cr_assert_null(ibv_reg_mr(pd, NULL, SIZE_MAX, rw));
+	cr_assert_eq(errno, EINVAL, "(NULL, SIZE_MAX): errno %d", errno);
+	errno = 0;
+	cr_assert_null(ibv_reg_mr(pd, NULL, SIZE_MAX, 0));
+	cr_assert_eq(errno, EINVAL);
+	/* pages: 0 rw, 1 unmapped, 2 read-only, 3 PROT_NONE */
+	cr_assert_eq(munmap(m + pg, pg), 0);
+	cr_assert_eq(mprotect(m + 2 * pg, pg, PROT_READ), 0);
+	cr_assert_eq(mprotect(m + 3 * pg, pg, PROT_NONE), 0);
+	mr = ibv_reg_mr(pd, m, pg, rw);
+	cr_assert_not_null(mr, "mapped rw page: %s", strerror(errno));
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
+	errno = 0;
+	cr_assert_null(ibv_reg_mr(pd, m, 2 * pg, 0));
+	cr_assert_eq(errno, EFAULT, "hole: errno %d", errno);
+	errno = 0;
+	cr_assert_null(ibv_reg_mr(pd, m + pg + 8, 16, IBV_ACCESS_REMOTE_READ));
+	cr_assert_eq(errno, EFAULT);
+	errno = 0;
+	cr_assert_null(ibv_reg_mr(pd, m + 2 * pg, pg, IBV_ACCESS_LOCAL_WRITE));
+	cr_assert_eq(errno, EFAULT, "read-only, local write: errno %d", errno);
+	errno = 0;
+	cr_assert_null(ibv_reg_mr(pd, m + 2 * pg, pg, rw));
+	cr_assert_eq(errno, EFAULT);
+	mr = ibv_reg_mr(pd, m + 2 * pg, pg, IBV_ACCESS_REMOTE_READ);
+	cr_assert_not_null(mr, "read-only page, read access: %s", strerror(errno));
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
+	errno = 0;
+	cr_assert_null(ibv_reg_mr(pd, m + 3 * pg, pg, 0));
+	cr_assert_eq(errno, EFAULT, "PROT_NONE: errno %d", errno);
+	errno = 0;
+	cr_assert_null(ibv_reg_mr(pd, m + 2 * pg - 8, 16, IBV_ACCESS_REMOTE_READ));
+	cr_assert_eq(errno, EFAULT, "straddles a hole: errno %d", errno);
+	cr_assert_eq(fake_live_mrs, 0);
+	munmap(m, pg);
+	munmap(m + 2 * pg, 2 * pg);
 }
 
 /* ================= CQs and completion channels ================= */
