@@ -891,6 +891,15 @@ resp_atomic(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame
 		return;
 	}
 	target = (uint64_t *)(void *)(mr->addr + (va - mr->iova));
+	if ((uintptr_t)target & 7) {
+		/*
+		 * An aligned va on an MR whose iova and address differ mod 8
+		 * (ibv_reg_mr_iova2 allows it): the host word is misaligned.
+		 * Invalid request, as rxe answers a misaligned atomic.
+		 */
+		resp_error(qp, DROCE_ERR_REM_INV_REQ, psn);
+		return;
+	}
 	if (p->opcode == DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_FETCH_ADD)) {
 		orig = __atomic_fetch_add(target, droce_atmeth_swap_add(a), __ATOMIC_SEQ_CST);
 	} else {

@@ -776,3 +776,33 @@ Test(rc_errors, bth_pkey_checked)
 	droce_engine_stats_get(p.qp[1]->eng->id, &st1);
 	cr_assert_eq(st1.drops[DROCE_DROP_PKEY] - st0.drops[DROCE_DROP_PKEY], sizeof(bad) / sizeof(bad[0]));
 }
+
+/*
+ * An MR whose iova is 1 mod 8 while its host address is 8-aligned: an atomic
+ * at an 8-aligned va lands on a host word 7 mod 8.  The responder NAKs it
+ * (invalid request, as rxe does), the target bytes stay untouched.
+ */
+Test(rc_errors, atomic_on_misaligned_host_word_naked)
+{
+	struct h_pair p;
+	struct h_buf lb, rb;
+	struct h_conn_opts o = h_conn_defaults(1024);
+	struct droce_wqe w;
+	struct droce_cqe c;
+
+	start();
+	h_buf_init(&lb, LEN, ALL_ACCESS);
+	h_buf_init_ex(&rb, LEN, ALL_ACCESS, H_PD, 0x100001);
+	cr_assert_eq((uintptr_t)rb.p & 7, 0);
+	h_fill(rb.p, LEN, 5);
+	pair(&p, &o);
+	w = h_wqe(0x81, DROCE_WR_ATOMIC_FETCH_AND_ADD, DROCE_WQE_SIGNALED);
+	h_wqe_sge(&w, &lb, 0, 8);
+	w.remote_addr = 0x100008; /* aligned va, host rb.p + 7 */
+	w.rkey = rb.mr.rkey;
+	w.compare_add = 1;
+	h_post_send(p.qp[0], &w);
+	c = h_poll1(p.scq[0], POLL_MS, "misaligned atomic");
+	h_check_err_cqe(&c, 0x81, DROCE_WC_REM_INV_REQ_ERR, p.qpn[0], "misaligned atomic");
+	cr_assert_eq(h_check_fill(rb.p, LEN, 5), -1, "target memory changed");
+}
