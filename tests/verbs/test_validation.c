@@ -773,6 +773,42 @@ Test(qp, devices_map_to_ports)
 	cr_assert_eq(ibv_close_device(c1), 0);
 }
 
+/*
+ * ibv_close_device with a CQ, QP or SRQ alive is EBUSY (the engines hold
+ * pointers into the context); it succeeds once they are destroyed.
+ */
+Test(device, close_with_live_objects_is_ebusy)
+{
+	struct ibv_context *c1 = ibv_open_device(devs[1]);
+	struct ibv_pd *pd1;
+	struct ibv_cq *cq1;
+	struct ibv_srq *srq;
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 1, .max_recv_wr = 1 } };
+	struct ibv_qp *qp;
+
+	cr_assert_not_null(c1);
+	pd1 = ibv_alloc_pd(c1);
+	cq1 = ibv_create_cq(c1, 8, NULL, NULL, 0);
+	cr_assert_not_null(cq1);
+	ia.send_cq = ia.recv_cq = cq1;
+	qp = ibv_create_qp(pd1, &ia);
+	cr_assert_not_null(qp);
+	srq = ibv_create_srq(pd1, &sa);
+	cr_assert_not_null(srq, "create_srq: %s", strerror(errno));
+	cr_assert_eq(ibv_close_device(c1), EBUSY);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_close_device(c1), EBUSY);
+	cr_assert_eq(ibv_destroy_srq(srq), 0);
+	cr_assert_eq(ibv_close_device(c1), EBUSY);
+	/* the context still works after a refused close */
+	cr_assert_eq(ibv_req_notify_cq(cq1, 0), 0);
+	cr_assert_eq(ibv_destroy_cq(cq1), 0);
+	cr_assert_eq(ibv_dealloc_pd(pd1), 0);
+	cr_assert_eq(ibv_close_device(c1), 0);
+}
+
 /* ================= modify_qp ================= */
 
 TestSuite(modify, .init = setup, .timeout = 10);
