@@ -259,6 +259,13 @@ dispatch_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *
 		rte_pktmbuf_free(m);
 		return;
 	}
+	if (qp->state == DROCE_QPS_RESET || qp->state == DROCE_QPS_INIT ||
+	    qp->state == DROCE_QPS_ERR) {
+		/* IBTA 10.3.1: a QP in these states receives nothing */
+		eng->stats.qp_state_drops++;
+		rte_pktmbuf_free(m);
+		return;
+	}
 	eng->stats.rx_pkts++;
 	qp->stats.rx_pkts++;
 	switch (qp->type) {

@@ -806,3 +806,35 @@ Test(rc_errors, atomic_on_misaligned_host_word_naked)
 	h_check_err_cqe(&c, 0x81, DROCE_WC_REM_INV_REQ_ERR, p.qpn[0], "misaligned atomic");
 	cr_assert_eq(h_check_fill(rb.p, LEN, 5), -1, "target memory changed");
 }
+
+/*
+ * Frames for a QP in ERR, RESET or INIT are dropped and counted as
+ * qp_state_drops, not as received; nothing is delivered.
+ */
+Test(rc_errors, frames_for_qp_not_ready_count_as_drops)
+{
+	static const enum droce_qp_state states[] = { DROCE_QPS_ERR, DROCE_QPS_RESET, DROCE_QPS_INIT };
+	struct h_pair p;
+	struct h_buf lb;
+	struct h_conn_opts o = h_conn_defaults(1024);
+	struct droce_engine_stats st0, st1;
+	struct droce_cqe c[4];
+
+	start();
+	h_buf_init(&lb, LEN, ALL_ACCESS);
+	pair(&p, &o);
+	for (unsigned int i = 0; i < 3; i++) {
+		h_modify_state(p.qp[1], states[i]);
+		h_spin(5);
+		(void)h_poll(p.rcq[1], 4, c, 10); /* flushes of the move to ERR, if any */
+		cr_assert_eq(h_qp_state(p.qp[1]), states[i]);
+		droce_engine_stats_get(p.qp[1]->eng->id, &st0);
+		forged_send(p.qp[0], H_PSN_A, 0xffff, lb.p, 64);
+		h_spin(20);
+		droce_engine_stats_get(p.qp[1]->eng->id, &st1);
+		cr_assert_eq(st1.qp_state_drops - st0.qp_state_drops, 1, "state %d: qp_state_drops moved by %" PRIu64,
+			     states[i], st1.qp_state_drops - st0.qp_state_drops);
+		cr_assert_eq(st1.rx_pkts, st0.rx_pkts, "state %d: counted as received", states[i]);
+		h_expect_empty(p.rcq[1], 0, "after a frame for a QP not ready");
+	}
+}
