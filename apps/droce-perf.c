@@ -2281,6 +2281,10 @@ print_stats(FILE *f)
 				", UC access drops %" PRIu64 ", wrong transport %" PRIu64 "\n", e,
 				st.qkey_drops, st.ud_oversize, st.rq_empty_drops, st.uc_msg_drops,
 				st.uc_access_drops, st.xport_drops);
+		if (st.ghost_acks || st.qp_state_drops)
+			fprintf(f, "engine %u: RC NAKs naming nothing outstanding (dropped) %" PRIu64
+				", for a QP in RESET/INIT/ERR (dropped) %" PRIu64 "\n",
+				e, st.ghost_acks, st.qp_state_drops);
 		for (unsigned int d = 1; d < DROCE_DROP_COUNT; d++)
 			if (st.drops[d])
 				fprintf(f, "engine %u: parser dropped %" PRIu64 " (%s)\n", e,
@@ -2308,11 +2312,12 @@ json_stats(void)
 		       ", \"cqe_overflows\": %" PRIu64 ", \"alloc_fail\": %" PRIu64
 		       ", \"qkey_drops\": %" PRIu64 ", \"ud_oversize\": %" PRIu64
 		       ", \"rq_empty_drops\": %" PRIu64 ", \"uc_msg_drops\": %" PRIu64
-		       ", \"uc_access_drops\": %" PRIu64 ", \"xport_drops\": %" PRIu64 ", \"drops\": {",
+		       ", \"uc_access_drops\": %" PRIu64 ", \"xport_drops\": %" PRIu64
+		       ", \"ghost_acks\": %" PRIu64 ", \"qp_state_drops\": %" PRIu64 ", \"drops\": {",
 		       e ? "," : "", e, st.loops, st.rx_pkts, st.tx_pkts, st.tx_drops, st.no_qp,
 		       st.forwarded, st.non_roce, st.seq_drops, st.cqe_overflows, st.alloc_fail,
 		       st.qkey_drops, st.ud_oversize, st.rq_empty_drops, st.uc_msg_drops,
-		       st.uc_access_drops, st.xport_drops);
+		       st.uc_access_drops, st.xport_drops, st.ghost_acks, st.qp_state_drops);
 		for (unsigned int d = 1, first = 1; d < DROCE_DROP_COUNT; d++) {
 			if (!st.drops[d])
 				continue;

@@ -333,6 +333,20 @@ dispatch_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *
 		rte_pktmbuf_free(m);
 		return;
 	}
+	if (!droce_pkey_match(droce_bth_pkey(droce_pkt_bth(&p, frame)),
+			      droce_pkey_at(qp->attr.pkey_index))) {
+		/* IBTA 9.6.1.1 / 10.9.3: a P_Key mismatch drops the packet (counted) */
+		eng->stats.drops[DROCE_DROP_PKEY]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (qp->state == DROCE_QPS_RESET || qp->state == DROCE_QPS_INIT ||
+	    qp->state == DROCE_QPS_ERR) {
+		/* IBTA 10.3.1: a QP in these states receives nothing */
+		eng->stats.qp_state_drops++;
+		rte_pktmbuf_free(m);
+		return;
+	}
 	eng->stats.rx_pkts++;
 	qp->stats.rx_pkts++;
 	switch (qp->type) {

@@ -193,6 +193,8 @@ struct droce_engine_stats {
 	uint64_t uc_msg_drops;    /* UC messages dropped whole (lost packet, bad order or size) */
 	uint64_t uc_access_drops; /* UC RDMA WRITEs dropped for a remote access error */
 	uint64_t xport_drops;     /* packets of another transport than their QP's */
+	uint64_t ghost_acks;      /* RC NAKs naming no outstanding request (dropped) */
+	uint64_t qp_state_drops;  /* packets for a QP in RESET, INIT or ERR (dropped) */
 };
 
 TAILQ_HEAD(droce_qp_list, droce_qp);

@@ -487,6 +487,17 @@ handle_ack(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 		qp->eng->stats.seq_drops++;
 		return;
 	}
+	/*
+	 * A NAK names the request that failed (or, for a sequence NAK, the
+	 * PSN the responder expects): one in [una, max - 1].  A NAK at una - 1
+	 * answers nothing outstanding (a ghost, or forged): IBTA 9.7.5.1.2
+	 * drops it like a duplicate ACK, and so do we, counted.
+	 */
+	if (droce_aeth_syndrome_kind(syndrome) != DROCE_AETH_ACK &&
+	    droce_psn_diff(psn, qp->psn_una) < 0) {
+		qp->eng->stats.ghost_acks++;
+		return;
+	}
 	switch (droce_aeth_syndrome_kind(syndrome)) {
 	case DROCE_AETH_ACK:
 		complete_upto(qp, psn);
@@ -880,6 +891,15 @@ resp_atomic(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame
 		return;
 	}
 	target = (uint64_t *)(void *)(mr->addr + (va - mr->iova));
+	if ((uintptr_t)target & 7) {
+		/*
+		 * An aligned va on an MR whose iova and address differ mod 8
+		 * (ibv_reg_mr_iova2 allows it): the host word is misaligned.
+		 * Invalid request, as rxe answers a misaligned atomic.
+		 */
+		resp_error(qp, DROCE_ERR_REM_INV_REQ, psn);
+		return;
+	}
 	if (p->opcode == DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_FETCH_ADD)) {
 		orig = __atomic_fetch_add(target, droce_atmeth_swap_add(a), __ATOMIC_SEQ_CST);
 	} else {

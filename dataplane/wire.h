@@ -404,6 +404,26 @@ size_t droce_build_frame(struct droce_hdr_tmpl *t, uint8_t *buf, size_t cap,
 			 const struct droce_pkt_fields *f,
 			 const void *payload, uint32_t payload_len);
 
+/* ---- P_Keys ---- */
+
+/*
+ * droce's P_Key table has one entry: index 0 = 0xffff (the default P_Key,
+ * full member).  The P_Key at @index, or 0 (the invalid P_Key) past the end.
+ */
+#define DROCE_PKEY_TABLE_LEN 1u
+static inline uint16_t droce_pkey_at(uint16_t index) { return index == 0 ? 0xffff : 0; }
+
+/*
+ * IBTA 10.9.3: P_Key @pkt (from a BTH) matches the QP's @own when their low
+ * 15 bits are equal and not zero (0x0000 / 0x8000 are invalid), and at least
+ * one of the two is a full member (bit 15 set).
+ */
+static inline bool
+droce_pkey_match(uint16_t pkt, uint16_t own)
+{
+	return (pkt & 0x7fff) != 0 && (pkt & 0x7fff) == (own & 0x7fff) && ((pkt | own) & 0x8000);
+}
+
 /* ---- Parser ---- */
 
 /* Why a received frame was dropped.  Each has its own counter. */
@@ -424,7 +444,8 @@ size_t droce_build_frame(struct droce_hdr_tmpl *t, uint8_t *buf, size_t cap,
 	X(OPCODE, "opcode not supported")                                  \
 	X(HDR_LEN, "shorter than the opcode's headers")                    \
 	X(PAD, "pad count wrong for the opcode or payload")                \
-	X(ICRC, "ICRC mismatch")
+	X(ICRC, "ICRC mismatch")                                           \
+	X(PKEY, "BTH P_Key does not match the QP's P_Key")
 
 enum droce_drop {
 #define DROCE_DROP_ENUM(n, s) DROCE_DROP_##n,

@@ -196,9 +196,24 @@ int
 ibv_close_device(struct ibv_context *context)
 {
 	struct droce_vctx *x = droce_vctx_of(context);
+	bool busy;
 
 	if (x == NULL)
 		return EINVAL;
+	/*
+	 * rdma-core's ibv_close_device() frees the context whatever is left
+	 * (the kernel then destroys the objects behind the fd).  droce has no
+	 * kernel to do that, and a live CQ, QP or SRQ keeps pointers to this
+	 * context that the engines use to raise events: freeing it would leave
+	 * them dangling.  So a context with any of them alive is EBUSY, as
+	 * ibv_dealloc_pd() is with MRs or QPs on it; the caller destroys them
+	 * and closes again.
+	 */
+	pthread_mutex_lock(&x->lock);
+	busy = !TAILQ_EMPTY(&x->cqs) || !TAILQ_EMPTY(&x->qps) || !TAILQ_EMPTY(&x->srqs);
+	pthread_mutex_unlock(&x->lock);
+	if (busy)
+		return EBUSY;
 	droce_verbs_events_close(x); /* no more port events into the pipe */
 	close(context->async_fd);
 	close(x->async_wfd);

@@ -2,6 +2,7 @@
  * Protection domains and memory regions.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -72,16 +73,86 @@ access_ok(unsigned int access)
 	return true;
 }
 
+/*
+ * What the kernel's pinning (ib_umem_get) checks, done by reading
+ * /proc/self/maps: every byte of [addr, addr + length) must lie in a mapping
+ * that is readable, and writable when local or remote write (or atomic) is
+ * asked; a gap, PROT_NONE or a read-only mapping asked for write is EFAULT.
+ * Chosen over probing (process_vm_readv, mincore, madvise) because only the
+ * maps file tells both "mapped" and "with which rights" in one pass, and it
+ * costs one read of a small file per registration, a slow path anyway.
+ * 0 when the range is fine, else an errno.
+ *
+ * Unlike the kernel, droce cannot keep the pages alive: it pins nothing.
+ * Unmapping or mprotecting registered memory before ibv_dereg_mr() is the
+ * application's error (as with ODP MRs, whose pages the kernel does not pin
+ * either); a remote access to such memory then faults the process.
+ */
+static int
+range_mapped(uintptr_t addr, size_t length, bool write)
+{
+	uintptr_t cur = addr, end = addr + length;
+	char line[512];
+	FILE *f;
+	int err = EFAULT;
+
+	if (length == 0)
+		return 0;
+	f = fopen("/proc/self/maps", "re");
+	if (f == NULL)
+		return errno ? errno : EFAULT;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		unsigned long lo, hi;
+		char perms[5];
+
+		if (strchr(line, '\n') == NULL) {
+			/* a long path name: skip the rest of that line */
+			int ch;
+
+			while ((ch = fgetc(f)) != EOF && ch != '\n')
+				;
+		}
+		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) != 3)
+			continue;
+		if (hi <= cur)
+			continue;
+		if (lo > cur)
+			break; /* a hole before the next mapping */
+		if (perms[0] != 'r' || (write && perms[1] != 'w'))
+			break;
+		cur = hi;
+		if (cur >= end) {
+			err = 0;
+			break;
+		}
+	}
+	fclose(f);
+	return err;
+}
+
 struct ibv_mr *
 ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t iova,
 		 unsigned int access)
 {
 	struct droce_vpd *pd = (struct droce_vpd *)ibpd;
 	struct droce_vmr *mr;
+	int err;
 
 	if (pd == NULL || !access_ok(access) || (uintptr_t)addr + length < (uintptr_t)addr ||
 	    iova + length < iova) {
 		errno = EINVAL;
+		return NULL;
+	}
+	/* as ib_umem_get: a range whose page-rounded end wraps is EINVAL */
+	if (length != 0 && (uintptr_t)addr + length + 4095 < (uintptr_t)addr + length) {
+		errno = EINVAL;
+		return NULL;
+	}
+	err = range_mapped((uintptr_t)addr, length,
+			   access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				     IBV_ACCESS_REMOTE_ATOMIC));
+	if (err != 0) {
+		errno = err;
 		return NULL;
 	}
 	mr = calloc(1, sizeof(*mr));

@@ -16,6 +16,7 @@
 #include <rte_byteorder.h>
 
 #include "harness.h"
+#include "dataplane/xport.h"
 
 #define POLL_MS 10000
 #define LEN 4096
@@ -636,4 +637,204 @@ Test(rc_errors, max_dest_rd_atomic_exceeded)
 	cr_assert_eq(c.status, DROCE_WC_SUCCESS, "first READ status %u", c.status);
 	c = h_poll1(p.scq[0], POLL_MS, "second READ");
 	h_check_err_cqe(&c, 0xe1, DROCE_WC_REM_INV_REQ_ERR, p.qpn[0], "READ over max_dest_rd_atomic");
+}
+
+/*
+ * A forged NAK (remote access error) at PSN = next - 1, sent to a QP that has
+ * sent nothing: it names no outstanding request, so it is dropped (counted as
+ * a ghost ACK) and the QP stays in RTS with its receive still posted.
+ */
+static void
+forged_aeth(struct droce_qp *from, uint32_t psn, uint8_t syndrome)
+{
+	struct droce_pkt_fields f = { .opcode = DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_ACK) };
+	struct rte_mbuf *m;
+	uint8_t *payload;
+
+	f.dqpn = from->attr.dest_qpn;
+	f.psn = psn;
+	f.aeth.syndrome = syndrome;
+	m = droce_xport_pkt_alloc_lc(from, &f, 0, &payload);
+	cr_assert_not_null(m);
+	droce_xport_pkt_send_lc(from, m, 0);
+}
+
+Test(rc_errors, forged_nak_for_nothing_outstanding_is_ignored)
+{
+	static const uint8_t codes[] = { DROCE_NAK_REM_ACCESS_ERR, DROCE_NAK_INVALID_REQ,
+					 DROCE_NAK_REM_OP_ERR, DROCE_NAK_PSN_SEQ_ERR };
+	struct h_pair p;
+	struct h_buf lb, rb;
+	struct droce_engine_stats st0, st1;
+	struct h_conn_opts o;
+	struct droce_wqe w;
+	struct droce_rqe r;
+	struct droce_cqe c;
+
+	start();
+	h_buf_init(&lb, LEN, ALL_ACCESS);
+	h_buf_init(&rb, LEN, ALL_ACCESS);
+	o = h_conn_defaults(1024);
+	pair(&p, &o);
+	r = h_rqe(0x51);
+	h_rqe_sge(&r, &rb, 0, LEN);
+	h_post_recv(p.qp[1], &r);
+	droce_engine_stats_get(p.qp[1]->eng->id, &st0);
+	for (unsigned int i = 0; i < sizeof(codes); i++)
+		forged_aeth(p.qp[0], (H_PSN_B - 1) & DROCE_PSN_MASK,
+			    droce_aeth_make_syndrome(DROCE_AETH_NAK, codes[i]));
+	forged_aeth(p.qp[0], (H_PSN_B - 1) & DROCE_PSN_MASK,
+		    droce_aeth_make_syndrome(DROCE_AETH_RNR_NAK, 1));
+	h_expect_empty(p.rcq[1], 50, "receive after forged NAKs");
+	h_expect_empty(p.scq[1], 0, "send CQ after forged NAKs");
+	cr_assert_eq(h_qp_state(p.qp[1]), DROCE_QPS_RTS, "QP state %d after a forged NAK",
+		     h_qp_state(p.qp[1]));
+	droce_engine_stats_get(p.qp[1]->eng->id, &st1);
+	cr_assert_eq(st1.ghost_acks - st0.ghost_acks, sizeof(codes) + 1, "ghost_acks moved by %" PRIu64,
+		     st1.ghost_acks - st0.ghost_acks);
+	/* the QP still works both ways */
+	h_fill(lb.p, LEN, 9);
+	w = h_wqe(0x61, DROCE_WR_SEND, DROCE_WQE_SIGNALED);
+	h_wqe_sge(&w, &lb, 0, LEN);
+	h_post_send(p.qp[0], &w);
+	c = h_poll1(p.scq[0], POLL_MS, "send after forged NAKs");
+	cr_assert_eq(c.status, DROCE_WC_SUCCESS);
+	c = h_poll1(p.rcq[1], POLL_MS, "receive after forged NAKs");
+	cr_assert_eq(c.status, DROCE_WC_SUCCESS);
+	cr_assert_eq(h_check_fill(rb.p, LEN, 9), -1);
+	w = h_wqe(0x62, DROCE_WR_RDMA_WRITE, DROCE_WQE_SIGNALED);
+	h_wqe_sge(&w, &rb, 0, 64);
+	w.remote_addr = h_va(&lb, 0);
+	w.rkey = lb.mr.rkey;
+	h_post_send(p.qp[1], &w);
+	c = h_poll1(p.scq[1], POLL_MS, "write from the NAKed side");
+	cr_assert_eq(c.status, DROCE_WC_SUCCESS);
+}
+
+/* A SEND ONLY of @len bytes from @b at @psn, crafted on @from's path with BTH P_Key @pkey. */
+static void
+forged_send(struct droce_qp *from, uint32_t psn, uint16_t pkey, const uint8_t *data, uint32_t len)
+{
+	struct droce_pkt_fields f = { .opcode = DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_SEND_ONLY) };
+	struct rte_mbuf *m;
+	uint8_t *payload;
+
+	f.dqpn = from->attr.dest_qpn;
+	f.psn = psn;
+	m = droce_xport_pkt_alloc_lc(from, &f, len, &payload);
+	cr_assert_not_null(m);
+	memcpy(payload, data, len);
+	droce_bth_set_pkey((struct droce_bth *)(payload - droce_opcode_info(f.opcode)->hdr_len), pkey);
+	droce_xport_pkt_send_lc(from, m, len);
+}
+
+/*
+ * IBTA 10.9.3 on the BTH P_Key against the QP's (index 0 = 0xffff, full
+ * member): 0x0000 and 0x8000 are invalid, 0x8001 / 0x1234 / 0x7ffe are
+ * other partitions: dropped, counted as DROCE_DROP_PKEY, nothing delivered;
+ * 0x7fff (limited member of the default partition) and 0xffff are accepted.
+ */
+Test(rc_errors, bth_pkey_checked)
+{
+	static const uint16_t bad[] = { 0x0000, 0x8000, 0x8001, 0x1234, 0x7ffe, 0xfffe };
+	struct h_pair p;
+	struct h_buf lb, rb;
+	struct droce_engine_stats st0, st1;
+	struct h_conn_opts o = h_conn_defaults(1024);
+	struct droce_rqe r;
+	struct droce_cqe c;
+
+	start();
+	h_buf_init(&lb, LEN, ALL_ACCESS);
+	h_buf_init(&rb, LEN, ALL_ACCESS);
+	pair(&p, &o);
+	for (unsigned int i = 0; i < 2; i++) {
+		r = h_rqe(0x70 + i);
+		h_rqe_sge(&r, &rb, 1024 * i, 1024);
+		h_post_recv(p.qp[1], &r);
+	}
+	h_fill(lb.p, LEN, 3);
+	droce_engine_stats_get(p.qp[1]->eng->id, &st0);
+	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		forged_send(p.qp[0], H_PSN_A, bad[i], lb.p, 256);
+	h_expect_empty(p.rcq[1], 50, "SENDs with a foreign P_Key");
+	droce_engine_stats_get(p.qp[1]->eng->id, &st1);
+	cr_assert_eq(st1.drops[DROCE_DROP_PKEY] - st0.drops[DROCE_DROP_PKEY],
+		     sizeof(bad) / sizeof(bad[0]), "P_Key drops moved by %" PRIu64,
+		     st1.drops[DROCE_DROP_PKEY] - st0.drops[DROCE_DROP_PKEY]);
+	cr_assert_eq(st1.rx_pkts, st0.rx_pkts, "a P_Key drop counted as received");
+	cr_assert_eq(h_qp_state(p.qp[1]), DROCE_QPS_RTS);
+	forged_send(p.qp[0], H_PSN_A, 0x7fff, lb.p, 256);
+	forged_send(p.qp[0], (H_PSN_A + 1) & DROCE_PSN_MASK, 0xffff, lb.p + 256, 256);
+	for (unsigned int i = 0; i < 2; i++) {
+		c = h_poll1(p.rcq[1], POLL_MS, "SEND with a matching P_Key");
+		cr_assert_eq(c.status, DROCE_WC_SUCCESS);
+		cr_assert_eq(c.wr_id, 0x70 + i);
+		cr_assert_eq(c.byte_len, 256);
+		cr_assert_eq(memcmp(rb.p + 1024 * i, lb.p + 256 * i, 256), 0);
+	}
+	droce_engine_stats_get(p.qp[1]->eng->id, &st1);
+	cr_assert_eq(st1.drops[DROCE_DROP_PKEY] - st0.drops[DROCE_DROP_PKEY], sizeof(bad) / sizeof(bad[0]));
+}
+
+/*
+ * An MR whose iova is 1 mod 8 while its host address is 8-aligned: an atomic
+ * at an 8-aligned va lands on a host word 7 mod 8.  The responder NAKs it
+ * (invalid request, as rxe does), the target bytes stay untouched.
+ */
+Test(rc_errors, atomic_on_misaligned_host_word_naked)
+{
+	struct h_pair p;
+	struct h_buf lb, rb;
+	struct h_conn_opts o = h_conn_defaults(1024);
+	struct droce_wqe w;
+	struct droce_cqe c;
+
+	start();
+	h_buf_init(&lb, LEN, ALL_ACCESS);
+	h_buf_init_ex(&rb, LEN, ALL_ACCESS, H_PD, 0x100001);
+	cr_assert_eq((uintptr_t)rb.p & 7, 0);
+	h_fill(rb.p, LEN, 5);
+	pair(&p, &o);
+	w = h_wqe(0x81, DROCE_WR_ATOMIC_FETCH_AND_ADD, DROCE_WQE_SIGNALED);
+	h_wqe_sge(&w, &lb, 0, 8);
+	w.remote_addr = 0x100008; /* aligned va, host rb.p + 7 */
+	w.rkey = rb.mr.rkey;
+	w.compare_add = 1;
+	h_post_send(p.qp[0], &w);
+	c = h_poll1(p.scq[0], POLL_MS, "misaligned atomic");
+	h_check_err_cqe(&c, 0x81, DROCE_WC_REM_INV_REQ_ERR, p.qpn[0], "misaligned atomic");
+	cr_assert_eq(h_check_fill(rb.p, LEN, 5), -1, "target memory changed");
+}
+
+/*
+ * Frames for a QP in ERR, RESET or INIT are dropped and counted as
+ * qp_state_drops, not as received; nothing is delivered.
+ */
+Test(rc_errors, frames_for_qp_not_ready_count_as_drops)
+{
+	static const enum droce_qp_state states[] = { DROCE_QPS_ERR, DROCE_QPS_RESET, DROCE_QPS_INIT };
+	struct h_pair p;
+	struct h_buf lb;
+	struct h_conn_opts o = h_conn_defaults(1024);
+	struct droce_engine_stats st0, st1;
+	struct droce_cqe c[4];
+
+	start();
+	h_buf_init(&lb, LEN, ALL_ACCESS);
+	pair(&p, &o);
+	for (unsigned int i = 0; i < 3; i++) {
+		h_modify_state(p.qp[1], states[i]);
+		h_spin(5);
+		(void)h_poll(p.rcq[1], 4, c, 10); /* flushes of the move to ERR, if any */
+		cr_assert_eq(h_qp_state(p.qp[1]), states[i]);
+		droce_engine_stats_get(p.qp[1]->eng->id, &st0);
+		forged_send(p.qp[0], H_PSN_A, 0xffff, lb.p, 64);
+		h_spin(20);
+		droce_engine_stats_get(p.qp[1]->eng->id, &st1);
+		cr_assert_eq(st1.qp_state_drops - st0.qp_state_drops, 1, "state %d: qp_state_drops moved by %" PRIu64,
+			     states[i], st1.qp_state_drops - st0.qp_state_drops);
+		cr_assert_eq(st1.rx_pkts, st0.rx_pkts, "state %d: counted as received", states[i]);
+		h_expect_empty(p.rcq[1], 0, "after a frame for a QP not ready");
+	}
 }

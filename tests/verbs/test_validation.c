@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -389,6 +390,62 @@ Test(mr, bad_arguments)
 	cr_assert_eq(ibv_dealloc_pd(pd), 0);
 }
 
+/*
+ * As the kernel's pinning: a range not wholly mapped is EFAULT, so is a
+ * read-only mapping asked for (local or remote) write and a PROT_NONE one;
+ * a range whose page-rounded end wraps is EINVAL; read-only memory with read
+ * access only is fine.
+ */
+Test(mr, range_must_be_mapped_as_asked)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	unsigned int rw = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
+	uint8_t *m = mmap(NULL, 4 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	struct ibv_mr *mr;
+
+	cr_assert_neq(m, MAP_FAILED);
+	errno = 0;
+	cr_assert_null(ibv_reg_mr(pd, NULL, 64, IBV_ACCESS_LOCAL_WRITE));
+	cr_assert_eq(errno, EFAULT, "NULL: errno %d", errno);
+	errno = 0;
+	cr_assert_null(ibv_reg_mr(pd, NULL, SIZE_MAX, rw));
+	cr_assert_eq(errno, EINVAL, "(NULL, SIZE_MAX): errno %d", errno);
+	errno = 0;
+	cr_assert_null(ibv_reg_mr(pd, NULL, SIZE_MAX, 0));
+	cr_assert_eq(errno, EINVAL);
+	/* pages: 0 rw, 1 unmapped, 2 read-only, 3 PROT_NONE */
+	cr_assert_eq(munmap(m + pg, pg), 0);
+	cr_assert_eq(mprotect(m + 2 * pg, pg, PROT_READ), 0);
+	cr_assert_eq(mprotect(m + 3 * pg, pg, PROT_NONE), 0);
+	mr = ibv_reg_mr(pd, m, pg, rw);
+	cr_assert_not_null(mr, "mapped rw page: %s", strerror(errno));
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
+	errno = 0;
+	cr_assert_null(ibv_reg_mr(pd, m, 2 * pg, 0));
+	cr_assert_eq(errno, EFAULT, "hole: errno %d", errno);
+	errno = 0;
+	cr_assert_null(ibv_reg_mr(pd, m + pg + 8, 16, IBV_ACCESS_REMOTE_READ));
+	cr_assert_eq(errno, EFAULT);
+	errno = 0;
+	cr_assert_null(ibv_reg_mr(pd, m + 2 * pg, pg, IBV_ACCESS_LOCAL_WRITE));
+	cr_assert_eq(errno, EFAULT, "read-only, local write: errno %d", errno);
+	errno = 0;
+	cr_assert_null(ibv_reg_mr(pd, m + 2 * pg, pg, rw));
+	cr_assert_eq(errno, EFAULT);
+	mr = ibv_reg_mr(pd, m + 2 * pg, pg, IBV_ACCESS_REMOTE_READ);
+	cr_assert_not_null(mr, "read-only page, read access: %s", strerror(errno));
+	cr_assert_eq(ibv_dereg_mr(mr), 0);
+	errno = 0;
+	cr_assert_null(ibv_reg_mr(pd, m + 3 * pg, pg, 0));
+	cr_assert_eq(errno, EFAULT, "PROT_NONE: errno %d", errno);
+	errno = 0;
+	cr_assert_null(ibv_reg_mr(pd, m + 2 * pg - 8, 16, IBV_ACCESS_REMOTE_READ));
+	cr_assert_eq(errno, EFAULT, "straddles a hole: errno %d", errno);
+	cr_assert_eq(fake_live_mrs, 0);
+	munmap(m, pg);
+	munmap(m + 2 * pg, 2 * pg);
+}
+
 /* ================= CQs and completion channels ================= */
 
 TestSuite(cq, .init = setup, .timeout = 10);
@@ -713,6 +770,42 @@ Test(qp, devices_map_to_ports)
 	ibv_destroy_qp(qp);
 	ibv_destroy_cq(cq1);
 	ibv_dealloc_pd(pd1);
+	cr_assert_eq(ibv_close_device(c1), 0);
+}
+
+/*
+ * ibv_close_device with a CQ, QP or SRQ alive is EBUSY (the engines hold
+ * pointers into the context); it succeeds once they are destroyed.
+ */
+Test(device, close_with_live_objects_is_ebusy)
+{
+	struct ibv_context *c1 = ibv_open_device(devs[1]);
+	struct ibv_pd *pd1;
+	struct ibv_cq *cq1;
+	struct ibv_srq *srq;
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 1, .max_recv_wr = 1 } };
+	struct ibv_qp *qp;
+
+	cr_assert_not_null(c1);
+	pd1 = ibv_alloc_pd(c1);
+	cq1 = ibv_create_cq(c1, 8, NULL, NULL, 0);
+	cr_assert_not_null(cq1);
+	ia.send_cq = ia.recv_cq = cq1;
+	qp = ibv_create_qp(pd1, &ia);
+	cr_assert_not_null(qp);
+	srq = ibv_create_srq(pd1, &sa);
+	cr_assert_not_null(srq, "create_srq: %s", strerror(errno));
+	cr_assert_eq(ibv_close_device(c1), EBUSY);
+	cr_assert_eq(ibv_destroy_qp(qp), 0);
+	cr_assert_eq(ibv_close_device(c1), EBUSY);
+	cr_assert_eq(ibv_destroy_srq(srq), 0);
+	cr_assert_eq(ibv_close_device(c1), EBUSY);
+	/* the context still works after a refused close */
+	cr_assert_eq(ibv_req_notify_cq(cq1, 0), 0);
+	cr_assert_eq(ibv_destroy_cq(cq1), 0);
+	cr_assert_eq(ibv_dealloc_pd(pd1), 0);
 	cr_assert_eq(ibv_close_device(c1), 0);
 }
 
