@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <semaphore.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -225,6 +226,9 @@ disconnect_from(bool client_first)
 	errno = 0;
 	cr_assert_eq(rdma_disconnect(first), -1);
 	cr_assert_eq(errno, EINVAL);
+	/* the CM's time wait ends on both sides */
+	rcm_expect(fch, RDMA_CM_EVENT_TIMEWAIT_EXIT, 60000, false);
+	rcm_expect(sech, RDMA_CM_EVENT_TIMEWAIT_EXIT, 60000, false);
 	rdma_dereg_mr(mr);
 	teardown(c);
 	teardown(s);
@@ -275,6 +279,38 @@ Test(rdmacm_conn, reject_with_private_data)
 	cr_assert_eq(ibv_query_qp(c->qp, &qa, IBV_QP_STATE, &qi), 0);
 	cr_assert_eq(qa.qp_state, IBV_QPS_ERR);
 	teardown(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(cch);
+	rdma_destroy_event_channel(sch);
+}
+
+Test(rdmacm_conn, qp_that_cannot_connect_is_connect_error)
+{
+	struct rdma_event_channel *cch = rdma_create_event_channel();
+	struct rdma_event_channel *sch = rdma_create_event_channel();
+	struct rdma_cm_id *l = listener(sch, RCM_ADDR1, 7508, RDMA_PS_TCP, 4);
+	struct rdma_cm_id *c = client(cch, 7508, RDMA_PS_TCP, true), *s;
+	struct rdma_cm_event *ev;
+	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_ERR };
+	struct rdma_conn_param cp = { .responder_resources = 1, .initiator_depth = 1 };
+
+	connect_default(c, NULL, 0);
+	ev = rcm_expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST, 10000, true);
+	s = ev->id;
+	rdma_ack_cm_event(ev);
+	make_qp(s, IBV_QPT_RC);
+	/* the client's QP breaks before the REP: it cannot go to RTR */
+	cr_assert_eq(ibv_modify_qp(c->qp, &qa, IBV_QP_STATE), 0);
+	cr_assert_eq(rdma_accept(s, &cp), 0);
+	ev = rcm_expect(cch, RDMA_CM_EVENT_CONNECT_ERROR, 10000, true);
+	cr_assert_lt(ev->status, 0);
+	rdma_ack_cm_event(ev);
+	/* the passive side is told by a REJ */
+	ev = rcm_expect(sch, RDMA_CM_EVENT_REJECTED, 10000, true);
+	cr_assert_eq(ev->status, 28);
+	rdma_ack_cm_event(ev);
+	teardown(c);
+	teardown(s);
 	rdma_destroy_id(l);
 	rdma_destroy_event_channel(cch);
 	rdma_destroy_event_channel(sch);
@@ -522,6 +558,101 @@ Test(rdmacm_conn, udp_reject_and_no_listener)
 	rdma_ack_cm_event(ev);
 	teardown(c);
 	teardown(c2);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(cch);
+	rdma_destroy_event_channel(sch);
+}
+
+/* ---- the impaired link (real CM only: the test double sends no MADs) ---- */
+
+#ifdef RCM_FAKE_CM
+#define WIRE_DISABLED true
+#else
+#define WIRE_DISABLED false
+#endif
+
+static void
+impair_both(double drop, double dup, double delay, uint64_t seed)
+{
+	struct droce_impair_config ic;
+
+	memset(&ic, 0, sizeof(ic));
+	ic.drop = drop;
+	ic.dup = dup;
+	ic.delay = delay;
+	ic.delay_us = 2000;
+	ic.seed = seed;
+	for (unsigned int p = 0; p < 2; p++) {
+		ic.seed = seed + p;
+		cr_assert_eq(droce_port_impair_set(droce_port_get(p), &ic), 0);
+	}
+}
+
+Test(rdmacm_conn, impaired_link_connections_set_up_once_each, .disabled = WIRE_DISABLED,
+     .timeout = 240)
+{
+	struct rdma_event_channel *cch = rdma_create_event_channel();
+	struct rdma_event_channel *sch = rdma_create_event_channel();
+	struct rdma_cm_id *l = listener(sch, RCM_ADDR1, 7600, RDMA_PS_TCP, 8);
+	struct droce_cm_stats st;
+	enum { N = 4 };
+	struct rdma_cm_id *c[N], *s[N];
+
+	/* ARP first (the clients' rdma_resolve_addr), then impair every frame */
+	for (int i = 0; i < N; i++)
+		c[i] = client(cch, 7600, RDMA_PS_TCP, true);
+	impair_both(0.25, 0.25, 0.25, 42);
+	for (int i = 0; i < N; i++) {
+		char msg[16];
+
+		connect_default(c[i], NULL, 0);
+		s[i] = accept_one(cch, sch, l, c[i]);
+		snprintf(msg, sizeof(msg), "conn %d", i);
+		send_check(c[i], s[i], msg);
+	}
+	/* nothing twice: no second CONNECT_REQUEST, ESTABLISHED or anything else */
+	{
+		struct rdma_cm_event *ev = rcm_wait_event(sch, 1500);
+
+		cr_assert_null(ev, "extra server event %s", ev ? rdma_event_str(ev->event) : "");
+		ev = rcm_wait_event(cch, 100);
+		cr_assert_null(ev, "extra client event %s", ev ? rdma_event_str(ev->event) : "");
+	}
+	droce_cm_stats_get(&st);
+	cr_assert_gt(st.resends + st.dups_rx, 0, "the impairment reached the CM's MADs "
+		     "(resends %lu, duplicates %lu)", (unsigned long)st.resends,
+		     (unsigned long)st.dups_rx);
+	impair_both(0, 0, 0, 1);
+	for (int i = 0; i < N; i++) {
+		cr_assert_eq(rdma_disconnect(c[i]), 0);
+		rcm_expect(sch, RDMA_CM_EVENT_DISCONNECTED, 30000, false);
+		cr_assert_eq(rdma_disconnect(s[i]), 0);
+		rcm_expect(cch, RDMA_CM_EVENT_DISCONNECTED, 30000, false);
+		teardown(c[i]);
+		teardown(s[i]);
+	}
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(cch);
+	rdma_destroy_event_channel(sch);
+}
+
+Test(rdmacm_conn, cut_link_is_unreachable_after_the_retries, .disabled = WIRE_DISABLED,
+     .timeout = 240)
+{
+	struct rdma_event_channel *cch = rdma_create_event_channel();
+	struct rdma_event_channel *sch = rdma_create_event_channel();
+	struct rdma_cm_id *l = listener(sch, RCM_ADDR1, 7601, RDMA_PS_TCP, 8);
+	struct rdma_cm_id *c = client(cch, 7601, RDMA_PS_TCP, true);
+	struct rdma_cm_event *ev;
+
+	droce_port_set_link(droce_port_get(1), false);
+	connect_default(c, NULL, 0);
+	ev = rcm_expect(cch, RDMA_CM_EVENT_UNREACHABLE, 200000, true);
+	cr_assert_eq(ev->status, -ETIMEDOUT);
+	rdma_ack_cm_event(ev);
+	cr_assert_null(rcm_wait_event(sch, 100), "the listener never saw the REQ");
+	droce_port_set_link(droce_port_get(1), true);
+	teardown(c);
 	rdma_destroy_id(l);
 	rdma_destroy_event_channel(cch);
 	rdma_destroy_event_channel(sch);
