@@ -1548,6 +1548,7 @@ int
 rdma_disconnect(struct rdma_cm_id *id)
 {
 	struct droce_rcm_id *p;
+	bool wait = true;
 	int rc = 0;
 
 	if (id == NULL || id->verbs == NULL)
@@ -1579,13 +1580,14 @@ rdma_disconnect(struct rdma_cm_id *id)
 		 * ib_send_cm_dreq fails, then the id is torn down) */
 		droce_cm_reject(p->conn, DROCE_CM_REJ_CONSUMER_DEFINED, NULL, 0);
 		p->state = DROCE_RCM_ERROR;
+		wait = false; /* no event answers a REJ */
 	} else {
 		rc = EINVAL;
 	}
 	pthread_mutex_unlock(&droce_rcm_lock);
 	if (rc)
 		return ERR(rc);
-	return complete_sync(p);
+	return wait ? complete_sync(p) : 0;
 }
 
 /* ---- CM handlers ---- */
@@ -1656,7 +1658,7 @@ conn_handler(const struct droce_cm_event *ev)
 		break;
 	case DROCE_CM_EV_REJ:
 		if (p->state != DROCE_RCM_CONNECT && p->state != DROCE_RCM_CONN_RESPONSE &&
-		    p->state != DROCE_RCM_ACCEPTED)
+		    p->state != DROCE_RCM_ACCEPTED && p->state != DROCE_RCM_REQ_RCVD)
 			break;
 		if (p->connect_error)
 			break; /* librdmacm drops a REJ after CONNECT_ERROR */

@@ -23,7 +23,6 @@ main(int argc, char **argv)
 	struct rdma_addrinfo hints, *res;
 	struct ibv_qp_init_attr attr;
 	struct rdma_cm_id *listen_id, *id;
-	struct rdma_cm_event *ev;
 	struct ibv_mr *rmr, *smr;
 	uint8_t rbuf[LEN], sbuf[LEN];
 	struct ibv_wc wc;
@@ -70,13 +69,11 @@ main(int argc, char **argv)
 		fprintf(stderr, "send failed\n");
 		return 1;
 	}
-	/* the client disconnects: DISCONNECTED on our synchronous channel */
-	if (rdma_get_cm_event(id->channel, &ev) || ev->event != RDMA_CM_EVENT_DISCONNECTED) {
-		fprintf(stderr, "no disconnect\n");
+	/* DREQ, or the DREP to the client's; returns on DISCONNECTED */
+	if (rdma_disconnect(id)) {
+		perror("rdma_disconnect");
 		return 1;
 	}
-	rdma_ack_cm_event(ev);
-	rdma_disconnect(id); /* answers the client's DREQ */
 	rdma_dereg_mr(rmr);
 	rdma_dereg_mr(smr);
 	rdma_destroy_ep(id);

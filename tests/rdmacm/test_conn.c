@@ -378,10 +378,10 @@ Test(rdmacm_conn, listen_backlog)
 	unsigned int rejected = 0, established = 0;
 	bool was_rejected[4] = { false };
 
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 4; i++)
 		c[i] = client(cch, 7503, RDMA_PS_TCP, true);
+	for (int i = 0; i < 4; i++)
 		connect_default(c[i], NULL, 0);
-	}
 	/* nobody takes the requests yet: two wait, two are turned away */
 	while (rejected < 2) {
 		struct rdma_cm_event *ev = rcm_wait_event(cch, 10000);
