@@ -1060,6 +1060,65 @@ rdma_destroy_qp(struct rdma_cm_id *id)
 	destroy_cqs(id);
 }
 
+/* ---- SRQs (rdma_verbs.h) ---- */
+
+int
+rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
+{
+	struct ibv_srq_init_attr ia;
+	struct ibv_pd *pd;
+	struct ibv_srq *srq;
+
+	if (id == NULL || attr == NULL || !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE))
+		return ERR(EINVAL);
+	if (attr->srq_type != IBV_SRQT_BASIC)
+		return ERR(EOPNOTSUPP); /* no XRC on droce */
+	if (id->verbs == NULL || id->srq)
+		return ERR(EINVAL);
+	pd = (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) && attr->pd ? attr->pd : id->pd;
+	memset(&ia, 0, sizeof(ia));
+	ia.srq_context = attr->srq_context;
+	ia.attr = attr->attr;
+	srq = ibv_create_srq(pd, &ia);
+	if (srq == NULL)
+		return -1;
+	attr->attr = ia.attr;
+	attr->pd = pd;
+	attr->comp_mask |= IBV_SRQ_INIT_ATTR_PD;
+	if (id->pd == NULL)
+		id->pd = pd;
+	id->srq = srq;
+	return 0;
+}
+
+int
+rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
+{
+	struct ibv_srq_init_attr_ex ax;
+	int rc;
+
+	if (attr == NULL)
+		return ERR(EINVAL);
+	memset(&ax, 0, sizeof(ax));
+	memcpy(&ax, attr, sizeof(*attr));
+	ax.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
+	ax.srq_type = IBV_SRQT_BASIC;
+	ax.pd = pd;
+	rc = rdma_create_srq_ex(id, &ax);
+	memcpy(attr, &ax, sizeof(*attr));
+	return rc;
+}
+
+void
+rdma_destroy_srq(struct rdma_cm_id *id)
+{
+	if (id == NULL || id->srq == NULL)
+		return;
+	ibv_destroy_srq(id->srq);
+	id->srq = NULL;
+	destroy_cqs(id);
+}
+
 /* ---- the rdma_cm header (the kernel's struct cma_hdr) ---- */
 
 static void
@@ -2041,5 +2100,7 @@ rdma_destroy_ep(struct rdma_cm_id *id)
 		return;
 	if (id->qp)
 		rdma_destroy_qp(id);
+	if (id->srq)
+		rdma_destroy_srq(id);
 	rdma_destroy_id(id);
 }

@@ -529,3 +529,27 @@ Test(rdmacm_api, set_option_and_migrate)
 	rdma_destroy_event_channel(ch1);
 	rdma_destroy_event_channel(ch2);
 }
+
+Test(rdmacm_api, srq_on_an_id_feeds_its_qp)
+{
+	struct rdma_cm_id *id;
+	struct ibv_srq_init_attr sa;
+	struct ibv_qp_init_attr ia;
+
+	resolved_id(&id, RDMA_PS_TCP);
+	memset(&sa, 0, sizeof(sa));
+	sa.attr.max_wr = 16;
+	sa.attr.max_sge = 1;
+	cr_assert_eq(rdma_create_srq(id, NULL, &sa), 0, "%s", strerror(errno));
+	cr_assert_not_null(id->srq);
+	memset(&ia, 0, sizeof(ia));
+	ia.cap.max_send_wr = 4;
+	ia.cap.max_send_sge = 1;
+	/* librdmacm sizes the receive CQ it makes from max_recv_wr, SRQ or not */
+	ia.cap.max_recv_wr = 16;
+	ia.qp_type = IBV_QPT_RC;
+	cr_assert_eq(rdma_create_qp(id, NULL, &ia), 0, "%s", strerror(errno));
+	cr_assert_eq(id->qp->srq, id->srq, "rdma_create_qp takes the id's SRQ");
+	/* rdma_destroy_ep frees QP, SRQ and id */
+	rdma_destroy_ep(id);
+}
