@@ -657,3 +657,71 @@ Test(rdmacm_conn, cut_link_is_unreachable_after_the_retries, .disabled = WIRE_DI
 	rdma_destroy_event_channel(cch);
 	rdma_destroy_event_channel(sch);
 }
+
+/* ---- on the wire: tshark decodes the REQ's rdma_cm header ---- */
+
+/* Runs @cmd, returns its stdout (static buffer). */
+static const char *
+run(const char *cmd)
+{
+	static char out[8192];
+	size_t n = 0, k;
+	FILE *f = popen(cmd, "r");
+
+	cr_assert_not_null(f);
+	while (n + 1 < sizeof(out) && (k = fread(out + n, 1, sizeof(out) - 1 - n, f)) != 0)
+		n += k;
+	out[n] = '\0';
+	pclose(f);
+	return out;
+}
+
+Test(rdmacm_conn, wire_req_carries_the_ip_cm_header, .disabled = WIRE_DISABLED)
+{
+	char ini[64], cap[64], cmd[512], want[256];
+	struct rdma_event_channel *cch, *sch;
+	struct rdma_cm_id *l, *c, *s;
+	FILE *f;
+	uint16_t sport;
+
+	if (system("command -v tshark >/dev/null 2>&1") != 0)
+		cr_skip_test("tshark missing");
+	snprintf(ini, sizeof(ini), "/tmp/droce-rcm-wire-%d.ini", (int)getpid());
+	snprintf(cap, sizeof(cap), "/tmp/droce-rcm-wire-%d.pcapng", (int)getpid());
+	f = fopen(ini, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "[eal]\nargs = --no-huge --no-pci -m 128 --log-level=lib.eal:warning\n"
+		   "[mempool]\nmbufs = 4095\ncache = 128\n"
+		   "[port0]\nkind = ring\npeer = port1\nmac = 02:00:c6:12:00:01\n"
+		   "ipv4 = 198.18.0.1\ncapture = %s\n"
+		   "[port1]\nkind = ring\npeer = port0\nmac = 02:00:c6:12:00:02\n"
+		   "ipv4 = 198.18.0.2\n", cap);
+	fclose(f);
+	setenv("DROCE_CONFIG", ini, 1);
+	cch = rdma_create_event_channel();
+	sch = rdma_create_event_channel();
+	l = listener(sch, RCM_ADDR1, 7700, RDMA_PS_TCP, 4);
+	c = client(cch, 7700, RDMA_PS_TCP, true);
+	connect_default(c, "user-bytes", 10);
+	s = accept_one(cch, sch, l, c);
+	sport = ntohs(rdma_get_src_port(c));
+	teardown(c);
+	teardown(s);
+	rdma_destroy_id(l);
+	rcm_fini(); /* flushes the capture */
+	snprintf(cmd, sizeof(cmd),
+		 "tshark -r %s -d udp.port==4791,infiniband -Y infiniband.cm.req -T fields -E "
+		 "separator=, -e infiniband.cm.req.serviceid -e infiniband.cm.req.ip_cm.ipv "
+		 "-e infiniband.cm.req.ip_cm.sport -e infiniband.cm.req.ip_cm.sip4 "
+		 "-e infiniband.cm.req.ip_cm.dip4 2>&1 | head -1", cap);
+	snprintf(want, sizeof(want), "0x0000000001061e14,0x04,0x%04x,198.18.0.1,198.18.0.2\n",
+		 sport);
+	cr_assert_str_eq(run(cmd), want, "tshark: %s", run(cmd));
+	/* the user's private data follows the 36-byte header ("user-bytes", zeros) */
+	snprintf(cmd, sizeof(cmd),
+		 "tshark -r %s -d udp.port==4791,infiniband -Y infiniband.cm.req -T fields "
+		 "-e infiniband.cm.req.ip_cm.private 2>&1 | head -1 | cut -c1-24", cap);
+	cr_assert_str_eq(run(cmd), "757365722d62797465730000\n", "tshark: %s", run(cmd));
+	unlink(ini);
+	unlink(cap);
+}
