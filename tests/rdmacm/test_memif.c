@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * rdma_cm across two processes joined by memif: the test forks; the child
+ * is the seed pages' client (memif client, 198.18.0.2), the test process
+ * the server (memif server, 198.18.0.1).  Each starts its own droce runtime
+ * lazily from DROCE_CONFIG after the fork, as an unmodified program would.
+ * Socket and config paths carry the pid.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include <droce/droce.h>
+
+#include "dataplane/dp.h"
+#include "pmd_glue/port.h"
+#include "common.h"
+#include "seed.h"
+
+static char sock_path[64], ini[2][64];
+
+static void
+write_ini(unsigned int side, const char *role)
+{
+	FILE *f;
+
+	snprintf(ini[side], sizeof(ini[side]), "/tmp/droce-rcm-%ld-%s.ini", (long)getpid(), role);
+	f = fopen(ini[side], "w");
+	cr_assert_not_null(f);
+	fprintf(f,
+		"[eal]\nargs = --no-huge --no-pci -m 128 --log-level=lib.eal:warning\n"
+		"[mempool]\nmbufs = 4095\ncache = 64\n"
+		"[port0]\nkind = memif\nrole = %s\nsocket = %s\nid = 0\n"
+		"mac = 02:00:c6:12:00:0%u\nipv4 = 198.18.0.%u\nrxd = 512\ntxd = 512\n",
+		role, sock_path, side + 1, side + 1);
+	fclose(f);
+}
+
+/* Waits (bounded) until port0's link is up: the memif peers have met. */
+static int
+link_wait(void)
+{
+	struct ibv_device **l = ibv_get_device_list(NULL);
+	struct timespec ts = { 0, 10 * 1000000L };
+
+	if (l == NULL)
+		return -1;
+	ibv_free_device_list(l);
+	for (int i = 0; i < 1000; i++) {
+		if (droce_port_link_up(droce_port_get(0)))
+			return 0;
+		nanosleep(&ts, NULL);
+	}
+	return -1;
+}
+
+static void
+cleanup(void)
+{
+	unlink(ini[0]);
+	unlink(ini[1]);
+	unlink(sock_path);
+}
+
+TestSuite(rdmacm_memif, .fini = rcm_fini, .timeout = 90);
+
+Test(rdmacm_memif, seed_pages_across_processes)
+{
+	pid_t child;
+	int st, rc;
+
+	snprintf(sock_path, sizeof(sock_path), "/tmp/droce-rcm-%ld.sock", (long)getpid());
+	write_ini(0, "server");
+	write_ini(1, "client");
+	child = fork();
+	cr_assert_geq(child, 0);
+	if (child == 0) {
+		setenv("DROCE_CONFIG", ini[1], 1);
+		if (link_wait() != 0)
+			_exit(200);
+		rc = rcm_seed_client("198.18.0.1", "7471");
+		droce_engines_stop();
+		droce_stop();
+		droce_shutdown();
+		_exit(rc ? (rc & 0x7f) | 1 : 0);
+	}
+	setenv("DROCE_CONFIG", ini[0], 1);
+	rc = rcm_seed_server("198.18.0.1", "7471", NULL);
+	if (rc != 0)
+		kill(child, SIGKILL);
+	cr_assert_eq(waitpid(child, &st, 0), child);
+	cleanup();
+	cr_assert_eq(rc, 0, "server failed at seed.c:%d", rc);
+	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "client exit %d (see stderr)",
+		  WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+}
