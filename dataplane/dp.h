@@ -358,7 +358,14 @@ struct droce_qp_ext {
 	struct droce_srq *srq;     /* receive WQEs come from here (caps' recv sizes unused) */
 	droce_qp_event_fn event;   /* NULL: no events */
 	void *event_arg;
+	/* The port's General Services Interface QP (QPN 1, IBTA 13.5.1), for
+	 * the CM's MADs: UD only, one per port (EBUSY for a second), on engine
+	 * 0, which every engine hands QP1 frames to.  Its receives also teach
+	 * the port's ARP table the sender's MAC, so replies need no ARP. */
+	bool gsi;
 };
+
+#define DROCE_DP_GSI_QPN 1
 
 /* droce_qp_create() with an SRQ and / or an event callback (@ext may be NULL). */
 struct droce_qp *droce_qp_create_ex(enum droce_qp_type type, const struct droce_qp_caps *caps,

@@ -49,6 +49,7 @@ static struct {
 	struct rte_rcu_qsbr *rcu;
 	pthread_mutex_t chan_lock;
 	uint64_t gen;           /* bumped by every start: older thread channels are gone */
+	bool gsi_taken[DROCE_MAX_PORTS]; /* a GSI QP exists for the port (chan_lock) */
 } engines = { .chan_lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* The co-located fallback progress thread. */
@@ -206,6 +207,31 @@ droce_engine_add_qp(struct droce_engine *eng, struct droce_qp *qp)
 	return ENOMEM;
 }
 
+void
+droce_engine_del_gsi(unsigned int port)
+{
+	pthread_mutex_lock(&engines.chan_lock);
+	if (port < DROCE_MAX_PORTS)
+		engines.gsi_taken[port] = false;
+	pthread_mutex_unlock(&engines.chan_lock);
+}
+
+int
+droce_engine_add_gsi(struct droce_engine *eng, struct droce_qp *qp)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&engines.chan_lock);
+	if (qp->port_index >= DROCE_MAX_PORTS || engines.gsi_taken[qp->port_index])
+		rc = EBUSY;
+	else
+		engines.gsi_taken[qp->port_index] = true;
+	pthread_mutex_unlock(&engines.chan_lock);
+	if (rc == 0)
+		qp->qpn = DROCE_DP_GSI_QPN;
+	return rc;
+}
+
 static struct droce_qp *
 qp_lookup_lc(struct droce_engine *eng, uint32_t qpn)
 {
@@ -229,7 +255,10 @@ handle_msg_lc(struct droce_engine *eng, const struct droce_msg *m)
 
 	switch (m->type) {
 	case DROCE_MSG_ATTACH:
-		eng->qps[droce_qpn_index(qp->qpn)] = qp;
+		if (qp->qpn == DROCE_DP_GSI_QPN)
+			eng->gsi[qp->port_index] = qp;
+		else
+			eng->qps[droce_qpn_index(qp->qpn)] = qp;
 		break;
 	case DROCE_MSG_MODIFY:
 		qp->applied_gen = m->arg;
@@ -250,7 +279,10 @@ handle_msg_lc(struct droce_engine *eng, const struct droce_msg *m)
 			TAILQ_REMOVE(&eng->active, qp, active_link);
 			qp->active = false;
 		}
-		eng->qps[droce_qpn_index(qp->qpn)] = NULL;
+		if (qp->qpn == DROCE_DP_GSI_QPN)
+			eng->gsi[qp->port_index] = NULL;
+		else
+			eng->qps[droce_qpn_index(qp->qpn)] = NULL;
 		atomic_store_explicit(&qp->detached, true, memory_order_release);
 		break;
 	}
@@ -290,6 +322,7 @@ dispatch_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *
 	struct droce_pkt p;
 	enum droce_drop why;
 	struct droce_qp *qp;
+	unsigned int owner;
 	uint32_t qpn;
 
 	if (m->nb_segs != 1) {
@@ -314,9 +347,10 @@ dispatch_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *
 		return;
 	}
 	qpn = droce_bth_qpn(droce_pkt_bth(&p, frame));
-	if (droce_qpn_engine(qpn) != eng->id && droce_qpn_engine(qpn) < engines.n) {
+	owner = qpn == DROCE_DP_GSI_QPN ? 0 : droce_qpn_engine(qpn);
+	if (owner != eng->id && owner < engines.n) {
 		/* another engine's QP: hand the frame over */
-		struct droce_engine *to = engines.eng[droce_qpn_engine(qpn)];
+		struct droce_engine *to = engines.eng[owner];
 
 		m->port = (uint16_t)port->index;
 		if (rte_ring_sp_enqueue(to->xfer_in[eng->id], m) != 0) {
@@ -327,7 +361,19 @@ dispatch_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *
 		}
 		return;
 	}
-	qp = qp_lookup_lc(eng, qpn);
+	if (qpn == DROCE_DP_GSI_QPN) {
+		qp = eng->gsi[port->index];
+		if (qp != NULL && !p.ipv6) {
+			/* the MAD's sender: its replies then need no ARP */
+			const struct rte_ether_hdr *eth = (const struct rte_ether_hdr *)frame;
+			rte_be32_t sip;
+
+			memcpy(&sip, p.src_gid + 12, 4);
+			droce_port_arp_learn(port, sip, &eth->src_addr);
+		}
+	} else {
+		qp = qp_lookup_lc(eng, qpn);
+	}
 	if (qp == NULL || qp->port != port) {
 		eng->stats.no_qp++;
 		rte_pktmbuf_free(m);

@@ -216,6 +216,7 @@ struct droce_engine {
 	struct rte_ring *xfer_in[DROCE_MAX_ENGINES]; /* frames other engines pass us */
 
 	struct droce_qp **qps; /* by local index */
+	struct droce_qp *gsi[DROCE_MAX_PORTS]; /* QP1 of each port (engine 0 only) */
 	uint32_t qp_cap;
 	struct droce_qp_list active;
 
@@ -234,6 +235,10 @@ struct droce_engine *droce_engine_get(unsigned int id);
 int droce_engine_send_msg(struct droce_engine *eng, const struct droce_msg *msg);
 /* Application side: reserves a QP slot on @eng and gives @qp its QPN (0 or errno). */
 int droce_engine_add_qp(struct droce_engine *eng, struct droce_qp *qp);
+/* Application side: the same for @qp as its port's GSI QP (QPN 1); EBUSY if taken. */
+int droce_engine_add_gsi(struct droce_engine *eng, struct droce_qp *qp);
+/* Gives port @port's GSI slot back (its QP has been detached). */
+void droce_engine_del_gsi(unsigned int port);
 void droce_engine_stats_get(unsigned int id, struct droce_engine_stats *out);
 
 /* One pass of the engine loop (drain, rx, tx work, timers, flush). */

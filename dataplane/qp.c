@@ -83,9 +83,15 @@ droce_qp_create_ex(enum droce_qp_type type, const struct droce_qp_caps *caps,
 	rte_spinlock_init(&qp->rq_lock);
 	qp->state = DROCE_QPS_RESET;
 	qp->attr.pmtu = 1024;
-	eng = droce_engine_get(atomic_fetch_add(&next_engine, 1) % n);
-	qp->eng = eng;
-	rc = droce_engine_add_qp(eng, qp);
+	if (ext != NULL && ext->gsi) {
+		eng = droce_engine_get(0);
+		qp->eng = eng;
+		rc = type == DROCE_QPT_UD ? droce_engine_add_gsi(eng, qp) : EINVAL;
+	} else {
+		eng = droce_engine_get(atomic_fetch_add(&next_engine, 1) % n);
+		qp->eng = eng;
+		rc = droce_engine_add_qp(eng, qp);
+	}
 	if (rc != 0) {
 		errno = rc;
 		goto fail;
@@ -213,6 +219,8 @@ droce_qp_destroy(struct droce_qp *qp)
 	}
 	if (qp->srq != NULL)
 		droce_srq_detach(qp->srq);
+	if (qp->qpn == DROCE_DP_GSI_QPN)
+		droce_engine_del_gsi(qp->port_index);
 	free(qp->sq);
 	free(qp->rq);
 	free(qp->swqe);
