@@ -397,6 +397,9 @@ void droce_engines_progress(void);
 /* Co-located mode: the calling thread is about to block (ibv_get_cq_event ...):
  * the fallback progress thread takes the engines over now, not after fallback_us. */
 void droce_engines_blocking(void);
+/* @fn runs at the start of the next droce_engines_stop(), while the engines
+ * still run (one hook: the CM's stop; EBUSY if another is set). */
+int droce_engines_at_stop(void (*fn)(void));
 /* Passes the fallback progress thread has run since the process started. */
 uint64_t droce_engines_fallback_passes(void);
 

@@ -50,6 +50,7 @@ static struct {
 	pthread_mutex_t chan_lock;
 	uint64_t gen;           /* bumped by every start: older thread channels are gone */
 	bool gsi_taken[DROCE_MAX_PORTS]; /* a GSI QP exists for the port (chan_lock) */
+	void (*stop_hook)(void);         /* droce_engines_at_stop() (chan_lock) */
 } engines = { .chan_lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* The co-located fallback progress thread. */
@@ -205,6 +206,20 @@ droce_engine_add_qp(struct droce_engine *eng, struct droce_qp *qp)
 	}
 	pthread_mutex_unlock(&engines.chan_lock);
 	return ENOMEM;
+}
+
+int
+droce_engines_at_stop(void (*fn)(void))
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&engines.chan_lock);
+	if (engines.stop_hook != NULL && engines.stop_hook != fn)
+		rc = EBUSY;
+	else
+		engines.stop_hook = fn;
+	pthread_mutex_unlock(&engines.chan_lock);
+	return rc;
 }
 
 void
@@ -891,9 +906,17 @@ void
 droce_engines_stop(void)
 {
 	const struct droce_config *cfg = droce_get_config();
+	void (*hook)(void);
 
 	if (!engines.started)
 		return;
+	/* users of the engines above dp.h (the CM) let go first, while engines still run */
+	pthread_mutex_lock(&engines.chan_lock);
+	hook = engines.stop_hook;
+	engines.stop_hook = NULL;
+	pthread_mutex_unlock(&engines.chan_lock);
+	if (hook != NULL)
+		hook();
 	fallback_stop();
 	if (engines.dedicated && cfg) {
 		for (unsigned int e = 0; e < engines.n; e++)
