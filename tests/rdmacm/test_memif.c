@@ -81,6 +81,12 @@ Test(rdmacm_memif, seed_pages_across_processes)
 	child = fork();
 	cr_assert_geq(child, 0);
 	if (child == 0) {
+		struct timespec ts = { 0, 10 * 1000000L };
+
+		/* the server creates the socket when its runtime starts; a memif
+		 * client started before that fails to start (bounded wait) */
+		for (int i = 0; i < 1000 && access(sock_path, F_OK) != 0; i++)
+			nanosleep(&ts, NULL);
 		setenv("DROCE_CONFIG", ini[1], 1);
 		if (link_wait() != 0)
 			_exit(200);
