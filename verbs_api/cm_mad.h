@@ -48,7 +48,9 @@ enum droce_cm_msg_ref {
  * the sender wrote them (the receiver flips them).  SIDR: local_comm_id
  * holds the Request ID.  private_data points into the MAD it came from
  * (decode) or is copied from (encode; NULL means zeros); on decode its
- * length is always the message's full IBTA private data size.
+ * length is always the message's full IBTA private data size.  Encode reads
+ * only this top-level pair; decode also copies it into u.req.req, u.rep.rep,
+ * u.sidr_req and u.sidr_rep.
  */
 struct droce_cm_msg {
 	uint16_t attr;                 /* enum droce_cm_attr */
@@ -67,6 +69,7 @@ struct droce_cm_msg {
 			 * timeout" (how long the sender waits for a REP); this is
 			 * its "local CM response timeout" */
 			uint8_t local_cm_response_timeout;
+			uint8_t e2e_flow_control; /* the REQ's end-to-end flow control bit */
 		} req;
 		struct {
 			struct droce_cm_rep rep;
@@ -91,7 +94,9 @@ struct droce_cm_msg {
 	} u;
 	const uint8_t *private_data;
 	uint8_t private_data_len;
-	/* SIDR REP: class port info / redirect not used (zeros). */
+	/* SIDR REP: the service ID it answers (a SIDR REQ's is u.sidr_req.service_id).
+	 * Class port info / redirect not used (zeros). */
+	uint64_t sidr_rep_service_id;
 };
 
 /* Full private data size of message @attr (REQ 92, REP 196, ...); 0 if unknown. */
