@@ -34,15 +34,16 @@ static const uint16_t all_attrs[] = {
 	DROCE_CM_ATTR_DREP, DROCE_CM_ATTR_SIDR_REQ, DROCE_CM_ATTR_SIDR_REP,
 };
 
-/* Private data with a pattern that differs per message and per byte. */
-static uint8_t pdata_buf[256];
-
+/* Private data with a pattern that differs per message type and per byte
+ * (one buffer per seed, so messages made one after another keep theirs). */
 static const uint8_t *
 pattern(uint8_t seed, size_t n)
 {
+	static uint8_t bufs[256][DROCE_MAD_SIZE];
+
 	for (size_t i = 0; i < n; i++)
-		pdata_buf[i] = (uint8_t)(seed + i * 7u + 1u);
-	return pdata_buf;
+		bufs[seed][i] = (uint8_t)(seed + i * 7u + 1u);
+	return bufs[seed];
 }
 
 /* 2001:db8::1 and ::ffff:198.18.0.2 */
@@ -860,12 +861,18 @@ static const char *const ts_fields[] = {
 	"infiniband.cm.req.remoteqpneecn", /* tshark's name for the DREQ's remote QPN */
 	"infiniband.cm.drsp.localcommid",
 	"infiniband.cm.drsp.remotecommid",
+	"infiniband.cm.rep.private",
+	"infiniband.cm.rtu.private",
+	"infiniband.cm.rej.ari",
+	"infiniband.cm.rej.private",
+	"infiniband.cm.dreq.private",
+	"infiniband.cm.drsp.private",
 };
 
 #define TS_NFIELDS NELEM(ts_fields)
 
 struct ts_expect {
-	char v[TS_NFIELDS][96];
+	char v[TS_NFIELDS][3 * DROCE_MAD_SIZE];
 };
 
 static void
@@ -886,6 +893,28 @@ set_ex(struct ts_expect *x, const char *field, const char *fmt, ...)
 		return;
 	}
 	cr_assert_fail("no column %s", field);
+}
+
+/* Bytes the way tshark -T fields prints FT_BYTES: lower-case hex. */
+static void
+set_ex_bytes(struct ts_expect *x, const char *field, const uint8_t *b, size_t n)
+{
+	char s[3 * DROCE_MAD_SIZE] = "";
+	size_t at = 0;
+
+	for (size_t i = 0; i < n && at + 4 <= sizeof(s); i++)
+		at += (size_t)snprintf(s + at, sizeof(s) - at, "%02x", b[i]);
+	set_ex(x, field, "%s", s);
+}
+
+/* Private data as tshark shows it: what was sent, zero-padded to full size. */
+static void
+set_ex_pdata(struct ts_expect *x, const char *field, const struct droce_cm_msg *m)
+{
+	uint8_t full[DROCE_MAD_SIZE] = { 0 };
+
+	memcpy(full, m->private_data, m->private_data_len);
+	set_ex_bytes(x, field, full, droce_cm_pdata_size(m->attr));
 }
 
 static void
@@ -959,11 +988,13 @@ expect_for(struct ts_expect *x, const struct droce_cm_msg *m, bool v6)
 		set_ex(x, "infiniband.cm.rep.rnrretrcount", "0x%02x", r->rnr_retry_count);
 		set_ex(x, "infiniband.cm.rep.srq", "0x%02x", r->srq);
 		set_ex(x, "infiniband.cm.rep.localcaguid", "0x%016" PRIx64, m->local_ca_guid);
+		set_ex_pdata(x, "infiniband.cm.rep.private", m);
 		break;
 	}
 	case DROCE_CM_ATTR_RTU:
 		set_ex(x, "infiniband.cm.rtu.localcommid", "0x%08x", m->local_comm_id);
 		set_ex(x, "infiniband.cm.rtu.remotecommid", "0x%08x", m->remote_comm_id);
+		set_ex_pdata(x, "infiniband.cm.rtu.private", m);
 		break;
 	case DROCE_CM_ATTR_REJ:
 		set_ex(x, "infiniband.cm.rej.localcommid", "0x%08x", m->local_comm_id);
@@ -971,15 +1002,24 @@ expect_for(struct ts_expect *x, const struct droce_cm_msg *m, bool v6)
 		set_ex(x, "infiniband.cm.rej.msgrej", "0x%02x", m->u.rej.msg_rejected);
 		set_ex(x, "infiniband.cm.rej.rejinfolen", "0x%02x", m->u.rej.ari_len);
 		set_ex(x, "infiniband.cm.rej.reason", "0x%04x", m->u.rej.reason);
+		{
+			uint8_t ari[DROCE_CM_REJ_ARI] = { 0 };
+
+			memcpy(ari, m->u.rej.ari, m->u.rej.ari_len);
+			set_ex_bytes(x, "infiniband.cm.rej.ari", ari, sizeof(ari));
+		}
+		set_ex_pdata(x, "infiniband.cm.rej.private", m);
 		break;
 	case DROCE_CM_ATTR_DREQ:
 		set_ex(x, "infiniband.cm.dreq.localcommid", "0x%08x", m->local_comm_id);
 		set_ex(x, "infiniband.cm.dreq.remotecommid", "0x%08x", m->remote_comm_id);
 		set_ex(x, "infiniband.cm.req.remoteqpneecn", "0x%06x", m->u.dreq.remote_qpn);
+		set_ex_pdata(x, "infiniband.cm.dreq.private", m);
 		break;
 	case DROCE_CM_ATTR_DREP:
 		set_ex(x, "infiniband.cm.drsp.localcommid", "0x%08x", m->local_comm_id);
 		set_ex(x, "infiniband.cm.drsp.remotecommid", "0x%08x", m->remote_comm_id);
+		set_ex_pdata(x, "infiniband.cm.drsp.private", m);
 		break;
 	default: /* MRA, SIDR: tshark 4.0 shows only the MAD header */
 		break;
