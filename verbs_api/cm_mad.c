@@ -331,8 +331,9 @@ bits_put(uint8_t *p, unsigned int pos, unsigned int width, uint64_t v)
 		unsigned int left = 8 - (pos & 7);
 		unsigned int n = end - pos < left ? end - pos : left;
 		unsigned int after = end - pos - n; /* field bits after this chunk */
-		uint8_t mask = (uint8_t)(((1u << n) - 1) << (left - n));
-		uint8_t bits = (uint8_t)((unsigned int)((v >> after) & ((1u << n) - 1)) << (left - n));
+		unsigned int ones = (1u << n) - 1;
+		uint8_t mask = (uint8_t)(ones << (left - n));
+		uint8_t bits = (uint8_t)((unsigned int)((v >> after) & ones) << (left - n));
 
 		p[pos >> 3] = (uint8_t)((p[pos >> 3] & ~mask) | bits);
 		pos += n;

@@ -106,7 +106,10 @@ size_t droce_cm_pdata_size(uint16_t attr);
  * Writes @m as a complete 256-byte MAD (header: base version 1, class 0x07,
  * class version 2, method SEND, status 0, attribute ID, TID; every reserved
  * bit zero; private data padded with zeros).  0, or -EINVAL when a field
- * does not fit its width or private_data_len exceeds the message's size.
+ * does not fit its width or private_data_len exceeds the message's size
+ * (also: a REQ qp_type other than 2 / 3, a path MTU outside 1..5, a message
+ * REJected / MRAed value of 3, ari_len > DROCE_CM_REJ_ARI: what decode
+ * would refuse).  On error @mad holds no usable message.
  */
 int droce_cm_mad_encode(const struct droce_cm_msg *m, uint8_t mad[DROCE_MAD_SIZE]);
 
