@@ -22,4 +22,12 @@ extern int droce_config_logtype;
 int droce_err_set(int err, const char *fmt, ...) __rte_format_printf(2, 3);
 void droce_err_clear(void);
 
+/*
+ * Runs @fn(@arg) in the EAL interrupt thread (as an EAL alarm) and waits for
+ * it to return, so that it cannot run concurrently with the PMD callbacks
+ * that thread serves.  Runs it in the calling thread when that is the
+ * interrupt thread, or when the interrupt thread does not run it.
+ */
+void droce_call_in_intr_thread(void (*fn)(void *), void *arg);
+
 #endif /* DROCE_PMD_GLUE_INTERNAL_H */

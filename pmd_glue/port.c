@@ -373,6 +373,38 @@ droce_port_link_up(struct droce_port *p)
 	return p->link_up;
 }
 
+/* Stops, closes and unplugs the port's ethdev (if it is still ours). */
+static void
+remove_device(struct droce_port *p)
+{
+	char name[RTE_ETH_NAME_MAX_LEN];
+	int rc;
+
+	if (p->dev_name[0] == '\0' || !rte_eth_dev_is_valid_port(p->eth_port))
+		return;
+	if (p->started)
+		rte_eth_dev_stop(p->eth_port);
+	p->started = false;
+	if (rte_eth_dev_get_name_by_port(p->eth_port, name) != 0 || strcmp(name, p->dev_name) != 0)
+		return;
+	/*
+	 * Ring pairs are vdevs too (rte_eth_from_rings calls rte_vdev_init);
+	 * their remove() releases the port and fails on a closed one, so they
+	 * skip the close.
+	 */
+	if (p->cfg->kind != DROCE_PORT_KIND_RING)
+		rte_eth_dev_close(p->eth_port);
+	rc = rte_eal_hotplug_remove(p->cfg->kind == DROCE_PORT_KIND_PCI ? "pci" : "vdev", p->dev_name);
+	if (rc != 0)
+		PMD_LOG(DEBUG, "%s: removing %s: %s", p->cfg->name, p->dev_name, rte_strerror(-rc));
+}
+
+static void
+remove_device_cb(void *arg)
+{
+	remove_device(arg);
+}
+
 static void
 destroy_port(struct droce_port *p)
 {
@@ -385,29 +417,24 @@ destroy_port(struct droce_port *p)
 		droce_capture_close(p->capture);
 		p->capture = NULL;
 	}
-	if (p->dev_name[0] != '\0' && rte_eth_dev_is_valid_port(p->eth_port)) {
-		char name[RTE_ETH_NAME_MAX_LEN];
-
-		if (p->started)
-			rte_eth_dev_stop(p->eth_port);
-		if (rte_eth_dev_get_name_by_port(p->eth_port, name) == 0 &&
-		    strcmp(name, p->dev_name) == 0) {
-			int rc;
-
-			/*
-			 * Ring pairs are vdevs too (rte_eth_from_rings calls
-			 * rte_vdev_init); their remove() releases the port and
-			 * fails on a closed one, so they skip the close.
-			 */
-			if (p->cfg->kind != DROCE_PORT_KIND_RING)
-				rte_eth_dev_close(p->eth_port);
-			rc = rte_eal_hotplug_remove(p->cfg->kind == DROCE_PORT_KIND_PCI ? "pci" : "vdev",
-						    p->dev_name);
-			if (rc != 0)
-				PMD_LOG(DEBUG, "%s: removing %s: %s", p->cfg->name, p->dev_name,
-					rte_strerror(-rc));
-		}
-	}
+	/*
+	 * Works around a race in DPDK's memif PMD (22.11): it serves its
+	 * control channel in the EAL interrupt thread, and when the peer goes
+	 * away that thread runs memif_disconnect() on the device with no
+	 * synchronisation against the memif_disconnect() of rte_eth_dev_stop()
+	 * or the close and release of the device in this thread.  With both
+	 * sides of a link shutting down together, the two disconnects can free
+	 * the regions twice ("EAL: Error: Invalid memory"), and the interrupt
+	 * thread can still be freeing them after the device was released,
+	 * while rte_eal_cleanup() runs: SIGSEGV in rte_free() under
+	 * memif_free_regions().  Tearing the device down in the interrupt
+	 * thread itself serialises the two; once it is stopped, no memif
+	 * callback refers to the device any more.
+	 */
+	if (p->cfg->kind == DROCE_PORT_KIND_MEMIF)
+		droce_call_in_intr_thread(remove_device_cb, p);
+	else
+		remove_device(p);
 	p->started = false;
 	if (p->owns_rings) {
 		for (q = 0; q < DROCE_MAX_QUEUES; q++) {

@@ -10,10 +10,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <rte_alarm.h>
+#include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <rte_interrupts.h>
 #include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
@@ -243,6 +247,118 @@ droce_start(const char *config_path)
 	return rc;
 }
 
+/* ---- the EAL interrupt thread ---- */
+
+#define INTR_WAIT_S 5
+
+struct intr_call {
+	void (*fn)(void *);
+	void *arg;
+	int done;
+};
+
+static bool intr_parked; /* the interrupt thread sleeps in park_cb for good */
+
+static void
+intr_call_cb(void *arg)
+{
+	struct intr_call *c = arg;
+
+	c->fn(c->arg);
+	__atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+}
+
+/*
+ * Sets an alarm running intr_call_cb(@c) and waits for it.  False when the
+ * interrupt thread did not run it (then it never will).
+ */
+static bool
+intr_call_wait(struct intr_call *c)
+{
+	uint64_t deadline;
+
+	if (rt.eal != EAL_READY || intr_parked || rte_thread_is_intr() ||
+	    rte_eal_alarm_set(1, intr_call_cb, c) != 0)
+		return false;
+	deadline = rte_get_tsc_cycles() + INTR_WAIT_S * rte_get_tsc_hz();
+	while (!__atomic_load_n(&c->done, __ATOMIC_ACQUIRE)) {
+		if (rte_get_tsc_cycles() > deadline) {
+			/* Returns 0 only after a callback already running returned. */
+			if (rte_eal_alarm_cancel(intr_call_cb, c) > 0) {
+				PMD_LOG(WARNING, "the EAL interrupt thread did not run droce's call in %d s",
+					INTR_WAIT_S);
+				return false;
+			}
+			break;
+		}
+		rte_delay_us_sleep(100);
+	}
+	return true;
+}
+
+void
+droce_call_in_intr_thread(void (*fn)(void *), void *arg)
+{
+	struct intr_call c = { .fn = fn, .arg = arg, .done = 0 };
+
+	if (!intr_call_wait(&c))
+		fn(arg);
+}
+
+static void
+park_cb(void *arg __rte_unused)
+{
+	__atomic_store_n(&intr_parked, true, __ATOMIC_RELEASE);
+	for (;;)
+		pause();
+}
+
+/*
+ * Works around DPDK 22.11's rte_eal_cleanup(), which unmaps the DPDK memory
+ * but leaves the EAL interrupt thread running.  Whenever that thread wakes
+ * (rte_eal_cleanup() itself wakes it when it unregisters the alarm timer) it
+ * walks its interrupt sources, whose handles live in that memory (the memif
+ * listener's stays registered after the device is closed), and can die of
+ * SIGSEGV in rte_intr_fd_get() once the memory is gone.  Before cleanup,
+ * droce makes the interrupt thread run a callback that never returns, so it
+ * touches nothing any more; EAL cannot start again in this process anyway.
+ * The callback belongs to an event fd of droce's own, with a handle in
+ * process memory: rte_eal_cleanup() waits for a running alarm callback, so
+ * an alarm cannot park the thread.
+ */
+static void
+park_intr_thread(void)
+{
+	struct rte_intr_handle *ih;
+	uint64_t deadline, one = 1;
+	int fd;
+
+	if (rt.eal != EAL_READY || intr_parked || rte_thread_is_intr())
+		return;
+	ih = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE);
+	fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (ih == NULL || fd < 0 || rte_intr_fd_set(ih, fd) != 0 ||
+	    rte_intr_type_set(ih, RTE_INTR_HANDLE_EXT) != 0 ||
+	    rte_intr_callback_register(ih, park_cb, NULL) != 0) {
+		PMD_LOG(WARNING, "cannot stop the EAL interrupt thread before EAL cleanup");
+		if (fd >= 0)
+			close(fd);
+		rte_intr_instance_free(ih);
+		return;
+	}
+	/* The handle and the fd stay: the thread keeps running park_cb. */
+	if (write(fd, &one, sizeof(one)) != sizeof(one))
+		PMD_LOG(WARNING, "cannot wake the EAL interrupt thread: %s", strerror(errno));
+	deadline = rte_get_tsc_cycles() + INTR_WAIT_S * rte_get_tsc_hz();
+	while (!__atomic_load_n(&intr_parked, __ATOMIC_ACQUIRE)) {
+		if (rte_get_tsc_cycles() > deadline) {
+			PMD_LOG(WARNING, "the EAL interrupt thread did not stop in %d s", INTR_WAIT_S);
+			return;
+		}
+		rte_delay_us_sleep(100);
+	}
+}
+
 void
 droce_stop(void)
 {
@@ -284,6 +400,7 @@ droce_shutdown(void)
 	droce_stop();
 	if (rt.eal == EAL_READY) {
 		snprintf(dir, sizeof(dir), "%s", rte_eal_get_runtime_dir());
+		park_intr_thread();
 		rte_eal_cleanup();
 		rt.eal = EAL_CLEANED;
 		remove_runtime_dir(dir);

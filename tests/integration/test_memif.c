@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -163,9 +164,33 @@ bind_socket(const char *path, bool listening)
 	return -1;
 }
 
+/* The same file: a freed inode number is often reused at once. */
+static bool
+same_file(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino &&
+	       a->st_ctim.tv_sec == b->st_ctim.tv_sec && a->st_ctim.tv_nsec == b->st_ctim.tv_nsec;
+}
+
+/* How a child ended, for messages: "exited with code N" or "killed by signal N (NAME)". */
+static void
+describe_status(int st, char *buf, size_t len)
+{
+	if (WIFEXITED(st))
+		snprintf(buf, len, "exited with code %d", WEXITSTATUS(st));
+	else if (WIFSIGNALED(st))
+		snprintf(buf, len, "killed by signal %d (%s)%s", WTERMSIG(st), strsignal(WTERMSIG(st)),
+			 WCOREDUMP(st) ? ", core dumped" : "");
+	else
+		snprintf(buf, len, "ended with wait status 0x%x", (unsigned int)st);
+}
+
 static void
 exchange(bool stale)
 {
+	char client_how[96];
+	struct stat old, now;
+	unsigned int i;
 	pid_t child;
 	int st, rc;
 
@@ -175,10 +200,21 @@ exchange(bool stale)
 	if (stale)
 		bind_socket(socket_path, false); /* what a killed server leaves */
 
+	if (stat(socket_path, &old) != 0)
+		memset(&old, 0, sizeof(old));
+
 	child = fork();
 	cr_assert(child >= 0);
 	if (child == 0) {
-		usleep(200000); /* let the server listen first */
+		/*
+		 * The memif client fails to start unless the server listens, and
+		 * a fixed delay is too short on a loaded machine: wait for the
+		 * server's socket (a new one where a stale one was).
+		 */
+		for (i = 0; i < 1000 && !(stat(socket_path, &now) == 0 && S_ISSOCK(now.st_mode) &&
+					  !same_file(&now, &old)); i++)
+			usleep(10000);
+		usleep(20000); /* from bind() to listen() */
 		_exit(run_side(1));
 	}
 	rc = run_side(0);
@@ -186,9 +222,18 @@ exchange(bool stale)
 	unlink(ini_path[0]);
 	unlink(ini_path[1]);
 	unlink(socket_path);
-	cr_expect_eq(rc, 0, "server side failed with %d (%s)", rc, droce_last_error());
-	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "client side failed with status %d",
-		  WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+	/*
+	 * How each side failed, on stderr as well (Criterion silences a test's
+	 * stderr when it writes TAP, so there the assertion messages carry it).
+	 */
+	if (rc != 0)
+		fprintf(stderr, "memif test: server side failed with exit code %d (%s)\n", rc,
+			droce_last_error());
+	describe_status(st, client_how, sizeof(client_how));
+	if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
+		fprintf(stderr, "memif test: client side (pid %ld) %s\n", (long)child, client_how);
+	cr_expect_eq(rc, 0, "server side failed with exit code %d (%s)", rc, droce_last_error());
+	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "client side %s", client_how);
 }
 
 Test(memif, two_processes_exchange_frames, .timeout = 30)
