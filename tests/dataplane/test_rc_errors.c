@@ -644,6 +644,24 @@ Test(rc_errors, max_dest_rd_atomic_exceeded)
  * sent nothing: it names no outstanding request, so it is dropped (counted as
  * a ghost ACK) and the QP stays in RTS with its receive still posted.
  */
+/* Engine-only (_lc) calls from the test thread: hold @qp's engine as a
+ * co-located driver does, so no pass (the fallback thread's) runs meanwhile. */
+static void
+engine_hold(struct droce_qp *qp)
+{
+	uint32_t free_ = 0;
+
+	while (!atomic_compare_exchange_weak_explicit(&qp->eng->driving, &free_, 1,
+						      memory_order_acquire, memory_order_relaxed))
+		free_ = 0;
+}
+
+static void
+engine_release(struct droce_qp *qp)
+{
+	atomic_store_explicit(&qp->eng->driving, 0, memory_order_release);
+}
+
 static void
 forged_aeth(struct droce_qp *from, uint32_t psn, uint8_t syndrome)
 {
@@ -654,9 +672,12 @@ forged_aeth(struct droce_qp *from, uint32_t psn, uint8_t syndrome)
 	f.dqpn = from->attr.dest_qpn;
 	f.psn = psn;
 	f.aeth.syndrome = syndrome;
+	engine_hold(from);
 	m = droce_xport_pkt_alloc_lc(from, &f, 0, &payload);
+	if (m != NULL)
+		droce_xport_pkt_send_lc(from, m, 0);
+	engine_release(from);
 	cr_assert_not_null(m);
-	droce_xport_pkt_send_lc(from, m, 0);
 }
 
 Test(rc_errors, forged_nak_for_nothing_outstanding_is_ignored)
@@ -690,8 +711,12 @@ Test(rc_errors, forged_nak_for_nothing_outstanding_is_ignored)
 	cr_assert_eq(h_qp_state(p.qp[1]), DROCE_QPS_RTS, "QP state %d after a forged NAK",
 		     h_qp_state(p.qp[1]));
 	droce_engine_stats_get(p.qp[1]->eng->id, &st1);
-	cr_assert_eq(st1.ghost_acks - st0.ghost_acks, sizeof(codes) + 1, "ghost_acks moved by %" PRIu64,
-		     st1.ghost_acks - st0.ghost_acks);
+	cr_assert_eq(st1.ghost_acks - st0.ghost_acks, sizeof(codes) + 1,
+		     "ghost_acks moved by %" PRIu64 " (rx %" PRIu64 ", seq_drops %" PRIu64
+		     ", no_qp %" PRIu64 ", state drops %" PRIu64 ")",
+		     st1.ghost_acks - st0.ghost_acks, st1.rx_pkts - st0.rx_pkts,
+		     st1.seq_drops - st0.seq_drops, st1.no_qp - st0.no_qp,
+		     st1.qp_state_drops - st0.qp_state_drops);
 	/* the QP still works both ways */
 	h_fill(lb.p, LEN, 9);
 	w = h_wqe(0x61, DROCE_WR_SEND, DROCE_WQE_SIGNALED);
@@ -721,11 +746,16 @@ forged_send(struct droce_qp *from, uint32_t psn, uint16_t pkey, const uint8_t *d
 
 	f.dqpn = from->attr.dest_qpn;
 	f.psn = psn;
+	engine_hold(from);
 	m = droce_xport_pkt_alloc_lc(from, &f, len, &payload);
+	if (m != NULL) {
+		memcpy(payload, data, len);
+		droce_bth_set_pkey((struct droce_bth *)(payload - droce_opcode_info(f.opcode)->hdr_len),
+				   pkey);
+		droce_xport_pkt_send_lc(from, m, len);
+	}
+	engine_release(from);
 	cr_assert_not_null(m);
-	memcpy(payload, data, len);
-	droce_bth_set_pkey((struct droce_bth *)(payload - droce_opcode_info(f.opcode)->hdr_len), pkey);
-	droce_xport_pkt_send_lc(from, m, len);
 }
 
 /*
