@@ -22,10 +22,13 @@ BW = ("write_bw", "read_bw", "send_bw", "atomic_bw")
 ROLES = ("guest-srv", "droce-srv")   # who runs the server side
 # rdma_cm cells: named after the rdma-core program the guest runs, which
 # fixes the role (rdma_server: the guest serves, droce's example client
-# connects; rdma_client: droce's example server, the guest connects)
-RDMACM = {"rdma_server": "guest-srv", "rdma_client": "droce-srv"}
+# connects; rdma_client: droce's example server, the guest connects);
+# udaddy (RDMA_PS_UDP, SIDR) runs in both roles against droce's
+# tests/rdmacm/example_udaddy
+RDMACM = {"rdma_server": ("guest-srv",), "rdma_client": ("droce-srv",),
+          "udaddy": ("guest-srv", "droce-srv")}
 PERFTEST = ("write_bw", "write_lat", "read_bw", "read_lat", "send_bw", "send_lat", "atomic_bw")
-RDMACM_PORT = 7471
+RDMACM_PORT = {"rdma_server": 7471, "rdma_client": 7471, "udaddy": 7174}
 
 def variants(tests, lat_sizes, bw_size):
     out = []
@@ -34,7 +37,7 @@ def variants(tests, lat_sizes, bw_size):
             raise SystemExit("rxe: unknown test %r (perftest: %s; rdma_cm: %s)" % (
                 t, ",".join(PERFTEST), ",".join(RDMACM)))
         if t in RDMACM:
-            out.append((t, 16))      # rdma_server/rdma_client: 16 bytes each way
+            out.append((t, 16 if t != "udaddy" else 100))   # their message sizes
         elif t == "atomic_bw":
             out.append((t, 8))
         elif t in BW:
@@ -149,15 +152,31 @@ def run_rdmacm(a, test, role, cfg, env):
     gdiag = ["sh", "-c", "echo '## guest: rdma res show cm_id'; rdma res show cm_id; "
              "echo '## guest: dmesg (last 20 lines)'; dmesg | tail -20"]
     gres, why = {}, ""
-    if role == "guest-srv":   # the guest's rdma_server, droce's example client
-        gcmd = ["stdbuf", "-oL", "rdma_server", "-s", a.guest_ip, "-p", str(RDMACM_PORT)]
-        hcmd = [os.path.join(a.rdmacm_bin, "example_rdma_client"), "-s", a.guest_ip,
-                "-p", str(RDMACM_PORT)]
+    port = RDMACM_PORT[test]
+    ex = lambda name: os.path.join(a.rdmacm_bin, name)
+    if test == "udaddy":
+        gok, hok = "return status 0", "example_udaddy: ok"
+        if role == "guest-srv":
+            gcmd = ["stdbuf", "-oL", "udaddy", "-b", a.guest_ip]
+            hcmd = [ex("example_udaddy"), "-s", a.guest_ip]
+        else:
+            gcmd = ["stdbuf", "-oL", "udaddy", "-s", a.droce_ip]
+            hcmd = [ex("example_udaddy"), "-b", a.droce_ip]
+    elif role == "guest-srv":  # the guest's rdma_server, droce's example client
+        gok, hok = "rdma_server: end 0", "rdma_client: ok"
+        gcmd = ["stdbuf", "-oL", "rdma_server", "-s", a.guest_ip, "-p", str(port)]
+        hcmd = [ex("example_rdma_client"), "-s", a.guest_ip, "-p", str(port)]
+    else:                      # droce's example server, the guest's rdma_client
+        gok, hok = "rdma_client: end 0", "rdma_server: ok"
+        gcmd = ["stdbuf", "-oL", "rdma_client", "-s", a.droce_ip, "-p", str(port)]
+        hcmd = [ex("example_rdma_server"), "-s", a.droce_ip, "-p", str(port)]
+    hname = os.path.basename(hcmd[0])
+    if role == "guest-srv":
         th = threading.Thread(target=lambda: gres.update(
             agent(a.guest_ip, a.agent_port, gcmd, a.timeout)))
         th.start()
-        if not guest_wait_listen(a, RDMACM_PORT, 20):
-            why = "rdma_server in the guest did not listen"
+        if not guest_wait_listen(a, port, 20):
+            why = "%s in the guest did not listen" % gcmd[2]
             drc, dout = -1, ""
         else:
             try:
@@ -167,15 +186,12 @@ def run_rdmacm(a, test, role, cfg, env):
             except subprocess.TimeoutExpired as e:
                 drc = 124
                 dout = ((e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes)
-                        else (e.stdout or "")) + "\nrxe: example_rdma_client timed out\n"
+                        else (e.stdout or "")) + "\nrxe: %s timed out\n" % hname
         th.join(10 if drc == 0 else 3)
         if th.is_alive():
             agent(a.guest_ip, a.agent_port, ["killjobs"], 10)
         th.join(a.timeout + 40)
-    else:                     # droce's example server, the guest's rdma_client
-        gcmd = ["stdbuf", "-oL", "rdma_client", "-s", a.droce_ip, "-p", str(RDMACM_PORT)]
-        hcmd = [os.path.join(a.rdmacm_bin, "example_rdma_server"), "-s", a.droce_ip,
-                "-p", str(RDMACM_PORT)]
+    else:
         p = subprocess.Popen(hcmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                              text=True)
         started.append(p)
@@ -192,27 +208,25 @@ def run_rdmacm(a, test, role, cfg, env):
         if p.poll() is None and any("listening" in l for l in head):
             gres.update(agent(a.guest_ip, a.agent_port, gcmd, a.timeout))
         else:
-            why = "example_rdma_server did not listen"
+            why = "%s did not listen" % hname
         try:
             p.wait(timeout=a.timeout + 30 if gres.get("rc") == 0 else 10)
             drc = p.returncode
         except subprocess.TimeoutExpired:
             p.kill()
             p.wait()
-            head.append("\nrxe: example_rdma_server killed after the client ended\n")
+            head.append("\nrxe: %s killed after the client ended\n" % hname)
             drc = 124
         rt.join(5)
         dout = "".join(head)
     grc, gout = gres.get("rc", -1), gres.get("out", "")
     if not why:
-        gname = gcmd[2]
-        hname = os.path.basename(hcmd[0])
         if grc != 0 or drc != 0:
-            why = "exit: %s %d, %s %d" % (gname, grc, hname, drc)
-        elif "%s: end 0" % gname not in gout:
-            why = "no '%s: end 0' in the guest's output" % gname
-        elif "%s: ok" % hname.replace("example_", "") not in dout:
-            why = "no '%s: ok' in droce's output" % hname.replace("example_", "")
+            why = "exit: %s %d, %s %d" % (gcmd[2], grc, hname, drc)
+        elif gok not in gout:
+            why = "no '%s' in the guest's output" % gok
+        elif hok not in dout:
+            why = "no '%s' in droce's output" % hok
     d = agent(a.guest_ip, a.agent_port, gdiag, 20)
     gout += d.get("out", "")
     return gcmd, grc, gout, hcmd, drc, dout, why
@@ -269,7 +283,7 @@ def main():
                 json.dump({"%s|%d|%s" % k: v for k, v in results.items()}, f)
     for test, size in cells:
         for role in a.roles.split(","):
-            if test in RDMACM and RDMACM[test] != role:
+            if test in RDMACM and role not in RDMACM[test]:
                 continue
             old = prev.get((test, size, role))
             if old is not None and not old[0]:
@@ -387,7 +401,7 @@ def main():
     ok = True
     for test, size in cells:
         line = "%-22s" % ("ib_%s -s %d" % (test, size) if test not in RDMACM else
-                          "rdma_cm %s" % test)
+                          "rdma_cm %s" % test + (" -S 100" if test == "udaddy" else ""))
         for r in roles:
             if (test, size, r) not in results:
                 line += "%-24s" % "-"
