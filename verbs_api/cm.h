@@ -81,7 +81,8 @@ struct droce_cm_req {
 	struct droce_cm_addr addr;
 	uint64_t service_id;           /* host order */
 	uint32_t qpn;                  /* the sender's QP */
-	uint32_t starting_psn;         /* the sender's SQ PSN (the receiver's RQ PSN) */
+	uint32_t starting_psn;         /* the sender's RQ PSN (the receiver's SQ PSN), as
+					* the kernel's IB CM reads it (REP likewise) */
 	uint8_t qp_type;               /* 2 = RC, 3 = UC (enum ibv_qp_type values) */
 	uint8_t responder_resources;   /* max_dest_rd_atomic the sender offers */
 	uint8_t initiator_depth;       /* max_rd_atomic the sender wants */

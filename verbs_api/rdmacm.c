@@ -845,7 +845,12 @@ rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *a, int *mask)
 		a->ah_attr.port_num = DROCE_VERBS_PORT_NUM;
 		a->path_mtu = p->path_mtu;
 		a->dest_qp_num = p->remote_qpn;
-		a->rq_psn = p->remote_psn;
+		/* the Starting PSN a side puts in its REQ / REP is the PSN its
+		 * own receive queue expects (the peer's send queue starts
+		 * there), as in the kernel's IB CM: ib_send_cm_req / _rep keep
+		 * their own message's PSN as rq_psn, cm_req_handler /
+		 * cm_rep_handler take the peer's as sq_psn */
+		a->rq_psn = p->local_psn;
 		*mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
 		if (id->qp_type == IBV_QPT_RC) {
 			a->max_dest_rd_atomic = p->responder_resources;
@@ -863,7 +868,7 @@ rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *a, int *mask)
 			rc = EINVAL;
 			goto out;
 		}
-		a->sq_psn = p->local_psn;
+		a->sq_psn = p->remote_psn;      /* the peer's Starting PSN */
 		if (id->qp_type == IBV_QPT_RC) {
 			a->timeout = p->local_ack_timeout;
 			a->retry_cnt = p->retry_count;

@@ -123,6 +123,8 @@ struct droce_rcm_id {
 	/* connection parameters: what rdma_init_qp_attr answers */
 	uint8_t initiator_depth, responder_resources; /* as librdmacm's id_priv */
 	bool have_remote;
+	/* local_psn: the Starting PSN of our REQ / REP (our RQ's first PSN);
+	 * remote_psn: the peer's (our SQ's first PSN) */
 	uint32_t remote_qpn, remote_psn, local_psn;
 	uint8_t path_mtu, local_ack_timeout, retry_count, rnr_retry_count;
 	uint32_t qkey;                  /* UD */

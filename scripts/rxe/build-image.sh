@@ -1,6 +1,8 @@
 #!/bin/bash
 # Build (or reuse) the Debian 12 guest used by scripts/rxe-interop:
-#   $DIR/rootfs/      debootstrap'ed bookworm (minbase + Debian kernel, rdma-core, perftest)
+#   $DIR/rootfs/      debootstrap'ed bookworm (minbase + Debian kernel, rdma-core, perftest,
+#                     rdmacm-utils); rebuilt when PACKAGES below changes (the list is
+#                     recorded in rootfs/.droce-rootfs-done)
 #   $DIR/vmlinuz, $DIR/initrd.img   kernel and a small initramfs (virtio + ext4 only)
 #   $DIR/disk.ext4    the root file system (rebuilt when the agent files change)
 # Usage: build-image.sh DIR [--rebuild]
@@ -21,12 +23,20 @@ if ! need debootstrap || ! need qemu-system-x86_64 || ! need mkfs.ext4; then
         debootstrap qemu-system-x86 e2fsprogs >&2
 fi
 
+# The guest's packages.  The rootfs cache is keyed on this list: changing it
+# rebuilds the rootfs (as --rebuild does).
+PACKAGES=linux-image-amd64,initramfs-tools,kmod,rdma-core,ibverbs-providers,ibverbs-utils,perftest,rdmacm-utils,iproute2,python3,procps,ethtool
+if [ -e "$ROOT/.droce-rootfs-done" ] && [ "$(cat "$ROOT/.droce-rootfs-done")" != "$PACKAGES" ]; then
+    echo "rxe: the guest's package list changed: rebuilding the rootfs" >&2
+    rm -rf "$ROOT" "$DIR"/disk.ext4
+fi
+
 if [ ! -e "$ROOT/.droce-rootfs-done" ]; then
     t0=$(date +%s)
     echo "rxe: debootstrap bookworm into $ROOT (a few minutes)" >&2
     rm -rf "$DIR/rootfs.tmp"
     debootstrap --variant=minbase \
-        --include=linux-image-amd64,initramfs-tools,kmod,rdma-core,ibverbs-providers,ibverbs-utils,perftest,iproute2,python3,procps,ethtool \
+        --include="$PACKAGES" \
         bookworm "$DIR/rootfs.tmp" "$MIRROR" >&2
     R=$DIR/rootfs.tmp
     # A small initramfs: only what finding /dev/vda needs.
@@ -40,7 +50,7 @@ if [ ! -e "$ROOT/.droce-rootfs-done" ]; then
            "$R"/usr/share/locale/* "$R"/var/cache/apt/archives/*.deb "$R"/var/lib/apt/lists/*
     chroot "$R" depmod "$KVER"
     echo droce-rxe-guest > "$R/etc/hostname"
-    touch "$R/.droce-rootfs-done"
+    echo "$PACKAGES" > "$R/.droce-rootfs-done"
     mv "$R" "$ROOT"
     echo "rxe: rootfs built in $(( $(date +%s) - t0 )) s" >&2
 fi

@@ -1,7 +1,10 @@
 #!/usr/bin/python3
 # The rxe interop matrix: every perftest test in the guest (Linux rdma_rxe)
-# against droce-perf on this host, in both roles.  Run by scripts/rxe-interop
-# inside the droce-rxe network namespace once the guest agent answers.
+# against droce-perf on this host, in both roles, and the rdma_cm cells:
+# rdma-core's rdma_server / rdma_client (rdmacm-utils, the kernel's IB CM over
+# rxe) against droce's tests/rdmacm/example_rdma_client / _server (libdroce's
+# rdma_cm and IB CM).  Run by scripts/rxe-interop inside the droce-rxe network
+# namespace once the guest agent answers.
 import argparse, atexit, json, math, os, re, signal, socket, subprocess, sys, threading, time
 
 started = []  # droce-perf processes: killed (by pid) if this script ends early
@@ -17,11 +20,25 @@ signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
 BW = ("write_bw", "read_bw", "send_bw", "atomic_bw")
 ROLES = ("guest-srv", "droce-srv")   # who runs the server side
+# rdma_cm cells: named after the rdma-core program the guest runs, which
+# fixes the role (rdma_server: the guest serves, droce's example client
+# connects; rdma_client: droce's example server, the guest connects);
+# udaddy (RDMA_PS_UDP, SIDR) runs in both roles against droce's
+# tests/rdmacm/example_udaddy
+RDMACM = {"rdma_server": ("guest-srv",), "rdma_client": ("droce-srv",),
+          "udaddy": ("guest-srv", "droce-srv")}
+PERFTEST = ("write_bw", "write_lat", "read_bw", "read_lat", "send_bw", "send_lat", "atomic_bw")
+RDMACM_PORT = {"rdma_server": 7471, "rdma_client": 7471, "udaddy": 7174}
 
 def variants(tests, lat_sizes, bw_size):
     out = []
     for t in tests:
-        if t == "atomic_bw":
+        if t not in PERFTEST and t not in RDMACM:
+            raise SystemExit("rxe: unknown test %r (perftest: %s; rdma_cm: %s)" % (
+                t, ",".join(PERFTEST), ",".join(RDMACM)))
+        if t in RDMACM:
+            out.append((t, 16 if t != "udaddy" else 100))   # their message sizes
+        elif t == "atomic_bw":
             out.append((t, 8))
         elif t in BW:
             out.append((t, bw_size))
@@ -122,15 +139,109 @@ def where_hung(monitor):
     except (OSError, ValueError):
         return ""
 
+def guest_wait_listen(a, port, secs):
+    """Waits until a listening rdma_cm id on @port shows in the guest's
+    `rdma res show cm_id`; True when it did."""
+    r = agent(a.guest_ip, a.agent_port, ["sh", "-c",
+        "for i in $(seq %d); do rdma res show cm_id 2>/dev/null | grep -q 'state LISTEN.*:%d' "
+        "&& exit 0; sleep 0.2; done; exit 1" % (secs * 5, port)], secs + 10)
+    return r["rc"] == 0
+
+def run_rdmacm(a, test, role, cfg, env):
+    """One rdma_cm cell.  Returns (guest argv, grc, gout, host argv, drc, dout, why)."""
+    gdiag = ["sh", "-c", "echo '## guest: rdma res show cm_id'; rdma res show cm_id; "
+             "echo '## guest: dmesg (last 20 lines)'; dmesg | tail -20"]
+    gres, why = {}, ""
+    port = RDMACM_PORT[test]
+    ex = lambda name: os.path.join(a.rdmacm_bin, name)
+    if test == "udaddy":
+        gok, hok = "return status 0", "example_udaddy: ok"
+        if role == "guest-srv":
+            gcmd = ["stdbuf", "-oL", "udaddy", "-b", a.guest_ip]
+            hcmd = [ex("example_udaddy"), "-s", a.guest_ip]
+        else:
+            gcmd = ["stdbuf", "-oL", "udaddy", "-s", a.droce_ip]
+            hcmd = [ex("example_udaddy"), "-b", a.droce_ip]
+    elif role == "guest-srv":  # the guest's rdma_server, droce's example client
+        gok, hok = "rdma_server: end 0", "rdma_client: ok"
+        gcmd = ["stdbuf", "-oL", "rdma_server", "-s", a.guest_ip, "-p", str(port)]
+        hcmd = [ex("example_rdma_client"), "-s", a.guest_ip, "-p", str(port)]
+    else:                      # droce's example server, the guest's rdma_client
+        gok, hok = "rdma_client: end 0", "rdma_server: ok"
+        gcmd = ["stdbuf", "-oL", "rdma_client", "-s", a.droce_ip, "-p", str(port)]
+        hcmd = [ex("example_rdma_server"), "-s", a.droce_ip, "-p", str(port)]
+    hname = os.path.basename(hcmd[0])
+    if role == "guest-srv":
+        th = threading.Thread(target=lambda: gres.update(
+            agent(a.guest_ip, a.agent_port, gcmd, a.timeout)))
+        th.start()
+        if not guest_wait_listen(a, port, 20):
+            why = "%s in the guest did not listen" % gcmd[2]
+            drc, dout = -1, ""
+        else:
+            try:
+                dres = subprocess.run(hcmd, env=env, capture_output=True, text=True,
+                                      timeout=a.timeout)
+                drc, dout = dres.returncode, dres.stdout + dres.stderr
+            except subprocess.TimeoutExpired as e:
+                drc = 124
+                dout = ((e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes)
+                        else (e.stdout or "")) + "\nrxe: %s timed out\n" % hname
+        th.join(10 if drc == 0 else 3)
+        if th.is_alive():
+            agent(a.guest_ip, a.agent_port, ["killjobs"], 10)
+        th.join(a.timeout + 40)
+    else:
+        p = subprocess.Popen(hcmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
+        started.append(p)
+        head, ready = [], threading.Event()
+        def reader():
+            for line in p.stdout:
+                head.append(line)
+                if "listening" in line:
+                    ready.set()
+            ready.set()
+        rt = threading.Thread(target=reader, daemon=True)
+        rt.start()
+        ready.wait(30)
+        if p.poll() is None and any("listening" in l for l in head):
+            gres.update(agent(a.guest_ip, a.agent_port, gcmd, a.timeout))
+        else:
+            why = "%s did not listen" % hname
+        try:
+            p.wait(timeout=a.timeout + 30 if gres.get("rc") == 0 else 10)
+            drc = p.returncode
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            head.append("\nrxe: %s killed after the client ended\n" % hname)
+            drc = 124
+        rt.join(5)
+        dout = "".join(head)
+    grc, gout = gres.get("rc", -1), gres.get("out", "")
+    if not why:
+        if grc != 0 or drc != 0:
+            why = "exit: %s %d, %s %d" % (gcmd[2], grc, hname, drc)
+        elif gok not in gout:
+            why = "no '%s' in the guest's output" % gok
+        elif hok not in dout:
+            why = "no '%s' in droce's output" % hok
+    d = agent(a.guest_ip, a.agent_port, gdiag, 20)
+    gout += d.get("out", "")
+    return gcmd, grc, gout, hcmd, drc, dout, why
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--droce-perf", required=True)
+    ap.add_argument("--rdmacm-bin", default="",
+                    help="directory of example_rdma_server / example_rdma_client (rdma_cm cells)")
     ap.add_argument("--iface", default="vh1")
     ap.add_argument("--droce-ip", default="198.18.0.11")
     ap.add_argument("--host-ip", default="198.18.0.1")
     ap.add_argument("--guest-ip", default="198.18.0.2")
     ap.add_argument("--agent-port", type=int, default=7100)
-    ap.add_argument("--tests", default="write_bw,write_lat,read_bw,read_lat,send_bw,send_lat,atomic_bw")
+    ap.add_argument("--tests", default=",".join(PERFTEST + tuple(RDMACM)))
     ap.add_argument("--roles", default=",".join(ROLES))
     ap.add_argument("-n", "--iters", type=int, default=200)
     ap.add_argument("--bw-size", type=int, default=65536)
@@ -154,7 +265,8 @@ def main():
         print("rxe: no RoCE v2 IPv4 GID on rxe0 in the guest", file=sys.stderr)
         return 2
     gidx = g["out"].strip()
-    v = agent(a.guest_ip, a.agent_port, ["sh", "-c", "ib_write_bw --version; uname -r; rdma link"], 20)
+    v = agent(a.guest_ip, a.agent_port, ["sh", "-c", "ib_write_bw --version; uname -r; rdma link; "
+              "dpkg-query -W rdmacm-utils 2>/dev/null || echo 'no rdmacm-utils'"], 20)
     print("guest: %s" % " | ".join(l for l in v["out"].splitlines() if l.strip()))
     print("guest rxe0 GID index %s (RoCE v2, IPv4); iterations -n %d" % (gidx, a.iters))
     sys.stdout.flush()
@@ -171,6 +283,8 @@ def main():
                 json.dump({"%s|%d|%s" % k: v for k, v in results.items()}, f)
     for test, size in cells:
         for role in a.roles.split(","):
+            if test in RDMACM and role not in RDMACM[test]:
+                continue
             old = prev.get((test, size, role))
             if old is not None and not old[0]:
                 results[(test, size, role)] = old  # passed before the reboot
@@ -184,6 +298,26 @@ def main():
                         "[port0]\nkind = af_packet\niface = %s\nipv4 = %s\n" % (a.iface, a.droce_ip))
                 if a.capture:
                     f.write("capture = %s\n" % os.path.join(a.logdir, tag + ".pcapng"))
+            if test in RDMACM:
+                env = dict(os.environ, DROCE_CONFIG=cfg)
+                gcmd, grc, gout, hcmd, drc, dout, why = run_rdmacm(a, test, role, cfg, env)
+                secs = time.monotonic() - t0
+                note = "2nd boot" if a.resume else ""
+                hung = bool(why) and agent(a.guest_ip, a.agent_port, ["ping"], 5)["rc"] != 0
+                if hung:
+                    why = "the guest stopped answering" + where_hung(a.monitor) + "; was: " + why
+                results[(test, size, role)] = (why, secs, note)
+                with open(os.path.join(a.logdir, tag + ".log"), "w") as f:
+                    f.write("# guest: %s\n# rc %d\n%s\n# host: DROCE_CONFIG=%s %s\n# rc %d\n%s" % (
+                        " ".join(gcmd), grc, gout, cfg, " ".join(hcmd), drc, dout))
+                print("%-11s %-9s %s (%.1f s)%s" % (test, role, "PASS" if not why else "FAIL",
+                      secs, "" if not why else ": " + why))
+                sys.stdout.flush()
+                if hung:
+                    save()
+                    print("rxe: the guest hung during this cell", file=sys.stderr)
+                    return 3
+                continue
             common = ["-n", str(a.iters)] + ([] if test == "atomic_bw" else ["-s", str(size)])
             pt = ["ib_" + test, "-d", "rxe0", "-x", gidx, "-F"] + common + a.extra_guest.split()
             dp = [a.droce_perf, test] + common + ["--stats", "--timeout", str(a.timeout // 2)] \
@@ -260,14 +394,18 @@ def main():
 
     print()
     roles = a.roles.split(",")
-    hdr = "%-22s" % "perftest test" + "".join("%-24s" % r for r in
+    hdr = "%-22s" % "test" + "".join("%-24s" % r for r in
           ("guest srv/droce cli" if r == "guest-srv" else "droce srv/guest cli" for r in roles))
     print(hdr)
     print("-" * len(hdr))
     ok = True
     for test, size in cells:
-        line = "%-22s" % ("ib_%s -s %d" % (test, size))
+        line = "%-22s" % ("ib_%s -s %d" % (test, size) if test not in RDMACM else
+                          "rdma_cm %s" % test + (" -S 100" if test == "udaddy" else ""))
         for r in roles:
+            if (test, size, r) not in results:
+                line += "%-24s" % "-"
+                continue
             why, secs, note = results[(test, size, r)]
             ok &= not why
             line += "%-24s" % ("%s %5.1fs%s" % ("pass" if not why else "FAIL", secs,

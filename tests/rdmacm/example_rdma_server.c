@@ -2,13 +2,17 @@
  * A plain librdmacm server in the style of rdma-core's rdma_server example:
  * only <rdma/rdma_cma.h> and <rdma/rdma_verbs.h>, built with
  * `pkg-config --cflags --libs droce`.  It waits for one connection on
- * ADDR:PORT (default 198.18.0.1:7471), receives a message, answers it with
- * the same bytes reversed, and waits for the client to disconnect.
- * Single-threaded; synchronous ids.
+ * ADDR:PORT (default 198.18.0.1:7471; `[ADDR [PORT]]` or rdma_server's
+ * `-s ADDR -p PORT`), receives a 16-byte message, answers it with the same
+ * bytes reversed, and disconnects.  It plays rdma-core's rdma_server
+ * protocol (one 16-byte send each way, then both sides disconnect), so
+ * rdma-core's rdma_client (which sends 16 zero bytes and does not look at
+ * the reply) runs against it.  Single-threaded; synchronous ids.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
@@ -18,15 +22,29 @@
 int
 main(int argc, char **argv)
 {
-	const char *addr = argc > 1 ? argv[1] : "198.18.0.1";
-	const char *port = argc > 2 ? argv[2] : "7471";
+	const char *addr = "198.18.0.1", *port = "7471";
 	struct rdma_addrinfo hints, *res;
 	struct ibv_qp_init_attr attr;
 	struct rdma_cm_id *listen_id, *id;
 	struct ibv_mr *rmr, *smr;
 	uint8_t rbuf[LEN], sbuf[LEN];
 	struct ibv_wc wc;
-	int i;
+	int i, op;
+
+	while ((op = getopt(argc, argv, "s:p:")) != -1) {
+		if (op == 's') {
+			addr = optarg;
+		} else if (op == 'p') {
+			port = optarg;
+		} else {
+			fprintf(stderr, "usage: %s [-s ADDR] [-p PORT] | [ADDR [PORT]]\n", argv[0]);
+			return 2;
+		}
+	}
+	if (optind < argc)
+		addr = argv[optind++];
+	if (optind < argc)
+		port = argv[optind++];
 
 	memset(&hints, 0, sizeof(hints));
 	hints.ai_flags = RAI_PASSIVE;
@@ -44,8 +62,15 @@ main(int argc, char **argv)
 		return 1;
 	}
 	rdma_freeaddrinfo(res);
-	if (rdma_listen(listen_id, 0) || rdma_get_request(listen_id, &id)) {
-		perror("rdma_listen / rdma_get_request");
+	if (rdma_listen(listen_id, 0)) {
+		perror("rdma_listen");
+		return 1;
+	}
+	/* scripts/rxe/matrix.py waits for this line before starting a client */
+	printf("rdma_server: listening on %s port %s\n", addr, port);
+	fflush(stdout);
+	if (rdma_get_request(listen_id, &id)) {
+		perror("rdma_get_request");
 		return 1;
 	}
 	rmr = rdma_reg_msgs(id, rbuf, LEN);
@@ -58,7 +83,8 @@ main(int argc, char **argv)
 		perror("rdma_accept");
 		return 1;
 	}
-	if (rdma_get_recv_comp(id, &wc) != 1 || wc.status != IBV_WC_SUCCESS) {
+	if (rdma_get_recv_comp(id, &wc) != 1 || wc.status != IBV_WC_SUCCESS ||
+	    wc.byte_len != LEN) {
 		fprintf(stderr, "receive failed\n");
 		return 1;
 	}
