@@ -536,6 +536,18 @@ struct rx_info {
 	struct droce_cm_addr addr;    /* port; sgid = the packet's destination, dgid its source */
 };
 
+/* Asks the peer to wait longer for our answer to its message @ref. */
+static void
+send_mra_locked(struct droce_cm_conn *c, uint8_t ref)
+{
+	struct droce_cm_msg m;
+
+	msg_init(&m, DROCE_CM_ATTR_MRA, c);
+	m.u.mra.msg_mraed = ref;
+	m.u.mra.service_timeout = MRA_SERVICE_TIMEOUT;
+	send_msg_locked(NULL, &c->addr, &m);
+}
+
 /* A REJ with no connection behind it (unknown service ID, ...). */
 static void
 reject_stateless(const struct rx_info *rx, const struct droce_cm_msg *in, uint16_t reason,
@@ -563,16 +575,10 @@ rx_req(const struct rx_info *rx, const struct droce_cm_msg *m)
 	if (c != NULL) {
 		cm.stats.dups_rx++;
 		switch (c->state) {
-		case CM_REQ_RCVD: {
+		case CM_REQ_RCVD:
 			/* the user has not answered yet: ask the peer to wait */
-			struct droce_cm_msg a;
-
-			msg_init(&a, DROCE_CM_ATTR_MRA, c);
-			a.u.mra.msg_mraed = DROCE_CM_MSG_REF_REQ;
-			a.u.mra.service_timeout = MRA_SERVICE_TIMEOUT;
-			send_msg_locked(NULL, &c->addr, &a);
+			send_mra_locked(c, DROCE_CM_MSG_REF_REQ);
 			break;
-		}
 		case CM_REP_SENT:
 		case CM_LINGER:
 			resend_last_locked(c); /* the REP, or the REJ */
@@ -630,17 +636,11 @@ rx_rep(const struct rx_info *rx, const struct droce_cm_msg *m)
 	switch (c->state) {
 	case CM_REQ_SENT:
 		break;
-	case CM_REP_RCVD: {
+	case CM_REP_RCVD:
 		/* the user has not sent the RTU yet */
-		struct droce_cm_msg a;
-
 		cm.stats.dups_rx++;
-		msg_init(&a, DROCE_CM_ATTR_MRA, c);
-		a.u.mra.msg_mraed = DROCE_CM_MSG_REF_REP;
-		a.u.mra.service_timeout = MRA_SERVICE_TIMEOUT;
-		send_msg_locked(NULL, &c->addr, &a);
+		send_mra_locked(c, DROCE_CM_MSG_REF_REP);
 		return;
-	}
 	case CM_ESTABLISHED:
 	case CM_LINGER:
 		cm.stats.dups_rx++;
@@ -1018,24 +1018,7 @@ deliver_locked(void)
 
 		TAILQ_REMOVE(&cm.events, q, link);
 		if (q->l != NULL) {
-			/* a REQ / SIDR REQ for a listener, which may be gone */
-			struct droce_cm_conn *c = q->ev.conn;
-
-			if (find_listener_locked(q->l->service_id) != q->l) {
-				if (q->ev.type == DROCE_CM_EV_REQ) {
-					struct droce_cm_msg m;
-
-					msg_init(&m, DROCE_CM_ATTR_REJ, c);
-					m.u.rej.reason = DROCE_CM_REJ_INVALID_SERVICE_ID;
-					send_msg_locked(c, &c->addr, &m);
-					conn_finish(c, true);
-				} else {
-					conn_finish(c, false);
-				}
-				c->released = true;
-				free(q);
-				continue;
-			}
+			/* a REQ / SIDR REQ: droce_cm_unlisten() detached those of gone listeners */
 			h = q->l->handler;
 			q->ev.ctx = q->l->ctx;
 			target = q->l;
@@ -1363,13 +1346,53 @@ addr_ok(const struct droce_cm_addr *a)
 	return p != NULL && a->port < cm.n_ports && droce_port_find_gid(p, a->sgid) >= 0;
 }
 
+/* A new active connection from @a's port; NULL with errno. */
+static struct droce_cm_conn *
+active_open_locked(enum cm_state st, const struct droce_cm_addr *a, droce_cm_handler_fn handler,
+		   void *ctx)
+{
+	struct droce_cm_conn *c;
+
+	if (!cm.started || !addr_ok(a)) {
+		errno = cm.started ? EINVAL : ENODEV;
+		return NULL;
+	}
+	c = conn_new_locked(st);
+	if (c == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	c->handler = handler;
+	c->ctx = ctx;
+	c->addr = *a;
+	return c;
+}
+
+/*
+ * Sends an active connection's first message.  When the peer cannot be
+ * reached at all the connection is dropped: -1 with errno (EINVAL, or
+ * ENETUNREACH).  Other failures (a full send queue) are left to the resend
+ * timer: 0.
+ */
+static int
+active_first_send_locked(struct droce_cm_conn *c, const struct droce_cm_msg *m)
+{
+	int rc = send_msg_locked(c, &c->addr, m);
+
+	if (rc != EHOSTUNREACH && rc != ENETUNREACH && rc != EADDRNOTAVAIL && rc != EINVAL)
+		return 0;
+	TAILQ_REMOVE(&cm.conns, c, link);
+	free(c);
+	errno = rc == EINVAL ? EINVAL : ENETUNREACH;
+	return -1;
+}
+
 int
 droce_cm_connect(const struct droce_cm_req *req, droce_cm_handler_fn handler, void *ctx,
 		 struct droce_cm_conn **out)
 {
 	struct droce_cm_conn *c;
 	struct droce_cm_msg m;
-	int rc;
 
 	if (req == NULL || out == NULL || handler == NULL ||
 	    (req->qp_type != 2 && req->qp_type != 3) || req->qpn > 0xffffff ||
@@ -1378,20 +1401,11 @@ droce_cm_connect(const struct droce_cm_req *req, droce_cm_handler_fn handler, vo
 		return -1;
 	}
 	pthread_mutex_lock(&cm.lock);
-	if (!cm.started || !addr_ok(&req->addr)) {
-		pthread_mutex_unlock(&cm.lock);
-		errno = cm.started ? EINVAL : ENODEV;
-		return -1;
-	}
-	c = conn_new_locked(CM_REQ_SENT);
+	c = active_open_locked(CM_REQ_SENT, &req->addr, handler, ctx);
 	if (c == NULL) {
 		pthread_mutex_unlock(&cm.lock);
-		errno = ENOMEM;
 		return -1;
 	}
-	c->handler = handler;
-	c->ctx = ctx;
-	c->addr = req->addr;
 	c->local_qpn = req->qpn;
 	c->ack_timeout = req->local_ack_timeout;
 	c->tid = new_tid_locked();
@@ -1409,15 +1423,10 @@ droce_cm_connect(const struct droce_cm_req *req, droce_cm_handler_fn handler, vo
 	m.u.req.e2e_flow_control = 1;
 	m.private_data = req->private_data;
 	m.private_data_len = req->private_data_len;
-	rc = send_msg_locked(c, &c->addr, &m);
-	if (rc == EHOSTUNREACH || rc == ENETUNREACH || rc == EADDRNOTAVAIL || rc == EINVAL) {
-		TAILQ_REMOVE(&cm.conns, c, link);
-		free(c);
+	if (active_first_send_locked(c, &m) != 0) {
 		pthread_mutex_unlock(&cm.lock);
-		errno = rc == EINVAL ? EINVAL : ENETUNREACH;
 		return -1;
 	}
-	/* other failures (a full send queue) are left to the resend timer */
 	timer_set(c, resp_us(m.u.req.req.cm_response_timeout), m.u.req.req.max_cm_retries);
 	*out = c;
 	pthread_mutex_unlock(&cm.lock);
@@ -1634,7 +1643,6 @@ droce_cm_sidr_req(const struct droce_cm_sidr_req *req, droce_cm_handler_fn handl
 {
 	struct droce_cm_conn *c;
 	struct droce_cm_msg m;
-	int rc;
 
 	if (req == NULL || out == NULL || handler == NULL ||
 	    req->private_data_len > DROCE_CM_SIDR_REQ_PDATA) {
@@ -1642,32 +1650,19 @@ droce_cm_sidr_req(const struct droce_cm_sidr_req *req, droce_cm_handler_fn handl
 		return -1;
 	}
 	pthread_mutex_lock(&cm.lock);
-	if (!cm.started || !addr_ok(&req->addr)) {
-		pthread_mutex_unlock(&cm.lock);
-		errno = cm.started ? EINVAL : ENODEV;
-		return -1;
-	}
-	c = conn_new_locked(CM_SIDR_REQ_SENT);
+	c = active_open_locked(CM_SIDR_REQ_SENT, &req->addr, handler, ctx);
 	if (c == NULL) {
 		pthread_mutex_unlock(&cm.lock);
-		errno = ENOMEM;
 		return -1;
 	}
-	c->handler = handler;
-	c->ctx = ctx;
-	c->addr = req->addr;
 	c->tid = new_tid_locked();
 	msg_init(&m, DROCE_CM_ATTR_SIDR_REQ, c);
 	m.u.sidr_req = *req;
 	m.u.sidr_req.pkey = req->pkey ? req->pkey : 0xffff;
 	m.private_data = req->private_data;
 	m.private_data_len = req->private_data_len;
-	rc = send_msg_locked(c, &c->addr, &m);
-	if (rc == EHOSTUNREACH || rc == ENETUNREACH || rc == EADDRNOTAVAIL || rc == EINVAL) {
-		TAILQ_REMOVE(&cm.conns, c, link);
-		free(c);
+	if (active_first_send_locked(c, &m) != 0) {
 		pthread_mutex_unlock(&cm.lock);
-		errno = rc == EINVAL ? EINVAL : ENETUNREACH;
 		return -1;
 	}
 	timer_set(c, resp_us(req->cm_response_timeout),
