@@ -229,11 +229,19 @@ Test(srq, errnos)
 	struct ibv_qp *qp;
 	struct ibv_qp_attr qa;
 	struct ibv_qp_init_attr qia;
+	struct ibv_device_attr da;
 
 	s_start(S_COLOCATED_1);
 	s_open(&B, "droce1");
 	cq = ibv_create_cq(B.ctx, 16, NULL, NULL, 0);
 	cr_assert_not_null(cq);
+
+	/* the device advertises SRQs with the limits ibv_create_srq enforces
+	 * (ibv_devinfo printed max_srq 0 before) */
+	cr_assert_eq(ibv_query_device(B.ctx, &da), 0);
+	cr_assert_gt(da.max_srq, 0);
+	cr_assert_eq(da.max_srq_wr, DROCE_DP_MAX_SRQ_WR);
+	cr_assert_eq(da.max_srq_sge, DROCE_DP_MAX_SGE);
 
 	sia.attr.max_wr = 0;
 	cr_assert_null(ibv_create_srq(B.pd, &sia));
