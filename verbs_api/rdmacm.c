@@ -65,6 +65,17 @@ rdma_destroy_event_channel(struct rdma_event_channel *channel)
 
 	if (c == NULL)
 		return;
+	/*
+	 * A thread still blocked in rdma_get_cm_event() on this channel (rping's
+	 * CM thread, when main destroys the channel and returns) keeps blocking,
+	 * as with librdmacm, where the kernel never wakes a read on a closed
+	 * rdma_cm fd.  Closing the pipe would wake it with end-of-file and the
+	 * program would see an error it never sees on rdma-core; freeing the
+	 * channel would pull memory from under it.  So such a channel keeps its
+	 * pipe and memory for the life of the process.
+	 */
+	if (atomic_load(&c->readers) > 0)
+		return;
 	/* the man page: ids destroyed and events acked first; free leftovers */
 	while ((e = TAILQ_FIRST(&c->q)) != NULL) {
 		TAILQ_REMOVE(&c->q, e, link);
@@ -288,7 +299,11 @@ rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **eve
 		return ERR(EINVAL);
 	for (;;) {
 		uint8_t tok;
-		ssize_t n = read(c->ch.fd, &tok, 1);
+		ssize_t n;
+
+		atomic_fetch_add(&c->readers, 1);
+		n = read(c->ch.fd, &tok, 1);
+		atomic_fetch_sub(&c->readers, 1);
 
 		if (n < 0)
 			return -1; /* EAGAIN with O_NONBLOCK, EINTR */

@@ -18,6 +18,7 @@
 #define DROCE_VERBS_API_RDMACM_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/queue.h>
@@ -68,6 +69,7 @@ struct droce_rcm_chan {
 	pthread_mutex_t lock;
 	TAILQ_HEAD(, droce_rcm_event) q;
 	unsigned int owed;              /* tokens not written (pipe full) */
+	atomic_uint readers;            /* threads inside rdma_get_cm_event's read */
 };
 
 /* What an event still needs from the application thread that takes it. */

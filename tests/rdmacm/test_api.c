@@ -13,6 +13,8 @@
 #include <fcntl.h>
 #include <netdb.h>
 #include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -91,6 +93,47 @@ Test(rdmacm_api, event_str_names_every_event)
 	cr_assert_str_eq(rdma_event_str(999), "UNKNOWN EVENT");
 	for (int e = RDMA_CM_EVENT_ADDR_RESOLVED; e <= RDMA_CM_EVENT_TIMEWAIT_EXIT; e++)
 		cr_assert_str_neq(rdma_event_str(e), "UNKNOWN EVENT", "event %d", e);
+}
+
+struct blocked_reader {
+	struct rdma_event_channel *ch;
+	atomic_int returned;
+	int rc, err;
+};
+
+static void *
+blocked_reader_main(void *arg)
+{
+	struct blocked_reader *b = arg;
+	struct rdma_cm_event *ev;
+
+	b->rc = rdma_get_cm_event(b->ch, &ev);
+	b->err = errno;
+	atomic_store(&b->returned, 1);
+	return NULL;
+}
+
+/*
+ * rping's CM thread blocks in rdma_get_cm_event() while main destroys the
+ * channel and returns; with librdmacm that thread never wakes.  droce woke
+ * it with -1/ENODATA and rping exited 255 after a clean run.
+ */
+Test(rdmacm_api, destroying_a_channel_does_not_wake_a_blocked_reader)
+{
+	struct blocked_reader b = { .ch = rdma_create_event_channel() };
+	pthread_t t;
+
+	cr_assert_not_null(b.ch);
+	cr_assert_eq(pthread_create(&t, NULL, blocked_reader_main, &b), 0);
+	usleep(100 * 1000); /* let it block in the read */
+	rdma_destroy_event_channel(b.ch);
+	usleep(300 * 1000);
+	cr_assert_eq(atomic_load(&b.returned), 0,
+		     "rdma_get_cm_event returned %d (%s) after the channel was destroyed", b.rc,
+		     strerror(b.err));
+	/* read() is a cancellation point: end the thread the test made */
+	cr_assert_eq(pthread_cancel(t), 0);
+	cr_assert_eq(pthread_join(t, NULL), 0);
 }
 
 Test(rdmacm_api, create_id_errors)
