@@ -34,6 +34,8 @@
 RTE_LOG_REGISTER(droce_pmd_logtype, droce.pmd, INFO);
 
 #define LINK_WAIT_MS 3000
+/* How long a memif client waits for its server's socket to accept it. */
+#define MEMIF_CONNECT_WAIT_MS 5000
 #define CAPTURE_CHUNK 64
 
 static struct droce_port ports[DROCE_MAX_PORTS];
@@ -360,6 +362,39 @@ wait_link(struct droce_port *p)
 			LINK_WAIT_MS);
 }
 
+/*
+ * Starts a port.  A memif client whose server is not listening yet (the
+ * server process still starting: qperf's server, for one, forks a child
+ * that brings droce up for each test while the client does the same) is
+ * retried every 20 ms for up to MEMIF_CONNECT_WAIT_MS; DPDK's memif PMD
+ * tries its connect() once per rte_eth_dev_start and cleans up after a
+ * failed one.  Its error log is muted between tries.
+ */
+static int
+port_start(struct droce_port *p)
+{
+	bool memif_client = p->cfg->kind == DROCE_PORT_KIND_MEMIF &&
+			    p->cfg->memif_role == DROCE_MEMIF_ROLE_CLIENT;
+	int memif_log = rte_log_register("pmd.net.memif");
+	int level = memif_log >= 0 ? rte_log_get_level((uint32_t)memif_log) : -1;
+	unsigned int ms = 0;
+	int rc;
+
+	for (;;) {
+		bool last = !memif_client || ms >= MEMIF_CONNECT_WAIT_MS;
+
+		if (!last && level >= 0)
+			rte_log_set_level((uint32_t)memif_log, RTE_LOG_CRIT);
+		rc = rte_eth_dev_start(p->eth_port);
+		if (level >= 0)
+			rte_log_set_level((uint32_t)memif_log, (uint32_t)level);
+		if (rc == 0 || last)
+			return rc;
+		rte_delay_us_sleep(20000);
+		ms += 20;
+	}
+}
+
 bool
 droce_port_link_up(struct droce_port *p)
 {
@@ -499,7 +534,7 @@ droce_ports_create(const struct droce_config *cfg, struct rte_mempool *mp)
 	for (i = 0; i < nb_ports; i++) {
 		struct droce_port *p = &ports[i];
 
-		rc = rte_eth_dev_start(p->eth_port);
+		rc = port_start(p);
 		if (rc != 0) {
 			PORT_ERR(cfg->source, p, -rc, "cannot start device %s: %s", p->dev_name,
 				 rte_strerror(-rc));

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <criterion/criterion.h>
@@ -186,7 +187,7 @@ describe_status(int st, char *buf, size_t len)
 }
 
 static void
-exchange(bool stale)
+exchange(bool stale, bool client_first)
 {
 	char client_how[96];
 	struct stat old, now;
@@ -205,6 +206,8 @@ exchange(bool stale)
 
 	child = fork();
 	cr_assert(child >= 0);
+	if (child == 0 && client_first)
+		_exit(run_side(1)); /* droce waits for the server's socket */
 	if (child == 0) {
 		/*
 		 * The memif client fails to start unless the server listens, and
@@ -217,6 +220,8 @@ exchange(bool stale)
 		usleep(20000); /* from bind() to listen() */
 		_exit(run_side(1));
 	}
+	if (client_first)
+		usleep(500 * 1000); /* as a server process still starting */
 	rc = run_side(0);
 	cr_assert_eq(waitpid(child, &st, 0), child);
 	unlink(ini_path[0]);
@@ -238,12 +243,38 @@ exchange(bool stale)
 
 Test(memif, two_processes_exchange_frames, .timeout = 30)
 {
-	exchange(false);
+	exchange(false, false);
 }
 
 Test(memif, server_replaces_a_stale_socket, .timeout = 30)
 {
-	exchange(true);
+	exchange(true, false);
+}
+
+/* qperf's server brings droce up for each test as its client does: the
+ * memif client starting first waits for the server (it failed at once). */
+Test(memif, client_started_before_the_server_waits_for_it, .timeout = 30)
+{
+	exchange(false, true);
+}
+
+/* ... but not for ever: about 5 s, then droce_start fails naming the port. */
+Test(memif, client_without_a_server_gives_up, .timeout = 30)
+{
+	struct timespec t0, t1;
+	double s;
+
+	snprintf(socket_path, sizeof(socket_path), "/tmp/droce-memif-%ld.none", (long)getpid());
+	write_ini(1, "client");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	cr_assert_lt(droce_start(ini_path[1]), 0, "started without a server");
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	s = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	cr_assert_not_null(strstr(droce_last_error(), "cannot start device"), "%s",
+			   droce_last_error());
+	cr_assert(s >= 4.5 && s < 15.0, "gave up after %.1f s", s);
+	droce_shutdown();
+	unlink(ini_path[1]);
 }
 
 /* droce_start fails with @err and a message naming the socket. */
