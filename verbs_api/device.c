@@ -200,28 +200,103 @@ ibv_open_device(struct ibv_device *device)
 	return c;
 }
 
+/*
+ * Destroys what a program left on a context it closes, as the kernel does
+ * when rdma-core's ibv_close_device() closes the command fd: QPs, then
+ * SRQs, then CQs, each through its destroy verb, except that events handed
+ * out and never acknowledged no longer hold it up (nobody will ack them
+ * now).  0, or the errno of the first object that could not be destroyed
+ * (the context and what is left stay usable).  MRs, PDs, AHs and memory
+ * windows hold no pointer the engines follow into the context: they stay
+ * allocated, as leaked memory.
+ */
+static int
+destroy_leftovers(struct droce_vctx *x)
+{
+	for (;;) {
+		struct droce_vqp *q;
+		uint32_t reported = 0;
+		int rc;
+
+		pthread_mutex_lock(&x->lock);
+		q = TAILQ_FIRST(&x->qps);
+		if (q != NULL)
+			reported = q->async_reported;
+		pthread_mutex_unlock(&x->lock);
+		if (q == NULL)
+			break;
+		pthread_mutex_lock(&q->qp.mutex);
+		q->qp.events_completed = reported;
+		pthread_mutex_unlock(&q->qp.mutex);
+		rc = ibv_destroy_qp(&q->qp);
+		if (rc != 0)
+			return rc;
+	}
+	for (;;) {
+		struct droce_vsrq *s;
+		uint32_t reported = 0;
+		int rc;
+
+		pthread_mutex_lock(&x->lock);
+		s = TAILQ_FIRST(&x->srqs);
+		if (s != NULL)
+			reported = s->async_reported;
+		pthread_mutex_unlock(&x->lock);
+		if (s == NULL)
+			break;
+		pthread_mutex_lock(&s->srq.mutex);
+		s->srq.events_completed = reported;
+		pthread_mutex_unlock(&s->srq.mutex);
+		rc = ibv_destroy_srq(&s->srq);
+		if (rc != 0)
+			return rc;
+	}
+	for (;;) {
+		struct droce_vcq *cq;
+		uint32_t async = 0, comp = 0;
+		int rc;
+
+		pthread_mutex_lock(&x->lock);
+		cq = TAILQ_FIRST(&x->cqs);
+		if (cq != NULL)
+			async = cq->async_reported;
+		pthread_mutex_unlock(&x->lock);
+		if (cq == NULL)
+			break;
+		if (cq->chan != NULL) {
+			pthread_mutex_lock(&cq->chan->lock);
+			comp = cq->comp_reported;
+			pthread_mutex_unlock(&cq->chan->lock);
+		}
+		pthread_mutex_lock(&cq->cq.mutex);
+		cq->cq.comp_events_completed = comp;
+		cq->cq.async_events_completed = async;
+		pthread_mutex_unlock(&cq->cq.mutex);
+		rc = ibv_destroy_cq(&cq->cq);
+		if (rc != 0)
+			return rc;
+	}
+	return 0;
+}
+
 int
 ibv_close_device(struct ibv_context *context)
 {
 	struct droce_vctx *x = droce_vctx_of(context);
-	bool busy;
+	int rc;
 
 	if (x == NULL)
 		return EINVAL;
 	/*
-	 * rdma-core's ibv_close_device() frees the context whatever is left
-	 * (the kernel then destroys the objects behind the fd).  droce has no
-	 * kernel to do that, and a live CQ, QP or SRQ keeps pointers to this
-	 * context that the engines use to raise events: freeing it would leave
-	 * them dangling.  So a context with any of them alive is EBUSY, as
-	 * ibv_dealloc_pd() is with MRs or QPs on it; the caller destroys them
-	 * and closes again.
+	 * rdma-core's ibv_close_device() frees the context whatever is left,
+	 * and programs rely on it (perftest's ib_send_bw client never destroys
+	 * its receive CQ).  A live CQ, QP or SRQ keeps pointers into this
+	 * context that the engines use to raise events, so they are destroyed
+	 * first (issue 12 §1: never leave an engine pointing at freed memory).
 	 */
-	pthread_mutex_lock(&x->lock);
-	busy = !TAILQ_EMPTY(&x->cqs) || !TAILQ_EMPTY(&x->qps) || !TAILQ_EMPTY(&x->srqs);
-	pthread_mutex_unlock(&x->lock);
-	if (busy)
-		return EBUSY;
+	rc = destroy_leftovers(x);
+	if (rc != 0)
+		return rc;
 	droce_verbs_events_close(x); /* no more port events into the pipe */
 	close(context->async_fd);
 	close(x->async_wfd);
