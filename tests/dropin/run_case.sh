@@ -1,0 +1,438 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# One cell of the `dropin` suite (issue 10 §3): a Debian binary, unmodified
+# (ibverbs-utils, perftest, rdmacm-utils, qperf), run on droce through
+# build/droce-run.  Two-process cells join the two droce instances by memif
+# (server side 198.18.0.1, memif server; client side 198.18.0.2, memif
+# client); every process runs under `timeout`, and every wait is bounded.
+#
+# Usage: run_case.sh BUILD_DIR CASE
+# Exit 0 = pass, 77 = skipped (the Debian package is missing, or qperf's
+# network namespace cannot be made), anything else = fail.
+set -uo pipefail
+build=$(cd "$1" && pwd)
+case_=$2
+run="$build/droce-run"
+tmp=$(mktemp -d "/tmp/droce-dropin-$case_-$$-XXXX")
+ns=
+srv_pid=
+
+cleanup() {
+	if [ -n "$srv_pid" ] && kill -0 "$srv_pid" 2>/dev/null; then
+		kill "$srv_pid" 2>/dev/null
+		wait "$srv_pid" 2>/dev/null
+	fi
+	[ -n "$ns" ] && ip netns del "$ns" 2>/dev/null
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+fail() {
+	echo "FAIL [$case_]: $*"
+	for f in "$tmp"/*.log; do
+		[ -f "$f" ] || continue
+		echo "---- $(basename "$f")"
+		cat "$f"
+	done
+	exit 1
+}
+
+need() {
+	local b
+	for b in "$@"; do
+		command -v "$b" >/dev/null || { echo "SKIP: $b is not installed (scripts/deps.sh)"; exit 77; }
+	done
+}
+
+[ -x "$run" ] || fail "$run missing"
+
+# Configs: one memif port each, as README's two-process examples.
+for side in 1 2; do
+	role=$([ $side = 1 ] && echo server || echo client)
+	cat >"$tmp/$role.ini" <<INI
+[eal]
+args = --no-huge --no-pci -m 128 --log-level=lib.eal:warning
+[mempool]
+mbufs = 4095
+cache = 64
+[port0]
+kind = memif
+role = $role
+socket = $tmp/memif.sock
+id = 0
+mac = 02:00:c6:12:00:0$side
+ipv4 = 198.18.0.$side
+rxd = 512
+txd = 512
+INI
+done
+
+# A TCP port nobody on this machine listens on, from a range per process.
+tcp_port() {
+	local p=$((20000 + ($$ % 2000) * 7)) i
+	for i in $(seq 0 50); do
+		if ! ss -Htln "sport = :$((p + i))" | grep -q .; then
+			echo $((p + i))
+			return
+		fi
+	done
+	echo $p
+}
+
+# wait_tcp PORT: until something listens on 127.0.0.1:PORT (20 s at most)
+wait_tcp() {
+	local i
+	for i in $(seq 1 200); do
+		ss -Htln "sport = :$1" | grep -q . && return 0
+		kill -0 "$srv_pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+# wait_memif: until the server side's memif socket exists (20 s at most)
+wait_memif() {
+	local i
+	for i in $(seq 1 200); do
+		[ -S "$tmp/memif.sock" ] && return 0
+		kill -0 "$srv_pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+# start_server SECONDS CMD...: the server side in the background
+start_server() {
+	local t=$1
+	shift
+	$nsexec timeout "$t" "$run" --config "$tmp/server.ini" "$@" >"$tmp/server.log" 2>&1 &
+	srv_pid=$!
+}
+
+# client SECONDS CMD...: the client side; its exit status
+client() {
+	local t=$1
+	shift
+	$nsexec timeout "$t" "$run" --config "$tmp/client.ini" "$@" >"$tmp/client.log" 2>&1
+}
+
+# server_status: waits for the server side (bounded by its timeout)
+server_status() {
+	local rc
+	wait "$srv_pid"
+	rc=$?
+	srv_pid=
+	return $rc
+}
+
+# pair_tcp SECONDS PORT SERVERCMD -- CLIENTCMD: both sides must exit 0
+pair_tcp() {
+	local t=$1 port=$2
+	shift 2
+	local -a s=() c=()
+	while [ "$1" != "--" ]; do s+=("$1"); shift; done
+	shift
+	c=("$@")
+	start_server "$t" "${s[@]}"
+	wait_tcp "$port" || fail "server never listened on TCP $port"
+	client "$t" "${c[@]}"
+	local crc=$?
+	server_status
+	local src=$?
+	[ $crc = 0 ] || fail "client exited $crc"
+	[ $src = 0 ] || fail "server exited $src"
+}
+
+# pair_perftest SECONDS PORT SERVERCMD -- CLIENTCMD: perftest's server
+# listens on TCP only once its port is ACTIVE, which over memif takes the
+# client side's droce (the memif link comes up when both ends are there),
+# and perftest's client connects to TCP once, right after its own port is
+# up.  So the client starts when the server's memif socket exists; if it
+# came before the server listened ("Couldn't connect"), it runs again once
+# the server listens (the memif link comes up again with it).
+pair_perftest() {
+	local t=$1 port=$2
+	shift 2
+	local -a s=() c=()
+	while [ "$1" != "--" ]; do s+=("$1"); shift; done
+	shift
+	c=("$@")
+	start_server "$t" "${s[@]}"
+	wait_memif || fail "the server side never made its memif socket"
+	client "$t" "${c[@]}"
+	local crc=$?
+	if [ $crc != 0 ] && grep -q "Couldn't connect to" "$tmp/client.log"; then
+		echo "client connected before the server listened: again"
+		wait_tcp "$port" || fail "server never listened on TCP $port"
+		client "$t" "${c[@]}"
+		crc=$?
+	fi
+	server_status
+	local src=$?
+	[ $crc = 0 ] || fail "client exited $crc"
+	[ $src = 0 ] || fail "server exited $src"
+}
+
+# pair_cm SECONDS SERVERCMD -- CLIENTCMD: an rdma_cm pair.  The server
+# listens some time after its memif socket appears; a client that came too
+# early is rejected (REJ, invalid service ID, as the kernel's CM answers):
+# only then it is started again (3 tries).
+pair_cm() {
+	local t=$1
+	shift
+	local -a s=() c=()
+	while [ "$1" != "--" ]; do s+=("$1"); shift; done
+	shift
+	c=("$@")
+	start_server "$t" "${s[@]}"
+	wait_memif || fail "the server side never made its memif socket"
+	sleep 1
+	local try crc
+	for try in 1 2 3; do
+		client "$t" "${c[@]}"
+		crc=$?
+		[ $crc = 0 ] && break
+		grep -qiE "REJECTED|reject" "$tmp/client.log" || break
+		kill -0 "$srv_pid" 2>/dev/null || break
+		echo "client rejected (server not listening yet), try $try"
+		sleep 1
+	done
+	server_status
+	local src=$?
+	[ $crc = 0 ] || fail "client exited $crc"
+	[ $src = 0 ] || fail "server exited $src"
+}
+
+# grep_in LOG PATTERN WHAT
+grep_in() {
+	grep -qE "$2" "$tmp/$1.log" || fail "$1: $3 (no /$2/)"
+}
+
+# positive NUMBER WHAT: NUMBER > 0
+positive() {
+	awk -v v="$1" 'BEGIN { exit !(v + 0 > 0) }' || fail "$2 is '$1', not > 0"
+}
+
+# pingpong PROGRAM ARGS...: ibv_*_pingpong, both sides, data checked
+pingpong() {
+	local prog=$1
+	shift
+	need "$prog"
+	local port
+	port=$(tcp_port)
+	pair_tcp 90 "$port" "$prog" -d droce0 -g 0 -p "$port" -n 200 -c "$@" -- \
+		"$prog" -d droce0 -g 0 -p "$port" -n 200 -c "$@" 127.0.0.1
+	local side
+	for side in server client; do
+		grep_in $side "^200 iters in" "no iteration count"
+		grep_in $side "GID ::ffff:198\.18\.0\.[12]" "no RoCE v2 GID"
+		positive "$(sed -nE 's/.* = ([0-9.]+) Mbit\/sec/\1/p' "$tmp/$side.log")" "$side Mbit/sec"
+	done
+}
+
+# perftest TOOL ARGS...: server and client, the client's result row > 0
+perftest() {
+	local tool=$1
+	shift
+	need "$tool"
+	local port
+	port=$(tcp_port)
+	pair_perftest 120 "$port" "$tool" -d droce0 -x 0 -F -p "$port" "$@" -- \
+		"$tool" -d droce0 -x 0 -F -p "$port" "$@" 127.0.0.1
+	local row
+	row=$(awk '/#bytes/ { getline; print; exit }' "$tmp/client.log")
+	[ -n "$row" ] || fail "client printed no result row"
+	case $tool in
+	*_bw)
+		# bytes iterations BW-peak BW-average MsgRate
+		positive "$(echo "$row" | awk '{ print $4 }')" "BW average"
+		positive "$(echo "$row" | awk '{ print $5 }')" "MsgRate"
+		;;
+	*_lat)
+		# bytes iterations t_min t_max t_typical t_avg ...
+		positive "$(echo "$row" | awk '{ print $5 }')" "t_typical"
+		positive "$(echo "$row" | awk '{ print $6 }')" "t_avg"
+		;;
+	esac
+	echo "result: $row"
+}
+
+# qperf_case TEST: qperf's RC tests connect through rdma_cm (-cm1) to the
+# control host's address, so that address must be droce's: both sides run
+# in a network namespace made here whose loopback carries 198.18.0.1 and
+# .2 (the TCP control connection; droce's memif link is a unix socket).
+qperf_case() {
+	local test=$1
+	need qperf ip
+	[ "$(id -u)" = 0 ] || { echo "SKIP: qperf cells need root (network namespace)"; exit 77; }
+	ns=droce-dropin-$$
+	ip netns add "$ns" 2>/dev/null || { ns=; echo "SKIP: cannot create a network namespace"; exit 77; }
+	ip -n "$ns" link set lo up
+	ip -n "$ns" addr add 198.18.0.1/32 dev lo
+	ip -n "$ns" addr add 198.18.0.2/32 dev lo
+	nsexec="ip netns exec $ns"
+	local port
+	port=$(tcp_port)
+	start_server 120 qperf -lp "$port"
+	local i
+	for i in $(seq 1 200); do
+		ip netns exec "$ns" ss -Htln "sport = :$port" | grep -q . && break
+		sleep 0.1
+	done
+	client 90 qperf -lp "$port" -cm1 -t 2 198.18.0.1 "$test"
+	local crc=$?
+	kill "$srv_pid" 2>/dev/null
+	wait "$srv_pid" 2>/dev/null
+	srv_pid=
+	[ $crc = 0 ] || fail "qperf client exited $crc"
+	local v
+	case $test in
+	*_bw) v=$(sed -nE 's/^ *bw *= *([0-9.]+) .*/\1/p' "$tmp/client.log") ;;
+	*_lat) v=$(sed -nE 's/^ *latency *= *([0-9.]+) .*/\1/p' "$tmp/client.log") ;;
+	esac
+	positive "$v" "qperf $test"
+	grep -E "bw|latency" "$tmp/client.log"
+}
+
+nsexec=
+case $case_ in
+symbols)
+	# Every symbol each Debian program imports resolves in droce's libraries
+	# with its rdma-core version, and droce-run's library path is droce's.
+	need ibv_devinfo rping ib_write_bw qperf
+	n=0
+	for lib in libibverbs.so.1 librdmacm.so.1 libmlx5.so.1 libefa.so.1; do
+		nm -D --defined-only "$build/compat/$lib" | awk '{ print $3 }' >"$tmp/$lib.syms"
+	done
+	for b in ibv_devinfo ibv_devices ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong \
+		ibv_srq_pingpong rping rdma_server rdma_client udaddy ucmatose \
+		ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_send_bw ib_send_lat \
+		ib_atomic_bw ib_atomic_lat qperf; do
+		p=$(command -v $b) || fail "$b not installed"
+		"$run" ldd -r "$p" >"$tmp/ldd.log" 2>&1 || fail "ldd -r $b failed"
+		if grep -E "not found|undefined symbol" "$tmp/ldd.log"; then
+			fail "$b: unresolved under droce-run"
+		fi
+		for lib in libibverbs.so.1 librdmacm.so.1 libmlx5.so.1 libefa.so.1; do
+			if grep -q "$lib =>" "$tmp/ldd.log" &&
+				! grep -q "$lib => $build/compat/$lib" "$tmp/ldd.log"; then
+				fail "$b: $lib is not droce's"
+			fi
+		done
+		grep -q "libibverbs.so.1 => $build/compat/" "$tmp/ldd.log" || fail "$b: no droce libibverbs"
+		# the import list, version by version, against the libraries' definitions
+		while read -r sym; do
+			name=${sym%@*}
+			ver=${sym#*@}
+			case $ver in
+			IBVERBS*) lib=libibverbs.so.1 ;;
+			RDMACM*) lib=librdmacm.so.1 ;;
+			MLX5*) lib=libmlx5.so.1 ;;
+			EFA*) lib=libefa.so.1 ;;
+			*) continue ;;
+			esac
+			grep -qxE "$name@@?$ver" "$tmp/$lib.syms" ||
+				fail "$b imports $sym, $lib does not define it"
+			n=$((n + 1))
+		done < <(nm -D --undefined-only "$p" | awk '{ print $2 }' | grep -E "@(IBVERBS|RDMACM|MLX5|EFA)_")
+	done
+	rm -f "$tmp"/*.log
+	echo "$n imported symbols resolve with their versions"
+	;;
+devinfo)
+	need ibv_devinfo
+	# the embedded loopback config: droce0 and droce1
+	timeout 60 "$run" ibv_devinfo -v >"$tmp/devinfo.log" 2>&1 || fail "ibv_devinfo -v exited $?"
+	for d in 0 1; do
+		grep_in devinfo "hca_id:.droce$d\$" "device droce$d missing"
+		grep_in devinfo "GID\[  0\]:[[:space:]]+::ffff:198\.18\.0\.$((d + 1)), RoCE v2" "GID of droce$d"
+	done
+	grep_in devinfo "state:[[:space:]]+PORT_ACTIVE" "port not active"
+	grep_in devinfo "link_layer:[[:space:]]+Ethernet" "link layer"
+	grep_in devinfo "board_id:[[:space:]]+DROCE_SOFT_ROCE" "board_id"
+	grep_in devinfo "max_srq:[[:space:]]+[1-9]" "SRQs not advertised"
+	grep_in devinfo "atomic_cap:[[:space:]]+ATOMIC_HCA" "atomics"
+	;;
+devices)
+	need ibv_devices
+	timeout 60 "$run" ibv_devices >"$tmp/devices.log" 2>&1 || fail "ibv_devices exited $?"
+	grep_in devices "droce0[[:space:]]+0000c6fffe120001" "droce0 and its GUID"
+	grep_in devices "droce1[[:space:]]+0000c6fffe120002" "droce1 and its GUID"
+	;;
+rc_pingpong) pingpong ibv_rc_pingpong ;;
+rc_pingpong_events) pingpong ibv_rc_pingpong -e ;;
+rc_pingpong_new_send) pingpong ibv_rc_pingpong -N ;;
+rc_pingpong_ts) pingpong ibv_rc_pingpong -t ;;
+uc_pingpong) pingpong ibv_uc_pingpong ;;
+ud_pingpong) pingpong ibv_ud_pingpong -s 512 ;;
+srq_pingpong) pingpong ibv_srq_pingpong ;;
+srq_pingpong_events) pingpong ibv_srq_pingpong -e ;;
+rping)
+	need rping
+	pair_cm 90 rping -s -a 198.18.0.1 -V -v -C 10 -- rping -c -a 198.18.0.1 -V -v -C 10
+	n=$(grep -c "^ping data: rdma-ping-" "$tmp/client.log")
+	[ "$n" = 10 ] || fail "client printed $n verified pings, not 10"
+	n=$(grep -c "^server ping data: rdma-ping-" "$tmp/server.log")
+	[ "$n" = 10 ] || fail "server printed $n pings, not 10"
+	grep -q "data mismatch" "$tmp/client.log" && fail "rping -V found a data mismatch"
+	;;
+rping_large)
+	need rping
+	# 65000-byte pings: multi-packet RDMA READs and WRITEs at MTU 1024
+	pair_cm 90 rping -s -a 198.18.0.1 -V -S 65000 -C 5 -- rping -c -a 198.18.0.1 -V -S 65000 -C 5
+	grep -q "data mismatch" "$tmp/client.log" && fail "rping -V found a data mismatch"
+	;;
+rdma_server)
+	need rdma_server rdma_client
+	pair_cm 60 rdma_server -s 198.18.0.1 -- rdma_client -s 198.18.0.1
+	grep_in server "rdma_server: end 0" "server did not end 0"
+	grep_in client "rdma_client: end 0" "client did not end 0"
+	;;
+udaddy)
+	need udaddy
+	pair_cm 60 udaddy -b 198.18.0.1 -- udaddy -s 198.18.0.1
+	grep_in server "return status 0" "server status"
+	grep_in client "return status 0" "client status"
+	grep_in client "data transfers complete" "no data transfers"
+	;;
+ucmatose)
+	need ucmatose
+	pair_cm 60 ucmatose -b 198.18.0.1 -- ucmatose -s 198.18.0.1
+	grep_in server "return status 0" "server status"
+	grep_in client "return status 0" "client status"
+	;;
+qperf_rc_bw | qperf_rc_lat | qperf_rc_rdma_write_bw | qperf_rc_rdma_read_lat)
+	qperf_case "${case_#qperf_}"
+	;;
+perftest_*)
+	# perftest_TOOL[_CONN][_old]: e.g. perftest_write_bw, perftest_send_lat_UD,
+	# perftest_read_bw_old (--use_old_post_send)
+	spec=${case_#perftest_}
+	args=()
+	if [[ $spec == *_old ]]; then
+		args+=(--use_old_post_send)
+		spec=${spec%_old}
+	fi
+	conn=RC
+	if [[ $spec =~ _(UC|UD)$ ]]; then
+		conn=${BASH_REMATCH[1]}
+		spec=${spec%_*}
+	fi
+	tool=ib_$spec
+	case $spec in
+	*_bw) args+=(-n 500) ;;
+	*_lat) args+=(-n 500) ;;
+	esac
+	case $spec in
+	atomic_*) args+=(-s 8) ;;
+	*) [ $conn = UD ] && args+=(-s 512) || args+=(-s 4096) ;;
+	esac
+	perftest "$tool" -c "$conn" "${args[@]}"
+	;;
+*)
+	echo "unknown case $case_"
+	exit 2
+	;;
+esac
+echo "ok [$case_]"
+exit 0
