@@ -12,6 +12,8 @@ PKGS=(
   tshark python3-scapy
   clang
   iproute2
+  # Debian's own RDMA programs, run unmodified on droce (suite dropin)
+  ibverbs-utils perftest rdmacm-utils qperf
 )
 
 missing=()
