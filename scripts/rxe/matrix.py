@@ -29,14 +29,24 @@ RDMACM = {"rdma_server": ("guest-srv",), "rdma_client": ("droce-srv",),
           "udaddy": ("guest-srv", "droce-srv")}
 PERFTEST = ("write_bw", "write_lat", "read_bw", "read_lat", "send_bw", "send_lat", "atomic_bw")
 RDMACM_PORT = {"rdma_server": 7471, "rdma_client": 7471, "udaddy": 7174}
+# drop-in cells: the same Debian binary on both sides, droce's side through
+# droce-run (build/compat's libibverbs.so.1 / librdmacm.so.1), both roles
+DROPIN = ("rping", "ibv_rc_pingpong", "ib_write_bw")
+DROPIN_PINGS = 10
 
 def variants(tests, lat_sizes, bw_size):
     out = []
     for t in tests:
-        if t not in PERFTEST and t not in RDMACM:
-            raise SystemExit("rxe: unknown test %r (perftest: %s; rdma_cm: %s)" % (
-                t, ",".join(PERFTEST), ",".join(RDMACM)))
-        if t in RDMACM:
+        if t not in PERFTEST and t not in RDMACM and t not in DROPIN:
+            raise SystemExit("rxe: unknown test %r (perftest: %s; rdma_cm: %s; drop-in: %s)" % (
+                t, ",".join(PERFTEST), ",".join(RDMACM), ",".join(DROPIN)))
+        if t == "rping":
+            out.append((t, 64))          # rping's default ping size
+        elif t == "ibv_rc_pingpong":
+            out.append((t, 4096))        # its default message size
+        elif t == "ib_write_bw":
+            out.append((t, bw_size))
+        elif t in RDMACM:
             out.append((t, 16 if t != "udaddy" else 100))   # their message sizes
         elif t == "atomic_bw":
             out.append((t, 8))
@@ -231,17 +241,136 @@ def run_rdmacm(a, test, role, cfg, env):
     gout += d.get("out", "")
     return gcmd, grc, gout, hcmd, drc, dout, why
 
+def guest_wait_tcp(a, port, secs):
+    """Waits until a TCP socket listens on @port in the guest; True when it did."""
+    r = agent(a.guest_ip, a.agent_port, ["sh", "-c",
+        "for i in $(seq %d); do ss -Hltn 'sport = :%d' | grep -q . && exit 0; sleep 0.2; done; "
+        "exit 1" % (secs * 5, port)], secs + 10)
+    return r["rc"] == 0
+
+def run_dropin(a, test, size, role, env, gidx):
+    """One drop-in cell: Debian's @test in the guest (rxe0) and the same binary
+    on this host through droce-run.  Returns (guest argv, grc, gout, host argv,
+    drc, dout, why)."""
+    run = [a.droce_run]
+    why, gres = "", {}
+    server_is_guest = role == "guest-srv"
+    peer = a.guest_ip if server_is_guest else a.host_ip     # where a client connects
+    if test == "rping":
+        # rdma_cm: the address is the server's RDMA address
+        addr = a.guest_ip if server_is_guest else a.droce_ip
+        srv = ["rping", "-s", "-a", addr, "-V", "-v", "-C", str(DROPIN_PINGS)]
+        cli = ["rping", "-c", "-a", addr, "-V", "-v", "-C", str(DROPIN_PINGS)]
+        gargs, hargs = (srv, cli) if server_is_guest else (cli, srv)
+        port, kind = 7174, "cm"
+    elif test == "ibv_rc_pingpong":
+        common = ["-n", "100", "-s", str(size), "-c"]
+        gargs = ["ibv_rc_pingpong", "-d", "rxe0", "-g", gidx] + common
+        hargs = ["ibv_rc_pingpong", "-d", "droce0", "-g", "0"] + common
+        port, kind = 18515, "tcp"
+    else:  # ib_write_bw
+        common = ["-F", "-n", str(a.iters), "-s", str(size)]
+        gargs = ["ib_write_bw", "-d", "rxe0", "-x", gidx] + common
+        hargs = ["ib_write_bw", "-d", "droce0", "-x", "0"] + common
+        port, kind = 18515, "tcp"
+    if kind == "tcp":
+        # the client names the server's TCP address (the control connection)
+        if server_is_guest:
+            hargs = hargs + [a.guest_ip]
+        else:
+            gargs = gargs + [a.host_ip]
+    gcmd = ["stdbuf", "-oL"] + gargs
+    hcmd = run + hargs
+    hname = "droce-run " + hargs[0]
+    if server_is_guest:
+        th = threading.Thread(target=lambda: gres.update(
+            agent(a.guest_ip, a.agent_port, gcmd, a.timeout)))
+        th.start()
+        ready = guest_wait_listen(a, port, 20) if kind == "cm" else guest_wait_tcp(a, port, 20)
+        if not ready:
+            why = "%s in the guest did not listen" % gargs[0]
+            drc, dout = -1, ""
+        else:
+            try:
+                dres = subprocess.run(hcmd, env=env, capture_output=True, text=True,
+                                      timeout=a.timeout)
+                drc, dout = dres.returncode, dres.stdout + dres.stderr
+            except subprocess.TimeoutExpired as e:
+                drc = 124
+                dout = ((e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes)
+                        else (e.stdout or "")) + "\nrxe: %s timed out\n" % hname
+        th.join(10 if drc == 0 else 3)
+        if th.is_alive():
+            agent(a.guest_ip, a.agent_port, ["killjobs"], 10)
+        th.join(a.timeout + 40)
+    else:
+        p = subprocess.Popen(hcmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True)
+        started.append(p)
+        out = []
+        rt = threading.Thread(target=lambda: out.extend(p.stdout), daemon=True)
+        rt.start()
+        if kind == "tcp":
+            dl = time.monotonic() + 30
+            while not listening(port) and p.poll() is None and time.monotonic() < dl:
+                time.sleep(0.1)
+            ready = listening(port)
+        else:
+            # rping prints nothing when it listens: give droce's start a
+            # moment; a REJ (nobody listening yet) lets the guest try again
+            time.sleep(3)
+            ready = p.poll() is None
+        if ready:
+            for attempt in range(3):
+                gres.clear()
+                gres.update(agent(a.guest_ip, a.agent_port, gcmd, a.timeout))
+                if gres.get("rc") == 0 or kind != "cm" or "REJECTED" not in gres.get("out", ""):
+                    break
+                time.sleep(2)
+        else:
+            why = "%s did not listen" % hname
+        try:
+            p.wait(timeout=a.timeout + 30 if gres.get("rc") == 0 else 10)
+            drc = p.returncode
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+            out.append("\nrxe: %s killed after the client ended\n" % hname)
+            drc = 124
+        rt.join(5)
+        dout = "".join(out)
+    grc, gout = gres.get("rc", -1), gres.get("out", "")
+    if not why:
+        cout = dout if server_is_guest else gout           # the client's output
+        if grc != 0 or drc != 0:
+            why = "exit: guest %s %d, %s %d" % (gargs[0], grc, hname, drc)
+        elif test == "rping":
+            n = len(re.findall(r"^ping data: rdma-ping-", cout, re.M))
+            if "data mismatch" in cout:
+                why = "rping -V: data mismatch"
+            elif n != DROPIN_PINGS:
+                why = "the client verified %d pings, not %d" % (n, DROPIN_PINGS)
+        elif test == "ibv_rc_pingpong":
+            if not re.search(r"^100 iters in", gout, re.M) or \
+               not re.search(r"^100 iters in", dout, re.M):
+                why = "no '100 iters in' on both sides"
+        else:
+            why = sane(cout, "write_bw", size, a.iters, True)
+    return gcmd, grc, gout, hcmd, drc, dout, why
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--droce-perf", required=True)
     ap.add_argument("--rdmacm-bin", default="",
                     help="directory of example_rdma_server / example_rdma_client (rdma_cm cells)")
+    ap.add_argument("--droce-run", default="",
+                    help="build/droce-run (drop-in cells: Debian's binaries on droce)")
     ap.add_argument("--iface", default="vh1")
     ap.add_argument("--droce-ip", default="198.18.0.11")
     ap.add_argument("--host-ip", default="198.18.0.1")
     ap.add_argument("--guest-ip", default="198.18.0.2")
     ap.add_argument("--agent-port", type=int, default=7100)
-    ap.add_argument("--tests", default=",".join(PERFTEST + tuple(RDMACM)))
+    ap.add_argument("--tests", default=",".join(PERFTEST + tuple(RDMACM) + DROPIN))
     ap.add_argument("--roles", default=",".join(ROLES))
     ap.add_argument("-n", "--iters", type=int, default=200)
     ap.add_argument("--bw-size", type=int, default=65536)
@@ -298,9 +427,13 @@ def main():
                         "[port0]\nkind = af_packet\niface = %s\nipv4 = %s\n" % (a.iface, a.droce_ip))
                 if a.capture:
                     f.write("capture = %s\n" % os.path.join(a.logdir, tag + ".pcapng"))
-            if test in RDMACM:
+            if test in RDMACM or test in DROPIN:
                 env = dict(os.environ, DROCE_CONFIG=cfg)
-                gcmd, grc, gout, hcmd, drc, dout, why = run_rdmacm(a, test, role, cfg, env)
+                if test in DROPIN:
+                    gcmd, grc, gout, hcmd, drc, dout, why = run_dropin(a, test, size, role, env,
+                                                                       gidx)
+                else:
+                    gcmd, grc, gout, hcmd, drc, dout, why = run_rdmacm(a, test, role, cfg, env)
                 secs = time.monotonic() - t0
                 note = "2nd boot" if a.resume else ""
                 hung = bool(why) and agent(a.guest_ip, a.agent_port, ["ping"], 5)["rc"] != 0
@@ -310,7 +443,7 @@ def main():
                 with open(os.path.join(a.logdir, tag + ".log"), "w") as f:
                     f.write("# guest: %s\n# rc %d\n%s\n# host: DROCE_CONFIG=%s %s\n# rc %d\n%s" % (
                         " ".join(gcmd), grc, gout, cfg, " ".join(hcmd), drc, dout))
-                print("%-11s %-9s %s (%.1f s)%s" % (test, role, "PASS" if not why else "FAIL",
+                print("%-15s %-9s %s (%.1f s)%s" % (test, role, "PASS" if not why else "FAIL",
                       secs, "" if not why else ": " + why))
                 sys.stdout.flush()
                 if hung:
@@ -394,14 +527,19 @@ def main():
 
     print()
     roles = a.roles.split(",")
-    hdr = "%-22s" % "test" + "".join("%-24s" % r for r in
+    hdr = "%-30s" % "test" + "".join("%-24s" % r for r in
           ("guest srv/droce cli" if r == "guest-srv" else "droce srv/guest cli" for r in roles))
     print(hdr)
     print("-" * len(hdr))
     ok = True
     for test, size in cells:
-        line = "%-22s" % ("ib_%s -s %d" % (test, size) if test not in RDMACM else
-                          "rdma_cm %s" % test + (" -S 100" if test == "udaddy" else ""))
+        if test in DROPIN:
+            name = "droce-run %s" % test + (" -s %d" % size if test == "ib_write_bw" else "")
+        elif test in RDMACM:
+            name = "rdma_cm %s" % test + (" -S 100" if test == "udaddy" else "")
+        else:
+            name = "ib_%s -s %d" % (test, size)
+        line = "%-30s" % name
         for r in roles:
             if (test, size, r) not in results:
                 line += "%-24s" % "-"
