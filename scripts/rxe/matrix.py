@@ -527,7 +527,7 @@ def main():
 
     print()
     roles = a.roles.split(",")
-    hdr = "%-30s" % "test" + "".join("%-24s" % r for r in
+    hdr = "%-32s" % "test" + "".join("%-24s" % r for r in
           ("guest srv/droce cli" if r == "guest-srv" else "droce srv/guest cli" for r in roles))
     print(hdr)
     print("-" * len(hdr))
@@ -539,7 +539,7 @@ def main():
             name = "rdma_cm %s" % test + (" -S 100" if test == "udaddy" else "")
         else:
             name = "ib_%s -s %d" % (test, size)
-        line = "%-30s" % name
+        line = "%-32s" % name
         for r in roles:
             if (test, size, r) not in results:
                 line += "%-24s" % "-"
