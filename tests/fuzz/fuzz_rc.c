@@ -38,6 +38,7 @@
 #include "dataplane/icrc.h"
 #include "dataplane/wire.h"
 #include "pmd_glue/port.h"
+#include "tests/common/pair_config.h"
 
 #define MR_LEN 65536
 #define GUARD 65536
@@ -128,19 +129,17 @@ connect_end(struct end *e, const struct end *peer)
 int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
-	static const char cfg[] =
-		"[eal]\nargs = --no-huge --no-pci -m 256 --log-level=lib.eal:error --log-level=droce.*:error\n"
-		"[engines]\nmode = colocated\ncount = 1\nfallback_us = 0\n"
-		"[mempool]\nmbufs = 8191\n"
-		"[port0]\nkind = ring\npeer = port1\nmac = 02:00:c6:12:00:01\nipv4 = 198.18.0.1\nmtu = 1500\n"
-		"[port1]\nkind = ring\npeer = port0\nmac = 02:00:c6:12:00:02\nipv4 = 198.18.0.2\nmtu = 1500\n";
+	/* the test pair, with the fallback progress thread off */
+	static const struct tc_pair pair = { .fallback_us = -1, .eal_extra = "--log-level=droce.*:error" };
+	char cfg[4096];
 	char path[] = "/tmp/droce-fuzz-rc-XXXXXX";
 	struct ibv_device **list;
 	int fd = mkstemp(path), n;
 
 	(void)argc;
 	(void)argv;
-	if (fd < 0 || write(fd, cfg, sizeof(cfg) - 1) != (ssize_t)(sizeof(cfg) - 1))
+	n = tc_pair_config(cfg, sizeof(cfg), &pair);
+	if (fd < 0 || n < 0 || write(fd, cfg, (size_t)n) != n)
 		die("config");
 	close(fd);
 	setenv("DROCE_CONFIG", path, 1);
