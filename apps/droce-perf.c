@@ -136,10 +136,15 @@ struct opts {
 	const char *lat_samples; /* --lat-samples: every latency sample to this file */
 	int64_t warmup;          /* --warmup: unmeasured latency iterations (-1: default) */
 	bool use_event;          /* -e: block in ibv_get_cq_event instead of busy-polling */
+	bool new_post;           /* --new-post: the ibv_wr_* builder, not ibv_post_send */
 };
 
 static struct opts o;
 static uint64_t tsc_hz;
+
+/* --new-post / --old-post: how QPs are created and WRs posted */
+static struct ibv_qp *create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia);
+static int post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 
 /* ---- errors ---- */
 
@@ -181,6 +186,10 @@ usage(FILE *f)
 "  -r, --rx-depth=N        receives posted per QP for send tests (default 512)\n"
 "  -q, --qp=N              QP pairs (bw tests; default 1)\n"
 "  -l, --post_list=N       WRs per ibv_post_send (default 1)\n"
+"      --new-post          post with the ibv_wr_* builder (ibv_create_qp_ex with\n"
+"                          send_ops_flags, ibv_wr_start ... ibv_wr_complete; one\n"
+"                          batch per -l WRs), as perftest does by default\n"
+"      --old-post, --use_old_post_send  post with ibv_post_send (droce-perf's default)\n"
 "  -Q, --cq-mod=N          signal one completion every N operations (default 100)\n"
 "  -I, --inline_size=N     inline WRITE/SEND payloads up to N bytes (max 256;\n"
 "                          default 0 for bw, 220 for lat)\n"
@@ -294,6 +303,8 @@ enum {
 	OPT_BIND,
 	OPT_LAT_SAMPLES,
 	OPT_WARMUP,
+	OPT_NEW_POST,
+	OPT_OLD_POST,
 };
 
 static void
@@ -329,6 +340,9 @@ parse_args(int argc, char **argv)
 		{ "lat-samples", required_argument, NULL, OPT_LAT_SAMPLES },
 		{ "warmup", required_argument, NULL, OPT_WARMUP },
 		{ "use_event", no_argument, NULL, 'e' },
+		{ "new-post", no_argument, NULL, OPT_NEW_POST },
+		{ "old-post", no_argument, NULL, OPT_OLD_POST },
+		{ "use_old_post_send", no_argument, NULL, OPT_OLD_POST },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -457,6 +471,12 @@ parse_args(int argc, char **argv)
 			break;
 		case 'e':
 			o.use_event = true;
+			break;
+		case OPT_NEW_POST:
+			o.new_post = true;
+			break;
+		case OPT_OLD_POST:
+			o.new_post = false;
 			break;
 		case 'v':
 			o.verbose = true;
@@ -1046,7 +1066,7 @@ setup(uint64_t size)
 					 .max_inline_data = (uint32_t)o.inline_size },
 			};
 
-			p->qp[k] = ibv_create_qp(s->pd, &ia);
+			p->qp[k] = create_qp(s->pd, &ia);
 			if (p->qp[k] == NULL)
 				fail("ibv_create_qp (send queue %u, receive queue %u, inline %d): %s",
 				     R.sq_depth, nrecv, o.inline_size, strerror(errno));
@@ -1124,6 +1144,97 @@ peer_slot(const struct pair *p, int peer, uint64_t i)
 	if (!R.two)
 		return (uintptr_t)rx_slot(p, peer, i);
 	return p->rem.vaddr + (i % R.rem_nrx) * R.lay.stride;
+}
+
+/* ibv_create_qp, or with --new-post ibv_create_qp_ex asking the builder
+ * operation the test posts (as perftest). */
+static struct ibv_qp *
+create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
+{
+	struct ibv_qp_init_attr_ex ax;
+	struct ibv_qp *qp;
+
+	if (!o.new_post)
+		return ibv_create_qp(pd, ia);
+	memset(&ax, 0, sizeof(ax));
+	memcpy(&ax, ia, sizeof(*ia));
+	ax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	ax.pd = pd;
+	switch (o.verb) {
+	case V_WRITE:
+		ax.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE;
+		break;
+	case V_READ:
+		ax.send_ops_flags = IBV_QP_EX_WITH_RDMA_READ;
+		break;
+	case V_SEND:
+		ax.send_ops_flags = IBV_QP_EX_WITH_SEND;
+		break;
+	case V_ATOMIC:
+		ax.send_ops_flags = o.cmp_swap ? IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP
+					       : IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+		break;
+	}
+	qp = ibv_create_qp_ex(pd->context, &ax);
+	if (qp != NULL) {
+		memcpy(ia, &ax, sizeof(*ia));
+		if (ibv_qp_to_qp_ex(qp) == NULL)
+			fail("ibv_qp_to_qp_ex: the QP has no ibv_wr_* builder");
+	}
+	return qp;
+}
+
+/* ibv_post_send, or with --new-post the same WRs through the ibv_wr_* builder
+ * as one batch (perftest's new post: nothing of a failed batch is posted, so
+ * *bad is then the first WR). */
+static int
+post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	struct ibv_qp_ex *x;
+	int rc;
+
+	if (!o.new_post)
+		return ibv_post_send(qp, wr, bad);
+	x = ibv_qp_to_qp_ex(qp);
+	ibv_wr_start(x);
+	for (struct ibv_send_wr *w = wr; w != NULL; w = w->next) {
+		x->wr_id = w->wr_id;
+		x->wr_flags = w->send_flags;
+		switch (w->opcode) {
+		case IBV_WR_RDMA_WRITE:
+			ibv_wr_rdma_write(x, w->wr.rdma.rkey, w->wr.rdma.remote_addr);
+			break;
+		case IBV_WR_RDMA_READ:
+			ibv_wr_rdma_read(x, w->wr.rdma.rkey, w->wr.rdma.remote_addr);
+			break;
+		case IBV_WR_SEND:
+			ibv_wr_send(x);
+			break;
+		case IBV_WR_ATOMIC_CMP_AND_SWP:
+			ibv_wr_atomic_cmp_swp(x, w->wr.atomic.rkey, w->wr.atomic.remote_addr,
+					      w->wr.atomic.compare_add, w->wr.atomic.swap);
+			break;
+		case IBV_WR_ATOMIC_FETCH_AND_ADD:
+			ibv_wr_atomic_fetch_add(x, w->wr.atomic.rkey, w->wr.atomic.remote_addr,
+						w->wr.atomic.compare_add);
+			break;
+		default:
+			ibv_wr_abort(x);
+			*bad = w;
+			return EINVAL;
+		}
+		if (o.qpt == IBV_QPT_UD)
+			ibv_wr_set_ud_addr(x, w->wr.ud.ah, w->wr.ud.remote_qpn, w->wr.ud.remote_qkey);
+		if (w->send_flags & IBV_SEND_INLINE)
+			ibv_wr_set_inline_data(x, (void *)(uintptr_t)w->sg_list[0].addr,
+					       w->sg_list[0].length);
+		else
+			ibv_wr_set_sge_list(x, (size_t)w->num_sge, w->sg_list);
+	}
+	rc = ibv_wr_complete(x);
+	if (rc != 0)
+		*bad = wr;
+	return rc;
 }
 
 /* Fills the WR for message @seq of pair @pi from @side to the other side. */
@@ -1898,7 +2009,7 @@ run_bw(uint64_t size)
 					make_wr(&wr[j], &sge[j], p, i, 0, seq, sig);
 					wr[j].next = j + 1 < n ? &wr[j + 1] : NULL;
 				}
-				rc = ibv_post_send(p->qp[0], wr, &bad);
+				rc = post_send(p->qp[0], wr, &bad);
 				if (rc == ENOMEM) {
 					/* send queue full: post what went, retry after polling */
 					p->posted += (uint64_t)(bad - wr);
@@ -2063,7 +2174,7 @@ post_one(struct pair *p, int side, uint64_t seq, bool signaled, struct watch *w,
 	int rc;
 
 	make_wr(&wr, &sge, p, 0, side, seq, signaled);
-	while ((rc = ibv_post_send(p->qp[side], &wr, &bad)) == ENOMEM) {
+	while ((rc = post_send(p->qp[side], &wr, &bad)) == ENOMEM) {
 		/* send queue full: let the engine retire some */
 		poll_sides();
 		if (rte_rdtsc() - w->last_progress > w->timeout)
@@ -2567,7 +2678,7 @@ setup_two(uint64_t size)
 		};
 
 		memset(p, 0, sizeof(*p));
-		p->qp[R.me] = ibv_create_qp(s->pd, &ia);
+		p->qp[R.me] = create_qp(s->pd, &ia);
 		if (p->qp[R.me] == NULL)
 			fail("ibv_create_qp: %s", strerror(errno));
 		p->psn[R.me] = (uint32_t)lrand48() & 0xffffff;

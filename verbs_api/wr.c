@@ -6,7 +6,7 @@
  * drops it.
  *
  * WQEs are written straight into the QP's send queue slots (dp.h's
- * droce_qp_sq_begin/slot/commit): no struct ibv_send_wr, no intermediate
+ * droce_qp_sq_begin, droce_sq_batch_slot, droce_qp_sq_commit): no struct ibv_send_wr, no intermediate
  * WQE, one doorbell per batch.  The send queue's post lock is held from
  * ibv_wr_start to ibv_wr_complete/abort: that is the man page's per-QP
  * critical section.
@@ -85,11 +85,11 @@ wr_new(struct droce_vqp *q, unsigned int op, uint8_t need)
 			return NULL;
 		}
 	}
-	if (unlikely(!droce_wr_opcode_allowed(q->type, op) || (f & ~(unsigned int)WR_FLAGS))) {
+	if (unlikely(!(q->wr_ops_ok & (1u << op)) || (f & ~(unsigned int)WR_FLAGS))) {
 		fail(q, EINVAL);
 		return NULL;
 	}
-	w = droce_qp_sq_slot(q->dqp, q->wr_first + q->wr_n);
+	w = droce_sq_batch_slot(&q->wr_sq, q->wr_sq.first + q->wr_n);
 	if (unlikely(w == NULL)) {
 		fail(q, ENOMEM); /* the send queue is full */
 		return NULL;
@@ -410,7 +410,7 @@ wr_start(struct ibv_qp_ex *x)
 {
 	struct droce_vqp *q = vqp(x);
 
-	q->wr_first = droce_qp_sq_begin(q->dqp); /* takes the post lock */
+	droce_qp_sq_begin(q->dqp, &q->wr_sq); /* takes the post lock */
 	q->wr_n = 0;
 	q->wr_cur = NULL;
 	q->wr_err = 0;
@@ -453,6 +453,10 @@ droce_verbs_wr_init(struct droce_vqp *q)
 {
 	struct ibv_qp_ex *x = &q->qpx;
 
+	q->wr_ops_ok = 0;
+	for (unsigned int op = 0; op < 32; op++)
+		if (droce_wr_opcode_allowed(q->type, op))
+			q->wr_ops_ok |= 1u << op;
 	x->comp_mask = 0;
 	x->wr_id = 0;
 	x->wr_flags = 0;

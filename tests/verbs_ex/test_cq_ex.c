@@ -7,6 +7,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <time.h>
 
@@ -225,7 +226,12 @@ Test(cq_ex, plain_poll_notify_and_channel)
 		ibv_wr_send(A.qpx);
 		ibv_wr_set_inline_data(A.qpx, "defg", 4);
 		cr_assert_eq(ibv_wr_complete(A.qpx), 0);
-		/* sleeps in the channel: the fallback thread drives the engines */
+		/* sleeps on the channel: the fallback thread drives the engines */
+		{
+			struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+
+			cr_assert_eq(poll(&pfd, 1, 5000), 1, "no completion event within 5 s");
+		}
 		cr_assert_eq(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), 0);
 		cr_assert_eq(ev_cq, cq);
 		cr_assert_eq(ev_ctx, &A);
