@@ -458,4 +458,11 @@ int droce_engines_at_stop(void (*fn)(void));
 /* Passes the fallback progress thread has run since the process started. */
 uint64_t droce_engines_fallback_passes(void);
 
+/* ---- counters (include/droce/stats.h) ---- */
+
+struct droce_stat;
+/* @qp's counters (qpn, engine, frames, retransmits, NAKs ...): as
+ * droce_stats_port() in stats.h; any thread, while @qp is alive. */
+int droce_dp_qp_stats(const struct droce_qp *qp, struct droce_stat *out, unsigned int n);
+
 #endif /* DROCE_DP_H */

@@ -442,15 +442,22 @@ droce_qp_set_state_lc(struct droce_qp *qp, enum droce_qp_state state)
 }
 
 void
+droce_qp_error_publish_lc(struct droce_qp *qp, enum droce_err err)
+{
+	atomic_store_explicit(&qp->async_state,
+			      (uint64_t)qp->applied_gen << 32 | 1u << 8 |
+				      (unsigned int)droce_err_table[err].next_state,
+			      memory_order_release);
+}
+
+void
 droce_qp_error_lc(struct droce_qp *qp, enum droce_err err)
 {
 	enum droce_qp_state next = droce_err_table[err].next_state;
 	enum droce_qp_state prev = qp->state;
 
 	/* published first, so whoever reads an event below sees the new state */
-	atomic_store_explicit(&qp->async_state,
-			      (uint64_t)qp->applied_gen << 32 | 1u << 8 | (unsigned int)next,
-			      memory_order_release);
+	droce_qp_error_publish_lc(qp, err);
 	droce_qp_set_state_lc(qp, next);
 	if (next == DROCE_QPS_ERR && prev != DROCE_QPS_ERR)
 		raise_event_lc(qp, DROCE_QP_EV_FATAL);

@@ -126,6 +126,7 @@ struct droce_vqp {
 	pthread_mutex_t lock;      /* serialises modify and query */
 	struct ibv_qp_attr attr;   /* last values set */
 	uint64_t serial;           /* names it in async event records */
+	bool dying;                /* ibv_destroy_qp has begun (context lock) */
 	uint32_t async_reported;   /* under the context lock */
 	TAILQ_ENTRY(droce_vqp) ctx_link;
 	/* the WR builder (wr.c), between ibv_wr_start and ibv_wr_complete/abort,
@@ -222,6 +223,10 @@ void droce_verbs_srq_limit(struct droce_srq *dsrq, void *arg);
 /* Context open / close: the port monitor that raises PORT_ACTIVE / PORT_ERR. */
 int droce_verbs_events_open(struct droce_vctx *x);
 void droce_verbs_events_close(struct droce_vctx *x);
+/* Calls @fn for every live QP of every open context, with that context's
+ * lock held (the QP cannot be destroyed meanwhile); stops when @fn returns
+ * non-zero and returns that value, else 0. */
+int droce_verbs_qp_walk(int (*fn)(struct droce_vqp *q, void *arg), void *arg);
 /* Unlinks @q from its context's event lookup and waits until every event
  * handed out for it was acknowledged (rdma-core's destroy rule). */
 void droce_verbs_qp_events_drain(struct droce_vqp *q);

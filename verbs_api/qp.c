@@ -533,13 +533,23 @@ int
 ibv_destroy_qp(struct ibv_qp *qp)
 {
 	struct droce_vqp *q = (struct droce_vqp *)qp;
+	struct droce_vctx *x;
 	int rc;
 
 	if (q == NULL)
 		return EINVAL;
+	/* counter readers (droce_verbs_qp_walk) stop seeing it before it goes */
+	x = droce_vctx_of(qp->context);
+	pthread_mutex_lock(&x->lock);
+	q->dying = true;
+	pthread_mutex_unlock(&x->lock);
 	rc = droce_qp_destroy(q->dqp);
-	if (rc != 0)
+	if (rc != 0) {
+		pthread_mutex_lock(&x->lock);
+		q->dying = false;
+		pthread_mutex_unlock(&x->lock);
 		return rc;
+	}
 	/* as rdma-core: every event handed out for it must be acked first */
 	droce_verbs_qp_events_drain(q);
 	if (qp->srq != NULL)

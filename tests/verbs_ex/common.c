@@ -14,7 +14,6 @@ x_start(void)
 void
 x_open(struct x_end *e, const char *name, enum ibv_qp_type type, uint64_t ops, uint32_t send_wr)
 {
-	struct ibv_device **list;
 	struct ibv_cq_init_attr_ex ca = { .cqe = 1024, .wc_flags = X_WC_FLAGS };
 	struct ibv_qp_init_attr_ex qa = {
 		.qp_type = type,
@@ -23,18 +22,10 @@ x_open(struct x_end *e, const char *name, enum ibv_qp_type type, uint64_t ops, u
 		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 		.send_ops_flags = ops,
 	};
-	int n;
 
 	memset(e, 0, sizeof(*e));
 	e->type = type;
-	list = ibv_get_device_list(&n);
-	cr_assert_not_null(list, "ibv_get_device_list: %s", strerror(errno));
-	for (int i = 0; i < n; i++)
-		if (strcmp(ibv_get_device_name(list[i]), name) == 0)
-			e->ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	cr_assert_not_null(e->ctx);
-	cr_assert_eq(ibv_query_gid(e->ctx, 1, 0, &e->gid), 0);
+	e->ctx = tc_open(name, &e->gid);
 	e->pd = ibv_alloc_pd(e->ctx);
 	cr_assert_not_null(e->pd);
 	e->buf = aligned_alloc(4096, X_BUF);
@@ -81,39 +72,9 @@ x_to_state(struct x_end *e, enum ibv_qp_state state)
 void
 x_connect(struct x_end *e, const struct x_end *peer)
 {
-	struct ibv_qp_attr a;
-	int mask;
+	struct tc_conn c = { .dgid = peer->gid, .dest_qpn = peer->qp->qp_num, .psn = 0xfffff0 };
 
-	x_to_state(e, IBV_QPS_INIT);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	mask = IBV_QP_STATE;
-	if (e->type != IBV_QPT_UD) {
-		a.path_mtu = IBV_MTU_1024;
-		a.dest_qp_num = peer->qp->qp_num;
-		a.rq_psn = 0xfffff0;
-		a.max_dest_rd_atomic = 4;
-		a.min_rnr_timer = 1;
-		a.ah_attr.is_global = 1;
-		a.ah_attr.port_num = 1;
-		a.ah_attr.grh.dgid = peer->gid;
-		a.ah_attr.grh.hop_limit = 64;
-		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-		if (e->type == IBV_QPT_RC)
-			mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-	}
-	cr_assert_eq(ibv_modify_qp(e->qp, &a, mask), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 0xfffff0;
-	a.timeout = 10;
-	a.retry_cnt = 3;
-	a.rnr_retry = 3;
-	a.max_rd_atomic = 4;
-	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (e->type == IBV_QPT_RC)
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-	cr_assert_eq(ibv_modify_qp(e->qp, &a, mask), 0);
+	tc_qp_up(e->qp, &c);
 }
 
 void
@@ -152,13 +113,13 @@ read_cur(struct ibv_cq_ex *cq)
 struct x_wc
 x_wait(struct ibv_cq_ex *cq, unsigned int ms, const char *what)
 {
-	uint64_t end = t_now_ms() + ms;
+	uint64_t end = tc_now_ms() + ms;
 	struct ibv_poll_cq_attr pa = { 0 };
 	struct x_wc w;
 	int rc;
 
 	while ((rc = ibv_start_poll(cq, &pa)) == ENOENT)
-		cr_assert_leq(t_now_ms(), end, "%s: no completion within %u ms", what, ms);
+		cr_assert_leq(tc_now_ms(), end, "%s: no completion within %u ms", what, ms);
 	cr_assert_eq(rc, 0, "%s: start_poll %d", what, rc);
 	w = read_cur(cq);
 	ibv_end_poll(cq);
@@ -168,10 +129,10 @@ x_wait(struct ibv_cq_ex *cq, unsigned int ms, const char *what)
 void
 x_none(struct ibv_cq_ex *cq, unsigned int ms, const char *what)
 {
-	uint64_t end = t_now_ms() + ms;
+	uint64_t end = tc_now_ms() + ms;
 	struct ibv_poll_cq_attr pa = { 0 };
 
-	while (t_now_ms() <= end) {
+	while (tc_now_ms() <= end) {
 		int rc = ibv_start_poll(cq, &pa);
 
 		if (rc == 0) {

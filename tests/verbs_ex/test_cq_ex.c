@@ -13,7 +13,7 @@
 
 #include "common.h"
 
-TestSuite(cq_ex, .fini = t_stop, .timeout = 90);
+TestSuite(cq_ex, .fini = tc_stop, .timeout = 90);
 
 #define OPS (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM)
 
@@ -59,7 +59,7 @@ Test(cq_ex, iterator_accessors_and_timestamps)
 	for (int i = 0; i < 8; i++) {
 		A.qpx->wr_id = 500 + i;
 		A.qpx->wr_flags = IBV_SEND_SIGNALED;
-		t_fill(A.buf + 4096 * i, 100 + i, i);
+		tc_fill(A.buf + 4096 * i, 100 + i, i);
 		ibv_wr_send_imm(A.qpx, htonl(0xa0 + i));
 		ibv_wr_set_sge(A.qpx, A.mr->lkey, (uintptr_t)A.buf + 4096 * i, 100 + i);
 	}
@@ -67,12 +67,12 @@ Test(cq_ex, iterator_accessors_and_timestamps)
 
 	/* B's receive completions, read in batches with next_poll */
 	{
-		uint64_t end = t_now_ms() + 2000;
+		uint64_t end = tc_now_ms() + 2000;
 
 		while (n < 8) {
 			rc = ibv_start_poll(B.rcq, &pa);
 			if (rc == ENOENT) {
-				cr_assert_leq(t_now_ms(), end, "got %d of 8 receives", n);
+				cr_assert_leq(tc_now_ms(), end, "got %d of 8 receives", n);
 				continue;
 			}
 			cr_assert_eq(rc, 0);
@@ -98,7 +98,7 @@ Test(cq_ex, iterator_accessors_and_timestamps)
 				cr_assert_geq(ts, prev_ts, "timestamps increase");
 				cr_assert_geq(wall + 1000000, wall0, "wall clock within 1 ms");
 				prev_ts = ts;
-				cr_assert(t_check(B.buf + 4096 * n, 100 + n, n));
+				cr_assert(tc_check(B.buf + 4096 * n, 100 + n, n));
 				n++;
 			} while (n < 8 && (rc = ibv_next_poll(B.rcq)) == 0);
 			if (n < 8)
@@ -238,9 +238,9 @@ Test(cq_ex, plain_poll_notify_and_channel)
 		ibv_ack_cq_events(cq, 1);
 		{
 			int got = 0;
-			uint64_t end = t_now_ms() + 2000;
+			uint64_t end = tc_now_ms() + 2000;
 
-			while (got < 2 && t_now_ms() < end)
+			while (got < 2 && tc_now_ms() < end)
 				got += ibv_poll_cq(cq, 4 - got, wc + got);
 			cr_assert_eq(got, 2, "ibv_poll_cq on the extended CQ");
 		}

@@ -11,7 +11,7 @@
 
 #include "common.h"
 
-TestSuite(query, .fini = t_stop, .timeout = 60);
+TestSuite(query, .fini = tc_stop, .timeout = 60);
 
 /* rdma-core's private ibv_query_gid_type (IBVERBS_PRIVATE_34, used by
  * ibv_devinfo): type 0 = IB / RoCE v1, 1 = RoCE v2. */

@@ -11,7 +11,7 @@
 
 #include "common.h"
 
-TestSuite(wr, .fini = t_stop, .timeout = 90);
+TestSuite(wr, .fini = tc_stop, .timeout = 90);
 
 #define RC_OPS (IBV_QP_EX_WITH_RDMA_WRITE | IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM |                 \
 		IBV_QP_EX_WITH_SEND | IBV_QP_EX_WITH_SEND_WITH_IMM | IBV_QP_EX_WITH_RDMA_READ |    \
@@ -50,7 +50,7 @@ Test(wr, rc_write_sge_list_and_write_imm)
 	struct x_wc w;
 
 	x_pair(&A, &B, IBV_QPT_RC, RC_OPS, 64);
-	t_fill(A.buf, 3000, 1);
+	tc_fill(A.buf, 3000, 1);
 	sg[0] = (struct ibv_sge){ (uintptr_t)A.buf, 1000, A.mr->lkey };
 	sg[1] = (struct ibv_sge){ (uintptr_t)A.buf + 1000, 1500, A.mr->lkey };
 	sg[2] = (struct ibv_sge){ (uintptr_t)A.buf + 2500, 500, A.mr->lkey };
@@ -59,11 +59,11 @@ Test(wr, rc_write_sge_list_and_write_imm)
 	ibv_wr_set_sge_list(A.qpx, 3, sg);
 	cr_assert_eq(ibv_wr_complete(A.qpx), 0);
 	w = sent(11, IBV_WC_RDMA_WRITE, "WRITE");
-	cr_assert(t_check(B.buf + 8192, 3000, 1), "3 SGEs concatenated at the remote address");
+	cr_assert(tc_check(B.buf + 8192, 3000, 1), "3 SGEs concatenated at the remote address");
 
 	/* WRITE with immediate: the peer's receive completion carries it */
 	x_recv(&B, 77, 0, 16);
-	t_fill(A.buf, 200, 2);
+	tc_fill(A.buf, 200, 2);
 	start(12, IBV_SEND_SIGNALED);
 	ibv_wr_rdma_write_imm(A.qpx, B.mr->rkey, (uintptr_t)B.buf + 65536, htonl(0xfeedbeef));
 	ibv_wr_set_sge(A.qpx, A.mr->lkey, (uintptr_t)A.buf, 200);
@@ -77,7 +77,7 @@ Test(wr, rc_write_sge_list_and_write_imm)
 	cr_assert(w.wc_flags & IBV_WC_WITH_IMM);
 	cr_assert_eq(w.byte_len, 200);
 	cr_assert_eq(w.qp_num, B.qp->qp_num);
-	cr_assert(t_check(B.buf + 65536, 200, 2));
+	cr_assert(tc_check(B.buf + 65536, 200, 2));
 }
 
 Test(wr, rc_send_inline_list_and_send_imm)
@@ -89,14 +89,14 @@ Test(wr, rc_send_inline_list_and_send_imm)
 	x_pair(&A, &B, IBV_QPT_RC, RC_OPS, 64);
 	x_recv(&B, 1, 0, 4096);
 	x_recv(&B, 2, 4096, 4096);
-	t_fill(src, sizeof(src), 3);
+	tc_fill(src, sizeof(src), 3);
 	bufs[0] = (struct ibv_data_buf){ src, 15 };
 	bufs[1] = (struct ibv_data_buf){ src + 15, 25 };
 	start(21, IBV_SEND_SIGNALED | IBV_SEND_SOLICITED);
 	ibv_wr_send(A.qpx);
 	ibv_wr_set_inline_data_list(A.qpx, 2, bufs);
 	/* a second WR in the same batch: SEND with immediate from an SGE */
-	t_fill(A.buf, 300, 4);
+	tc_fill(A.buf, 300, 4);
 	A.qpx->wr_id = 22;
 	ibv_wr_send_imm(A.qpx, htonl(1234));
 	ibv_wr_set_sge(A.qpx, A.mr->lkey, (uintptr_t)A.buf, 300);
@@ -109,14 +109,14 @@ Test(wr, rc_send_inline_list_and_send_imm)
 	cr_assert_eq(w.opcode, IBV_WC_RECV);
 	cr_assert_eq(w.byte_len, 40);
 	cr_assert_eq(w.wc_flags & IBV_WC_WITH_IMM, 0);
-	cr_assert(t_check(B.buf, 40, 3), "inline bytes");
+	cr_assert(tc_check(B.buf, 40, 3), "inline bytes");
 	w = x_wait(B.rcq, 2000, "SEND_IMM at B");
 	cr_assert_eq(w.wr_id, 2);
 	cr_assert_eq(w.opcode, IBV_WC_RECV);
 	cr_assert_eq(w.byte_len, 300);
 	cr_assert(w.wc_flags & IBV_WC_WITH_IMM);
 	cr_assert_eq(w.imm, htonl(1234));
-	cr_assert(t_check(B.buf + 4096, 300, 4));
+	cr_assert(tc_check(B.buf + 4096, 300, 4));
 }
 
 Test(wr, rc_read_and_atomics)
@@ -126,13 +126,13 @@ Test(wr, rc_read_and_atomics)
 	x_pair(&A, &B, IBV_QPT_RC, RC_OPS, 64);
 	word = (uint64_t *)(B.buf + 4096);
 	orig = (uint64_t *)(A.buf + 8192);
-	t_fill(B.buf + 100000, 5000, 5);
+	tc_fill(B.buf + 100000, 5000, 5);
 	start(31, IBV_SEND_SIGNALED);
 	ibv_wr_rdma_read(A.qpx, B.mr->rkey, (uintptr_t)B.buf + 100000);
 	ibv_wr_set_sge(A.qpx, A.mr->lkey, (uintptr_t)A.buf + 200000, 5000);
 	cr_assert_eq(ibv_wr_complete(A.qpx), 0);
 	cr_assert_eq(sent(31, IBV_WC_RDMA_READ, "READ").byte_len, 5000);
-	cr_assert(t_check(A.buf + 200000, 5000, 5), "READ brought B's bytes");
+	cr_assert(tc_check(A.buf + 200000, 5000, 5), "READ brought B's bytes");
 
 	*word = 40;
 	start(32, IBV_SEND_SIGNALED);
@@ -192,13 +192,13 @@ Test(wr, rc_bind_mw_send_inv_local_inv)
 	cr_assert_eq(w.status, IBV_WC_SUCCESS);
 
 	/* READ through window 1 works */
-	t_fill(B.buf + 4096, 64, 6);
+	tc_fill(B.buf + 4096, 64, 6);
 	start(43, IBV_SEND_SIGNALED);
 	ibv_wr_rdma_read(A.qpx, rkey1, (uintptr_t)B.buf + 4096);
 	ibv_wr_set_sge(A.qpx, A.mr->lkey, (uintptr_t)A.buf, 64);
 	cr_assert_eq(ibv_wr_complete(A.qpx), 0);
 	sent(43, IBV_WC_RDMA_READ, "READ through the window");
-	cr_assert(t_check(A.buf, 64, 6));
+	cr_assert(tc_check(A.buf, 64, 6));
 
 	/* A invalidates window 1 with SEND_WITH_INV: B sees it in its completion */
 	x_recv(&B, 44, 0, 64);
@@ -242,7 +242,7 @@ Test(wr, uc_write_imm_and_send)
 	x_pair(&A, &B, IBV_QPT_UC, UC_OPS, 64);
 	x_recv(&B, 1, 0, 64);
 	x_recv(&B, 2, 4096, 2048);
-	t_fill(A.buf, 1500, 7);
+	tc_fill(A.buf, 1500, 7);
 	start(51, IBV_SEND_SIGNALED);
 	ibv_wr_rdma_write_imm(A.qpx, B.mr->rkey, (uintptr_t)B.buf + 65536, htonl(5));
 	ibv_wr_set_sge(A.qpx, A.mr->lkey, (uintptr_t)A.buf, 1500);
@@ -255,11 +255,11 @@ Test(wr, uc_write_imm_and_send)
 	w = x_wait(B.rcq, 2000, "UC WRITE_IMM at B");
 	cr_assert_eq(w.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
 	cr_assert_eq(w.imm, htonl(5));
-	cr_assert(t_check(B.buf + 65536, 1500, 7));
+	cr_assert(tc_check(B.buf + 65536, 1500, 7));
 	w = x_wait(B.rcq, 2000, "UC SEND at B");
 	cr_assert_eq(w.wr_id, 2);
 	cr_assert_eq(w.byte_len, 1500);
-	cr_assert(t_check(B.buf + 4096, 1500, 7));
+	cr_assert(tc_check(B.buf + 4096, 1500, 7));
 }
 
 static struct ibv_ah *
@@ -281,7 +281,7 @@ Test(wr, ud_send_with_ud_addr)
 	x_pair(&A, &B, IBV_QPT_UD, UD_OPS, 64);
 	ah = ah_to(&A, &B);
 	x_recv(&B, 1, 0, 1024 + 40);
-	t_fill(A.buf, 700, 8);
+	tc_fill(A.buf, 700, 8);
 	start(61, IBV_SEND_SIGNALED);
 	ibv_wr_send_imm(A.qpx, htonl(99));
 	ibv_wr_set_ud_addr(A.qpx, ah, B.qp->qp_num, 0x11111111);
@@ -296,7 +296,7 @@ Test(wr, ud_send_with_ud_addr)
 	cr_assert(w.wc_flags & IBV_WC_GRH);
 	cr_assert(w.wc_flags & IBV_WC_WITH_IMM);
 	cr_assert_eq(w.imm, htonl(99));
-	cr_assert(t_check(B.buf + 40, 700, 8));
+	cr_assert(tc_check(B.buf + 40, 700, 8));
 
 	/* no destination: EINVAL, nothing sent */
 	start(62, IBV_SEND_SIGNALED);
@@ -347,7 +347,7 @@ Test(wr, errors_as_post_send)
 	/* a good WR first, then a bad one: the good one is not posted either */
 	start(100, IBV_SEND_SIGNALED);
 	ibv_wr_rdma_write(A.qpx, B.mr->rkey, (uintptr_t)B.buf + 131072);
-	t_fill(A.buf + 500000, 64, 9);
+	tc_fill(A.buf + 500000, 64, 9);
 	ibv_wr_set_sge(A.qpx, A.mr->lkey, (uintptr_t)A.buf + 500000, 64);
 	A.qpx->wr_id = 101;
 	ibv_wr_rdma_write(A.qpx, B.mr->rkey, (uintptr_t)B.buf);
@@ -514,7 +514,7 @@ Test(wr, post_send_and_builder_interleave)
 	s.lkey = A.mr->lkey;
 	w.wr.rdma.rkey = B.mr->rkey;
 	for (uint64_t i = 0; i < 6; i++) {
-		t_fill(A.buf + 1024 * i, 32, (uint32_t)i + 20);
+		tc_fill(A.buf + 1024 * i, 32, (uint32_t)i + 20);
 		if (i % 2 == 0) {
 			s.addr = (uintptr_t)A.buf + 1024 * i;
 			w.wr_id = i;
@@ -529,7 +529,7 @@ Test(wr, post_send_and_builder_interleave)
 	}
 	for (uint64_t i = 0; i < 6; i++) {
 		sent(i, IBV_WC_RDMA_WRITE, "interleaved");
-		cr_assert(t_check(B.buf + 1024 * i, 32, (uint32_t)i + 20));
+		cr_assert(tc_check(B.buf + 1024 * i, 32, (uint32_t)i + 20));
 	}
 }
 
