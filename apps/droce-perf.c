@@ -1214,12 +1214,18 @@ create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
 static int
 post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
+	static struct ibv_qp *last_qp; /* the QP last posted to, and its ibv_qp_ex */
+	static struct ibv_qp_ex *last_x;
 	struct ibv_qp_ex *x;
 	int rc;
 
 	if (!o.new_post)
 		return ibv_post_send(qp, wr, bad);
-	x = ibv_qp_to_qp_ex(qp);
+	if (qp != last_qp) {
+		last_x = ibv_qp_to_qp_ex(qp);
+		last_qp = qp;
+	}
+	x = last_x;
 	ibv_wr_start(x);
 	for (struct ibv_send_wr *w = wr; w != NULL; w = w->next) {
 		x->wr_id = w->wr_id;
@@ -1252,6 +1258,9 @@ post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 		if (w->send_flags & IBV_SEND_INLINE)
 			ibv_wr_set_inline_data(x, (void *)(uintptr_t)w->sg_list[0].addr,
 					       w->sg_list[0].length);
+		else if (w->num_sge == 1)
+			ibv_wr_set_sge(x, w->sg_list[0].lkey, w->sg_list[0].addr,
+				       w->sg_list[0].length);
 		else
 			ibv_wr_set_sge_list(x, (size_t)w->num_sge, w->sg_list);
 	}
