@@ -138,6 +138,7 @@ struct droce_vqp {
 	struct droce_wqe *wr_cur;  /* the WQE the setters fill; NULL: none */
 	int wr_err;                /* first error in the batch, 0 if none */
 	uint8_t wr_need;           /* what wr_cur still lacks (wr.c) */
+	bool wr_open;              /* between ibv_wr_start and complete/abort */
 };
 
 struct droce_vsrq {

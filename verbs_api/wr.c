@@ -410,10 +410,23 @@ wr_start(struct ibv_qp_ex *x)
 {
 	struct droce_vqp *q = vqp(x);
 
-	droce_qp_sq_begin(q->dqp, &q->wr_sq); /* takes the post lock */
+	/* takes the post lock: another thread's ibv_wr_start (or ibv_post_send)
+	 * on this QP waits until complete/abort (the man page's critical section;
+	 * a second start in the same thread deadlocks, as on mlx5 and rxe) */
+	droce_qp_sq_begin(q->dqp, &q->wr_sq);
 	q->wr_n = 0;
 	q->wr_cur = NULL;
 	q->wr_err = 0;
+	q->wr_open = true;
+}
+
+/* Closes the batch: builders and setters do nothing until the next start. */
+static inline void
+close_batch(struct droce_vqp *q)
+{
+	q->wr_cur = NULL;
+	q->wr_err = EINVAL;
+	q->wr_open = false;
 }
 
 static int
@@ -421,7 +434,10 @@ wr_complete(struct ibv_qp_ex *x)
 {
 	struct droce_vqp *q = vqp(x);
 	int err = q->wr_err;
+	uint32_t n;
 
+	if (unlikely(!q->wr_open))
+		return EINVAL; /* no ibv_wr_start */
 	if (err == 0 && q->wr_cur != NULL)
 		err = finish(q);
 	if (err == 0 && q->wr_n != 0) {
@@ -431,12 +447,13 @@ wr_complete(struct ibv_qp_ex *x)
 		if (state == IBV_QPS_RESET || state == IBV_QPS_INIT || state == IBV_QPS_RTR)
 			err = EINVAL;
 	}
-	q->wr_cur = NULL;
+	n = q->wr_n;
+	close_batch(q);
 	if (unlikely(err != 0)) {
 		droce_qp_sq_cancel(q->dqp); /* nothing of the batch is posted */
 		return err;
 	}
-	return droce_qp_sq_commit(q->dqp, q->wr_n);
+	return droce_qp_sq_commit(q->dqp, n);
 }
 
 static void
@@ -444,7 +461,9 @@ wr_abort(struct ibv_qp_ex *x)
 {
 	struct droce_vqp *q = vqp(x);
 
-	q->wr_cur = NULL;
+	if (!q->wr_open)
+		return;
+	close_batch(q);
 	droce_qp_sq_cancel(q->dqp);
 }
 
@@ -453,6 +472,7 @@ droce_verbs_wr_init(struct droce_vqp *q)
 {
 	struct ibv_qp_ex *x = &q->qpx;
 
+	close_batch(q); /* no batch open: builders outside one do nothing */
 	q->wr_ops_ok = 0;
 	for (unsigned int op = 0; op < 32; op++)
 		if (droce_wr_opcode_allowed(q->type, op))

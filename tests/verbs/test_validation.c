@@ -1674,3 +1674,26 @@ Test(post, builder_failed_batch_posts_nothing)
 	cr_assert_eq(dqp(qp)->sq_posted, before + 4);
 	cr_assert(!dqp(qp)->in_batch);
 }
+
+Test(post, builder_outside_a_batch_does_nothing)
+{
+	struct ibv_qp *qp = rts_qp(IBV_QPT_RC, 4, 1, 8, 0);
+	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(qp);
+	uint32_t before = dqp(qp)->sq_posted;
+
+	/* no ibv_wr_start: nothing is written, nothing posted, no crash */
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, 1, (uintptr_t)b_msg, 8);
+	ibv_wr_rdma_write(x, 2, 0x1000);
+	cr_assert_eq(ibv_wr_complete(x), EINVAL);
+	ibv_wr_abort(x);
+	cr_assert_eq(dqp(qp)->sq_posted, before);
+	cr_assert(!dqp(qp)->in_batch);
+	/* and after a completed batch, the same */
+	ibv_wr_start(x);
+	ibv_wr_send(x);
+	cr_assert_eq(ibv_wr_complete(x), 0);
+	ibv_wr_send(x);
+	cr_assert_eq(ibv_wr_complete(x), EINVAL);
+	cr_assert_eq(dqp(qp)->sq_posted, before + 1);
+}
