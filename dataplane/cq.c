@@ -16,7 +16,7 @@ enum { ARM_NONE, ARM_ANY, ARM_SOLICITED };
 struct droce_cq {
 	uint32_t cap;
 	unsigned int n_sub;
-	unsigned int next_sub;           /* poller's round-robin position */
+	_Atomic unsigned int next_sub;   /* pollers' round-robin position (a hint) */
 	_Atomic int armed;
 	droce_cq_notify_fn notify;
 	droce_cq_error_fn error;
@@ -51,11 +51,16 @@ droce_cq_create(uint32_t cqe, droce_cq_notify_fn notify, droce_cq_error_fn error
 	for (unsigned int e = 0; e < n; e++) {
 		char name[RTE_RING_NAMESIZE];
 
-		/* each engine may fill the whole CQ: one sub-ring of cqe entries each */
+		/*
+		 * Each engine may fill the whole CQ: one sub-ring of exactly cqe
+		 * entries each (the engine's overrun starts at cqe + 1).  One
+		 * producer, the engine; any number of consumers, since rdma-core
+		 * lets several threads poll one CQ (multi-consumer dequeue: one CAS
+		 * per non-empty burst, no lock).
+		 */
 		snprintf(name, sizeof(name), "dcq%u_%u", serial, e);
-		cq->sub[e] = rte_ring_create_elem(name, sizeof(struct droce_cqe),
-						  rte_align32pow2(cqe + 1), SOCKET_ID_ANY,
-						  RING_F_SP_ENQ | RING_F_SC_DEQ);
+		cq->sub[e] = rte_ring_create_elem(name, sizeof(struct droce_cqe), cqe, SOCKET_ID_ANY,
+						  RING_F_SP_ENQ | RING_F_EXACT_SZ);
 		if (cq->sub[e] == NULL) {
 			droce_cq_destroy(cq);
 			errno = ENOMEM;
@@ -84,6 +89,7 @@ droce_cq_capacity(const struct droce_cq *cq)
 int
 droce_cq_poll(struct droce_cq *cq, int n, struct droce_cqe *out)
 {
+	unsigned int first;
 	int got = 0;
 
 	if (n <= 0)
@@ -91,13 +97,16 @@ droce_cq_poll(struct droce_cq *cq, int n, struct droce_cqe *out)
 	/* co-located: a pass of every engine nobody else is driving (any engine may
 	 * produce into this CQ); one being driven elsewhere is skipped, not waited for */
 	droce_engines_progress();
+	if (cq->n_sub == 1)
+		return (int)rte_ring_mc_dequeue_burst_elem(cq->sub[0], out, sizeof(*out),
+							   (unsigned int)n, NULL);
+	first = atomic_fetch_add_explicit(&cq->next_sub, 1, memory_order_relaxed);
 	for (unsigned int k = 0; k < cq->n_sub && got < n; k++) {
-		unsigned int e = (cq->next_sub + k) % cq->n_sub;
+		unsigned int e = (first + k) % cq->n_sub;
 
-		got += (int)rte_ring_sc_dequeue_burst_elem(cq->sub[e], out + got, sizeof(*out),
+		got += (int)rte_ring_mc_dequeue_burst_elem(cq->sub[e], out + got, sizeof(*out),
 							   (unsigned int)(n - got), NULL);
 	}
-	cq->next_sub = (cq->next_sub + 1) % cq->n_sub;
 	return got;
 }
 
@@ -106,6 +115,12 @@ droce_cq_arm(struct droce_cq *cq, bool solicited_only)
 {
 	atomic_store(&cq->armed, solicited_only ? ARM_SOLICITED : ARM_ANY);
 	return 0;
+}
+
+bool
+droce_cq_room_lc(const struct droce_cq *cq, const struct droce_engine *eng)
+{
+	return rte_ring_free_count(cq->sub[eng->id]) != 0;
 }
 
 bool
