@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Completion queues: one SPSC sub-ring per engine.  The engine produces into
- * its own sub-ring; ibv_poll_cq's thread consumes them in turn.
+ * Completion queues: one sub-ring per engine.  The engine alone produces into
+ * its own sub-ring; any number of threads polling the CQ consume them in turn
+ * (multi-consumer dequeue, as rdma-core lets several threads poll one CQ).
+ * A completion that finds its sub-ring full is not dropped: qp.c keeps it in
+ * its QP (CQ overrun).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <rte_cycles.h>
 #include <rte_malloc.h>
 
 #include "engine.h"
@@ -22,6 +26,7 @@ struct droce_cq {
 	droce_cq_error_fn error;
 	void *arg;
 	_Atomic uint64_t overflows;
+	bool timestamp;                  /* elements are struct droce_cqe_ts */
 	struct rte_ring *sub[DROCE_MAX_ENGINES];
 };
 
@@ -30,11 +35,19 @@ static _Atomic unsigned int cq_serial;
 struct droce_cq *
 droce_cq_create(uint32_t cqe, droce_cq_notify_fn notify, droce_cq_error_fn error, void *arg)
 {
+	return droce_cq_create_ex(cqe, notify, error, arg, 0);
+}
+
+struct droce_cq *
+droce_cq_create_ex(uint32_t cqe, droce_cq_notify_fn notify, droce_cq_error_fn error, void *arg,
+		   uint32_t flags)
+{
 	struct droce_cq *cq;
 	unsigned int n = droce_engine_count();
 	unsigned int serial = atomic_fetch_add(&cq_serial, 1);
+	bool ts = (flags & DROCE_CQ_TIMESTAMP) != 0;
 
-	if (cqe == 0 || cqe > DROCE_DP_MAX_CQE || n == 0) {
+	if (cqe == 0 || cqe > DROCE_DP_MAX_CQE || n == 0 || (flags & ~(uint32_t)DROCE_CQ_TIMESTAMP)) {
 		errno = n == 0 ? ENODEV : EINVAL;
 		return NULL;
 	}
@@ -48,19 +61,20 @@ droce_cq_create(uint32_t cqe, droce_cq_notify_fn notify, droce_cq_error_fn error
 	cq->notify = notify;
 	cq->error = error;
 	cq->arg = arg;
+	cq->timestamp = ts;
 	for (unsigned int e = 0; e < n; e++) {
 		char name[RTE_RING_NAMESIZE];
 
 		/*
 		 * Each engine may fill the whole CQ: one sub-ring of exactly cqe
 		 * entries each (the engine's overrun starts at cqe + 1).  One
-		 * producer, the engine; any number of consumers, since rdma-core
-		 * lets several threads poll one CQ (multi-consumer dequeue: one CAS
-		 * per non-empty burst, no lock).
+		 * producer, the engine; any number of consumers (multi-consumer
+		 * dequeue: one CAS per non-empty burst, no lock).
 		 */
 		snprintf(name, sizeof(name), "dcq%u_%u", serial, e);
-		cq->sub[e] = rte_ring_create_elem(name, sizeof(struct droce_cqe), cqe, SOCKET_ID_ANY,
-						  RING_F_SP_ENQ | RING_F_EXACT_SZ);
+		cq->sub[e] = rte_ring_create_elem(name, ts ? sizeof(struct droce_cqe_ts)
+							   : sizeof(struct droce_cqe),
+						  cqe, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_EXACT_SZ);
 		if (cq->sub[e] == NULL) {
 			droce_cq_destroy(cq);
 			errno = ENOMEM;
@@ -86,6 +100,56 @@ droce_cq_capacity(const struct droce_cq *cq)
 	return cq->cap;
 }
 
+/* droce_cq_poll() on a timestamped CQ: the timestamps are dropped. */
+static int
+poll_drop_ts(struct droce_cq *cq, int n, struct droce_cqe *out)
+{
+	struct droce_cqe_ts tmp[16];
+	int got = 0;
+
+	while (got < n) {
+		int k = droce_cq_poll_ts(cq, RTE_MIN(n - got, (int)RTE_DIM(tmp)), tmp, got == 0);
+
+		for (int i = 0; i < k; i++)
+			out[got + i] = tmp[i].cqe;
+		got += k;
+		if (k == 0)
+			break;
+	}
+	return got;
+}
+
+int
+droce_cq_poll_ts(struct droce_cq *cq, int n, struct droce_cqe_ts *out, bool progress)
+{
+	unsigned int first;
+	int got = 0;
+
+	if (n <= 0)
+		return 0;
+	if (progress)
+		droce_engines_progress();
+	first = cq->n_sub == 1 ? 0 : atomic_fetch_add_explicit(&cq->next_sub, 1, memory_order_relaxed);
+	if (!cq->timestamp) {
+		/* one at a time: the elements are bare struct droce_cqe */
+		for (unsigned int k = 0; k < cq->n_sub && got < n; k++) {
+			unsigned int e = (first + k) % cq->n_sub;
+
+			while (got < n && rte_ring_mc_dequeue_elem(cq->sub[e], &out[got].cqe,
+								   sizeof(struct droce_cqe)) == 0)
+				out[got++].tsc = 0;
+		}
+	} else {
+		for (unsigned int k = 0; k < cq->n_sub && got < n; k++) {
+			unsigned int e = (first + k) % cq->n_sub;
+
+			got += (int)rte_ring_mc_dequeue_burst_elem(cq->sub[e], out + got, sizeof(*out),
+								   (unsigned int)(n - got), NULL);
+		}
+	}
+	return got;
+}
+
 int
 droce_cq_poll(struct droce_cq *cq, int n, struct droce_cqe *out)
 {
@@ -94,6 +158,8 @@ droce_cq_poll(struct droce_cq *cq, int n, struct droce_cqe *out)
 
 	if (n <= 0)
 		return 0;
+	if (cq->timestamp)
+		return poll_drop_ts(cq, n, out);
 	/* co-located: a pass of every engine nobody else is driving (any engine may
 	 * produce into this CQ); one being driven elsewhere is skipped, not waited for */
 	droce_engines_progress();
@@ -127,9 +193,16 @@ bool
 droce_cq_push_lc(struct droce_cq *cq, struct droce_engine *eng, const struct droce_cqe *cqe,
 		 bool solicited)
 {
-	int armed;
+	int armed, rc;
 
-	if (rte_ring_sp_enqueue_elem(cq->sub[eng->id], (void *)(uintptr_t)cqe, sizeof(*cqe)) != 0) {
+	if (cq->timestamp) {
+		struct droce_cqe_ts t = { .cqe = *cqe, .tsc = rte_rdtsc() };
+
+		rc = rte_ring_sp_enqueue_elem(cq->sub[eng->id], &t, sizeof(t));
+	} else {
+		rc = rte_ring_sp_enqueue_elem(cq->sub[eng->id], (void *)(uintptr_t)cqe, sizeof(*cqe));
+	}
+	if (rc != 0) {
 		eng->stats.cqe_overflows++;
 		if (atomic_fetch_add(&cq->overflows, 1) == 0 && cq->error)
 			cq->error(cq, cq->arg);

@@ -18,7 +18,7 @@
 static void
 fini(void)
 {
-	s_stop();
+	tc_stop();
 }
 
 TestSuite(events, .fini = fini, .timeout = 60);
@@ -99,7 +99,7 @@ Test(events, qp_fatal_on_a_bad_rkey)
 				  .wr.rdma = { .remote_addr = (uintptr_t)p.B.buf,
 					       .rkey = p.B.mr->rkey ^ 0x5a } };
 	cr_assert_eq(ibv_post_send(p.a, &w, &bad), 0);
-	wc = s_wait(p.ascq, 3000, "the WRITE");
+	wc = tc_wait(p.ascq, 3000, "the WRITE");
 	cr_assert_eq(wc.wr_id, 7);
 	cr_assert_eq(wc.status, IBV_WC_REM_ACCESS_ERR, "%s", ibv_wc_status_str(wc.status));
 	expect_event(p.A.ctx, IBV_EVENT_QP_FATAL, p.a, true);
@@ -109,7 +109,7 @@ Test(events, qp_fatal_on_a_bad_rkey)
 	cr_assert_eq(qp_state(p.b), IBV_QPS_ERR);
 	/* once per QP: flushing later WRs raises nothing more */
 	cr_assert_eq(ibv_post_send(p.a, &w, &bad), 0);
-	wc = s_wait(p.ascq, 3000, "the flushed WRITE");
+	wc = tc_wait(p.ascq, 3000, "the flushed WRITE");
 	cr_assert_eq(wc.status, IBV_WC_WR_FLUSH_ERR);
 	cr_assert_not(s_async(p.A.ctx, &ev, 100, true), "unexpected %s",
 		      ibv_event_type_str(ev.event_type));
@@ -135,7 +135,7 @@ Test(events, port_err_and_active_on_a_link_cut_and_qp_fatal_after_retries)
 
 	droce_port_set_link(droce_port_get(0), false);
 	cr_assert_eq(s_post_send(p.a, &p.A, 1, 0, 100, 0), 0);
-	wc = s_wait(p.ascq, 5000, "the SEND over a cut link");
+	wc = tc_wait(p.ascq, 5000, "the SEND over a cut link");
 	cr_assert_eq(wc.status, IBV_WC_RETRY_EXC_ERR, "%s", ibv_wc_status_str(wc.status));
 	while (!port_err || !fatal) {
 		cr_assert(s_async(p.A.ctx, &ev, 3000, true), "missing %s",
@@ -195,39 +195,39 @@ Test(events, solicited_only_notification, .timeout = 60)
 	/* armed for solicited completions: an unsolicited SEND raises nothing */
 	cr_assert_eq(ibv_req_notify_cq(p.brcq, 1), 0);
 	cr_assert_eq(s_post_send(p.a, &p.A, 11, 0, 40, 0), 0);
-	wc = s_wait(p.ascq, 3000, "unsolicited SEND");
+	wc = tc_wait(p.ascq, 3000, "unsolicited SEND");
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 	cr_assert_not(channel_fires(&p, 300), "event for an unsolicited completion");
-	wc = s_wait(p.brcq, 1000, "unsolicited receive");
+	wc = tc_wait(p.brcq, 1000, "unsolicited receive");
 	cr_assert_eq(wc.wr_id, 1);
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 
 	/* the same arm fires on a solicited one */
 	cr_assert_eq(s_post_send(p.a, &p.A, 12, 0, 40, IBV_SEND_SOLICITED), 0);
 	cr_assert(channel_fires(&p, 3000), "no event for a solicited completion");
-	wc = s_wait(p.brcq, 1000, "solicited receive");
+	wc = tc_wait(p.brcq, 1000, "solicited receive");
 	cr_assert_eq(wc.wr_id, 2);
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
-	wc = s_wait(p.ascq, 3000, "solicited SEND");
+	wc = tc_wait(p.ascq, 3000, "solicited SEND");
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 
 	/* armed for any completion: the unsolicited one fires */
 	cr_assert_eq(ibv_req_notify_cq(p.brcq, 0), 0);
 	cr_assert_eq(s_post_send(p.a, &p.A, 13, 0, 40, 0), 0);
 	cr_assert(channel_fires(&p, 3000), "no event with solicited_only = 0");
-	wc = s_wait(p.brcq, 1000, "third receive");
+	wc = tc_wait(p.brcq, 1000, "third receive");
 	cr_assert_eq(wc.wr_id, 3);
-	wc = s_wait(p.ascq, 3000, "third SEND");
+	wc = tc_wait(p.ascq, 3000, "third SEND");
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 
 	/* solicited only, and an unsolicited SEND that fails at the receiver: errors fire */
 	cr_assert_eq(ibv_req_notify_cq(p.brcq, 1), 0);
 	cr_assert_eq(s_post_send(p.a, &p.A, 14, 0, 2000, 0), 0);
 	cr_assert(channel_fires(&p, 3000), "no event for an error completion");
-	wc = s_wait(p.brcq, 1000, "failed receive");
+	wc = tc_wait(p.brcq, 1000, "failed receive");
 	cr_assert_eq(wc.wr_id, 4);
 	cr_assert_eq(wc.status, IBV_WC_LOC_LEN_ERR, "%s", ibv_wc_status_str(wc.status));
-	wc = s_wait(p.ascq, 3000, "fourth SEND");
+	wc = tc_wait(p.ascq, 3000, "fourth SEND");
 	cr_assert_eq(wc.status, IBV_WC_REM_INV_REQ_ERR, "%s", ibv_wc_status_str(wc.status));
 }
 
@@ -304,7 +304,7 @@ Test(events, cq_err_when_the_engine_overflows_a_cq)
 	cr_assert_eq(qp_state(b2), IBV_QPS_ERR);
 
 	/* everything the receiver completed comes out, in order, then the flush */
-	got = s_poll(small, wc, n, 3000);
+	got = tc_poll(small, wc, n, 3000);
 	cr_assert_eq(got, n, "%d of %d receive completions", got, n);
 	for (int i = 0; i < n; i++)
 		cr_assert_eq(wc[i].wr_id, (uint64_t)i);
@@ -317,10 +317,10 @@ Test(events, cq_err_when_the_engine_overflows_a_cq)
 			cr_assert_eq(p.B.buf[256 * i + k], 0xa0 + i, "receive %d byte %d", i, k);
 	}
 	cr_assert_eq(wc[2].status, IBV_WC_WR_FLUSH_ERR, "%s", ibv_wc_status_str(wc[2].status));
-	cr_assert_eq(s_poll(small, wc, 1, 20), 0, "a completion too many");
+	cr_assert_eq(tc_poll(small, wc, 1, 20), 0, "a completion too many");
 
 	/* the sender: the first SEND acknowledged; the rest fail, none is lost */
-	got = s_poll(p.ascq, wc, n, 5000);
+	got = tc_poll(p.ascq, wc, n, 5000);
 	cr_assert_eq(got, n, "%d of %d send completions", got, n);
 	for (int i = 0; i < n; i++)
 		cr_assert_eq(wc[i].wr_id, 100u + i);
@@ -376,7 +376,7 @@ Test(events, cq_overrun_moves_the_qp_to_err_and_loses_nothing)
 	expect_overrun_events(p.A.ctx, small, a2);
 	cr_assert_eq(qp_state(a2), IBV_QPS_ERR);
 
-	got = s_poll(small, wc, N, 3000);
+	got = tc_poll(small, wc, N, 3000);
 	cr_assert_eq(got, N, "%d of %d completions", got, N);
 	for (int i = 0; i < N; i++) {
 		cr_assert_eq(wc[i].wr_id, 1000u + i, "completion %d is WR %" PRIu64, i, wc[i].wr_id);
@@ -393,12 +393,12 @@ Test(events, cq_overrun_moves_the_qp_to_err_and_loses_nothing)
 		}
 	}
 	cr_assert_geq(ok, 4, "only %d WRITEs completed before the overrun", ok);
-	cr_assert_eq(s_poll(small, wc, 1, 20), 0, "a completion too many");
+	cr_assert_eq(tc_poll(small, wc, 1, 20), 0, "a completion too many");
 	cr_log_info("CQ overrun: %d WRITEs completed with success, %d flushed", ok, N - ok);
 
 	/* the CQ goes on working: a WR posted to the QP in ERR completes flushed */
 	cr_assert_eq(s_post_send(a2, &p.A, 2000, 0, 8, 0), 0);
-	wc[0] = s_wait(small, 3000, "WR posted in ERR");
+	wc[0] = tc_wait(small, 3000, "WR posted in ERR");
 	cr_assert_eq(wc[0].wr_id, 2000);
 	cr_assert_eq(wc[0].status, IBV_WC_WR_FLUSH_ERR, "%s", ibv_wc_status_str(wc[0].status));
 	cr_assert_eq(qp_state(b2), IBV_QPS_RTS, "the responder is not affected");
