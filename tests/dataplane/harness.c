@@ -395,6 +395,13 @@ void
 h_inject_frame(unsigned int port, unsigned int peer_port, const struct droce_pkt_fields *f,
 	       const void *payload, uint32_t plen)
 {
+	h_inject_frame_dir(port, peer_port, f, payload, plen, DROCE_INJECT_TX);
+}
+
+void
+h_inject_frame_dir(unsigned int port, unsigned int peer_port, const struct droce_pkt_fields *f,
+		   const void *payload, uint32_t plen, enum droce_inject_dir dir)
+{
 	static const char *const ip[2] = { "198.18.0.1", "198.18.0.2" };
 	struct droce_pkt_fields fields = *f;
 	struct droce_hdr_tmpl t;
@@ -418,7 +425,8 @@ h_inject_frame(unsigned int port, unsigned int peer_port, const struct droce_pkt
 	droce_tmpl_init(&t, &path);
 	len = droce_build_frame(&t, frame, sizeof(frame), &fields, payload, plen);
 	cr_assert_gt(len, 0, "frame of opcode %#x with %u payload bytes not built", f->opcode, plen);
-	rc = droce_dp_inject(0, port, DROCE_INJECT_TX, frame, (uint32_t)len);
+	/* TX leaves @port towards the peer; RX arrives on @peer_port directly */
+	rc = droce_dp_inject(0, dir == DROCE_INJECT_TX ? port : peer_port, dir, frame, (uint32_t)len);
 	cr_assert_eq(rc, 0, "droce_dp_inject: %s", strerror(rc));
 }
 

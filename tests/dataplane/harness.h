@@ -127,6 +127,10 @@ void h_settle(struct droce_qp *qp);
  */
 void h_inject_frame(unsigned int port, unsigned int peer_port, const struct droce_pkt_fields *f,
 		    const void *payload, uint32_t plen);
+/* The same; DROCE_INJECT_RX hands it to the engine as received on @peer_port
+ * (no link in between: no capture, no impairment). */
+void h_inject_frame_dir(unsigned int port, unsigned int peer_port, const struct droce_pkt_fields *f,
+			const void *payload, uint32_t plen, enum droce_inject_dir dir);
 
 /* Moves @qp to @state (mask STATE only). */
 void h_modify_state(struct droce_qp *qp, enum droce_qp_state state);
