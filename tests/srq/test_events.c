@@ -342,7 +342,8 @@ Test(events, cq_err_when_the_engine_overflows_a_cq)
  * success and the rest flushed.  The CQ works on: a WR posted to the QP in
  * ERR completes flushed.
  */
-Test(events, cq_overrun_moves_the_qp_to_err_and_loses_nothing)
+static void
+send_side_overrun(enum s_mode mode)
 {
 	enum { N = 64, LEN = 256 };
 	struct pair p;
@@ -351,7 +352,7 @@ Test(events, cq_overrun_moves_the_qp_to_err_and_loses_nothing)
 	struct ibv_wc wc[N + 1];
 	int got, ok = 0;
 
-	pair_up(&p, S_COLOCATED_1, 7, 14);
+	pair_up(&p, mode, 7, 14);
 	small = ibv_create_cq(p.A.ctx, 4, NULL, NULL, 0);
 	cr_assert_not_null(small);
 	cr_assert_eq(small->cqe, 4, "a 4-entry CQ holds %d", small->cqe);
@@ -405,4 +406,15 @@ Test(events, cq_overrun_moves_the_qp_to_err_and_loses_nothing)
 	cr_assert_eq(ibv_destroy_qp(a2), 0);
 	cr_assert_eq(ibv_destroy_qp(b2), 0);
 	cr_assert_eq(ibv_destroy_cq(small), 0);
+}
+
+Test(events, cq_overrun_moves_the_qp_to_err_and_loses_nothing)
+{
+	send_side_overrun(S_COLOCATED_1);
+}
+
+/* The same with the engine on its own lcore (it alone drains the stash). */
+Test(events, cq_overrun_loses_nothing_dedicated_engine)
+{
+	send_side_overrun(S_DEDICATED_1);
 }
