@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <rte_cycles.h>
 #include <rte_malloc.h>
@@ -31,6 +32,32 @@ struct droce_cq {
 };
 
 static _Atomic unsigned int cq_serial;
+
+/*
+ * A sub-ring in process memory, not a DPDK memzone: a process has only
+ * RTE_MAX_MEMZONE (2,560) of those, and every CQ takes one per engine, so
+ * memzones would cap the CQ count far below max_cq.  rte_ring_init() lays
+ * the ring out in memory we give it (sized for the power of two that
+ * RING_F_EXACT_SZ rounds @cqe + 1 up to); it is freed with free().
+ */
+static struct rte_ring *
+sub_ring_create(const char *name, unsigned int esize, uint32_t cqe)
+{
+	ssize_t size = rte_ring_get_memsize_elem(esize, rte_align32pow2(cqe + 1));
+	struct rte_ring *r;
+
+	if (size < 0)
+		return NULL;
+	r = aligned_alloc(RTE_CACHE_LINE_SIZE, RTE_ALIGN_CEIL((size_t)size, RTE_CACHE_LINE_SIZE));
+	if (r == NULL)
+		return NULL;
+	memset(r, 0, sizeof(*r));
+	if (rte_ring_init(r, name, cqe, RING_F_SP_ENQ | RING_F_EXACT_SZ) != 0) {
+		free(r);
+		return NULL;
+	}
+	return r;
+}
 
 struct droce_cq *
 droce_cq_create(uint32_t cqe, droce_cq_notify_fn notify, droce_cq_error_fn error, void *arg)
@@ -72,9 +99,8 @@ droce_cq_create_ex(uint32_t cqe, droce_cq_notify_fn notify, droce_cq_error_fn er
 		 * dequeue: one CAS per non-empty burst, no lock).
 		 */
 		snprintf(name, sizeof(name), "dcq%u_%u", serial, e);
-		cq->sub[e] = rte_ring_create_elem(name, ts ? sizeof(struct droce_cqe_ts)
-							   : sizeof(struct droce_cqe),
-						  cqe, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_EXACT_SZ);
+		cq->sub[e] = sub_ring_create(name, ts ? sizeof(struct droce_cqe_ts) : sizeof(struct droce_cqe),
+					     cqe);
 		if (cq->sub[e] == NULL) {
 			droce_cq_destroy(cq);
 			errno = ENOMEM;
@@ -90,7 +116,7 @@ droce_cq_destroy(struct droce_cq *cq)
 	if (cq == NULL)
 		return;
 	for (unsigned int e = 0; e < cq->n_sub; e++)
-		rte_ring_free(cq->sub[e]);
+		free(cq->sub[e]);
 	free(cq);
 }
 

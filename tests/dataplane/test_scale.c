@@ -173,3 +173,51 @@ Test(scale, many_rc_qps_connected_in_pairs)
 	free(qp);
 	free(qpn);
 }
+
+/*
+ * CQs are not DPDK memzones (a process has 2,560 of those): 5,000 CQs, the
+ * last two carrying a QP pair's traffic, all destroyed.
+ */
+Test(scale, more_cqs_than_dpdk_memzones)
+{
+	enum { NCQ = 5000 };
+	struct h_conn_opts o = h_conn_defaults(1024);
+	struct droce_qp_caps caps = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+				      .max_recv_sge = 1 };
+	struct h_cfg cfg = { 0 };
+	struct droce_cq **cq = calloc(NCQ, sizeof(*cq));
+	struct droce_qp *a, *b;
+	struct h_buf lb, rb;
+	struct droce_wqe w;
+	struct droce_cqe c;
+
+	cr_assert_not_null(cq);
+	h_start(&cfg, false);
+	for (unsigned int i = 0; i < NCQ; i++) {
+		cq[i] = droce_cq_create(16, NULL, NULL, NULL);
+		cr_assert_not_null(cq[i], "CQ #%u: %s", i, strerror(errno));
+		cr_assert_eq(droce_cq_capacity(cq[i]), 16);
+	}
+	h_buf_init(&lb, LEN, DROCE_ACCESS_LOCAL_WRITE);
+	h_buf_init(&rb, LEN, DROCE_ACCESS_LOCAL_WRITE | DROCE_ACCESS_REMOTE_WRITE);
+	h_fill(lb.p, LEN, 5);
+	a = droce_qp_create(DROCE_QPT_RC, &caps, cq[NCQ - 1], cq[NCQ - 1], H_PD, 0);
+	b = droce_qp_create(DROCE_QPT_RC, &caps, cq[NCQ - 2], cq[NCQ - 2], H_PD, 1);
+	cr_assert(a && b);
+	h_connect(a, 0, 1, droce_qp_num(b), H_PSN_A, H_PSN_B, &o);
+	h_connect(b, 1, 0, droce_qp_num(a), H_PSN_B, H_PSN_A, &o);
+	w = h_wqe(7, DROCE_WR_RDMA_WRITE, DROCE_WQE_SIGNALED);
+	h_wqe_sge(&w, &lb, 0, LEN);
+	w.remote_addr = h_va(&rb, 0);
+	w.rkey = rb.mr.rkey;
+	h_post_send(a, &w);
+	c = h_poll1(cq[NCQ - 1], 10000, "WRITE on the 5,000th CQ");
+	cr_assert_eq(c.status, DROCE_WC_SUCCESS);
+	cr_assert_eq(c.wr_id, 7);
+	cr_assert_eq(h_check_fill(rb.p, LEN, 5), -1);
+	cr_assert_eq(droce_qp_destroy(a), 0);
+	cr_assert_eq(droce_qp_destroy(b), 0);
+	for (unsigned int i = 0; i < NCQ; i++)
+		droce_cq_destroy(cq[i]);
+	free(cq);
+}
