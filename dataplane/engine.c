@@ -211,7 +211,8 @@ droce_engine_add_qp(struct droce_engine *eng, struct droce_qp *qp)
 		unsigned int pg = eng->qp_fresh >> DROCE_QPT_PAGE_BITS;
 
 		if (atomic_load_explicit(&eng->qpt[pg], memory_order_relaxed) == NULL) {
-			struct droce_qp **page = calloc(DROCE_QPT_PAGE, sizeof(*page));
+			/* DPDK memory, like the engine that points to it */
+			struct droce_qp **page = rte_zmalloc("droce_qpt", DROCE_QPT_PAGE * sizeof(*page), 0);
 
 			if (page == NULL) {
 				pthread_mutex_unlock(&engines.chan_lock);
@@ -239,7 +240,7 @@ droce_engine_del_qp(struct droce_engine *eng, const struct droce_qp *qp)
 	pthread_mutex_lock(&engines.chan_lock);
 	if (eng->freed_count == eng->freed_cap) {
 		uint32_t cap = eng->freed_cap ? 2 * eng->freed_cap : 1024;
-		uint32_t *ring = malloc(cap * sizeof(*ring));
+		uint32_t *ring = rte_malloc("droce_qp_freed", cap * sizeof(*ring), 0);
 
 		if (ring == NULL) {
 			/* the index stays taken: a QPN less, nothing worse */
@@ -248,7 +249,7 @@ droce_engine_del_qp(struct droce_engine *eng, const struct droce_qp *qp)
 		}
 		for (uint32_t k = 0; k < eng->freed_count; k++)
 			ring[k] = eng->qp_freed[(eng->freed_head + k) % eng->freed_cap];
-		free(eng->qp_freed);
+		rte_free(eng->qp_freed);
 		eng->qp_freed = ring;
 		eng->freed_head = 0;
 		eng->freed_cap = cap;
@@ -940,8 +941,8 @@ engine_free(struct droce_engine *eng)
 	for (unsigned int e = 0; e < DROCE_MAX_ENGINES; e++)
 		rte_ring_free(eng->xfer_in[e]);
 	for (unsigned int pg = 0; pg < DROCE_QPT_PAGES; pg++)
-		free(atomic_load(&eng->qpt[pg]));
-	free(eng->qp_freed);
+		rte_free(atomic_load(&eng->qpt[pg]));
+	rte_free(eng->qp_freed);
 	rte_free(eng);
 }
 
