@@ -45,6 +45,7 @@
  * mismatch, no progress within --timeout); 2 bad command line or an option
  * value droce does not support.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -140,6 +141,7 @@ struct opts {
 	int outs;                /* -o: outstanding READs / atomics (0: the device's maximum) */
 	uint32_t out_reads;      /* what this side offers: -o for READ and atomics, else 1 */
 	bool rdma_cm;            /* -R: connect the QPs (and talk) through rdma_cm */
+	uint8_t qp_timeout;      /* -u: RC local ACK timeout, 4.096 us * 2^N (perftest: 14) */
 };
 
 static struct opts o;
@@ -209,6 +211,8 @@ usage(FILE *f)
 "                          responder (max_dest_rd_atomic) and, the peer's value,\n"
 "                          at the requester (max_rd_atomic); default the device's\n"
 "                          maximum (%d)\n"
+"  -u, --qp-timeout=N      RC local ACK timeout, 4.096 us * 2^N (default 14, 67 ms;\n"
+"                          7 retries), as perftest's -u\n"
 "  -R, --rdma_cm           connect the QPs through rdma_cm (droce's IB CM), and talk\n"
 "                          to the peer over an rdma_cm connection instead of TCP,\n"
 "                          both on -p, as perftest's -R (RC only)\n"
@@ -343,6 +347,7 @@ parse_args(int argc, char **argv)
 		{ "use_event", no_argument, NULL, 'e' },
 		{ "outs", required_argument, NULL, 'o' },
 		{ "rdma_cm", no_argument, NULL, 'R' },
+		{ "qp-timeout", required_argument, NULL, 'u' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -361,8 +366,9 @@ parse_args(int argc, char **argv)
 	o.warmup = -1;
 	o.dev = "droce0";
 	o.inject = -1;
+	o.qp_timeout = 14;
 
-	while ((opt = getopt_long(argc, argv, "s:an:D:t:r:q:l:Q:I:m:c:A:d:x:i:p:Fevho:R", longopts,
+	while ((opt = getopt_long(argc, argv, "s:an:D:t:r:q:l:Q:I:m:c:A:d:x:i:p:Fevho:Ru:", longopts,
 				  NULL)) != -1) {
 		switch (opt) {
 		case 's':
@@ -479,6 +485,9 @@ parse_args(int argc, char **argv)
 			break;
 		case 'R':
 			o.rdma_cm = true;
+			break;
+		case 'u':
+			o.qp_timeout = (uint8_t)parse_u64("-u", optarg, 1, 31);
 			break;
 		case 'v':
 			o.verbose = true;
@@ -779,9 +788,11 @@ struct run {
 	FILE *lat_f;           /* --lat-samples */
 	uint64_t run_start;    /* two processes: TSC when the QPs were connected */
 	bool multi_size;       /* several sizes in the run: --lat-samples lines say which */
+	bool loop_cli_open;    /* -R loopback: the client's event channel is open */
 };
 
 static struct run R;
+static struct pt_rcm loop_cli; /* -R loopback: the client side's rdma_cm channel */
 
 static inline uint8_t *
 tx_slot(const struct pair *p, int side, uint64_t i)
@@ -846,6 +857,8 @@ mtu_bytes(enum ibv_mtu m)
 	return 128u << m;
 }
 
+static struct ibv_context *rcm_context_of(struct ibv_device *dev);
+
 static void
 open_devices(void)
 {
@@ -873,7 +886,7 @@ open_devices(void)
 		struct side *s = &R.s[k];
 		struct ibv_port_attr pa;
 
-		s->ctx = ibv_open_device(s->dev);
+		s->ctx = o.rdma_cm ? rcm_context_of(s->dev) : ibv_open_device(s->dev);
 		if (s->ctx == NULL)
 			fail("ibv_open_device %s: %s", ibv_get_device_name(s->dev), strerror(errno));
 		if (ibv_query_port(s->ctx, 1, &pa) != 0)
@@ -906,9 +919,11 @@ close_devices(void)
 	for (int k = 0; k < 2; k++) {
 		if (ibv_dealloc_pd(R.s[k].pd) != 0)
 			fail("ibv_dealloc_pd");
-		if (ibv_close_device(R.s[k].ctx) != 0)
+		if (!o.rdma_cm && ibv_close_device(R.s[k].ctx) != 0)
 			fail("ibv_close_device");
 	}
+	if (o.rdma_cm)
+		pt_rcm_close(&R.cm);
 }
 
 static void
@@ -987,7 +1002,7 @@ to_rts(struct ibv_qp *qp, uint32_t psn, const struct ibv_qp *peer, uint32_t peer
 		fail("ibv_modify_qp to RTR: %s", strerror(rc));
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
+	a.timeout = o.qp_timeout;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.sq_psn = psn;
@@ -1040,6 +1055,8 @@ side_alloc(struct side *s, uint64_t cqe)
 		fail("ibv_create_cq %" PRIu64 ": %s", cqe, strerror(errno));
 }
 
+static void setup_loop_rdma_cm(void);
+
 static void
 setup(uint64_t size)
 {
@@ -1078,6 +1095,10 @@ setup(uint64_t size)
 		struct side *s = &R.s[k];
 
 		side_alloc(s, cqe);
+	}
+	if (o.rdma_cm) {
+		setup_loop_rdma_cm();
+		return;
 	}
 	for (uint32_t i = 0; i < o.qps; i++) {
 		struct pair *p = &R.p[i];
@@ -1127,12 +1148,24 @@ teardown(void)
 {
 	for (uint32_t i = 0; i < o.qps; i++)
 		for (int k = 0; k < 2; k++) {
-			if (ibv_destroy_qp(R.p[i].qp[k]) != 0)
+			struct rdma_cm_id *id = R.p[i].cm_id[k];
+
+			if (id != NULL) {
+				rdma_destroy_qp(id);
+				if (rdma_destroy_id(id) != 0)
+					fail("rdma_destroy_id: %s", strerror(errno));
+				R.p[i].cm_id[k] = NULL;
+			} else if (ibv_destroy_qp(R.p[i].qp[k]) != 0) {
 				fail("ibv_destroy_qp");
+			}
 			if (R.p[i].ah[k] != NULL && ibv_destroy_ah(R.p[i].ah[k]) != 0)
 				fail("ibv_destroy_ah");
 			R.p[i].ah[k] = NULL;
 		}
+	if (R.loop_cli_open) {
+		pt_rcm_close(&loop_cli);
+		R.loop_cli_open = false;
+	}
 	for (int k = 0; k < 2; k++) {
 		struct side *s = &R.s[k];
 
@@ -2598,10 +2631,19 @@ connect_peer(void)
 	R.rem_nrx = (uint32_t)cb; /* refined in setup_two */
 }
 
-/* Creates @side's QP of pair @i (on rdma_cm id @id with -R, then rdma_cm
- * moves it through its states; else in INIT) and posts its receives. */
 static void
-pair_qp(uint32_t i, int side, struct rdma_cm_id *id)
+pair_post_recvs(uint32_t i, int side)
+{
+	/* receives first, so no SEND ever meets an empty queue */
+	for (uint32_t j = 0; j < R.nrecv; j++)
+		post_recv_slot(&R.p[i], i, side, j);
+}
+
+/* Creates @side's QP of pair @i (on rdma_cm id @id with -R, then rdma_cm
+ * moves it through its states; else in INIT), and with @recvs posts its
+ * receives. */
+static void
+pair_qp(uint32_t i, int side, struct rdma_cm_id *id, bool recvs)
 {
 	struct pair *p = &R.p[i];
 	struct side *s = &R.s[side];
@@ -2624,9 +2666,8 @@ pair_qp(uint32_t i, int side, struct rdma_cm_id *id)
 			     R.sq_depth, R.nrecv, o.inline_size, strerror(errno));
 		to_init(p->qp[side]);
 	}
-	/* receives first, so no SEND ever meets an empty queue */
-	for (uint32_t j = 0; j < R.nrecv; j++)
-		post_recv_slot(p, i, side, j);
+	if (recvs)
+		pair_post_recvs(i, side);
 }
 
 static void
@@ -2685,7 +2726,7 @@ setup_two(uint64_t size)
 		p->psn[R.me] = (uint32_t)lrand48() & 0xffffff;
 		p->base[R.me] = s->buf + (uint64_t)i * R.lay.region;
 		if (!o.rdma_cm)
-			pair_qp(i, R.me, NULL); /* -R: once rdma_cm has the id (connect_qps) */
+			pair_qp(i, R.me, NULL, true); /* -R: once rdma_cm has the id */
 		/* --check of READ: slot j of the server holds message j */
 		if (o.check && o.verb == V_READ && R.me == 1)
 			for (uint32_t j = 0; j < R.lay.nrx; j++)
@@ -2753,11 +2794,13 @@ cm_param(struct rdma_conn_param *c)
 	c->rnr_retry_count = 7;
 }
 
-/* -R, client: the QP of pair @arg once rdma_cm resolved the route. */
+/* -R, client: the QP of pair @arg once rdma_cm resolved the route; its
+ * receives once connected (a rejected attempt's QP goes away, and its
+ * flushed receives would land in the CQ). */
 static int
 cm_make_qp(struct rdma_cm_id *id, void *arg)
 {
-	pair_qp((uint32_t)(uintptr_t)arg, R.me, id);
+	pair_qp((uint32_t)(uintptr_t)arg, R.me, id, false);
 	return 0;
 }
 
@@ -2773,7 +2816,7 @@ cm_accept(struct pt_rcm *c, uint32_t i, int side)
 		fail("rdma_cm: QP pair %u: %s", i, c->err);
 	id = ev->id;
 	rdma_ack_cm_event(ev);
-	pair_qp(i, side, id);
+	pair_qp(i, side, id, true);
 	cm_param(&param);
 	if (rdma_accept(id, &param) != 0)
 		fail("rdma_accept (QP pair %u): %s", i, strerror(errno));
@@ -2805,9 +2848,82 @@ connect_qps_rdma_cm(void)
 				   &param, &id) != 0)
 			fail("rdma_cm: connecting QP pair %u to %s:%d: %s", i, o.host, o.tcp_port,
 			     R.cm.err);
+		pair_post_recvs(i, R.me);
 	}
 	pt_rcm_unlisten(&R.cm);
 	barrier("sync after the rdma_cm connections");
+}
+
+/* -R on the loopback topology: droce1 (the server) listens on -p at its
+ * address; droce0 connects each pair to it from this thread, whose idle
+ * callback accepts the server's requests as they come (both ends' QPs on
+ * rdma_cm's contexts, moved to RTS by rdma_cm). */
+static uint32_t loop_accepted;
+
+static void
+loop_cm_idle(void *arg)
+{
+	struct rdma_cm_event *ev;
+
+	(void)arg;
+	droce_engines_progress();
+	if (pt_rcm_try(&R.cm, &ev) <= 0)
+		return;
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST && loop_accepted < o.qps) {
+		struct rdma_cm_id *id = ev->id;
+		struct rdma_conn_param param;
+		uint32_t i = loop_accepted++;
+
+		rdma_ack_cm_event(ev);
+		pair_qp(i, 1, id, true);
+		cm_param(&param);
+		if (rdma_accept(id, &param) != 0)
+			fail("rdma_accept (loopback, QP pair %u): %s", i, strerror(errno));
+		return;
+	}
+	rdma_ack_cm_event(ev); /* ESTABLISHED and the like: nothing to do */
+}
+
+static void
+setup_loop_rdma_cm(void)
+{
+	enum rdma_port_space ps = o.qpt == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP;
+	struct rdma_conn_param param;
+	char addr[INET_ADDRSTRLEN];
+
+	if (!pt_gid_is_v4mapped(R.s[1].gid.raw))
+		fail("-R on the loopback topology needs an IPv4 address on %s",
+		     ibv_get_device_name(R.s[1].dev));
+	inet_ntop(AF_INET, R.s[1].gid.raw + 12, addr, sizeof(addr));
+	if (R.cm.listen_id == NULL) {
+		pt_rcm_init(&R.cm, (int)(o.timeout * 1000), NULL, NULL);
+		if (pt_rcm_listen(&R.cm, addr, o.tcp_port, ps, (int)o.qps) != 0)
+			fail("rdma_cm listen on %s:%d: %s", addr, o.tcp_port, R.cm.err);
+	}
+	loop_accepted = 0;
+	pt_rcm_init(&loop_cli, (int)(o.timeout * 1000), loop_cm_idle, NULL);
+	for (uint32_t i = 0; i < o.qps; i++) {
+		struct pair *p = &R.p[i];
+		struct rdma_cm_id *id;
+
+		memset(p, 0, sizeof(*p));
+		for (int k = 0; k < 2; k++) {
+			p->psn[k] = (uint32_t)lrand48() & 0xffffff;
+			p->base[k] = R.s[k].buf + (uint64_t)i * R.lay.region;
+		}
+		R.me = 0; /* cm_make_qp makes side R.me's QP */
+		cm_param(&param);
+		if (pt_rcm_connect(&loop_cli, addr, o.tcp_port, ps, cm_make_qp,
+				   (void *)(uintptr_t)i, &param, &id) != 0)
+			fail("rdma_cm: connecting QP pair %u to %s:%d: %s", i, addr, o.tcp_port,
+			     loop_cli.err);
+		if (loop_accepted != i + 1)
+			fail("rdma_cm: QP pair %u connected, but the server accepted %u", i,
+			     loop_accepted);
+		pair_post_recvs(i, 0);
+	}
+	/* the client ids' events are all in: its channel stays for teardown's */
+	R.loop_cli_open = true;
 }
 
 /* The key exchanges and the connection, in perftest 6.06's order (one key
@@ -3267,6 +3383,9 @@ main(int argc, char **argv)
 		run_two(sizes[0]);
 		return 0;
 	}
+	if (o.rdma_cm && n_sizes > 1)
+		unsupported("-R on the loopback topology runs one message size (no -a or -s lists "
+			    "yet: the next size's connections meet the last ones' CM time wait)");
 	open_devices();
 	tsc_hz = rte_get_tsc_hz();
 	if (tsc_hz == 0)

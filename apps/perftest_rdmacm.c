@@ -134,6 +134,12 @@ poll_event(struct pt_rcm *c, int ms, struct rdma_cm_event **ev)
 	return 1;
 }
 
+int
+pt_rcm_try(struct pt_rcm *c, struct rdma_cm_event **ev)
+{
+	return c->ch == NULL ? 0 : poll_event(c, 0, ev);
+}
+
 static bool
 is_error_event(enum rdma_cm_event_type t)
 {

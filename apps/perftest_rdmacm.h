@@ -73,6 +73,10 @@ void pt_rcm_unlisten(struct pt_rcm *c);
  * error event fails (message in c->err).  The caller acks *ev. */
 int pt_rcm_wait(struct pt_rcm *c, enum rdma_cm_event_type want, struct rdma_cm_event **ev);
 
+/* Non-blocking: 1 and *ev when an event is there (the caller acks it), 0
+ * when none is, -1 on error. */
+int pt_rcm_try(struct pt_rcm *c, struct rdma_cm_event **ev);
+
 /* Client side of one connection: resolves @host:@port, calls @make_qp(id,
  * arg) once the route is there (it creates the id's QP), connects with
  * @param and waits for ESTABLISHED; a REJECTED or UNREACHABLE attempt is
