@@ -142,6 +142,7 @@ struct opts {
 	uint32_t out_reads;      /* what this side offers: -o for READ and atomics, else 1 */
 	bool rdma_cm;            /* -R: connect the QPs (and talk) through rdma_cm */
 	uint8_t qp_timeout;      /* -u: RC local ACK timeout, 4.096 us * 2^N (perftest: 14) */
+	bool qp_timeout_set;
 };
 
 static struct opts o;
@@ -212,7 +213,8 @@ usage(FILE *f)
 "                          at the requester (max_rd_atomic); default the device's\n"
 "                          maximum (%d)\n"
 "  -u, --qp-timeout=N      RC local ACK timeout, 4.096 us * 2^N (default 14, 67 ms;\n"
-"                          7 retries), as perftest's -u\n"
+"                          7 retries), as perftest's -u; with -R, the rdma_cm ids'\n"
+"                          ACK timeout (RDMA_OPTION_ID_ACK_TIMEOUT)\n"
 "  -R, --rdma_cm           connect the QPs through rdma_cm (droce's IB CM), and talk\n"
 "                          to the peer over an rdma_cm connection instead of TCP,\n"
 "                          both on -p, as perftest's -R (RC only)\n"
@@ -488,6 +490,7 @@ parse_args(int argc, char **argv)
 			break;
 		case 'u':
 			o.qp_timeout = (uint8_t)parse_u64("-u", optarg, 1, 31);
+			o.qp_timeout_set = true;
 			break;
 		case 'v':
 			o.verbose = true;
@@ -2655,6 +2658,12 @@ pair_qp(uint32_t i, int side, struct rdma_cm_id *id, bool recvs)
 	};
 
 	if (id != NULL) {
+		uint8_t t = o.qp_timeout;
+
+		/* -u with -R: the id's local ACK timeout (rdma_cm's own otherwise) */
+		if (o.qp_timeout_set &&
+		    rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t, 1) != 0)
+			fail("rdma_set_option ACK_TIMEOUT %u: %s", t, strerror(errno));
 		if (rdma_create_qp(id, s->pd, &ia) != 0)
 			fail("rdma_create_qp (%s, QP pair %u): %s", s->role, i, strerror(errno));
 		p->qp[side] = id->qp;
