@@ -150,6 +150,9 @@ static uint64_t tsc_hz;
 
 /* ---- errors ---- */
 
+static bool stats_ready; /* --stats: the engines and ports are there to report */
+static void print_stats(FILE *f);
+
 static void __attribute__((format(printf, 1, 2), noreturn))
 fail(const char *fmt, ...)
 {
@@ -161,6 +164,11 @@ fail(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "\n");
+	if (o.stats && stats_ready) {
+		/* a failed run's counters say the most (drops, retransmissions) */
+		stats_ready = false;
+		print_stats(stderr);
+	}
 	exit(EXIT_FAIL);
 }
 
@@ -2438,12 +2446,14 @@ print_json(void)
 	printf("  \"topology\": \"%s\",\n  \"client_dev\": \"%s\",\n  \"server_dev\": \"%s\",\n"
 	       "  \"connection\": \"%s\",\n  \"qps\": %u,\n  \"tx_depth\": %u,\n  \"post_list\": %u,\n"
 	       "  \"cq_mod\": %u,\n  \"inline_size\": %d,\n  \"mtu\": %u,\n  \"check\": %s,\n"
-	       "  \"duration\": %.3f,\n  \"results\": [",
+	       "  \"duration\": %.3f,\n  \"out_reads\": %u,\n  \"rdma_cm\": %s,\n"
+	       "  \"report_gbits\": %s,\n  \"results\": [",
 	       R.two ? (R.me ? "two processes, server" : "two processes, client") : "loopback",
 	       R.s[0].dev ? ibv_get_device_name(R.s[0].dev) : "(peer)",
 	       R.s[1].dev ? ibv_get_device_name(R.s[1].dev) : "(peer)", o.conn, o.qps, o.tx_depth,
 	       o.post_list, o.post_list > 1 ? o.post_list : o.cq_mod, o.inline_size,
-	       mtu_bytes(R.mtu), o.check ? "true" : "false", o.duration);
+	       mtu_bytes(R.mtu), o.check ? "true" : "false", o.duration, o.out_reads,
+	       o.rdma_cm ? "true" : "false", o.report_gbits ? "true" : "false");
 	for (unsigned int i = 0; i < n_results; i++) {
 		const struct result *r = &results[i];
 
@@ -2551,6 +2561,7 @@ open_local(void)
 		usleep(1000);
 	}
 	s->active_mtu = pa.active_mtu;
+	stats_ready = true;
 	if (ibv_query_gid(s->ctx, 1, o.gid_index, &s->gid) != 0)
 		fail("%s: no GID index %d", ibv_get_device_name(s->dev), o.gid_index);
 	s->pd = ibv_alloc_pd(s->ctx);
