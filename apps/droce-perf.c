@@ -66,6 +66,7 @@
 #include <rte_log.h>
 
 #include <droce/droce.h>
+#include <droce/stats.h>
 
 #include "dataplane/engine.h"
 #include "pmd_glue/port.h"
@@ -1154,6 +1155,28 @@ setup(uint64_t size)
 	}
 }
 
+/* --stats: every QP's counters, summed as the QPs are destroyed */
+#define STATS_MAX 128
+static struct droce_stat qp_sum[STATS_MAX];
+static int qp_sum_n;
+static unsigned int qp_sum_qps;
+
+static void
+qp_stats_add(struct ibv_qp *qp)
+{
+	struct droce_stat s[STATS_MAX];
+	int n;
+
+	if (!o.stats || qp == NULL || (n = droce_stats_qp(qp, s, STATS_MAX)) < 0)
+		return;
+	qp_sum_n = RTE_MIN(n, STATS_MAX);
+	for (int i = 2; i < qp_sum_n; i++) { /* after qpn and engine */
+		memcpy(qp_sum[i].name, s[i].name, sizeof(s[i].name));
+		qp_sum[i].value += s[i].value;
+	}
+	qp_sum_qps++;
+}
+
 static void
 teardown(void)
 {
@@ -1161,6 +1184,7 @@ teardown(void)
 		for (int k = 0; k < 2; k++) {
 			struct rdma_cm_id *id = R.p[i].cm_id[k];
 
+			qp_stats_add(R.p[i].qp[k]);
 			if (id != NULL) {
 				rdma_destroy_qp(id);
 				if (rdma_destroy_id(id) != 0)
@@ -2352,86 +2376,90 @@ run_lat(uint64_t size)
 	add_result(&r);
 }
 
-/* ---- --stats and --json ---- */
+/* ---- --stats and --json: droce's counters through include/droce/stats.h ---- */
+
+/* One line per object: its non-zero counters (all of them with --json). */
+static void
+print_counters(FILE *f, const char *what, int (*get)(unsigned int, struct droce_stat *, unsigned int),
+	       unsigned int id)
+{
+	struct droce_stat s[STATS_MAX];
+	int n = get(id, s, STATS_MAX);
+	const char *sep = ": ";
+
+	if (n < 0)
+		return;
+	fprintf(f, "%s%u", what, id);
+	for (int i = 0; i < RTE_MIN(n, STATS_MAX); i++) {
+		if (s[i].value == 0)
+			continue;
+		fprintf(f, "%s%s %" PRIu64, sep, s[i].name, s[i].value);
+		sep = ", ";
+	}
+	fprintf(f, "\n");
+}
+
+static int
+cm_counters(unsigned int id, struct droce_stat *out, unsigned int n)
+{
+	RTE_SET_USED(id);
+	return droce_stats_cm(out, n);
+}
 
 static void
 print_stats(FILE *f)
 {
-	fprintf(f, "droce counters:\n");
-	for (unsigned int e = 0; e < droce_engine_count(); e++) {
-		struct droce_engine_stats st;
+	struct droce_stat s[STATS_MAX];
 
-		droce_engine_stats_get(e, &st);
-		fprintf(f, "engine %u: loops %" PRIu64 ", rx %" PRIu64 ", tx %" PRIu64 ", tx drops %"
-			PRIu64 ", no qp %" PRIu64 ", forwarded %" PRIu64 ", not roce %" PRIu64
-			", seq drops %" PRIu64 ", cqe overflows %" PRIu64 ", alloc fail %" PRIu64 "\n",
-			e, st.loops, st.rx_pkts, st.tx_pkts, st.tx_drops, st.no_qp, st.forwarded,
-			st.non_roce, st.seq_drops, st.cqe_overflows, st.alloc_fail);
-		if (st.qkey_drops || st.ud_oversize || st.rq_empty_drops || st.uc_msg_drops ||
-		    st.uc_access_drops || st.xport_drops)
-			fprintf(f, "engine %u: UC/UD: Q_Key drops %" PRIu64 ", UD over MTU %" PRIu64
-				", no receive posted %" PRIu64 ", UC messages dropped %" PRIu64
-				", UC access drops %" PRIu64 ", wrong transport %" PRIu64 "\n", e,
-				st.qkey_drops, st.ud_oversize, st.rq_empty_drops, st.uc_msg_drops,
-				st.uc_access_drops, st.xport_drops);
-		if (st.ghost_acks || st.qp_state_drops)
-			fprintf(f, "engine %u: RC NAKs naming nothing outstanding (dropped) %" PRIu64
-				", for a QP in RESET/INIT/ERR (dropped) %" PRIu64 "\n",
-				e, st.ghost_acks, st.qp_state_drops);
-		for (unsigned int d = 1; d < DROCE_DROP_COUNT; d++)
-			if (st.drops[d])
-				fprintf(f, "engine %u: parser dropped %" PRIu64 " (%s)\n", e,
-					st.drops[d], droce_drop_desc[d]);
-	}
-	for (unsigned int i = 0; i < droce_port_count(); i++) {
-		struct droce_port *pt = droce_port_get(i);
+	fprintf(f, "droce counters (non-zero):\n");
+	for (unsigned int e = 0; droce_stats_engine(e, s, 0) >= 0; e++)
+		print_counters(f, "engine ", droce_stats_engine, e);
+	for (unsigned int i = 0; droce_stats_port(i, s, 0) >= 0; i++)
+		print_counters(f, "port", droce_stats_port, i);
+	if (R.two) /* the QPs still live: teardown_two comes after */
+		for (uint32_t i = 0; i < o.qps; i++)
+			qp_stats_add(R.p[i].qp[R.me]);
+	if (qp_sum_qps > 0) {
+		const char *sep = ": ";
 
-		if (pt)
-			droce_port_stats_print(pt, f);
+		fprintf(f, "%u QPs summed", qp_sum_qps);
+		for (int i = 2; i < qp_sum_n; i++)
+			if (qp_sum[i].value != 0) {
+				fprintf(f, "%s%s %" PRIu64, sep, qp_sum[i].name, qp_sum[i].value);
+				sep = ", ";
+			}
+		fprintf(f, "\n");
 	}
+	if (droce_stats_cm(s, STATS_MAX) > 0 && droce_stat_find(s, STATS_MAX, "mads_tx") != 0)
+		print_counters(f, "cm ", cm_counters, 0);
+}
+
+static void
+json_counters(const char *key, unsigned int id, int (*get)(unsigned int, struct droce_stat *, unsigned int))
+{
+	struct droce_stat s[STATS_MAX];
+	int n = get(id, s, STATS_MAX);
+
+	printf("{\"%s\": %u", key, id);
+	for (int i = 0; i < RTE_MIN(n, STATS_MAX); i++)
+		printf(", \"%s\": %" PRIu64, s[i].name, s[i].value);
+	printf("}");
 }
 
 static void
 json_stats(void)
 {
-	printf(",\n  \"stats\": {\n    \"engines\": [");
-	for (unsigned int e = 0; e < droce_engine_count(); e++) {
-		struct droce_engine_stats st;
+	struct droce_stat s[1];
 
-		droce_engine_stats_get(e, &st);
-		printf("%s\n      {\"id\": %u, \"loops\": %" PRIu64 ", \"rx_pkts\": %" PRIu64
-		       ", \"tx_pkts\": %" PRIu64 ", \"tx_drops\": %" PRIu64 ", \"no_qp\": %" PRIu64
-		       ", \"forwarded\": %" PRIu64 ", \"non_roce\": %" PRIu64 ", \"seq_drops\": %" PRIu64
-		       ", \"cqe_overflows\": %" PRIu64 ", \"alloc_fail\": %" PRIu64
-		       ", \"qkey_drops\": %" PRIu64 ", \"ud_oversize\": %" PRIu64
-		       ", \"rq_empty_drops\": %" PRIu64 ", \"uc_msg_drops\": %" PRIu64
-		       ", \"uc_access_drops\": %" PRIu64 ", \"xport_drops\": %" PRIu64
-		       ", \"ghost_acks\": %" PRIu64 ", \"qp_state_drops\": %" PRIu64 ", \"drops\": {",
-		       e ? "," : "", e, st.loops, st.rx_pkts, st.tx_pkts, st.tx_drops, st.no_qp,
-		       st.forwarded, st.non_roce, st.seq_drops, st.cqe_overflows, st.alloc_fail,
-		       st.qkey_drops, st.ud_oversize, st.rq_empty_drops, st.uc_msg_drops,
-		       st.uc_access_drops, st.xport_drops, st.ghost_acks, st.qp_state_drops);
-		for (unsigned int d = 1, first = 1; d < DROCE_DROP_COUNT; d++) {
-			if (!st.drops[d])
-				continue;
-			printf("%s\"%s\": %" PRIu64, first ? "" : ", ", droce_drop_name[d], st.drops[d]);
-			first = 0;
-		}
-		printf("}}");
+	printf(",\n  \"stats\": {\n    \"engines\": [");
+	for (unsigned int e = 0; droce_stats_engine(e, s, 0) >= 0; e++) {
+		printf("%s\n      ", e ? "," : "");
+		json_counters("id", e, droce_stats_engine);
 	}
 	printf("\n    ],\n    \"ports\": [");
-	for (unsigned int i = 0; i < droce_port_count(); i++) {
-		struct droce_port *pt = droce_port_get(i);
-		struct droce_port_stats s;
-
-		if (pt == NULL)
-			continue;
-		droce_port_stats_get(pt, &s);
-		printf("%s\n      {\"port\": %u, \"rx_pkts\": %" PRIu64 ", \"rx_bytes\": %" PRIu64
-		       ", \"tx_pkts\": %" PRIu64 ", \"tx_bytes\": %" PRIu64 ", \"tx_full\": %" PRIu64
-		       ", \"arp_requests_rx\": %" PRIu64 ", \"arp_replies_rx\": %" PRIu64 "}",
-		       i ? "," : "", i, s.rx_pkts, s.rx_bytes, s.tx_pkts, s.tx_bytes, s.tx_full,
-		       s.arp_requests_rx, s.arp_replies_rx);
+	for (unsigned int i = 0; droce_stats_port(i, s, 0) >= 0; i++) {
+		printf("%s\n      ", i ? "," : "");
+		json_counters("port", i, droce_stats_port);
 	}
 	printf("\n    ]\n  }");
 }
@@ -2995,6 +3023,8 @@ teardown_two(void)
 	for (uint32_t i = 0; i < o.qps; i++) {
 		struct rdma_cm_id *id = R.p[i].cm_id[R.me];
 
+		if (qp_sum_qps < o.qps)
+			qp_stats_add(R.p[i].qp[R.me]); /* unless print_stats did */
 		if (id != NULL) {
 			/* the id's DREQ (or the DREP to the peer's) goes with it */
 			rdma_destroy_qp(id);

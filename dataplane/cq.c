@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <rte_cycles.h>
 #include <rte_malloc.h>
 
 #include "engine.h"
@@ -22,6 +23,7 @@ struct droce_cq {
 	droce_cq_error_fn error;
 	void *arg;
 	_Atomic uint64_t overflows;
+	bool timestamp;                  /* elements are struct droce_cqe_ts */
 	struct rte_ring *sub[DROCE_MAX_ENGINES];
 };
 
@@ -30,11 +32,19 @@ static _Atomic unsigned int cq_serial;
 struct droce_cq *
 droce_cq_create(uint32_t cqe, droce_cq_notify_fn notify, droce_cq_error_fn error, void *arg)
 {
+	return droce_cq_create_ex(cqe, notify, error, arg, 0);
+}
+
+struct droce_cq *
+droce_cq_create_ex(uint32_t cqe, droce_cq_notify_fn notify, droce_cq_error_fn error, void *arg,
+		   uint32_t flags)
+{
 	struct droce_cq *cq;
 	unsigned int n = droce_engine_count();
 	unsigned int serial = atomic_fetch_add(&cq_serial, 1);
+	bool ts = (flags & DROCE_CQ_TIMESTAMP) != 0;
 
-	if (cqe == 0 || cqe > DROCE_DP_MAX_CQE || n == 0) {
+	if (cqe == 0 || cqe > DROCE_DP_MAX_CQE || n == 0 || (flags & ~(uint32_t)DROCE_CQ_TIMESTAMP)) {
 		errno = n == 0 ? ENODEV : EINVAL;
 		return NULL;
 	}
@@ -48,12 +58,14 @@ droce_cq_create(uint32_t cqe, droce_cq_notify_fn notify, droce_cq_error_fn error
 	cq->notify = notify;
 	cq->error = error;
 	cq->arg = arg;
+	cq->timestamp = ts;
 	for (unsigned int e = 0; e < n; e++) {
 		char name[RTE_RING_NAMESIZE];
 
 		/* each engine may fill the whole CQ: one sub-ring of cqe entries each */
 		snprintf(name, sizeof(name), "dcq%u_%u", serial, e);
-		cq->sub[e] = rte_ring_create_elem(name, sizeof(struct droce_cqe),
+		cq->sub[e] = rte_ring_create_elem(name, ts ? sizeof(struct droce_cqe_ts)
+							   : sizeof(struct droce_cqe),
 						  rte_align32pow2(cqe + 1), SOCKET_ID_ANY,
 						  RING_F_SP_ENQ | RING_F_SC_DEQ);
 		if (cq->sub[e] == NULL) {
@@ -81,6 +93,55 @@ droce_cq_capacity(const struct droce_cq *cq)
 	return cq->cap;
 }
 
+/* droce_cq_poll() on a timestamped CQ: the timestamps are dropped. */
+static int
+poll_drop_ts(struct droce_cq *cq, int n, struct droce_cqe *out)
+{
+	struct droce_cqe_ts tmp[16];
+	int got = 0;
+
+	while (got < n) {
+		int k = droce_cq_poll_ts(cq, RTE_MIN(n - got, (int)RTE_DIM(tmp)), tmp, got == 0);
+
+		for (int i = 0; i < k; i++)
+			out[got + i] = tmp[i].cqe;
+		got += k;
+		if (k == 0)
+			break;
+	}
+	return got;
+}
+
+int
+droce_cq_poll_ts(struct droce_cq *cq, int n, struct droce_cqe_ts *out, bool progress)
+{
+	int got = 0;
+
+	if (n <= 0)
+		return 0;
+	if (progress)
+		droce_engines_progress();
+	if (!cq->timestamp) {
+		/* one at a time: the elements are bare struct droce_cqe */
+		for (unsigned int k = 0; k < cq->n_sub && got < n; k++) {
+			unsigned int e = (cq->next_sub + k) % cq->n_sub;
+
+			while (got < n && rte_ring_sc_dequeue_elem(cq->sub[e], &out[got].cqe,
+								   sizeof(struct droce_cqe)) == 0)
+				out[got++].tsc = 0;
+		}
+	} else {
+		for (unsigned int k = 0; k < cq->n_sub && got < n; k++) {
+			unsigned int e = (cq->next_sub + k) % cq->n_sub;
+
+			got += (int)rte_ring_sc_dequeue_burst_elem(cq->sub[e], out + got, sizeof(*out),
+								   (unsigned int)(n - got), NULL);
+		}
+	}
+	cq->next_sub = (cq->next_sub + 1) % cq->n_sub;
+	return got;
+}
+
 int
 droce_cq_poll(struct droce_cq *cq, int n, struct droce_cqe *out)
 {
@@ -88,6 +149,8 @@ droce_cq_poll(struct droce_cq *cq, int n, struct droce_cqe *out)
 
 	if (n <= 0)
 		return 0;
+	if (cq->timestamp)
+		return poll_drop_ts(cq, n, out);
 	/* co-located: a pass of every engine nobody else is driving (any engine may
 	 * produce into this CQ); one being driven elsewhere is skipped, not waited for */
 	droce_engines_progress();
@@ -112,9 +175,16 @@ bool
 droce_cq_push_lc(struct droce_cq *cq, struct droce_engine *eng, const struct droce_cqe *cqe,
 		 bool solicited)
 {
-	int armed;
+	int armed, rc;
 
-	if (rte_ring_sp_enqueue_elem(cq->sub[eng->id], (void *)(uintptr_t)cqe, sizeof(*cqe)) != 0) {
+	if (cq->timestamp) {
+		struct droce_cqe_ts t = { .cqe = *cqe, .tsc = rte_rdtsc() };
+
+		rc = rte_ring_sp_enqueue_elem(cq->sub[eng->id], &t, sizeof(t));
+	} else {
+		rc = rte_ring_sp_enqueue_elem(cq->sub[eng->id], (void *)(uintptr_t)cqe, sizeof(*cqe));
+	}
+	if (rc != 0) {
 		eng->stats.cqe_overflows++;
 		if (atomic_fetch_add(&cq->overflows, 1) == 0 && cq->error)
 			cq->error(cq, cq->arg);

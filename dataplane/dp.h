@@ -151,6 +151,29 @@ typedef void (*droce_cq_error_fn)(struct droce_cq *cq, void *arg);
 
 struct droce_cq *droce_cq_create(uint32_t cqe, droce_cq_notify_fn notify,
 				 droce_cq_error_fn error, void *arg);
+
+enum droce_cq_flags {
+	/* every completion carries the TSC of the moment its engine produced it */
+	DROCE_CQ_TIMESTAMP = 1 << 0,
+};
+
+/* droce_cq_create() with @flags (enum droce_cq_flags); EINVAL for unknown flags. */
+struct droce_cq *droce_cq_create_ex(uint32_t cqe, droce_cq_notify_fn notify,
+				    droce_cq_error_fn error, void *arg, uint32_t flags);
+
+/* A completion and when it was produced (rte_rdtsc() on its engine; 0 on a
+ * CQ created without DROCE_CQ_TIMESTAMP). */
+struct droce_cqe_ts {
+	struct droce_cqe cqe;
+	uint64_t tsc;
+};
+
+/*
+ * droce_cq_poll() returning timestamps too.  With @progress false it only
+ * takes what the engines already produced (no engine pass): the extended
+ * poll's next_poll, after start_poll ran the pass.
+ */
+int droce_cq_poll_ts(struct droce_cq *cq, int n, struct droce_cqe_ts *out, bool progress);
 /* Frees @cq; no QP may still use it. */
 void droce_cq_destroy(struct droce_cq *cq);
 /* Up to @n completions in the order each engine produced them; first a pass
@@ -308,6 +331,23 @@ int droce_qp_post_send(struct droce_qp *qp, const struct droce_wqe *wqe);
 int droce_qp_post_recv(struct droce_qp *qp, const struct droce_rqe *rqe);
 
 /*
+ * Batch posting straight into the send queue (the ibv_wr_* builder):
+ *  - droce_qp_sq_begin() takes the send queue's post lock (held until commit
+ *    or cancel: ibv_post_send on the same QP waits) and returns the index of
+ *    the next free slot;
+ *  - droce_qp_sq_slot(qp, idx) is the WQE of slot @idx to fill in place
+ *    (header fields, num_sge SGEs, length inline bytes), NULL when the queue
+ *    has no room for it (ENOMEM);
+ *  - droce_qp_sq_commit() publishes the @n slots from the begin index in
+ *    order, drops the lock and rings the engine once; 0 or errno;
+ *  - droce_qp_sq_cancel() drops the lock and publishes nothing.
+ */
+uint32_t droce_qp_sq_begin(struct droce_qp *qp);
+struct droce_wqe *droce_qp_sq_slot(struct droce_qp *qp, uint32_t idx);
+int droce_qp_sq_commit(struct droce_qp *qp, uint32_t n);
+void droce_qp_sq_cancel(struct droce_qp *qp);
+
+/*
  * The state the engine moved @qp to by itself (ERR, or SQE, after a transport
  * error) since the last droce_qp_modify() it applied; -1 when there is none,
  * and the last state the application set stands.
@@ -402,5 +442,12 @@ void droce_engines_blocking(void);
 int droce_engines_at_stop(void (*fn)(void));
 /* Passes the fallback progress thread has run since the process started. */
 uint64_t droce_engines_fallback_passes(void);
+
+/* ---- counters (include/droce/stats.h) ---- */
+
+struct droce_stat;
+/* @qp's counters (qpn, engine, frames, retransmits, NAKs ...): as
+ * droce_stats_port() in stats.h; any thread, while @qp is alive. */
+int droce_dp_qp_stats(const struct droce_qp *qp, struct droce_stat *out, unsigned int n);
 
 #endif /* DROCE_DP_H */

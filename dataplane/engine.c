@@ -38,6 +38,7 @@
 #include "engine.h"
 #include "internal.h"
 #include "pmd_glue/port.h"
+#include "pmd_glue/stats_internal.h"
 
 RTE_LOG_REGISTER(droce_dp_logtype, droce.dp, NOTICE);
 
@@ -924,6 +925,7 @@ droce_engines_stop(void)
 		for (unsigned int e = 0; e < engines.n; e++)
 			rte_eal_wait_lcore(cfg->engine_lcores[e]);
 	}
+	droce_runtime_lock_excl(); /* counter readers (telemetry) are out */
 	for (unsigned int e = 0; e < engines.n; e++) {
 		struct droce_engine *eng = engines.eng[e];
 
@@ -938,6 +940,7 @@ droce_engines_stop(void)
 	engines.rcu = NULL;
 	engines.started = false;
 	engines.n = 0;
+	droce_runtime_unlock_excl();
 }
 
 void

@@ -174,6 +174,49 @@ droce_qp_post_send(struct droce_qp *qp, const struct droce_wqe *wqe)
 	return droce_engine_send_msg(qp->eng, &msg);
 }
 
+uint32_t
+droce_qp_sq_begin(struct droce_qp *qp)
+{
+	rte_spinlock_lock(&qp->sq_lock);
+	return qp->sq_posted;
+}
+
+struct droce_wqe *
+droce_qp_sq_slot(struct droce_qp *qp, uint32_t idx)
+{
+	if (idx - atomic_load_explicit(&qp->sq_retired, memory_order_acquire) >= qp->sq_size)
+		return NULL;
+	return &qp->sq[idx % qp->sq_size].wqe;
+}
+
+int
+droce_qp_sq_commit(struct droce_qp *qp, uint32_t n)
+{
+	struct droce_msg msg = { .type = DROCE_MSG_SQ_BELL, .qp = qp };
+	uint32_t first = qp->sq_posted;
+
+	for (uint32_t i = 0; i < n; i++) {
+		struct droce_sq_slot *slot = &qp->sq[(first + i) % qp->sq_size];
+
+		if (slot->wqe.ah)
+			__atomic_fetch_add(&slot->wqe.ah->wqes, 1, __ATOMIC_RELAXED);
+		/* in order: the engine takes slots while their seq says so */
+		atomic_store_explicit(&slot->seq, first + i + 1, memory_order_release);
+	}
+	qp->sq_posted = first + n;
+	rte_spinlock_unlock(&qp->sq_lock);
+	if (n == 0)
+		return 0;
+	msg.arg = first;
+	return droce_engine_send_msg(qp->eng, &msg);
+}
+
+void
+droce_qp_sq_cancel(struct droce_qp *qp)
+{
+	rte_spinlock_unlock(&qp->sq_lock);
+}
+
 int
 droce_qp_post_recv(struct droce_qp *qp, const struct droce_rqe *rqe)
 {
@@ -401,15 +444,22 @@ droce_qp_set_state_lc(struct droce_qp *qp, enum droce_qp_state state)
 }
 
 void
+droce_qp_error_publish_lc(struct droce_qp *qp, enum droce_err err)
+{
+	atomic_store_explicit(&qp->async_state,
+			      (uint64_t)qp->applied_gen << 32 | 1u << 8 |
+				      (unsigned int)droce_err_table[err].next_state,
+			      memory_order_release);
+}
+
+void
 droce_qp_error_lc(struct droce_qp *qp, enum droce_err err)
 {
 	enum droce_qp_state next = droce_err_table[err].next_state;
 	enum droce_qp_state prev = qp->state;
 
 	/* published first, so whoever reads an event below sees the new state */
-	atomic_store_explicit(&qp->async_state,
-			      (uint64_t)qp->applied_gen << 32 | 1u << 8 | (unsigned int)next,
-			      memory_order_release);
+	droce_qp_error_publish_lc(qp, err);
 	droce_qp_set_state_lc(qp, next);
 	if (next == DROCE_QPS_ERR && prev != DROCE_QPS_ERR)
 		raise_event_lc(qp, DROCE_QP_EV_FATAL);

@@ -18,6 +18,10 @@ void droce_qp_complete_recv_lc(struct droce_qp *qp, const struct droce_cqe *prot
 
 /* Moves the QP to the state the error table gives for @err (flushing on ERR). */
 void droce_qp_error_lc(struct droce_qp *qp, enum droce_err err);
+/* Publishes the state @err moves the QP to (what ibv_query_qp reads), ahead
+ * of droce_qp_error_lc(): call it before pushing the completion that reports
+ * @err, so a poller that sees that completion also sees the new state. */
+void droce_qp_error_publish_lc(struct droce_qp *qp, enum droce_err err);
 
 /*
  * Refreshes and says whether a receive WQE is ready at rq_head; for a QP

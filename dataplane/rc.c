@@ -122,6 +122,7 @@ rearm_rto(struct droce_qp *qp)
 static void
 fail_head(struct droce_qp *qp, enum droce_err err)
 {
+	droce_qp_error_publish_lc(qp, err); /* before the completion a poller sees */
 	if (qp->sq_head != qp->sq_avail)
 		droce_qp_complete_send_lc(qp, droce_err_table[err].req_status);
 	droce_qp_error_lc(qp, err);
@@ -677,6 +678,7 @@ resp_error(struct droce_qp *qp, enum droce_err err, uint32_t psn)
 	}
 	qp->resp_failing = false;
 	droce_qp_refresh_lc(qp);
+	droce_qp_error_publish_lc(qp, err);
 	if ((qp->rqe_open || err == DROCE_ERR_LOC_LEN || err == DROCE_ERR_RESP_LOC_PROT) &&
 	    qp->rq_head != qp->rq_avail) {
 		struct droce_cqe c = { .status = e->resp_status, .opcode = DROCE_WC_RECV };

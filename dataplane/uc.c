@@ -63,6 +63,7 @@ wqe_start(struct droce_qp *qp, uint32_t idx)
 static void
 fail_head(struct droce_qp *qp, enum droce_err err)
 {
+	droce_qp_error_publish_lc(qp, err);
 	droce_qp_complete_send_lc(qp, err == DROCE_ERR_REM_OP ? DROCE_WC_LOC_QP_OP_ERR
 							       : droce_err_table[err].req_status);
 	droce_qp_error_lc(qp, err);
@@ -216,6 +217,7 @@ recv_send(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame)
 
 		qp->rxseq.open_kind = 0;
 		qp->rqe_open = false;
+		droce_qp_error_publish_lc(qp, DROCE_ERR_RESP_LOC_PROT);
 		droce_qp_complete_recv_lc(qp, &c, false);
 		droce_qp_error_lc(qp, DROCE_ERR_RESP_LOC_PROT);
 		return;

@@ -28,6 +28,7 @@
 
 #include <droce/config.h>
 
+#include "config_internal.h"
 #include "internal.h"
 
 RTE_LOG_REGISTER(droce_config_logtype, droce.config, INFO);
@@ -41,39 +42,8 @@ const char *const droce_port_kind_name[DROCE_PORT_KIND_COUNT] = {
 	[DROCE_PORT_KIND_PCI] = "pci",
 };
 
-/* ---- error reporting ---- */
-
-static char last_error[1024];
-
-int
-droce_err_set(int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(last_error, sizeof(last_error), fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "droce: %s\n", last_error);
-	errno = err;
-	return -1;
-}
-
-void
-droce_err_clear(void)
-{
-	last_error[0] = '\0';
-}
-
-const char *
-droce_last_error(void)
-{
-	return last_error;
-}
-
 /* ---- the loader's context ---- */
 
-/* Longest line rte_cfgfile reads in one piece, and its value limit. */
-#define LINE_MAX_LEN (CFG_NAME_LEN + CFG_VALUE_LEN)
 #define MAX_SECTIONS 32
 #define MAX_ENTRIES 32
 
@@ -90,391 +60,6 @@ struct loader {
 /* Error about a whole section. */
 #define BAD_SECTION(ld, sec, fmt, ...) \
 	droce_err_set(EINVAL, "%s: [%s]: " fmt, (ld)->file, (sec), ##__VA_ARGS__)
-
-/* ---- value parsers: each returns 0 or -1 without reporting ---- */
-
-static int
-parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!isdigit((unsigned char)s[0]))
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno != 0 || *end != '\0' || v < min || v > max)
-		return -1;
-	*out = (uint32_t)v;
-	return 0;
-}
-
-static int
-parse_u64(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	if (!isdigit((unsigned char)s[0]))
-		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno != 0 || *end != '\0')
-		return -1;
-	*out = v;
-	return 0;
-}
-
-/* A probability: decimal 0..1, or a percentage 0%..100%. */
-static int
-parse_prob(const char *s, double *out)
-{
-	char *end;
-	double v;
-
-	if (!isdigit((unsigned char)s[0]) && s[0] != '.')
-		return -1;
-	errno = 0;
-	v = strtod(s, &end);
-	if (errno != 0 || end == s || !isfinite(v))
-		return -1;
-	if (*end == '%') {
-		v /= 100.0;
-		end++;
-	}
-	if (*end != '\0' || v < 0.0 || v > 1.0)
-		return -1;
-	*out = v;
-	return 0;
-}
-
-/*
- * One impairment setting (@key without the impair_ prefix).  Returns 0, or
- * -1 with *@why saying what is wrong.
- */
-static int
-impair_key(const char *key, const char *val, struct droce_impair_config *c, const char **why)
-{
-	static const char prob_why[] = "not a probability (0..1, or a percentage such as 0.5%)";
-	double *prob = NULL;
-	uint32_t u;
-
-	if (strcmp(key, "drop") == 0)
-		prob = &c->drop;
-	else if (strcmp(key, "dup") == 0)
-		prob = &c->dup;
-	else if (strcmp(key, "reorder") == 0)
-		prob = &c->reorder;
-	else if (strcmp(key, "delay") == 0)
-		prob = &c->delay;
-	else if (strcmp(key, "corrupt") == 0)
-		prob = &c->corrupt;
-	if (prob != NULL) {
-		if (parse_prob(val, prob) < 0) {
-			*why = prob_why;
-			return -1;
-		}
-		return 0;
-	}
-	RTE_BUILD_BUG_ON(DROCE_IMPAIR_DELAY_US_MAX != 1000000u);
-	if (strcmp(key, "delay_us") == 0) {
-		if (parse_u32(val, 0, DROCE_IMPAIR_DELAY_US_MAX, &u) < 0) {
-			*why = "not a delay in microseconds (0..1000000)";
-			return -1;
-		}
-		c->delay_us = u;
-		return 0;
-	}
-	if (strcmp(key, "seed") == 0) {
-		if (parse_u64(val, &c->seed) < 0) {
-			*why = "not a seed (an integer 0..18446744073709551615)";
-			return -1;
-		}
-		return 0;
-	}
-	if (strcmp(key, "dir") == 0) {
-		if (strcmp(val, "tx") == 0)
-			c->dir = DROCE_IMPAIR_DIR_TX;
-		else if (strcmp(val, "rx") == 0)
-			c->dir = DROCE_IMPAIR_DIR_RX;
-		else if (strcmp(val, "both") == 0)
-			c->dir = DROCE_IMPAIR_DIR_BOTH;
-		else {
-			*why = "not a direction (tx, rx or both)";
-			return -1;
-		}
-		return 0;
-	}
-	*why = "unknown impairment (drop, dup, reorder, delay, delay_us, corrupt, seed or dir)";
-	return -1;
-}
-
-bool
-droce_impair_config_active(const struct droce_impair_config *c)
-{
-	return c->drop > 0 || c->dup > 0 || c->reorder > 0 || c->corrupt > 0 ||
-	       (c->delay > 0 && c->delay_us > 0);
-}
-
-int
-droce_impair_config_check(const struct droce_impair_config *c)
-{
-	const double probs[] = { c->drop, c->dup, c->reorder, c->delay, c->corrupt };
-	static const char *const names[] = { "drop", "dup", "reorder", "delay", "corrupt" };
-	unsigned int i;
-
-	if (c == NULL)
-		return droce_err_set(EINVAL, "impairment: no configuration");
-	for (i = 0; i < RTE_DIM(probs); i++)
-		if (!(probs[i] >= 0.0 && probs[i] <= 1.0))
-			return droce_err_set(EINVAL, "impairment: %s = %g: not a probability (0..1)",
-					     names[i], probs[i]);
-	if (c->delay_us > DROCE_IMPAIR_DELAY_US_MAX)
-		return droce_err_set(EINVAL, "impairment: delay_us = %u: more than %u", c->delay_us,
-				     DROCE_IMPAIR_DELAY_US_MAX);
-	if (c->delay > 0 && c->delay_us == 0)
-		return droce_err_set(EINVAL, "impairment: delay = %g needs delay_us > 0", c->delay);
-	if (c->dir & ~(unsigned int)DROCE_IMPAIR_DIR_BOTH)
-		return droce_err_set(EINVAL, "impairment: dir = 0x%x: not tx, rx or both", c->dir);
-	return 0;
-}
-
-/* Splits @s on commas and blanks; calls @fn for each item. */
-static int
-for_each_item(const char *s, int (*fn)(void *arg, const char *item), void *arg)
-{
-	char buf[CFG_VALUE_LEN];
-	char *save = NULL, *tok;
-	int n = 0;
-
-	if (strlen(s) >= sizeof(buf))
-		return -1;
-	strcpy(buf, s);
-	for (tok = strtok_r(buf, ", \t", &save); tok != NULL; tok = strtok_r(NULL, ", \t", &save)) {
-		if (fn(arg, tok) < 0)
-			return -1;
-		n++;
-	}
-	return n == 0 ? -1 : 0;
-}
-
-struct gid_acc {
-	struct droce_port_config *pc;
-	int family;
-	const char *bad; /* why the last item failed */
-};
-
-static int
-add_gid(void *arg, const char *item)
-{
-	struct gid_acc *acc = arg;
-	struct droce_port_config *pc = acc->pc;
-	uint8_t gid[16];
-	unsigned int i;
-
-	memset(gid, 0, sizeof(gid));
-	if (acc->family == AF_INET) {
-		struct in_addr a;
-
-		if (inet_pton(AF_INET, item, &a) != 1) {
-			acc->bad = "not an IPv4 address";
-			return -1;
-		}
-		if (a.s_addr == 0 || a.s_addr == UINT32_MAX ||
-		    (ntohl(a.s_addr) >> 28) == 0xe) {
-			acc->bad = "not a unicast IPv4 address";
-			return -1;
-		}
-		gid[10] = 0xff;
-		gid[11] = 0xff;
-		memcpy(&gid[12], &a.s_addr, 4);
-	} else {
-		if (inet_pton(AF_INET6, item, gid) != 1) {
-			acc->bad = "not an IPv6 address";
-			return -1;
-		}
-		if (gid[0] == 0xff) {
-			acc->bad = "not a unicast IPv6 address";
-			return -1;
-		}
-	}
-	for (i = 0; i < pc->n_gids; i++) {
-		if (memcmp(pc->gids[i], gid, 16) == 0) {
-			acc->bad = "address listed twice";
-			return -1;
-		}
-	}
-	if (pc->n_gids >= DROCE_MAX_GIDS) {
-		acc->bad = "too many addresses (GID table holds " RTE_STR(DROCE_MAX_GIDS) ")";
-		return -1;
-	}
-	memcpy(pc->gids[pc->n_gids++], gid, 16);
-	return 0;
-}
-
-struct lcore_acc {
-	struct droce_config *cfg;
-	const char *bad;
-};
-
-static int
-add_lcores(void *arg, const char *item)
-{
-	struct lcore_acc *acc = arg;
-	char lo_s[16], *dash;
-	uint32_t lo, hi, i, j;
-
-	if (strlen(item) >= sizeof(lo_s)) {
-		acc->bad = "not an lcore list (e.g. 1,2 or 1-3)";
-		return -1;
-	}
-	strcpy(lo_s, item);
-	dash = strchr(lo_s, '-');
-	if (dash != NULL)
-		*dash = '\0';
-	if (parse_u32(lo_s, 0, RTE_MAX_LCORE - 1, &lo) < 0 ||
-	    (dash != NULL && parse_u32(dash + 1, 0, RTE_MAX_LCORE - 1, &hi) < 0)) {
-		acc->bad = "not an lcore list (e.g. 1,2 or 1-3; lcores below " RTE_STR(RTE_MAX_LCORE) ")";
-		return -1;
-	}
-	if (dash == NULL)
-		hi = lo;
-	if (hi < lo) {
-		acc->bad = "lcore range runs backwards";
-		return -1;
-	}
-	for (i = lo; i <= hi; i++) {
-		for (j = 0; j < acc->cfg->n_engines; j++) {
-			if (acc->cfg->engine_lcores[j] == i) {
-				acc->bad = "lcore listed twice";
-				return -1;
-			}
-		}
-		if (acc->cfg->n_engines >= DROCE_MAX_ENGINES) {
-			acc->bad = "too many engines (at most " RTE_STR(DROCE_MAX_ENGINES) ")";
-			return -1;
-		}
-		acc->cfg->engine_lcores[acc->cfg->n_engines++] = (uint16_t)i;
-	}
-	return 0;
-}
-
-/* ---- text preparation ---- */
-
-static void
-trim(char **s, char **e)
-{
-	while (*s < *e && isspace((unsigned char)**s))
-		(*s)++;
-	while (*e > *s && isspace((unsigned char)(*e)[-1]))
-		(*e)--;
-}
-
-/*
- * Checks the syntax line by line and writes a comment-free copy to @fd.
- */
-static int
-prepare_text(const char *file, const char *text, int fd)
-{
-	const char *p = text;
-	unsigned int lineno = 0;
-	bool in_section = false;
-
-	while (*p != '\0') {
-		const char *nl = strchr(p, '\n');
-		size_t len = nl != NULL ? (size_t)(nl - p) : strlen(p);
-		char line[LINE_MAX_LEN + 2];
-		char *s, *e, *c, *eq;
-
-		lineno++;
-		if (len > LINE_MAX_LEN)
-			return droce_err_set(EINVAL, "%s:%u: line longer than %d characters",
-					     file, lineno, LINE_MAX_LEN);
-		memcpy(line, p, len);
-		line[len] = '\0';
-		p += len + (nl != NULL);
-
-		for (c = line; *c != '\0'; c++) {
-			if (*c == '#' || *c == ';') {
-				*c = '\0';
-				break;
-			}
-		}
-		s = line;
-		e = line + strlen(line);
-		trim(&s, &e);
-		*e = '\0';
-		if (s == e)
-			continue;
-
-		if (*s == '[') {
-			char *name_s = s + 1, *name_e = e - 1;
-
-			if (e[-1] != ']' || e - s < 3)
-				return droce_err_set(EINVAL, "%s:%u: bad section header '%s'",
-						     file, lineno, s);
-			trim(&name_s, &name_e);
-			if (name_s == name_e || name_e - name_s >= CFG_NAME_LEN)
-				return droce_err_set(EINVAL, "%s:%u: bad section header '%s'",
-						     file, lineno, s);
-			*name_e = '\0';
-			if (dprintf(fd, "[%s]\n", name_s) < 0)
-				goto io_error;
-			in_section = true;
-			continue;
-		}
-
-		eq = strchr(s, '=');
-		if (eq == NULL)
-			return droce_err_set(EINVAL, "%s:%u: expected 'key = value' or '[section]', got '%s'",
-					     file, lineno, s);
-		{
-			char *ks = s, *ke = eq, *vs = eq + 1, *ve = e;
-
-			trim(&ks, &ke);
-			trim(&vs, &ve);
-			*ke = '\0';
-			*ve = '\0';
-			if (ks == ke)
-				return droce_err_set(EINVAL, "%s:%u: missing key before '='",
-						     file, lineno);
-			if (!in_section)
-				return droce_err_set(EINVAL, "%s:%u: %s = %s: key outside of any section",
-						     file, lineno, ks, vs);
-			if (vs == ve)
-				return droce_err_set(EINVAL, "%s:%u: %s: empty value",
-						     file, lineno, ks);
-			if (ke - ks >= CFG_NAME_LEN)
-				return droce_err_set(EINVAL, "%s:%u: key '%s' too long",
-						     file, lineno, ks);
-			if (ve - vs >= CFG_VALUE_LEN)
-				return droce_err_set(EINVAL, "%s:%u: %s: value longer than %d characters",
-						     file, lineno, ks, CFG_VALUE_LEN - 1);
-			if (dprintf(fd, "%s = %s\n", ks, vs) < 0)
-				goto io_error;
-		}
-	}
-	return 0;
-
-io_error:
-	return droce_err_set(errno, "%s: cannot stage config text: %s", file, strerror(errno));
-}
-
-static int
-stage_fd(void)
-{
-	int fd = memfd_create("droce-config", MFD_CLOEXEC);
-
-	if (fd < 0) {
-		char tmpl[] = "/tmp/droce-config-XXXXXX";
-
-		fd = mkostemp(tmpl, O_CLOEXEC);
-		if (fd >= 0)
-			unlink(tmpl);
-	}
-	return fd;
-}
-
 /* ---- sections ---- */
 
 typedef int (*key_fn)(struct loader *ld, const char *sec, const char *key, const char *val,
@@ -521,10 +106,10 @@ key_engines_mode(struct loader *ld, const char *sec, const char *key, const char
 static int
 key_engines_lcores(struct loader *ld, const char *sec, const char *key, const char *val, void *obj)
 {
-	struct lcore_acc acc = { .cfg = obj, .bad = "not an lcore list (e.g. 1,2 or 1-3)" };
+	struct droce_cfg_lcore_acc acc = { .cfg = obj, .bad = "not an lcore list (e.g. 1,2 or 1-3)" };
 
 	acc.cfg->n_engines = 0;
-	if (for_each_item(val, add_lcores, &acc) < 0)
+	if (droce_cfg_for_each_item(val, droce_cfg_add_lcores, &acc) < 0)
 		return BAD_VALUE(ld, sec, key, val, "%s", acc.bad);
 	return 0;
 }
@@ -535,7 +120,7 @@ key_engines_count(struct loader *ld, const char *sec, const char *key, const cha
 	struct droce_config *cfg = obj;
 	uint32_t v;
 
-	if (parse_u32(val, 1, DROCE_MAX_ENGINES, &v) < 0)
+	if (droce_cfg_parse_u32(val, 1, DROCE_MAX_ENGINES, &v) < 0)
 		return BAD_VALUE(ld, sec, key, val, "not a valid engine count (1..%d)",
 				 DROCE_MAX_ENGINES);
 	cfg->n_engines = v;
@@ -547,7 +132,7 @@ key_engines_count(struct loader *ld, const char *sec, const char *key, const cha
 			 const char *val, void *obj)                                   \
 	{                                                                              \
 		uint32_t v;                                                            \
-		if (parse_u32(val, (min), (max), &v) < 0)                              \
+		if (droce_cfg_parse_u32(val, (min), (max), &v) < 0)                              \
 			return BAD_VALUE(ld, sec, key, val, "not a valid %s (%u..%u)", \
 					 what, (unsigned)(min), (unsigned)(max));      \
 		field = v;                                                             \
@@ -592,7 +177,7 @@ key_port_peer(struct loader *ld, const char *sec, const char *key, const char *v
 	struct droce_port_config *pc = obj;
 	uint32_t v;
 
-	if (strncmp(val, "port", 4) != 0 || parse_u32(val + 4, 0, DROCE_MAX_PORTS - 1, &v) < 0)
+	if (strncmp(val, "port", 4) != 0 || droce_cfg_parse_u32(val + 4, 0, DROCE_MAX_PORTS - 1, &v) < 0)
 		return BAD_VALUE(ld, sec, key, val, "not a port name (port0..port%d)",
 				 DROCE_MAX_PORTS - 1);
 	pc->peer = (int)v;
@@ -678,11 +263,11 @@ static int
 key_port_ip(struct loader *ld, const char *sec, const char *key, const char *val, void *obj,
 	    int family)
 {
-	struct gid_acc acc = { .pc = obj, .family = family,
+	struct droce_cfg_gid_acc acc = { .pc = obj, .family = family,
 			       .bad = family == AF_INET ? "not an IPv4 address list"
 							: "not an IPv6 address list" };
 
-	if (for_each_item(val, add_gid, &acc) < 0)
+	if (droce_cfg_for_each_item(val, droce_cfg_add_gid, &acc) < 0)
 		return BAD_VALUE(ld, sec, key, val, "%s", acc.bad);
 	return 0;
 }
@@ -713,7 +298,7 @@ key_port_impair(struct loader *ld, const char *sec, const char *key, const char 
 	struct droce_port_config *pc = obj;
 	const char *why = "";
 
-	if (impair_key(key + strlen("impair_"), val, &pc->impair, &why) < 0)
+	if (droce_cfg_impair_key(key + strlen("impair_"), val, &pc->impair, &why) < 0)
 		return BAD_VALUE(ld, sec, key, val, "%s", why);
 	return 0;
 }
@@ -1031,7 +616,7 @@ load_all(struct loader *ld)
 		else if (strcmp(sec, "mempool") == 0)
 			rc = load_section(ld, i, sec, mempool_keys, ld->cfg, -1);
 		else if (strncmp(sec, "port", 4) == 0 &&
-			 parse_u32(sec + 4, 0, DROCE_MAX_PORTS - 1, &pidx) == 0 &&
+			 droce_cfg_parse_u32(sec + 4, 0, DROCE_MAX_PORTS - 1, &pidx) == 0 &&
 			 (sec[4] != '0' || sec[5] == '\0')) {
 			seen_port[pidx] = true;
 			if (pidx + 1 > ld->cfg->n_ports)
@@ -1061,10 +646,10 @@ droce_config_load_text(const char *name, const char *text, struct droce_config *
 
 	droce_err_clear();
 	config_defaults(cfg, name);
-	fd = stage_fd();
+	fd = droce_cfg_stage_fd();
 	if (fd < 0)
 		return droce_err_set(errno, "%s: cannot stage config: %s", name, strerror(errno));
-	if (prepare_text(name, text, fd) < 0) {
+	if (droce_cfg_prepare_text(name, text, fd) < 0) {
 		int e = errno;
 
 		close(fd);
@@ -1139,7 +724,7 @@ droce_config_set_capture(struct droce_config *cfg, const char *spec)
 	plen = (size_t)(eq - spec);
 	memcpy(port, spec, plen);
 	port[plen] = '\0';
-	if (strncmp(port, "port", 4) != 0 || parse_u32(port + 4, 0, DROCE_MAX_PORTS - 1, &idx) < 0 ||
+	if (strncmp(port, "port", 4) != 0 || droce_cfg_parse_u32(port + 4, 0, DROCE_MAX_PORTS - 1, &idx) < 0 ||
 	    idx >= cfg->n_ports)
 		return droce_err_set(EINVAL, "--capture %s: no port '%s' in %s (it has port0..port%u)",
 				     spec, port, cfg->source, cfg->n_ports - 1);
@@ -1170,7 +755,7 @@ droce_config_set_impair(struct droce_config *cfg, const char *spec)
 		uint32_t idx;
 
 		*colon = '\0';
-		if (parse_u32(buf + 4, 0, DROCE_MAX_PORTS - 1, &idx) < 0 || idx >= cfg->n_ports)
+		if (droce_cfg_parse_u32(buf + 4, 0, DROCE_MAX_PORTS - 1, &idx) < 0 || idx >= cfg->n_ports)
 			return droce_err_set(EINVAL, "--impair %s: no port '%s' in %s (it has port0..port%u)",
 					     spec, buf, cfg->source, cfg->n_ports - 1);
 		first = last = idx;
@@ -1190,7 +775,7 @@ droce_config_set_impair(struct droce_config *cfg, const char *spec)
 				return droce_err_set(EINVAL, "--impair %s: '%s': expected KEY=VALUE", spec,
 						     tok);
 			*eq = '\0';
-			if (impair_key(tok, eq + 1, &c, &why) < 0)
+			if (droce_cfg_impair_key(tok, eq + 1, &c, &why) < 0)
 				return droce_err_set(EINVAL, "--impair %s: %s = %s: %s", spec, tok, eq + 1,
 						     why);
 			if (strcmp(tok, "delay") == 0)

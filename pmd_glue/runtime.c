@@ -26,6 +26,7 @@
 
 #include "internal.h"
 #include "port_internal.h"
+#include "stats_internal.h"
 
 enum eal_state {
 	EAL_NONE,
@@ -364,10 +365,12 @@ droce_stop(void)
 {
 	if (!rt.running)
 		return;
+	droce_runtime_lock_excl(); /* counter readers (telemetry) are out */
 	droce_ports_destroy();
 	rte_mempool_free(rt.pool);
 	rt.pool = NULL;
 	rt.running = false;
+	droce_runtime_unlock_excl();
 }
 
 /* Removes the EAL runtime directory of the file prefix droce chose itself. */

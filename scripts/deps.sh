@@ -10,6 +10,7 @@ PKGS=(
   libcriterion-dev
   libisal-dev zlib1g-dev
   tshark python3-scapy
+  clang
   iproute2
 )
 

@@ -61,6 +61,19 @@ PY
     failed=$((failed + 1))
   fi
 done
+# Short libFuzzer runs (issue 12 §2): each target from its seeds for
+# DROCE_FUZZ_TIME seconds (default 20) in build-fuzz/ (clang, ASan, UBSan);
+# scripts/fuzz runs long campaigns.  DROCE_FUZZ_TIME=0 skips them.
+if [ "${DROCE_FUZZ_TIME:-20}" != 0 ] && [ $# -eq 0 ]; then
+  for t in fuzz_frame fuzz_cm_mad fuzz_rc; do
+    echo "=== droce fuzz: $t, ${DROCE_FUZZ_TIME:-20} s"
+    if scripts/fuzz --time "${DROCE_FUZZ_TIME:-20}" "$t"; then
+      passed=$((passed + 1))
+    else
+      failed=$((failed + 1))
+    fi
+  done
+fi
 [ $failed -ne 0 ] && status=1
 echo "$passed passed, $failed failed"
 exit $status

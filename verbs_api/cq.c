@@ -154,6 +154,16 @@ struct ibv_cq *
 ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 	      struct ibv_comp_channel *channel, int comp_vector)
 {
+	struct droce_vcq *cq = droce_verbs_create_cq(context, cqe, cq_context, channel,
+						     comp_vector, 0);
+
+	return cq ? &cq->cq : NULL;
+}
+
+struct droce_vcq *
+droce_verbs_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+		      struct ibv_comp_channel *channel, int comp_vector, uint32_t dp_flags)
+{
 	struct droce_vctx *x = context ? droce_vctx_of(context) : NULL;
 	struct droce_vchan *ch = (struct droce_vchan *)channel;
 	struct droce_vcq *cq;
@@ -172,7 +182,7 @@ ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 	cq->ctx = x;
 	cq->chan = ch;
 	cq->serial = atomic_fetch_add(&next_serial, 1);
-	cq->dcq = droce_cq_create((uint32_t)cqe, cq_notify, cq_error, cq);
+	cq->dcq = droce_cq_create_ex((uint32_t)cqe, cq_notify, cq_error, cq, dp_flags);
 	if (cq->dcq == NULL) {
 		int e = errno ? errno : ENOMEM;
 
@@ -198,7 +208,7 @@ ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 		pthread_mutex_unlock(&ch->lock);
 		atomic_fetch_add(&ch->users, 1);
 	}
-	return &cq->cq;
+	return cq;
 }
 
 int

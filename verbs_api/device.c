@@ -165,6 +165,14 @@ ibv_open_device(struct ibv_device *device)
 
 	x->vctx.sz = sizeof(struct verbs_context);
 	x->vctx.query_port = droce_verbs_query_port;
+	/* the extended verbs verbs.h's inline functions reach through here;
+	 * alloc_td, alloc_parent_domain, open_xrcd, create_wq, create_flow,
+	 * modify_cq ... stay NULL, so verbs.h answers EOPNOTSUPP for them */
+	x->vctx.query_device_ex = droce_verbs_query_device_ex;
+	x->vctx.query_rt_values = droce_verbs_query_rt_values;
+	x->vctx.create_cq_ex = droce_verbs_create_cq_ex;
+	x->vctx.create_qp_ex = droce_verbs_create_qp_ex;
+	x->vctx.create_srq_ex = droce_verbs_create_srq_ex;
 	c = &x->vctx.context;
 	c->device = device;
 	c->cmd_fd = -1;
@@ -265,6 +273,35 @@ ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 	return 0;
 }
 
+/*
+ * ibv_query_device_ex(3): the legacy attributes plus what droce has of the
+ * extended ones.  No ODP, TSO, RSS, WQs, packet pacing, tag matching, CQ
+ * moderation, device memory or PCIe atomics: those are 0.  Completion
+ * timestamps are nanoseconds of the engines' clock: a 1 GHz "HCA clock"
+ * with all 64 bits valid.
+ */
+int
+droce_verbs_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *in,
+			    struct ibv_device_attr_ex *out, size_t attr_size)
+{
+	struct ibv_device_attr_ex a;
+
+	if (out == NULL || (in != NULL && in->comp_mask != 0) ||
+	    attr_size < sizeof(struct ibv_device_attr))
+		return EINVAL;
+	memset(&a, 0, sizeof(a));
+	ibv_query_device(c, &a.orig_attr);
+	a.comp_mask = 0;
+	a.completion_timestamp_mask = UINT64_MAX;
+	a.hca_core_clock = 1000000; /* kHz: timestamps count nanoseconds */
+	a.device_cap_flags_ex = (uint64_t)a.orig_attr.device_cap_flags;
+	a.max_wq_type_rq = 0;
+	a.raw_packet_caps = 0;
+	a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
+	memcpy(out, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
+	return 0;
+}
+
 enum ibv_mtu
 droce_verbs_mtu_of(unsigned int ip_mtu)
 {
@@ -339,13 +376,21 @@ droce_verbs_query_port(struct ibv_context *c, uint8_t port_num, struct ibv_port_
 	a.max_mtu = droce_verbs_mtu_of(p->mtu);
 	a.active_mtu = a.max_mtu;
 	a.gid_tbl_len = (int)p->n_gids;
-	a.port_cap_flags = IBV_PORT_IP_BASED_GIDS;
+	/* a CM answers on QP1 (verbs_api/cm.c) */
+	a.port_cap_flags = IBV_PORT_IP_BASED_GIDS | IBV_PORT_CM_SUP;
+	/* RoCE addresses by GID: every address vector needs its GRH */
+	a.flags = IBV_QPF_GRH_REQUIRED;
 	a.max_msg_sz = DROCE_DP_MAX_MSG;
 	a.pkey_tbl_len = 1;
 	a.max_vl_num = 1;
 	a.phys_state = a.state == IBV_PORT_ACTIVE ? 5 /* LinkUp */ : 3 /* Disabled */;
 	a.link_layer = IBV_LINK_LAYER_ETHERNET;
 	speed_of(p->link_speed, &a.active_width, &a.active_speed);
+	/* the speeds port_cap_flags2 must announce when active_speed uses them */
+	if (a.active_speed == 64)
+		a.port_cap_flags2 |= IBV_PORT_LINK_SPEED_HDR_SUP;
+	else if (a.active_speed == 128)
+		a.port_cap_flags2 |= IBV_PORT_LINK_SPEED_NDR_SUP;
 	memcpy(out, &a, attr_len < sizeof(a) ? attr_len : sizeof(a));
 	return 0;
 }
@@ -395,6 +440,43 @@ _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t gid_i
 	e.port_num = port_num;
 	e.gid_type = IBV_GID_TYPE_ROCE_V2;
 	memcpy(entry, &e, entry_size < sizeof(e) ? entry_size : sizeof(e));
+	return 0;
+}
+
+/* rdma-core's private enum ibv_gid_type_sysfs (infiniband/driver.h, not
+ * installed): the type ibv_devinfo prints per GID. */
+enum droce_gid_type_sysfs {
+	DROCE_GID_TYPE_SYSFS_IB_ROCE_V1 = 0,
+	DROCE_GID_TYPE_SYSFS_ROCE_V2 = 1,
+};
+
+int ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
+		       enum droce_gid_type_sysfs *type);
+
+/* As rdma-core: an index past the table (an empty GID) reads as RoCE v1 / IB
+ * with 0; other errors are -1 with errno.  droce's GIDs are all RoCE v2. */
+int
+ibv_query_gid_type(struct ibv_context *context, uint8_t port_num, unsigned int index,
+		   enum droce_gid_type_sysfs *type)
+{
+	struct ibv_gid_entry e;
+	int rc;
+
+	if (context == NULL || type == NULL) {
+		errno = EINVAL;
+		return -1;
+	}
+	rc = _ibv_query_gid_ex(context, port_num, index, &e, 0, sizeof(e));
+	if (rc == ENODATA) {
+		*type = DROCE_GID_TYPE_SYSFS_IB_ROCE_V1;
+		return 0;
+	}
+	if (rc != 0) {
+		errno = rc;
+		return -1;
+	}
+	*type = e.gid_type == IBV_GID_TYPE_ROCE_V2 ? DROCE_GID_TYPE_SYSFS_ROCE_V2
+						    : DROCE_GID_TYPE_SYSFS_IB_ROCE_V1;
 	return 0;
 }
 

@@ -125,6 +125,29 @@ monitor_main(void *arg)
 }
 
 int
+droce_verbs_qp_walk(int (*fn)(struct droce_vqp *q, void *arg), void *arg)
+{
+	struct droce_vctx *x;
+	int rc = 0;
+
+	pthread_mutex_lock(&mon_lock);
+	TAILQ_FOREACH(x, &mon_ctxs, mon_link) {
+		struct droce_vqp *q;
+
+		pthread_mutex_lock(&x->lock);
+		TAILQ_FOREACH(q, &x->qps, ctx_link) {
+			if (!q->dying && (rc = fn(q, arg)) != 0)
+				break;
+		}
+		pthread_mutex_unlock(&x->lock);
+		if (rc != 0)
+			break;
+	}
+	pthread_mutex_unlock(&mon_lock);
+	return rc;
+}
+
+int
 droce_verbs_events_open(struct droce_vctx *x)
 {
 	int rc = 0;

@@ -88,7 +88,10 @@ struct droce_vevent {
 };
 
 struct droce_vcq {
-	struct ibv_cq cq;
+	union {
+		struct ibv_cq cq;
+		struct ibv_cq_ex cqx;  /* ibv_create_cq_ex's CQs (same leading fields) */
+	};
 	struct droce_cq *dcq;
 	struct droce_vctx *ctx;
 	struct droce_vchan *chan;  /* NULL without a completion channel */
@@ -98,6 +101,10 @@ struct droce_vcq {
 	atomic_uint users;          /* QPs */
 	uint32_t comp_reported, async_reported; /* under the channel/context lock */
 	TAILQ_ENTRY(droce_vcq) chan_link, ctx_link;
+	/* extended polling (cq_ex.c): the completion start/next_poll made current */
+	uint64_t wc_flags;          /* IBV_WC_EX_WITH_* asked at creation */
+	struct droce_cqe_ts cur;
+	int64_t wall_off_ns;        /* CLOCK_REALTIME - the engine clock's ns, at creation */
 };
 
 struct droce_vah {
@@ -107,7 +114,10 @@ struct droce_vah {
 };
 
 struct droce_vqp {
-	struct ibv_qp qp;
+	union {
+		struct ibv_qp qp;
+		struct ibv_qp_ex qpx;  /* the WR builder (wr.c); qp_base is qp */
+	};
 	struct droce_qp *dqp;
 	enum droce_qp_type type;
 	struct ibv_qp_cap cap;     /* what the QP enforces */
@@ -116,8 +126,17 @@ struct droce_vqp {
 	pthread_mutex_t lock;      /* serialises modify and query */
 	struct ibv_qp_attr attr;   /* last values set */
 	uint64_t serial;           /* names it in async event records */
+	bool dying;                /* ibv_destroy_qp has begun (context lock) */
 	uint32_t async_reported;   /* under the context lock */
 	TAILQ_ENTRY(droce_vqp) ctx_link;
+	/* the WR builder (wr.c), between ibv_wr_start and ibv_wr_complete/abort,
+	 * under the send queue's post lock */
+	uint64_t send_ops;         /* IBV_QP_EX_WITH_* asked at creation */
+	uint32_t wr_first;         /* send queue index of the batch's first WQE */
+	uint32_t wr_n;             /* WQEs in the batch */
+	struct droce_wqe *wr_cur;  /* the WQE the setters fill; NULL: none */
+	int wr_err;                /* first error in the batch, 0 if none */
+	uint8_t wr_need;           /* what wr_cur still lacks (wr.c) */
 };
 
 struct droce_vsrq {
@@ -203,6 +222,10 @@ void droce_verbs_srq_limit(struct droce_srq *dsrq, void *arg);
 /* Context open / close: the port monitor that raises PORT_ACTIVE / PORT_ERR. */
 int droce_verbs_events_open(struct droce_vctx *x);
 void droce_verbs_events_close(struct droce_vctx *x);
+/* Calls @fn for every live QP of every open context, with that context's
+ * lock held (the QP cannot be destroyed meanwhile); stops when @fn returns
+ * non-zero and returns that value, else 0. */
+int droce_verbs_qp_walk(int (*fn)(struct droce_vqp *q, void *arg), void *arg);
 /* Unlinks @q from its context's event lookup and waits until every event
  * handed out for it was acknowledged (rdma-core's destroy rule). */
 void droce_verbs_qp_events_drain(struct droce_vqp *q);
@@ -211,6 +234,27 @@ bool droce_verbs_port_is_up(unsigned int port);
 /* ibv_post_srq_recv (srq.c). */
 int droce_verbs_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			      struct ibv_recv_wr **bad_wr);
+
+/* The WR builder's function pointers for @q (wr.c). */
+void droce_verbs_wr_init(struct droce_vqp *q);
+/* QP creation shared by ibv_create_qp and ibv_create_qp_ex (qp.c). */
+struct ibv_qp *droce_verbs_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia,
+				     uint64_t send_ops);
+/* Context ops of the extended verbs (device.c, cq_ex.c, qp.c, srq.c). */
+int droce_verbs_query_device_ex(struct ibv_context *c, const struct ibv_query_device_ex_input *in,
+				struct ibv_device_attr_ex *attr, size_t attr_size);
+int droce_verbs_query_rt_values(struct ibv_context *c, struct ibv_values_ex *values);
+struct ibv_cq_ex *droce_verbs_create_cq_ex(struct ibv_context *c,
+					   struct ibv_cq_init_attr_ex *attr);
+struct ibv_qp *droce_verbs_create_qp_ex(struct ibv_context *c, struct ibv_qp_init_attr_ex *attr);
+struct ibv_srq *droce_verbs_create_srq_ex(struct ibv_context *c,
+					  struct ibv_srq_init_attr_ex *attr);
+/* CQ creation shared by ibv_create_cq and ibv_create_cq_ex (cq.c). */
+struct droce_vcq *droce_verbs_create_cq(struct ibv_context *context, int cqe, void *cq_context,
+					struct ibv_comp_channel *channel, int comp_vector,
+					uint32_t dp_flags);
+/* The engines' clock: a TSC value in nanoseconds (cq_ex.c). */
+uint64_t droce_verbs_tsc_to_ns(uint64_t tsc);
 
 /* Starts the runtime once (droce_start(NULL) + engines); 0 or -1 with errno. */
 int droce_verbs_runtime_up(void);

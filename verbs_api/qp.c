@@ -307,6 +307,12 @@ dp_type(enum ibv_qp_type t)
 struct ibv_qp *
 ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
 {
+	return droce_verbs_create_qp(pd, ia, 0);
+}
+
+struct ibv_qp *
+droce_verbs_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, uint64_t send_ops)
+{
 	struct droce_vctx *x;
 	struct droce_vqp *q;
 	struct droce_qp_caps caps;
@@ -412,6 +418,8 @@ ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
 	q->qp.handle = q->qp.qp_num;
 	q->qp.state = IBV_QPS_RESET;
 	q->qp.qp_type = ia->qp_type;
+	q->send_ops = send_ops;
+	droce_verbs_wr_init(q);
 	pthread_mutex_init(&q->qp.mutex, NULL);
 	pthread_cond_init(&q->qp.cond, NULL);
 	pthread_mutex_lock(&x->lock);
@@ -421,17 +429,127 @@ ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
 	return &q->qp;
 }
 
+/* ---- ibv_create_qp_ex(3) ---- */
+
+/* The IBV_QP_EX_WITH_* flag of each send opcode droce executes. */
+static const struct {
+	uint64_t flag;
+	unsigned int op;
+} send_ops_tab[] = {
+	{ IBV_QP_EX_WITH_RDMA_WRITE, IBV_WR_RDMA_WRITE },
+	{ IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_WRITE_WITH_IMM },
+	{ IBV_QP_EX_WITH_SEND, IBV_WR_SEND },
+	{ IBV_QP_EX_WITH_SEND_WITH_IMM, IBV_WR_SEND_WITH_IMM },
+	{ IBV_QP_EX_WITH_RDMA_READ, IBV_WR_RDMA_READ },
+	{ IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_CMP_AND_SWP },
+	{ IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_FETCH_AND_ADD },
+	{ IBV_QP_EX_WITH_LOCAL_INV, IBV_WR_LOCAL_INV },
+	{ IBV_QP_EX_WITH_BIND_MW, IBV_WR_BIND_MW },
+	{ IBV_QP_EX_WITH_SEND_WITH_INV, IBV_WR_SEND_WITH_INV },
+	/* TSO (raw packet QPs), ATOMIC_WRITE, FLUSH: not executed by droce */
+};
+
+/* The send_ops_flags a QP of @type supports (the opcode table's view). */
+static uint64_t
+send_ops_supported(enum ibv_qp_type type)
+{
+	uint64_t m = 0;
+
+	for (size_t i = 0; i < RTE_DIM(send_ops_tab); i++)
+		if (droce_wr_opcode_allowed(dp_type(type), send_ops_tab[i].op))
+			m |= send_ops_tab[i].flag;
+	return m;
+}
+
+/* Comp mask bits droce knows but has no use for: XRC domains, creation
+ * flags (none supported), TSO headers, RSS indirection (no WQs). */
+#define QP_INIT_EX_KNOWN                                                                   \
+	(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS |       \
+	 IBV_QP_INIT_ATTR_MAX_TSO_HEADER | IBV_QP_INIT_ATTR_IND_TABLE |                       \
+	 IBV_QP_INIT_ATTR_RX_HASH | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
+
+struct ibv_qp *
+droce_verbs_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *ax)
+{
+	struct ibv_qp_init_attr ia;
+	struct ibv_qp *qp;
+	uint64_t ops = 0;
+
+	if (ax == NULL || (ax->comp_mask & ~(uint32_t)QP_INIT_EX_KNOWN)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (ax->comp_mask & (IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
+			     IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if ((ax->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && ax->create_flags != 0) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(ax->comp_mask & IBV_QP_INIT_ATTR_PD) || ax->pd == NULL ||
+	    ax->pd->context != context) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (ax->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
+		/* the man page: a QP that cannot do every asked type is not created */
+		ops = ax->send_ops_flags;
+		if (ax->qp_type == IBV_QPT_RC || ax->qp_type == IBV_QPT_UC ||
+		    ax->qp_type == IBV_QPT_UD) {
+			if (ops & ~send_ops_supported(ax->qp_type)) {
+				errno = EOPNOTSUPP;
+				return NULL;
+			}
+		}
+	}
+	memset(&ia, 0, sizeof(ia));
+	ia.qp_context = ax->qp_context;
+	ia.send_cq = ax->send_cq;
+	ia.recv_cq = ax->recv_cq;
+	ia.srq = ax->srq;
+	ia.cap = ax->cap;
+	ia.qp_type = ax->qp_type;
+	ia.sq_sig_all = ax->sq_sig_all;
+	qp = droce_verbs_create_qp(ax->pd, &ia, ops);
+	if (qp != NULL)
+		ax->cap = ia.cap;
+	return qp;
+}
+
+/*
+ * Every droce QP carries the WR builder (all its function pointers are set
+ * whatever send_ops_flags asked; an operation the QP type cannot do fails
+ * at ibv_wr_complete), so this never returns NULL for a droce QP.
+ */
+struct ibv_qp_ex *
+ibv_qp_to_qp_ex(struct ibv_qp *qp)
+{
+	return qp ? &((struct droce_vqp *)qp)->qpx : NULL;
+}
+
 int
 ibv_destroy_qp(struct ibv_qp *qp)
 {
 	struct droce_vqp *q = (struct droce_vqp *)qp;
+	struct droce_vctx *x;
 	int rc;
 
 	if (q == NULL)
 		return EINVAL;
+	/* counter readers (droce_verbs_qp_walk) stop seeing it before it goes */
+	x = droce_vctx_of(qp->context);
+	pthread_mutex_lock(&x->lock);
+	q->dying = true;
+	pthread_mutex_unlock(&x->lock);
 	rc = droce_qp_destroy(q->dqp);
-	if (rc != 0)
+	if (rc != 0) {
+		pthread_mutex_lock(&x->lock);
+		q->dying = false;
+		pthread_mutex_unlock(&x->lock);
 		return rc;
+	}
 	/* as rdma-core: every event handed out for it must be acked first */
 	droce_verbs_qp_events_drain(q);
 	if (qp->srq != NULL)

@@ -973,7 +973,6 @@ int
 rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 {
 	struct droce_rcm_id *p;
-	struct ibv_qp_init_attr ia;
 	struct ibv_qp *qp;
 
 	if (id == NULL || attr == NULL)
@@ -981,8 +980,7 @@ rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 	p = droce_rcm_id_of(id);
 	if (id->qp || id->verbs == NULL)
 		return ERR(EINVAL);
-	if (attr->comp_mask & ~(uint32_t)IBV_QP_INIT_ATTR_PD)
-		return ERR(EOPNOTSUPP);
+	/* the other comp_mask bits (send_ops_flags ...) are ibv_create_qp_ex's to check */
 	if (!(attr->comp_mask & IBV_QP_INIT_ATTR_PD) || attr->pd == NULL) {
 		attr->comp_mask |= IBV_QP_INIT_ATTR_PD;
 		attr->pd = id->pd;
@@ -1003,18 +1001,9 @@ rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 		attr->recv_cq = id->recv_cq;
 	if (id->srq && !attr->srq)
 		attr->srq = id->srq;
-	memset(&ia, 0, sizeof(ia));
-	ia.qp_context = attr->qp_context;
-	ia.send_cq = attr->send_cq;
-	ia.recv_cq = attr->recv_cq;
-	ia.srq = attr->srq;
-	ia.cap = attr->cap;
-	ia.qp_type = attr->qp_type;
-	ia.sq_sig_all = attr->sq_sig_all;
-	qp = ibv_create_qp(attr->pd, &ia);
+	qp = ibv_create_qp_ex(id->verbs, attr); /* updates attr->cap */
 	if (qp == NULL)
 		goto err1;
-	attr->cap = ia.cap;
 	if (init_qp(p, qp) != 0)
 		goto err2;
 	id->pd = qp->pd;

@@ -160,3 +160,51 @@ droce_verbs_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ib
 	}
 	return 0;
 }
+
+/*
+ * ibv_create_srq_ex(3), reached for what verbs.h does not hand to
+ * ibv_create_srq itself: basic SRQs only.  XRC SRQs (and their XRC domain)
+ * and tag-matching SRQs are EOPNOTSUPP; the CQ attribute belongs to XRC SRQs
+ * and is ignored on a basic one.
+ */
+struct ibv_srq *
+droce_verbs_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_ex *a)
+{
+	const uint32_t known = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			       IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ | IBV_SRQ_INIT_ATTR_TM;
+	struct ibv_srq_init_attr ia;
+	struct ibv_srq *srq;
+
+	if (a == NULL || (a->comp_mask & ~known)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (a->comp_mask & IBV_SRQ_INIT_ATTR_TYPE) {
+		switch (a->srq_type) {
+		case IBV_SRQT_BASIC:
+			break;
+		case IBV_SRQT_XRC:
+		case IBV_SRQT_TM:
+			errno = EOPNOTSUPP;
+			return NULL;
+		default:
+			errno = EINVAL;
+			return NULL;
+		}
+	}
+	if (a->comp_mask & (IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_TM)) {
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	if (!(a->comp_mask & IBV_SRQ_INIT_ATTR_PD) || a->pd == NULL || a->pd->context != context) {
+		errno = EINVAL;
+		return NULL;
+	}
+	memset(&ia, 0, sizeof(ia));
+	ia.srq_context = a->srq_context;
+	ia.attr = a->attr;
+	srq = ibv_create_srq(a->pd, &ia);
+	if (srq != NULL)
+		a->attr = ia.attr;
+	return srq;
+}

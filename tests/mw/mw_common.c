@@ -8,18 +8,8 @@
 static void
 open_end(struct m_end *e, const char *name, unsigned int mr_access)
 {
-	struct ibv_device **list;
-	int n;
-
 	memset(e, 0, sizeof(*e));
-	list = ibv_get_device_list(&n);
-	cr_assert_not_null(list, "ibv_get_device_list: %s", strerror(errno));
-	for (int i = 0; i < n; i++)
-		if (strcmp(ibv_get_device_name(list[i]), name) == 0)
-			e->ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	cr_assert_not_null(e->ctx);
-	cr_assert_eq(ibv_query_gid(e->ctx, 1, 0, &e->gid), 0);
+	e->ctx = tc_open(name, &e->gid);
 	e->pd = ibv_alloc_pd(e->ctx);
 	cr_assert_not_null(e->pd);
 	e->buf = calloc(1, M_BUF);
@@ -39,43 +29,19 @@ create_qp(struct m_end *e, enum ibv_qp_type type)
 		.cap = { .max_send_wr = 64, .max_recv_wr = 64, .max_send_sge = 4,
 			 .max_recv_sge = 4, .max_inline_data = M_MAX_INLINE },
 	};
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
 
-	if (type == IBV_QPT_RC)
-		a.qp_access_flags |= IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 	e->qp = ibv_create_qp(e->pd, &ia);
 	cr_assert_not_null(e->qp, "ibv_create_qp: %s", strerror(errno));
 	cr_assert_geq(ia.cap.max_inline_data, M_MAX_INLINE);
-	cr_assert_eq(ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				   IBV_QP_ACCESS_FLAGS), 0);
 }
 
 static void
-connect_qp(struct m_end *e, const struct m_end *peer, enum ibv_qp_type type)
+connect_qp(struct m_end *e, const struct m_end *peer)
 {
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = peer->qp->qp_num,
-		.rq_psn = 0xfffff0, .max_dest_rd_atomic = 4, .min_rnr_timer = 1,
-		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .dgid = peer->gid, .hop_limit = 64 } },
-	};
-	int mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+	struct tc_conn c = { .dgid = peer->gid, .dest_qpn = peer->qp->qp_num,
+			     .psn = 0xfffff0 /* wraps during the tests */ };
 
-	if (type == IBV_QPT_RC)
-		mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
-	cr_assert_eq(ibv_modify_qp(e->qp, &a, mask), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 10;
-	a.retry_cnt = 3;
-	a.rnr_retry = 3;
-	a.sq_psn = 0xfffff0; /* wraps during the tests */
-	a.max_rd_atomic = 4;
-	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (type == IBV_QPT_RC)
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
-	cr_assert_eq(ibv_modify_qp(e->qp, &a, mask), 0);
+	tc_qp_up(e->qp, &c);
 }
 
 static void
@@ -83,8 +49,8 @@ pair_up(struct m_end *a, struct m_end *b, enum ibv_qp_type type)
 {
 	create_qp(a, type);
 	create_qp(b, type);
-	connect_qp(a, b, type);
-	connect_qp(b, a, type);
+	connect_qp(a, b);
+	connect_qp(b, a);
 }
 
 void
@@ -108,7 +74,7 @@ drain(struct ibv_cq *cq)
 {
 	struct ibv_wc wc[16];
 
-	while (t_poll(cq, wc, 16, 20) > 0)
+	while (tc_poll(cq, wc, 16, 20) > 0)
 		;
 }
 
@@ -148,7 +114,7 @@ m_post(struct m_end *e, struct ibv_send_wr *w)
 struct ibv_wc
 m_wc(struct ibv_cq *cq, const char *what)
 {
-	return t_wait(cq, 2000, what);
+	return tc_wait(cq, 2000, what);
 }
 
 enum ibv_wc_status

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Memory window and inline tests: two ends (droce0 = requester A, droce1 =
  * memory owner B) with a connected RC or UC QP pair, over the ud_uc
- * suite's start-up (t_start / t_stop / t_poll / t_fill / t_check).
+ * suite's start-up (t_start / tc_stop / tc_poll / tc_fill / tc_check).
  */
 #ifndef DROCE_TESTS_MW_COMMON_H
 #define DROCE_TESTS_MW_COMMON_H

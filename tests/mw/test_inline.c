@@ -14,7 +14,7 @@
 		    IBV_ACCESS_MW_BIND)
 #define DST_OFF 65536u
 
-TestSuite(inline_data, .fini = t_stop, .timeout = 90);
+TestSuite(inline_data, .fini = tc_stop, .timeout = 90);
 
 static struct m_end A, B;
 
@@ -55,7 +55,7 @@ one(enum ibv_qp_type type, enum ibv_wr_opcode op, uint32_t len, uint32_t seed)
 		w.imm_data = htonl(seed);
 	w.wr.rdma.remote_addr = (uintptr_t)B.buf + DST_OFF;
 	w.wr.rdma.rkey = B.mr->rkey;
-	t_fill(A.buf, len, seed);
+	tc_fill(A.buf, len, seed);
 	m_post(&A, &w);
 	memset(A.buf, 0xee, len); /* reused at once */
 	wc = m_wc(A.scq, "inline WR");
@@ -79,9 +79,9 @@ one(enum ibv_qp_type type, enum ibv_wr_opcode op, uint32_t len, uint32_t seed)
 		}
 	} else {
 		/* a plain WRITE completes nothing at B: let the engine place it (UC has no ACK) */
-		t_expect_none(B.rcq, type == IBV_QPT_UC ? 30 : 1, "plain WRITE");
+		tc_expect_none(B.rcq, type == IBV_QPT_UC ? 30 : 1, "plain WRITE");
 	}
-	cr_assert(t_check(B.buf + DST_OFF, len, seed), "op %d len %u: the bytes at post time", op,
+	cr_assert(tc_check(B.buf + DST_OFF, len, seed), "op %d len %u: the bytes at post time", op,
 		  len);
 	cr_assert_eq(B.buf[DST_OFF + len], 0, "nothing past the message");
 }

@@ -16,7 +16,7 @@
 #define WIN_OFF 65536u
 #define WIN_LEN 16384u
 
-TestSuite(mw, .fini = t_stop, .timeout = 90);
+TestSuite(mw, .fini = tc_stop, .timeout = 90);
 
 static struct m_end A, B;
 
@@ -31,14 +31,14 @@ win(size_t off)
 static void
 write_read_through(uint32_t rkey, size_t off, uint32_t len, uint32_t seed)
 {
-	t_fill(A.buf, len, seed);
+	tc_fill(A.buf, len, seed);
 	cr_assert_eq(m_rdma(&A, IBV_WR_RDMA_WRITE, 0, len, win(off), rkey), IBV_WC_SUCCESS,
 		     "WRITE through the window");
-	cr_assert(t_check(B.buf + WIN_OFF + off, len, seed), "bytes written through the window");
+	cr_assert(tc_check(B.buf + WIN_OFF + off, len, seed), "bytes written through the window");
 	memset(A.buf + 262144, 0, len);
 	cr_assert_eq(m_rdma(&A, IBV_WR_RDMA_READ, 262144, len, win(off), rkey), IBV_WC_SUCCESS,
 		     "READ through the window");
-	cr_assert(t_check(A.buf + 262144, len, seed), "bytes read through the window");
+	cr_assert(tc_check(A.buf + 262144, len, seed), "bytes read through the window");
 }
 
 static struct ibv_mw *
@@ -209,7 +209,7 @@ Test(mw, type2_send_with_inv_then_use)
 	cr_assert_eq(m_bind2(&B, mw, B.mr, win(0), WIN_LEN, RW, &rkey), IBV_WC_SUCCESS);
 	write_read_through(rkey, 0, 2048, 8);
 	cr_assert_eq(ibv_post_recv(B.qp, &r, &rbad), 0);
-	t_fill(A.buf, 300, 9);
+	tc_fill(A.buf, 300, 9);
 	w.invalidate_rkey = rkey;
 	m_post(&A, &w);
 	wc = m_wc(A.scq, "SEND_WITH_INV");
@@ -225,7 +225,7 @@ Test(mw, type2_send_with_inv_then_use)
 	cr_assert_eq(wc.src_qp, A.qp->qp_num);
 	cr_assert_eq(wc.wc_flags & (IBV_WC_WITH_INV | IBV_WC_WITH_IMM), IBV_WC_WITH_INV);
 	cr_assert_eq(wc.invalidated_rkey, rkey);
-	cr_assert(t_check(B.buf, 300, 9));
+	cr_assert(tc_check(B.buf, 300, 9));
 	/* the invalidated key is dead */
 	cr_assert_eq(m_rdma(&A, IBV_WR_RDMA_WRITE, 0, 8, win(0), rkey), IBV_WC_REM_ACCESS_ERR);
 	cr_assert_eq(ibv_dealloc_mw(mw), 0);
@@ -423,10 +423,10 @@ Test(mw, bind_errors)
 	}
 	/* after all that, a good bind on the fresh QP works */
 	cr_assert_eq(m_bind2(&B, mw, ok, (uintptr_t)mem + 16384, 64, RW, &rkey), IBV_WC_SUCCESS);
-	t_fill(A.buf, 64, 13);
+	tc_fill(A.buf, 64, 13);
 	cr_assert_eq(m_rdma(&A, IBV_WR_RDMA_WRITE, 0, 64, (uintptr_t)mem + 16384, rkey),
 		     IBV_WC_SUCCESS);
-	cr_assert(t_check(mem + 16384, 64, 13));
+	cr_assert(tc_check(mem + 16384, 64, 13));
 }
 
 /* Binds and invalidations complete in order with the WRs around them. */
@@ -470,7 +470,7 @@ Test(mw, bind_in_order_with_sends)
 
 		cr_assert_eq(ibv_post_send(B.qp, w, &bad), 0);
 	}
-	cr_assert_eq(t_poll(B.scq, wc, 3, 2000), 3);
+	cr_assert_eq(tc_poll(B.scq, wc, 3, 2000), 3);
 	for (int i = 0; i < 3; i++) {
 		cr_assert_eq(wc[i].status, IBV_WC_SUCCESS);
 		cr_assert_eq(wc[i].wr_id, 100 + (uint64_t)i, "in order");
@@ -496,17 +496,17 @@ Test(mw, uc_type2_write_and_local_inv)
 	mw = alloc_mw(&B, IBV_MW_TYPE_2);
 	cr_assert_eq(m_bind2(&B, mw, B.mr, win(0), WIN_LEN, IBV_ACCESS_REMOTE_WRITE, &rkey),
 		     IBV_WC_SUCCESS);
-	t_fill(A.buf, WIN_LEN, 15);
+	tc_fill(A.buf, WIN_LEN, 15);
 	cr_assert_eq(m_rdma(&A, IBV_WR_RDMA_WRITE, 0, WIN_LEN, win(0), rkey), IBV_WC_SUCCESS);
 	/* UC has no ACKs: the bytes arrive when the engines have run */
-	t_expect_none(B.rcq, 50, "nothing to receive");
-	cr_assert(t_check(B.buf + WIN_OFF, WIN_LEN, 15));
+	tc_expect_none(B.rcq, 50, "nothing to receive");
+	cr_assert(tc_check(B.buf + WIN_OFF, WIN_LEN, 15));
 	cr_assert_eq(m_local_inv(&B, rkey), IBV_WC_SUCCESS);
 	/* after invalidation the WRITE is dropped (UC: no NAK), nothing lands */
-	t_fill(A.buf, 64, 16);
+	tc_fill(A.buf, 64, 16);
 	cr_assert_eq(m_rdma(&A, IBV_WR_RDMA_WRITE, 0, 64, win(0), rkey), IBV_WC_SUCCESS);
-	t_expect_none(B.rcq, 50, "nothing to receive");
-	cr_assert(t_check(B.buf + WIN_OFF, 64, 15), "the old bytes stay");
+	tc_expect_none(B.rcq, 50, "nothing to receive");
+	cr_assert(tc_check(B.buf + WIN_OFF, 64, 15), "the old bytes stay");
 	/* SEND_WITH_INV on UC: posted, and fails (no UC opcode carries an IETH) */
 	sge = (struct ibv_sge){ .addr = (uintptr_t)A.buf, .length = 8, .lkey = A.mr->lkey };
 	w.sg_list = &sge;
@@ -524,14 +524,14 @@ Test(mw, uc_type1)
 	m_setup(&A, &B, IBV_QPT_UC, ALL_ACCESS);
 	mw = alloc_mw(&B, IBV_MW_TYPE_1);
 	cr_assert_eq(m_bind1(&B, mw, B.mr, win(0), 4096, IBV_ACCESS_REMOTE_WRITE), IBV_WC_SUCCESS);
-	t_fill(A.buf, 4096, 17);
+	tc_fill(A.buf, 4096, 17);
 	cr_assert_eq(m_rdma(&A, IBV_WR_RDMA_WRITE, 0, 4096, win(0), mw->rkey), IBV_WC_SUCCESS);
-	t_expect_none(B.rcq, 50, "nothing to receive");
-	cr_assert(t_check(B.buf + WIN_OFF, 4096, 17));
+	tc_expect_none(B.rcq, 50, "nothing to receive");
+	cr_assert(tc_check(B.buf + WIN_OFF, 4096, 17));
 	/* out of the window: dropped */
 	cr_assert_eq(m_rdma(&A, IBV_WR_RDMA_WRITE, 0, 8, win(4090), mw->rkey), IBV_WC_SUCCESS);
-	t_expect_none(B.rcq, 50, "nothing to receive");
-	cr_assert(t_check(B.buf + WIN_OFF, 4096, 17));
+	tc_expect_none(B.rcq, 50, "nothing to receive");
+	cr_assert(tc_check(B.buf + WIN_OFF, 4096, 17));
 	cr_assert_eq(t_stats().uc_access_drops, 1);
 }
 
@@ -550,7 +550,7 @@ Test(mw, bind_behind_read_and_atomic_through_window)
 	word = (uint64_t *)(void *)(B.buf + WIN_OFF + 64);
 	mw = alloc_mw(&B, IBV_MW_TYPE_2);
 	mw_ro = alloc_mw(&B, IBV_MW_TYPE_2);
-	t_fill(A.buf + 8192, 4096, 18);
+	tc_fill(A.buf + 8192, 4096, 18);
 	sge = (struct ibv_sge){ .addr = (uintptr_t)B.buf, .length = 4096, .lkey = B.mr->lkey };
 	w[0].wr_id = 1;
 	w[0].opcode = IBV_WR_RDMA_READ;
@@ -569,14 +569,14 @@ Test(mw, bind_behind_read_and_atomic_through_window)
 		.mr = B.mr, .addr = win(0), .length = 4096,
 		.mw_access_flags = IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_REMOTE_READ };
 	cr_assert_eq(ibv_post_send(B.qp, w, &bad), 0);
-	cr_assert_eq(t_poll(B.scq, wc, 2, 2000), 2);
+	cr_assert_eq(tc_poll(B.scq, wc, 2, 2000), 2);
 	cr_assert_eq(wc[0].wr_id, 1);
 	cr_assert_eq(wc[0].status, IBV_WC_SUCCESS);
 	cr_assert_eq(wc[0].opcode, IBV_WC_RDMA_READ);
 	cr_assert_eq(wc[1].wr_id, 2);
 	cr_assert_eq(wc[1].status, IBV_WC_SUCCESS);
 	cr_assert_eq(wc[1].opcode, IBV_WC_BIND_MW);
-	cr_assert(t_check(B.buf, 4096, 18));
+	cr_assert(tc_check(B.buf, 4096, 18));
 
 	*word = 40;
 	{
@@ -621,7 +621,7 @@ Test(mw, binds_between_sends_on_a_lossy_link, .timeout = 120)
 	m_setup_link(&A, &B, IBV_QPT_RC, ALL_ACCESS,
 		     "impair_drop = 0.05\nimpair_reorder = 0.02\nimpair_dir = both\nimpair_seed = 11");
 	mw = alloc_mw(&B, IBV_MW_TYPE_2);
-	t_fill(B.buf, 8192, 19);
+	tc_fill(B.buf, 8192, 19);
 	sge = (struct ibv_sge){ .addr = (uintptr_t)B.buf, .length = 8192, .lkey = B.mr->lkey };
 	for (int i = 0; i < 40; i++) {
 		struct ibv_send_wr w[4] = { 0 }, *bad;
@@ -656,15 +656,15 @@ Test(mw, binds_between_sends_on_a_lossy_link, .timeout = 120)
 			w[k].next = k + 1 < n ? &w[k + 1] : NULL;
 		}
 		cr_assert_eq(ibv_post_send(B.qp, w, &bad), 0);
-		cr_assert_eq(t_poll(B.scq, wc, n, 5000), n, "round %d", i);
+		cr_assert_eq(tc_poll(B.scq, wc, n, 5000), n, "round %d", i);
 		for (int k = 0; k < n; k++) {
 			cr_assert_eq(wc[k].status, IBV_WC_SUCCESS, "round %d wr %d: %s", i, k,
 				     ibv_wc_status_str(wc[k].status));
 			cr_assert_eq(wc[k].wr_id, (uint64_t)(i * 10 + k), "in order");
 		}
 	}
-	cr_assert(t_check(A.buf, 8192, 19));
-	cr_assert(t_check(A.buf + 8192, 8192, 19));
+	cr_assert(tc_check(A.buf, 8192, 19));
+	cr_assert(tc_check(A.buf + 8192, 8192, 19));
 	write_read_through(rkey, 0, 2048, 20);
 	{
 		struct droce_port_stats ps;

@@ -204,7 +204,7 @@ Test(perf, table_and_stats)
 			      "MsgRate[Mpps]") != NULL, "%s", out);
 	cr_expect(strstr(out, "\n 64         100   ") != NULL, "%s", out);
 	cr_expect(strstr(out, "engine 0: loops ") != NULL, "%s", out);
-	cr_expect(strstr(out, "port0: rx ") != NULL && strstr(out, "port1: rx ") != NULL, "%s", out);
+	cr_expect(strstr(out, "port0: rx_frames ") != NULL && strstr(out, "port1: rx_frames ") != NULL, "%s", out);
 
 	rc = run_perf("write_lat -n 20", false, out, sizeof(out));
 	cr_assert_eq(rc, 0, "%s", out);

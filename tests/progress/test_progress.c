@@ -25,6 +25,8 @@
 
 #include <droce/droce.h>
 
+#include "env.h"
+
 #include "dataplane/dp.h"
 
 #define BUF_SIZE (1u << 20)
@@ -42,39 +44,13 @@ struct end {
 
 static struct end A, B;
 
-static uint64_t
-now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
-}
-
 static void
 start(void)
 {
-	static const char text[] =
-		"[eal]\n"
-		"args = --no-huge --no-pci -m 256 --log-level=lib.eal:warning\n"
-		"[engines]\n"
-		"mode = colocated\n"
-		"count = 1\n"
-		"[mempool]\n"
-		"mbufs = 8191\n"
-		"cache = 128\n"
-		"[port0]\n"
-		"kind = ring\n"
-		"peer = port1\n"
-		"mac = 02:00:c6:12:00:01\n"
-		"ipv4 = 198.18.0.1\n"
-		"[port1]\n"
-		"kind = ring\n"
-		"peer = port0\n"
-		"mac = 02:00:c6:12:00:02\n"
-		"ipv4 = 198.18.0.2\n";
+	char text[4096];
 	struct droce_config cfg;
 
+	cr_assert_gt(tc_pair_config(text, sizeof(text), NULL), 0);
 	unsetenv("DROCE_CONFIG");
 	cr_assert_eq(droce_config_load_text("<progress test>", text, &cfg), 0, "config: %s",
 		     droce_last_error());
@@ -83,32 +59,15 @@ start(void)
 }
 
 static void
-stop(void)
-{
-	droce_engines_stop();
-	droce_stop();
-	droce_shutdown();
-}
-
-static void
 open_end(struct end *e, const char *name)
 {
-	struct ibv_device **list;
 	struct ibv_qp_init_attr ia = {
 		.qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = 256, .max_recv_wr = 512, .max_send_sge = 1, .max_recv_sge = 1 },
 	};
-	int n;
 
 	memset(e, 0, sizeof(*e));
-	list = ibv_get_device_list(&n);
-	cr_assert_not_null(list);
-	for (int i = 0; i < n; i++)
-		if (strcmp(ibv_get_device_name(list[i]), name) == 0)
-			e->ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	cr_assert_not_null(e->ctx);
-	cr_assert_eq(ibv_query_gid(e->ctx, 1, 0, &e->gid), 0);
+	e->ctx = tc_open(name, &e->gid);
 	e->pd = ibv_alloc_pd(e->ctx);
 	e->buf = calloc(1, BUF_SIZE);
 	cr_assert(e->pd && e->buf);
@@ -129,34 +88,11 @@ open_end(struct end *e, const char *name)
 static void
 rc_up(struct end *e, const struct end *peer)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ };
+	struct tc_conn c = { .dgid = peer->gid, .dest_qpn = peer->qp->qp_num, .psn = 100,
+			     .timeout = 14, .retry_cnt = 7, .rnr_retry = 7, .rd_atomic = 1,
+			     .access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ };
 
-	cr_assert_eq(ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				   IBV_QP_ACCESS_FLAGS), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = peer->qp->qp_num;
-	a.rq_psn = 100;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.dgid = peer->gid;
-	a.ah_attr.grh.hop_limit = 64;
-	cr_assert_eq(ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				   IBV_QP_MIN_RNR_TIMER), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 100;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	a.max_rd_atomic = 1;
-	cr_assert_eq(ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-				   IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC), 0);
+	tc_qp_up(e->qp, &c);
 }
 
 static void
@@ -195,13 +131,13 @@ wait_event(struct ibv_cq *cq, struct ibv_comp_channel *ch, struct ibv_wc *wc, in
 static int
 poll_for(struct ibv_cq *cq, struct ibv_wc *wc, int n, unsigned int ms)
 {
-	uint64_t end = now_ms() + ms;
+	uint64_t end = tc_now_ms() + ms;
 
 	for (;;) {
 		int k = ibv_poll_cq(cq, n, wc);
 
 		cr_assert_geq(k, 0);
-		if (k > 0 || now_ms() > end)
+		if (k > 0 || tc_now_ms() > end)
 			return k;
 	}
 }
@@ -235,7 +171,7 @@ post_recv(struct end *e, uint64_t id, size_t off, uint32_t len)
 	return ibv_post_recv(e->qp, &w, &bad);
 }
 
-TestSuite(progress, .init = setup, .fini = stop, .timeout = 60);
+TestSuite(progress, .init = setup, .fini = tc_stop, .timeout = 60);
 
 /* ---- both sides blocked in ibv_get_cq_event ---- */
 

@@ -15,6 +15,8 @@
 
 #include <droce/droce.h>
 
+#include "env.h"
+
 #define S_BUF_SIZE (4u << 20)
 
 enum s_mode {
@@ -33,7 +35,6 @@ struct s_dev {
 };
 
 void s_start(enum s_mode mode);
-void s_stop(void);
 
 /* Opens droce0 / droce1 with a PD and a registered S_BUF_SIZE buffer. */
 void s_open(struct s_dev *d, const char *name);
@@ -51,8 +52,6 @@ int s_post_send(struct ibv_qp *qp, struct s_dev *d, uint64_t id, size_t off, uin
 int s_post_srq(struct ibv_srq *srq, struct s_dev *d, uint64_t id, size_t off, uint32_t len);
 
 /* Polls until @n completions or @ms; returns how many. */
-int s_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n, unsigned int ms);
-struct ibv_wc s_wait(struct ibv_cq *cq, unsigned int ms, const char *what);
 
 /*
  * Waits up to @ms for an async event on @ctx (polling its fd, and driving
@@ -60,6 +59,5 @@ struct ibv_wc s_wait(struct ibv_cq *cq, unsigned int ms, const char *what);
  */
 bool s_async(struct ibv_context *ctx, struct ibv_async_event *ev, unsigned int ms, bool drive);
 
-uint64_t s_now_ms(void);
 
 #endif

@@ -17,7 +17,7 @@
 static void
 fini(void)
 {
-	s_stop();
+	tc_stop();
 }
 
 TestSuite(events, .fini = fini, .timeout = 60);
@@ -98,7 +98,7 @@ Test(events, qp_fatal_on_a_bad_rkey)
 				  .wr.rdma = { .remote_addr = (uintptr_t)p.B.buf,
 					       .rkey = p.B.mr->rkey ^ 0x5a } };
 	cr_assert_eq(ibv_post_send(p.a, &w, &bad), 0);
-	wc = s_wait(p.ascq, 3000, "the WRITE");
+	wc = tc_wait(p.ascq, 3000, "the WRITE");
 	cr_assert_eq(wc.wr_id, 7);
 	cr_assert_eq(wc.status, IBV_WC_REM_ACCESS_ERR, "%s", ibv_wc_status_str(wc.status));
 	expect_event(p.A.ctx, IBV_EVENT_QP_FATAL, p.a, true);
@@ -108,7 +108,7 @@ Test(events, qp_fatal_on_a_bad_rkey)
 	cr_assert_eq(qp_state(p.b), IBV_QPS_ERR);
 	/* once per QP: flushing later WRs raises nothing more */
 	cr_assert_eq(ibv_post_send(p.a, &w, &bad), 0);
-	wc = s_wait(p.ascq, 3000, "the flushed WRITE");
+	wc = tc_wait(p.ascq, 3000, "the flushed WRITE");
 	cr_assert_eq(wc.status, IBV_WC_WR_FLUSH_ERR);
 	cr_assert_not(s_async(p.A.ctx, &ev, 100, true), "unexpected %s",
 		      ibv_event_type_str(ev.event_type));
@@ -134,7 +134,7 @@ Test(events, port_err_and_active_on_a_link_cut_and_qp_fatal_after_retries)
 
 	droce_port_set_link(droce_port_get(0), false);
 	cr_assert_eq(s_post_send(p.a, &p.A, 1, 0, 100, 0), 0);
-	wc = s_wait(p.ascq, 5000, "the SEND over a cut link");
+	wc = tc_wait(p.ascq, 5000, "the SEND over a cut link");
 	cr_assert_eq(wc.status, IBV_WC_RETRY_EXC_ERR, "%s", ibv_wc_status_str(wc.status));
 	while (!port_err || !fatal) {
 		cr_assert(s_async(p.A.ctx, &ev, 3000, true), "missing %s",
@@ -194,39 +194,39 @@ Test(events, solicited_only_notification, .timeout = 60)
 	/* armed for solicited completions: an unsolicited SEND raises nothing */
 	cr_assert_eq(ibv_req_notify_cq(p.brcq, 1), 0);
 	cr_assert_eq(s_post_send(p.a, &p.A, 11, 0, 40, 0), 0);
-	wc = s_wait(p.ascq, 3000, "unsolicited SEND");
+	wc = tc_wait(p.ascq, 3000, "unsolicited SEND");
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 	cr_assert_not(channel_fires(&p, 300), "event for an unsolicited completion");
-	wc = s_wait(p.brcq, 1000, "unsolicited receive");
+	wc = tc_wait(p.brcq, 1000, "unsolicited receive");
 	cr_assert_eq(wc.wr_id, 1);
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 
 	/* the same arm fires on a solicited one */
 	cr_assert_eq(s_post_send(p.a, &p.A, 12, 0, 40, IBV_SEND_SOLICITED), 0);
 	cr_assert(channel_fires(&p, 3000), "no event for a solicited completion");
-	wc = s_wait(p.brcq, 1000, "solicited receive");
+	wc = tc_wait(p.brcq, 1000, "solicited receive");
 	cr_assert_eq(wc.wr_id, 2);
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
-	wc = s_wait(p.ascq, 3000, "solicited SEND");
+	wc = tc_wait(p.ascq, 3000, "solicited SEND");
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 
 	/* armed for any completion: the unsolicited one fires */
 	cr_assert_eq(ibv_req_notify_cq(p.brcq, 0), 0);
 	cr_assert_eq(s_post_send(p.a, &p.A, 13, 0, 40, 0), 0);
 	cr_assert(channel_fires(&p, 3000), "no event with solicited_only = 0");
-	wc = s_wait(p.brcq, 1000, "third receive");
+	wc = tc_wait(p.brcq, 1000, "third receive");
 	cr_assert_eq(wc.wr_id, 3);
-	wc = s_wait(p.ascq, 3000, "third SEND");
+	wc = tc_wait(p.ascq, 3000, "third SEND");
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 
 	/* solicited only, and an unsolicited SEND that fails at the receiver: errors fire */
 	cr_assert_eq(ibv_req_notify_cq(p.brcq, 1), 0);
 	cr_assert_eq(s_post_send(p.a, &p.A, 14, 0, 2000, 0), 0);
 	cr_assert(channel_fires(&p, 3000), "no event for an error completion");
-	wc = s_wait(p.brcq, 1000, "failed receive");
+	wc = tc_wait(p.brcq, 1000, "failed receive");
 	cr_assert_eq(wc.wr_id, 4);
 	cr_assert_eq(wc.status, IBV_WC_LOC_LEN_ERR, "%s", ibv_wc_status_str(wc.status));
-	wc = s_wait(p.ascq, 3000, "fourth SEND");
+	wc = tc_wait(p.ascq, 3000, "fourth SEND");
 	cr_assert_eq(wc.status, IBV_WC_REM_INV_REQ_ERR, "%s", ibv_wc_status_str(wc.status));
 }
 
@@ -263,7 +263,7 @@ Test(events, cq_err_when_the_engine_overflows_a_cq)
 		cr_assert_eq(s_post_send(a2, &p.A, 100 + i, 0, 64, IBV_SEND_SIGNALED), 0);
 	/* the sender completes every SEND (the receiver ACKs them) ... */
 	while (got < n) {
-		int k = s_poll(p.ascq, wc, n - got, 3000);
+		int k = tc_poll(p.ascq, wc, n - got, 3000);
 
 		cr_assert_gt(k, 0, "%d of %d SENDs completed", got, n);
 		for (int i = 0; i < k; i++)

@@ -26,7 +26,7 @@
 static void
 fini(void)
 {
-	s_stop();
+	tc_stop();
 }
 
 TestSuite(srq, .fini = fini, .timeout = 120);
@@ -101,12 +101,12 @@ run_shared(enum s_mode mode, unsigned int engines)
 	cr_assert_eq(ibv_query_srq(srq, &sa), 0);
 	cr_assert_eq(sa.srq_limit, LIMIT);
 
-	deadline = s_now_ms() + 90000;
+	deadline = tc_now_ms() + 90000;
 	while (received < total) {
 		struct ibv_wc wc[32];
 		int n;
 
-		cr_assert_lt(s_now_ms(), deadline, "stalled: %u of %u received", received, total);
+		cr_assert_lt(tc_now_ms(), deadline, "stalled: %u of %u received", received, total);
 		for (int i = 0; i < NQP; i++) {
 			while (sent[i] < PER_QP && sent[i] - acked[i] < WINDOW) {
 				size_t off = ((size_t)i * WINDOW + sent[i] % WINDOW) * SLOT;
@@ -176,7 +176,7 @@ run_shared(enum s_mode mode, unsigned int engines)
 		cr_assert_eq(next_seq[i], PER_QP, "QP %d received %u", i, next_seq[i]);
 	for (int i = 0; i < NQP; i++)
 		while (acked[i] < PER_QP) {
-			struct ibv_wc wc = s_wait(ascq, 5000, "send completion");
+			struct ibv_wc wc = tc_wait(ascq, 5000, "send completion");
 
 			cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 			acked[wc.wr_id >> 32]++;
@@ -368,26 +368,26 @@ Test(srq, qp_entering_err_flushes_only_its_own_wqe)
 
 	/* 2000 bytes into a 64-byte WQE: b0's WQE (id 1) completes LOC_LEN, b0 and a0 fail */
 	cr_assert_eq(s_post_send(a0, &A, 100, 0, 2000, 0), 0);
-	wc = s_wait(ascq, 3000, "a0's send");
+	wc = tc_wait(ascq, 3000, "a0's send");
 	cr_assert_eq(wc.wr_id, 100);
 	cr_assert_eq(wc.status, IBV_WC_REM_INV_REQ_ERR, "%s", ibv_wc_status_str(wc.status));
-	wc = s_wait(brcq, 3000, "b0's receive");
+	wc = tc_wait(brcq, 3000, "b0's receive");
 	cr_assert_eq(wc.wr_id, 1);
 	cr_assert_eq(wc.qp_num, b0->qp_num);
 	cr_assert_eq(wc.status, IBV_WC_LOC_LEN_ERR, "%s", ibv_wc_status_str(wc.status));
 	expect_qp_events(B.ctx, b0, true, true);
 	expect_qp_events(A.ctx, a0, true, false);
 	/* the SRQ's other WQEs stay posted: nothing flushed */
-	cr_assert_eq(s_poll(brcq, &wc, 1, 200), 0, "flushed wr_id %llu status %s",
+	cr_assert_eq(tc_poll(brcq, &wc, 1, 200), 0, "flushed wr_id %llu status %s",
 		     (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status));
 
 	/* ... and b1 receives into them, in posting order */
 	for (uint64_t k = 0; k < 3; k++) {
 		memset(A.buf + 8192, (int)(0xa0 + k), 32);
 		cr_assert_eq(s_post_send(a1, &A, 200 + k, 8192, 32, 0), 0);
-		wc = s_wait(ascq, 3000, "a1's send");
+		wc = tc_wait(ascq, 3000, "a1's send");
 		cr_assert_eq(wc.status, IBV_WC_SUCCESS);
-		wc = s_wait(brcq, 3000, "b1's receive");
+		wc = tc_wait(brcq, 3000, "b1's receive");
 		cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 		cr_assert_eq(wc.qp_num, b1->qp_num);
 		cr_assert_eq(wc.wr_id, 2 + k);
@@ -399,7 +399,7 @@ Test(srq, qp_entering_err_flushes_only_its_own_wqe)
 	cr_assert_eq(s_post_srq(srq, &B, 9, 4096 * 9, 64), 0);
 	s_to_err(b1);
 	expect_qp_events(B.ctx, b1, false, true);
-	cr_assert_eq(s_poll(brcq, &wc, 1, 200), 0);
+	cr_assert_eq(tc_poll(brcq, &wc, 1, 200), 0);
 	cr_assert_not(s_async(B.ctx, &ev, 100, true), "unexpected %s",
 		      ibv_event_type_str(ev.event_type));
 
@@ -446,7 +446,7 @@ Test(srq, polled_completion_frees_the_slot, .timeout = 120)
 		int rc = ibv_post_send(a, &w, &bad);
 
 		cr_assert_eq(rc, 0, "round %u: ibv_post_send: %s", i, strerror(rc));
-		wc = s_wait(ascq, 5000, "the WRITE");
+		wc = tc_wait(ascq, 5000, "the WRITE");
 		cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 		cr_assert_eq(wc.wr_id, i);
 	}

@@ -17,6 +17,7 @@
 
 #include "dataplane/dp.h"
 #include "dataplane/engine.h"
+#include "env.h"
 
 #define T_BUF_SIZE (4u << 20)
 
@@ -33,7 +34,7 @@ struct t_end {
 /* Starts droce: both ports with IP MTU @ip_mtu, and @port0_extra lines ("" or NULL). */
 void t_start(unsigned int ip_mtu, const char *port0_extra);
 /* Stops engines and droce (suite .fini). */
-void t_stop(void);
+void tc_stop(void);
 
 /* Opens device @name, a PD, CQs, a registered buffer and a QP of @type. */
 void t_open(struct t_end *e, const char *name, enum ibv_qp_type type, uint32_t send_wr,
@@ -47,21 +48,15 @@ void t_uc_up(struct t_end *e, const struct t_end *peer, int gid_index, enum ibv_
 uint32_t t_port_mtu(const struct t_end *e);
 
 /* Polls @cq for one completion within @ms; asserts it comes. */
-struct ibv_wc t_wait(struct ibv_cq *cq, unsigned int ms, const char *what);
 /* Polls @cq (driving the engines) for @ms and asserts nothing arrives. */
-void t_expect_none(struct ibv_cq *cq, unsigned int ms, const char *what);
 /* Polls until @n completions or @ms; returns how many. */
-int t_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n, unsigned int ms);
 
 int t_post_recv(struct t_end *e, uint64_t id, size_t off, uint32_t len);
 
 /* Fills / checks a pattern from @seed. */
-void t_fill(uint8_t *p, size_t n, uint32_t seed);
-bool t_check(const uint8_t *p, size_t n, uint32_t seed);
 
 /* Sum of every engine's counters. */
 struct droce_engine_stats t_stats(void);
 
-uint64_t t_now_ms(void);
 
 #endif

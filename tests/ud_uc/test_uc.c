@@ -16,7 +16,7 @@
 
 static struct t_end A, B;
 
-TestSuite(uc, .fini = t_stop, .timeout = 90);
+TestSuite(uc, .fini = tc_stop, .timeout = 90);
 
 static void
 setup(const char *port0_extra, uint32_t send_wr, uint32_t recv_wr, int gid_index)
@@ -55,7 +55,7 @@ post(struct t_end *e, enum ibv_wr_opcode op, uint64_t id, size_t off, uint32_t l
 static void
 check_send(struct ibv_cq *cq, uint64_t id, enum ibv_wc_opcode op, const struct t_end *e)
 {
-	struct ibv_wc wc = t_wait(cq, 3000, "send completion");
+	struct ibv_wc wc = tc_wait(cq, 3000, "send completion");
 
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "wr %llu: %s", (unsigned long long)id,
 		     ibv_wc_status_str(wc.status));
@@ -77,10 +77,10 @@ ops(int gid_index)
 	cr_assert_eq(t_post_recv(&B, 13, 16384, 16), 0); /* for WRITE_WITH_IMM: buffer unused */
 
 	/* SEND of 3 packets and a bit */
-	t_fill(A.buf, 3100, 1);
+	tc_fill(A.buf, 3100, 1);
 	cr_assert_eq(post(&A, IBV_WR_SEND, 1, 0, 3100, 0, 0, 0), 0);
 	check_send(A.scq, 1, IBV_WC_SEND, &A);
-	wc = t_wait(B.rcq, 3000, "SEND");
+	wc = tc_wait(B.rcq, 3000, "SEND");
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
 	cr_assert_eq(wc.wr_id, 11);
 	cr_assert_eq(wc.opcode, IBV_WC_RECV);
@@ -88,13 +88,13 @@ ops(int gid_index)
 	cr_assert_eq(wc.wc_flags, 0);
 	cr_assert_eq(wc.qp_num, B.qp->qp_num);
 	cr_assert_eq(wc.src_qp, A.qp->qp_num);
-	cr_assert(t_check(B.buf, 3100, 1));
+	cr_assert(tc_check(B.buf, 3100, 1));
 
 	/* SEND_WITH_IMM, exactly one MTU */
-	t_fill(A.buf + 65536, 1024, 2);
+	tc_fill(A.buf + 65536, 1024, 2);
 	cr_assert_eq(post(&A, IBV_WR_SEND_WITH_IMM, 2, 65536, 1024, 0, 0, 0x12345678), 0);
 	check_send(A.scq, 2, IBV_WC_SEND, &A);
-	wc = t_wait(B.rcq, 3000, "SEND_WITH_IMM");
+	wc = tc_wait(B.rcq, 3000, "SEND_WITH_IMM");
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 	cr_assert_eq(wc.wr_id, 12);
 	cr_assert_eq(wc.opcode, IBV_WC_RECV);
@@ -102,18 +102,18 @@ ops(int gid_index)
 	cr_assert_eq(wc.wc_flags, IBV_WC_WITH_IMM);
 	cr_assert_eq(ntohl(wc.imm_data), 0x12345678);
 	cr_assert_eq(wc.src_qp, A.qp->qp_num);
-	cr_assert(t_check(B.buf + 8192, 1024, 2));
+	cr_assert(tc_check(B.buf + 8192, 1024, 2));
 
 	/* RDMA_WRITE of 5 packets: no receive completion */
-	t_fill(A.buf + 131072, 4500, 3);
+	tc_fill(A.buf + 131072, 4500, 3);
 	cr_assert_eq(post(&A, IBV_WR_RDMA_WRITE, 3, 131072, 4500, rva, B.mr->rkey, 0), 0);
 	check_send(A.scq, 3, IBV_WC_RDMA_WRITE, &A);
 	/* RDMA_WRITE_WITH_IMM right behind it */
-	t_fill(A.buf + 262144, 2048, 4);
+	tc_fill(A.buf + 262144, 2048, 4);
 	cr_assert_eq(post(&A, IBV_WR_RDMA_WRITE_WITH_IMM, 4, 262144, 2048, rva + 8192, B.mr->rkey,
 			  0xcafe), 0);
 	check_send(A.scq, 4, IBV_WC_RDMA_WRITE, &A);
-	wc = t_wait(B.rcq, 3000, "WRITE_WITH_IMM");
+	wc = tc_wait(B.rcq, 3000, "WRITE_WITH_IMM");
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 	cr_assert_eq(wc.wr_id, 13);
 	cr_assert_eq(wc.opcode, IBV_WC_RECV_RDMA_WITH_IMM);
@@ -121,9 +121,9 @@ ops(int gid_index)
 	cr_assert_eq(wc.wc_flags, IBV_WC_WITH_IMM);
 	cr_assert_eq(ntohl(wc.imm_data), 0xcafe);
 	cr_assert_eq(wc.src_qp, A.qp->qp_num);
-	cr_assert(t_check(B.buf + (1u << 20), 4500, 3), "RDMA WRITE bytes");
-	cr_assert(t_check(B.buf + (1u << 20) + 8192, 2048, 4), "RDMA WRITE_WITH_IMM bytes");
-	t_expect_none(B.rcq, 100, "nothing else");
+	cr_assert(tc_check(B.buf + (1u << 20), 4500, 3), "RDMA WRITE bytes");
+	cr_assert(tc_check(B.buf + (1u << 20) + 8192, 2048, 4), "RDMA WRITE_WITH_IMM bytes");
+	tc_expect_none(B.rcq, 100, "nothing else");
 }
 
 Test(uc, send_write_imm_ipv4)
@@ -143,7 +143,7 @@ Test(uc, remote_access_error_dropped_silently)
 
 	setup(NULL, 16, 16, 0);
 	s0 = t_stats();
-	t_fill(A.buf, 2000, 5);
+	tc_fill(A.buf, 2000, 5);
 	/* a bad rkey and then a range outside the MR: both dropped, no NAK, no error */
 	cr_assert_eq(post(&A, IBV_WR_RDMA_WRITE, 1, 0, 2000, (uintptr_t)B.buf, B.mr->rkey + 99, 0), 0);
 	check_send(A.scq, 1, IBV_WC_RDMA_WRITE, &A);
@@ -151,7 +151,7 @@ Test(uc, remote_access_error_dropped_silently)
 			  (uintptr_t)B.buf + T_BUF_SIZE - 100, B.mr->rkey, 1), 0);
 	check_send(A.scq, 2, IBV_WC_RDMA_WRITE, &A);
 	cr_assert_eq(t_post_recv(&B, 7, 0, 4096), 0);
-	t_expect_none(B.rcq, 200, "dropped writes");
+	tc_expect_none(B.rcq, 200, "dropped writes");
 	cr_assert_eq(t_stats().uc_access_drops - s0.uc_access_drops, 2);
 	for (int i = 0; i < 100; i++)
 		cr_assert_eq(B.buf[T_BUF_SIZE - 100 + i], 0, "nothing written");
@@ -159,10 +159,10 @@ Test(uc, remote_access_error_dropped_silently)
 	/* both QPs carry on */
 	cr_assert_eq(post(&A, IBV_WR_SEND, 3, 0, 2000, 0, 0, 0), 0);
 	check_send(A.scq, 3, IBV_WC_SEND, &A);
-	wc = t_wait(B.rcq, 3000, "SEND after the errors");
+	wc = tc_wait(B.rcq, 3000, "SEND after the errors");
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 	cr_assert_eq(wc.wr_id, 7);
-	cr_assert(t_check(B.buf, 2000, 5));
+	cr_assert(tc_check(B.buf, 2000, 5));
 }
 
 #define N_MSG 400
@@ -189,15 +189,15 @@ Test(uc, one_percent_loss)
 	for (uint32_t i = 0; i < N_MSG; i++)
 		cr_assert_eq(t_post_recv(&B, i, (size_t)i * SLOT, SLOT), 0);
 	s0 = t_stats();
-	deadline = t_now_ms() + 20000;
-	while ((posted < N_MSG || sent_done < N_MSG) && t_now_ms() < deadline) {
+	deadline = tc_now_ms() + 20000;
+	while ((posted < N_MSG || sent_done < N_MSG) && tc_now_ms() < deadline) {
 		int n;
 
 		while (posted < N_MSG && posted - sent_done < 64) {
 			uint8_t *src = A.buf + (size_t)(posted % 256) * SLOT;
 			uint32_t len = msg_len(posted);
 
-			t_fill(src, len, posted + 1000);
+			tc_fill(src, len, posted + 1000);
 			memcpy(src, &posted, 4);
 			/* odd ones are RDMA WRITE_WITH_IMM into their own slot of B's write area */
 			cr_assert_eq(post(&A, (posted & 1) ? IBV_WR_RDMA_WRITE_WITH_IMM : IBV_WR_SEND,
@@ -240,7 +240,7 @@ Test(uc, one_percent_loss)
 			{
 				uint8_t *want = malloc(msg_len(idx));
 
-				t_fill(want, msg_len(idx), idx + 1000);
+				tc_fill(want, msg_len(idx), idx + 1000);
 				memcpy(want, &idx, 4);
 				cr_assert_eq(memcmp(got, want, msg_len(idx)), 0, "message %u intact", idx);
 				free(want);
@@ -253,7 +253,7 @@ Test(uc, one_percent_loss)
 	cr_assert_eq(sent_done, N_MSG, "the sender completes every WR");
 	/* late messages: drain what is still in flight */
 	for (;;) {
-		int n = t_poll(B.rcq, wc, 1, 200);
+		int n = tc_poll(B.rcq, wc, 1, 200);
 
 		if (n == 0)
 			break;

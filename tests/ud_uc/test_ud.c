@@ -19,7 +19,7 @@
 
 static struct t_end A, B;
 
-TestSuite(ud, .fini = t_stop, .timeout = 60);
+TestSuite(ud, .fini = tc_stop, .timeout = 60);
 
 static void
 setup(unsigned int ip_mtu)
@@ -117,11 +117,11 @@ mtu_boundary(bool v6, unsigned int ip_mtu, uint32_t want_mtu)
 		struct ibv_wc wc;
 		const uint8_t *slot = B.buf + (id - 1) * RECV_SLOT;
 
-		t_fill(A.buf, len, (uint32_t)id);
+		tc_fill(A.buf, len, (uint32_t)id);
 		cr_assert_eq(ud_send(&A, ah, B.qp->qp_num, QKEY, id, 0, len, id == 2), 0);
-		wc = t_wait(A.scq, 3000, "send");
+		wc = tc_wait(A.scq, 3000, "send");
 		check_send_wc(&wc, id, &A);
-		wc = t_wait(B.rcq, 3000, "receive");
+		wc = tc_wait(B.rcq, 3000, "receive");
 		cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
 		cr_assert_eq(wc.wr_id, 100 + id - 1);
 		cr_assert_eq(wc.opcode, IBV_WC_RECV);
@@ -134,35 +134,35 @@ mtu_boundary(bool v6, unsigned int ip_mtu, uint32_t want_mtu)
 		} else {
 			cr_assert_eq(wc.wc_flags, IBV_WC_GRH);
 		}
-		cr_assert(t_check(slot + 40, len, (uint32_t)id), "payload of %u bytes", len);
+		cr_assert(tc_check(slot + 40, len, (uint32_t)id), "payload of %u bytes", len);
 		check_grh(slot, v6, len, id == 2);
 	}
 
 	/* MTU + 1: the post succeeds, the WR completes successfully, nothing is sent */
 	s0 = t_stats();
-	t_fill(A.buf, mtu + 1, 99);
+	tc_fill(A.buf, mtu + 1, 99);
 	cr_assert_eq(ud_send(&A, ah, B.qp->qp_num, QKEY, 3, 0, mtu + 1, false), 0,
 		     "rxe accepts the post");
 	{
-		struct ibv_wc wc = t_wait(A.scq, 3000, "oversize send");
+		struct ibv_wc wc = tc_wait(A.scq, 3000, "oversize send");
 
 		check_send_wc(&wc, 3, &A);
 	}
-	t_expect_none(B.rcq, 300, "oversize UD message");
+	tc_expect_none(B.rcq, 300, "oversize UD message");
 	s1 = t_stats();
 	cr_assert_eq(s1.ud_oversize - s0.ud_oversize, 1);
 
 	/* the receive WQE it did not use takes the next message */
-	t_fill(A.buf, 17, 4);
+	tc_fill(A.buf, 17, 4);
 	cr_assert_eq(ud_send(&A, ah, B.qp->qp_num, QKEY, 4, 0, 17, false), 0);
-	check_send_wc((struct ibv_wc[]){ t_wait(A.scq, 3000, "send") }, 4, &A);
+	check_send_wc((struct ibv_wc[]){ tc_wait(A.scq, 3000, "send") }, 4, &A);
 	{
-		struct ibv_wc wc = t_wait(B.rcq, 3000, "after oversize");
+		struct ibv_wc wc = tc_wait(B.rcq, 3000, "after oversize");
 
 		cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 		cr_assert_eq(wc.wr_id, 102);
 		cr_assert_eq(wc.byte_len, 40 + 17);
-		cr_assert(t_check(B.buf + 2 * RECV_SLOT + 40, 17, 4));
+		cr_assert(tc_check(B.buf + 2 * RECV_SLOT + 40, 17, 4));
 	}
 	cr_assert_eq(ibv_destroy_ah(ah), 0);
 }
@@ -187,10 +187,10 @@ round_trip(bool v6)
 
 	cr_assert_eq(t_post_recv(&B, 1, 0, 4096), 0);
 	cr_assert_eq(t_post_recv(&A, 2, 0, 4096), 0);
-	t_fill(A.buf + 8192, 300, 7);
+	tc_fill(A.buf + 8192, 300, 7);
 	cr_assert_eq(ud_send(&A, ah, B.qp->qp_num, QKEY, 1, 8192, 300, false), 0);
-	check_send_wc((struct ibv_wc[]){ t_wait(A.scq, 3000, "send") }, 1, &A);
-	wc = t_wait(B.rcq, 3000, "receive");
+	check_send_wc((struct ibv_wc[]){ tc_wait(A.scq, 3000, "send") }, 1, &A);
+	wc = tc_wait(B.rcq, 3000, "receive");
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 	cr_assert(wc.wc_flags & IBV_WC_GRH);
 
@@ -204,15 +204,15 @@ round_trip(bool v6)
 
 	back = ibv_create_ah_from_wc(B.pd, &wc, (struct ibv_grh *)B.buf, 1);
 	cr_assert_not_null(back, "ibv_create_ah_from_wc: %s", strerror(errno));
-	t_fill(B.buf + 8192, 123, 8);
+	tc_fill(B.buf + 8192, 123, 8);
 	cr_assert_eq(ud_send(&B, back, wc.src_qp, QKEY, 9, 8192, 123, true), 0);
-	check_send_wc((struct ibv_wc[]){ t_wait(B.scq, 3000, "reply") }, 9, &B);
-	wc = t_wait(A.rcq, 3000, "reply received");
+	check_send_wc((struct ibv_wc[]){ tc_wait(B.scq, 3000, "reply") }, 9, &B);
+	wc = tc_wait(A.rcq, 3000, "reply received");
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 	cr_assert_eq(wc.src_qp, B.qp->qp_num);
 	cr_assert_eq(wc.byte_len, 40 + 123);
 	cr_assert_eq(wc.wc_flags, IBV_WC_GRH | IBV_WC_WITH_IMM);
-	cr_assert(t_check(A.buf + 40, 123, 8));
+	cr_assert(tc_check(A.buf + 40, 123, 8));
 	if (v6)
 		cr_assert_arr_eq(A.buf + 8, B.gid6.raw, 16, "reply GRH source");
 	else
@@ -244,18 +244,18 @@ Test(ud, qkey_mismatch_dropped_and_counted)
 	cr_assert_eq(t_post_recv(&B, 1, 0, 4096), 0);
 	s0 = t_stats();
 	cr_assert_eq(ud_send(&A, ah, B.qp->qp_num, QKEY + 1, 1, 0, 64, false), 0);
-	check_send_wc((struct ibv_wc[]){ t_wait(A.scq, 3000, "send") }, 1, &A);
-	t_expect_none(B.rcq, 300, "wrong Q_Key");
+	check_send_wc((struct ibv_wc[]){ tc_wait(A.scq, 3000, "send") }, 1, &A);
+	tc_expect_none(B.rcq, 300, "wrong Q_Key");
 	s1 = t_stats();
 	cr_assert_eq(s1.qkey_drops - s0.qkey_drops, 1);
 
-	t_fill(A.buf, 64, 2);
+	tc_fill(A.buf, 64, 2);
 	cr_assert_eq(ud_send(&A, ah, B.qp->qp_num, QKEY, 2, 0, 64, false), 0);
-	check_send_wc((struct ibv_wc[]){ t_wait(A.scq, 3000, "send") }, 2, &A);
-	wc = t_wait(B.rcq, 3000, "right Q_Key");
+	check_send_wc((struct ibv_wc[]){ tc_wait(A.scq, 3000, "send") }, 2, &A);
+	wc = tc_wait(B.rcq, 3000, "right Q_Key");
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 	cr_assert_eq(wc.wr_id, 1, "the receive WQE was not used by the dropped datagram");
-	cr_assert(t_check(B.buf + 40, 64, 2));
+	cr_assert(tc_check(B.buf + 40, 64, 2));
 	cr_assert_eq(t_stats().qkey_drops, s1.qkey_drops);
 	cr_assert_eq(ibv_destroy_ah(ah), 0);
 }
@@ -271,25 +271,25 @@ Test(ud, qkey_high_bit_uses_the_qps_own)
 	ah = make_ah(&A, &B.gid6, 1);
 	cr_assert_eq(t_post_recv(&B, 1, 0, 4096), 0);
 	/* A's qkey equals B's: a WR qkey with the high bit set takes it */
-	t_fill(A.buf, 32, 1);
+	tc_fill(A.buf, 32, 1);
 	cr_assert_eq(ud_send(&A, ah, B.qp->qp_num, 0x80000000u, 1, 0, 32, false), 0);
-	check_send_wc((struct ibv_wc[]){ t_wait(A.scq, 3000, "send") }, 1, &A);
-	wc = t_wait(B.rcq, 3000, "high-bit Q_Key");
+	check_send_wc((struct ibv_wc[]){ tc_wait(A.scq, 3000, "send") }, 1, &A);
+	wc = tc_wait(B.rcq, 3000, "high-bit Q_Key");
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
-	cr_assert(t_check(B.buf + 40, 32, 1));
+	cr_assert(tc_check(B.buf + 40, 32, 1));
 
 	/* now A's own qkey differs from B's: the same WR is dropped */
 	cr_assert_eq(ibv_modify_qp(A.qp, &a, IBV_QP_STATE | IBV_QP_QKEY), 0);
 	cr_assert_eq(t_post_recv(&B, 2, 0, 4096), 0);
 	s0 = t_stats();
 	cr_assert_eq(ud_send(&A, ah, B.qp->qp_num, 0xffffffffu, 2, 0, 32, false), 0);
-	check_send_wc((struct ibv_wc[]){ t_wait(A.scq, 3000, "send") }, 2, &A);
-	t_expect_none(B.rcq, 300, "A's own (now wrong) Q_Key");
+	check_send_wc((struct ibv_wc[]){ tc_wait(A.scq, 3000, "send") }, 2, &A);
+	tc_expect_none(B.rcq, 300, "A's own (now wrong) Q_Key");
 	cr_assert_eq(t_stats().qkey_drops - s0.qkey_drops, 1);
 	/* and a WR naming B's qkey explicitly still arrives */
 	cr_assert_eq(ud_send(&A, ah, B.qp->qp_num, QKEY, 3, 0, 32, false), 0);
-	check_send_wc((struct ibv_wc[]){ t_wait(A.scq, 3000, "send") }, 3, &A);
-	wc = t_wait(B.rcq, 3000, "explicit Q_Key");
+	check_send_wc((struct ibv_wc[]){ tc_wait(A.scq, 3000, "send") }, 3, &A);
+	wc = tc_wait(B.rcq, 3000, "explicit Q_Key");
 	cr_assert_eq(wc.wr_id, 2);
 	cr_assert_eq(ibv_destroy_ah(ah), 0);
 }
@@ -306,7 +306,7 @@ Test(ud, ah_busy_until_its_wr_completes)
 	/* co-located engine: nothing runs until we poll */
 	cr_assert_eq(ud_send(&A, ah, B.qp->qp_num, QKEY, 1, 0, 8, false), 0);
 	cr_assert_eq(ibv_destroy_ah(ah), EBUSY, "a posted WR still names the AH");
-	check_send_wc((struct ibv_wc[]){ t_wait(A.scq, 3000, "send") }, 1, &A);
+	check_send_wc((struct ibv_wc[]){ tc_wait(A.scq, 3000, "send") }, 1, &A);
 	cr_assert_eq(ibv_destroy_ah(ah), 0);
 
 	/* post validation: a UD send needs an AH; UD has no RDMA */

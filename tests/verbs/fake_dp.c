@@ -238,6 +238,31 @@ droce_cq_create(uint32_t cqe, droce_cq_notify_fn notify, droce_cq_error_fn error
 	return cq;
 }
 
+struct droce_cq *
+droce_cq_create_ex(uint32_t cqe, droce_cq_notify_fn notify, droce_cq_error_fn error, void *arg,
+		   uint32_t flags)
+{
+	if (flags & ~(uint32_t)DROCE_CQ_TIMESTAMP) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return droce_cq_create(cqe, notify, error, arg);
+}
+
+int
+droce_cq_poll_ts(struct droce_cq *cq, int n, struct droce_cqe_ts *out, bool progress)
+{
+	int got = 0;
+
+	(void)progress;
+	while (got < n && cq->head != cq->tail) {
+		out[got].cqe = cq->ring[cq->head % FAKE_CQ_MAX];
+		out[got++].tsc = 0;
+		cq->head++;
+	}
+	return got;
+}
+
 void
 droce_cq_destroy(struct droce_cq *cq)
 {
@@ -378,6 +403,40 @@ droce_qp_post_send(struct droce_qp *qp, const struct droce_wqe *wqe)
 		memcpy(qp->last_wqe.inline_data, wqe->inline_data, wqe->length);
 	qp->sq_posted++;
 	return 0;
+}
+
+uint32_t
+droce_qp_sq_begin(struct droce_qp *qp)
+{
+	qp->in_batch = true;
+	return qp->sq_posted;
+}
+
+struct droce_wqe *
+droce_qp_sq_slot(struct droce_qp *qp, uint32_t idx)
+{
+	uint32_t size = qp->caps.max_send_wr ? qp->caps.max_send_wr : 1;
+
+	if (idx - qp->sq_retired >= size || idx - qp->sq_posted >= 8)
+		return NULL;
+	return &qp->batch[idx % 8];
+}
+
+int
+droce_qp_sq_commit(struct droce_qp *qp, uint32_t n)
+{
+	if (n)
+		qp->last_wqe = qp->batch[(qp->sq_posted + n - 1) % 8];
+	qp->sq_posted += n;
+	qp->in_batch = false;
+	qp->n_commits++;
+	return 0;
+}
+
+void
+droce_qp_sq_cancel(struct droce_qp *qp)
+{
+	qp->in_batch = false;
 }
 
 int

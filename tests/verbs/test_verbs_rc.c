@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -19,6 +21,8 @@
 #include <infiniband/verbs.h>
 
 #include <droce/droce.h>
+#include <droce/stats.h>
+#include <rte_eal.h>
 
 #include "dataplane/dp.h"
 #include "pmd_glue/port.h"
@@ -356,4 +360,126 @@ Test(verbs_rc, arp_resolution_through_the_engine)
 	cr_assert_eq(droce_port_arp_lookup(droce_port_get(0), ip, &mac), 0, "and learnt it");
 	memcpy(&ip, nobody_ip, 4);
 	cr_assert_eq(droce_dp_arp_resolve(0, ip, &mac, 300), ETIMEDOUT);
+}
+
+/* ---- counters: include/droce/stats.h and DPDK telemetry ---- */
+
+static uint64_t
+stat_of(int (*get)(unsigned int, struct droce_stat *, unsigned int), unsigned int id,
+	const char *name)
+{
+	struct droce_stat s[128];
+	int n = get(id, s, 128);
+
+	cr_assert_gt(n, 0, "no counters for %u: %s", id, strerror(errno));
+	cr_assert_leq(n, 128);
+	return droce_stat_find(s, (unsigned int)n, name);
+}
+
+static uint64_t
+qp_stat(struct ibv_qp *qp, const char *name)
+{
+	struct droce_stat s[64];
+	int n = droce_stats_qp(qp, s, 64);
+
+	cr_assert_gt(n, 0);
+	return droce_stat_find(s, (unsigned int)n, name);
+}
+
+Test(verbs_rc, stats_api_counts_frames_per_port_engine_and_qp)
+{
+	struct droce_stat one[1];
+	uint64_t p0_tx, p1_rx, e_rx;
+	int n;
+
+	setup_pair(16);
+	p0_tx = stat_of(droce_stats_port, 0, "tx_frames");
+	p1_rx = stat_of(droce_stats_port, 1, "rx_frames");
+	e_rx = stat_of(droce_stats_engine, 0, "rx_frames");
+	/* three 3000-byte SENDs at path MTU 1024: three frames each */
+	for (uint32_t i = 0; i < 3; i++) {
+		struct ibv_wc wc;
+
+		cr_assert_eq(post_recv(&B, i, i * 4096, 4096), 0);
+		cr_assert_eq(post_send(&A, i, i * 4096, 3000, A.mr->lkey), 0);
+		wc = wait_wc(A.scq);
+		cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+		wc = wait_wc(B.rcq);
+		cr_assert_eq(wc.byte_len, 3000);
+	}
+	cr_assert_eq(qp_stat(A.qp, "tx_frames"), 9);
+	cr_assert_eq(qp_stat(B.qp, "rx_frames"), 9);
+	cr_assert_eq(qp_stat(A.qp, "retransmits"), 0);
+	cr_assert_eq(qp_stat(A.qp, "qpn"), A.qp->qp_num);
+	cr_assert_geq(qp_stat(B.qp, "tx_frames"), 1, "B acknowledged");
+	cr_assert_geq(stat_of(droce_stats_port, 0, "tx_frames") - p0_tx, 9);
+	cr_assert_geq(stat_of(droce_stats_port, 1, "rx_frames") - p1_rx, 9);
+	cr_assert_geq(stat_of(droce_stats_engine, 0, "rx_frames") - e_rx, 10, "9 requests, >= 1 ACK");
+	cr_assert_eq(stat_of(droce_stats_engine, 0, "drop_icrc"), 0);
+	cr_assert_neq(stat_of(droce_stats_engine, 0, "drop_pkey"), UINT64_MAX, "every reason is listed");
+	cr_assert_eq(stat_of(droce_stats_engine, 0, "no_such_counter"), UINT64_MAX);
+	/* sizing call, and what does not exist */
+	n = droce_stats_port(0, one, 0);
+	cr_assert_gt(n, 10);
+	cr_assert_eq(droce_stats_port(0, one, 1), n, "count, not what fits");
+	cr_assert_str_eq(one[0].name, "rx_frames");
+	errno = 0;
+	cr_assert_eq(droce_stats_port(99, one, 1), -1);
+	cr_assert_eq(errno, ENODEV);
+	errno = 0;
+	cr_assert_eq(droce_stats_engine(99, one, 1), -1);
+	cr_assert_eq(errno, ENODEV);
+	cr_assert_gt(droce_stats_cm(one, 0), 10);
+}
+
+/* One request over DPDK's telemetry socket; the reply's JSON in @out. */
+static void
+tel_query(int fd, const char *cmd, char *out, size_t cap)
+{
+	ssize_t n;
+
+	cr_assert_eq(write(fd, cmd, strlen(cmd)), (ssize_t)strlen(cmd));
+	n = read(fd, out, cap - 1);
+	cr_assert_gt(n, 0, "%s: %s", cmd, strerror(errno));
+	out[n] = '\0';
+}
+
+Test(verbs_rc, telemetry_serves_droce_counters)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char buf[16384], want[64];
+	int fd;
+
+	setup_pair(16);
+	cr_assert_eq(post_recv(&B, 1, 0, 4096), 0);
+	cr_assert_eq(post_send(&A, 1, 0, 100, A.mr->lkey), 0);
+	cr_assert_eq(wait_wc(A.scq).status, IBV_WC_SUCCESS);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/dpdk_telemetry.v2", rte_eal_get_runtime_dir());
+	fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+	cr_assert_geq(fd, 0);
+	cr_assert_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0, "%s: %s", sa.sun_path,
+		     strerror(errno));
+	cr_assert_gt(read(fd, buf, sizeof(buf)), 0); /* the server's greeting */
+
+	tel_query(fd, "/droce/ports", buf, sizeof(buf));
+	cr_assert_str_eq(buf, "{\"/droce/ports\":[0,1]}");
+	tel_query(fd, "/droce/port,0", buf, sizeof(buf));
+	cr_assert(strstr(buf, "\"tx_frames\":") != NULL && strstr(buf, "\"pmd_opackets\":") != NULL, "%s", buf);
+	tel_query(fd, "/droce/engines", buf, sizeof(buf));
+	cr_assert_str_eq(buf, "{\"/droce/engines\":[0]}");
+	tel_query(fd, "/droce/engine,0", buf, sizeof(buf));
+	cr_assert(strstr(buf, "\"loops\":") != NULL && strstr(buf, "\"drop_icrc\":0") != NULL, "%s", buf);
+	tel_query(fd, "/droce/qps", buf, sizeof(buf));
+	snprintf(want, sizeof(want), "%u", A.qp->qp_num);
+	cr_assert(strstr(buf, want) != NULL, "%s lacks %s", buf, want);
+	snprintf(want, sizeof(want), "/droce/qp,%u", A.qp->qp_num);
+	tel_query(fd, want, buf, sizeof(buf));
+	cr_assert(strstr(buf, "\"tx_frames\":1,") != NULL, "%s", buf);
+	tel_query(fd, "/droce/qp,16777215", buf, sizeof(buf));
+	cr_assert_str_eq(buf, "{\"/droce/qp\":null}", "no such QP");
+	tel_query(fd, "/droce/port,x", buf, sizeof(buf));
+	cr_assert_str_eq(buf, "{\"/droce/port\":null}", "bad parameter");
+	tel_query(fd, "/droce/cm", buf, sizeof(buf));
+	cr_assert(strstr(buf, "\"mads_tx\":") != NULL, "%s", buf);
+	close(fd);
 }

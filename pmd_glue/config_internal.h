@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * The configuration loader's pieces (config.c holds the section and key
+ * tables and the load itself): value parsers and list items
+ * (config_values.c) and the INI text pre-pass (config_text.c).
+ */
+#ifndef DROCE_PMD_GLUE_CONFIG_INTERNAL_H
+#define DROCE_PMD_GLUE_CONFIG_INTERNAL_H
+
+#include <stdint.h>
+
+#include <rte_cfgfile.h>
+
+#include <droce/config.h>
+
+/* Longest line rte_cfgfile reads in one piece, and its value limit. */
+#define LINE_MAX_LEN (CFG_NAME_LEN + CFG_VALUE_LEN)
+
+/* ---- value parsers (config_values.c): 0, or -1 without reporting ---- */
+
+int droce_cfg_parse_u32(const char *s, uint32_t min, uint32_t max, uint32_t *out);
+int droce_cfg_parse_u64(const char *s, uint64_t *out);
+/* A probability: decimal 0..1, or a percentage 0%..100%. */
+int droce_cfg_parse_prob(const char *s, double *out);
+/* One impairment setting (@key without the impair_ prefix): 0, or -1 with
+ * *@why saying what is wrong. */
+int droce_cfg_impair_key(const char *key, const char *val, struct droce_impair_config *c,
+			 const char **why);
+/* Splits @s on commas and blanks; calls @fn for each item (-1 if none). */
+int droce_cfg_for_each_item(const char *s, int (*fn)(void *arg, const char *item), void *arg);
+
+struct droce_cfg_gid_acc {
+	struct droce_port_config *pc;
+	int family;
+	const char *bad; /* why the last item failed */
+};
+/* An item of ipv4 = / ipv6 =: adds a GID to @arg (a struct droce_cfg_gid_acc). */
+int droce_cfg_add_gid(void *arg, const char *item);
+
+struct droce_cfg_lcore_acc {
+	struct droce_config *cfg;
+	const char *bad;
+};
+/* An item of lcores = (N or N-M): adds engine lcores (a struct droce_cfg_lcore_acc). */
+int droce_cfg_add_lcores(void *arg, const char *item);
+
+/* ---- the INI pre-pass (config_text.c) ---- */
+
+/* Checks @text's syntax line by line (errors name @file and the line) and
+ * writes a comment-free copy to @fd for rte_cfgfile.  0 or -1 (reported). */
+int droce_cfg_prepare_text(const char *file, const char *text, int fd);
+/* A file descriptor to stage the text in (a memfd, else an unlinked file). */
+int droce_cfg_stage_fd(void);
+
+#endif /* DROCE_PMD_GLUE_CONFIG_INTERNAL_H */

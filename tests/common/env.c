@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <droce/droce.h>
+
+#include "dataplane/dp.h"
+#include "env.h"
+
+uint64_t
+tc_now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+void
+tc_start(const struct tc_pair *o)
+{
+	static char text[4096];
+	struct droce_config cfg;
+
+	cr_assert_gt(tc_pair_config(text, sizeof(text), o), 0, "pair config too long");
+	unsetenv("DROCE_CONFIG");
+	cr_assert_eq(droce_config_load_text("<test pair>", text, &cfg), 0, "config: %s",
+		     droce_last_error());
+	cr_assert_eq(droce_start_config(&cfg), 0, "droce_start_config: %s", droce_last_error());
+}
+
+void
+tc_stop(void)
+{
+	droce_engines_stop();
+	droce_stop();
+	droce_shutdown();
+}
+
+struct ibv_context *
+tc_open(const char *name, union ibv_gid *gid)
+{
+	struct ibv_context *ctx = NULL;
+	struct ibv_device **list;
+	int n;
+
+	list = ibv_get_device_list(&n);
+	cr_assert_not_null(list, "ibv_get_device_list: %s", strerror(errno));
+	for (int i = 0; i < n; i++)
+		if (strcmp(ibv_get_device_name(list[i]), name) == 0)
+			ctx = ibv_open_device(list[i]);
+	ibv_free_device_list(list);
+	cr_assert_not_null(ctx, "no device %s", name);
+	if (gid != NULL)
+		cr_assert_eq(ibv_query_gid(ctx, 1, 0, gid), 0);
+	return ctx;
+}
+
+void
+tc_qp_state(struct ibv_qp *qp, enum ibv_qp_state state)
+{
+	struct ibv_qp_attr a = { .qp_state = state };
+
+	cr_assert_eq(ibv_modify_qp(qp, &a, IBV_QP_STATE), 0, "QP %u to state %d", qp->qp_num, state);
+}
+
+void
+tc_qp_up(struct ibv_qp *qp, const struct tc_conn *c)
+{
+	const bool rc = qp->qp_type == IBV_QPT_RC, ud = qp->qp_type == IBV_QPT_UD;
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
+
+	if (ud) {
+		a.qkey = c->qkey ? c->qkey : 0x11111111;
+		mask |= IBV_QP_QKEY;
+	} else {
+		a.qp_access_flags = c->access ? c->access
+				    : IBV_ACCESS_REMOTE_WRITE |
+					      (rc ? IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC : 0);
+		mask |= IBV_QP_ACCESS_FLAGS;
+	}
+	cr_assert_eq(ibv_modify_qp(qp, &a, mask), 0, "QP %u to INIT: %s", qp->qp_num, strerror(errno));
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	mask = IBV_QP_STATE;
+	if (!ud) {
+		a.path_mtu = c->mtu ? c->mtu : IBV_MTU_1024;
+		a.dest_qp_num = c->dest_qpn;
+		a.rq_psn = c->psn;
+		a.ah_attr.is_global = 1;
+		a.ah_attr.port_num = 1;
+		a.ah_attr.grh.dgid = c->dgid;
+		a.ah_attr.grh.sgid_index = c->sgid_index;
+		a.ah_attr.grh.hop_limit = 64;
+		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+		if (rc) {
+			a.max_dest_rd_atomic = c->rd_atomic ? c->rd_atomic : 4;
+			a.min_rnr_timer = 1;
+			mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		}
+	}
+	cr_assert_eq(ibv_modify_qp(qp, &a, mask), 0, "QP %u to RTR: %s", qp->qp_num, strerror(errno));
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = c->psn;
+	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
+	if (rc) {
+		a.timeout = c->timeout ? c->timeout : 10;
+		a.retry_cnt = c->retry_cnt ? c->retry_cnt : 3;
+		a.rnr_retry = c->rnr_retry ? c->rnr_retry : 3;
+		a.max_rd_atomic = c->rd_atomic ? c->rd_atomic : 4;
+		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+	}
+	cr_assert_eq(ibv_modify_qp(qp, &a, mask), 0, "QP %u to RTS: %s", qp->qp_num, strerror(errno));
+}
+
+int
+tc_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n, unsigned int ms)
+{
+	uint64_t end = tc_now_ms() + ms;
+	int got = 0;
+
+	while (got < n) {
+		int k = ibv_poll_cq(cq, n - got, wc + got);
+
+		cr_assert_geq(k, 0);
+		got += k;
+		if (k == 0 && tc_now_ms() > end)
+			break;
+	}
+	return got;
+}
+
+struct ibv_wc
+tc_wait(struct ibv_cq *cq, unsigned int ms, const char *what)
+{
+	struct ibv_wc wc;
+
+	cr_assert_eq(tc_poll(cq, &wc, 1, ms), 1, "%s: no completion within %u ms", what, ms);
+	return wc;
+}
+
+void
+tc_expect_none(struct ibv_cq *cq, unsigned int ms, const char *what)
+{
+	struct ibv_wc wc;
+
+	cr_assert_eq(tc_poll(cq, &wc, 1, ms), 0, "%s: unexpected completion (wr_id %llu status %d)",
+		     what, (unsigned long long)wc.wr_id, wc.status);
+}
+
+void
+tc_fill(uint8_t *p, size_t n, uint32_t seed)
+{
+	uint32_t x = seed * 2654435761u + 0x9e3779b9u;
+
+	for (size_t i = 0; i < n; i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		p[i] = (uint8_t)(x >> 7) ^ (uint8_t)i;
+	}
+}
+
+bool
+tc_check(const uint8_t *p, size_t n, uint32_t seed)
+{
+	uint8_t *want = malloc(n ? n : 1);
+	bool ok;
+
+	cr_assert_not_null(want);
+	tc_fill(want, n, seed);
+	ok = memcmp(p, want, n) == 0;
+	free(want);
+	return ok;
+}
