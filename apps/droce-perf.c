@@ -914,6 +914,7 @@ open_devices(void)
 			fail("ibv_alloc_pd: %s", strerror(errno));
 	}
 	ibv_free_device_list(list);
+	stats_ready = true;
 
 	R.mtu = R.s[0].active_mtu < R.s[1].active_mtu ? R.s[0].active_mtu : R.s[1].active_mtu;
 	if (o.mtu) {
