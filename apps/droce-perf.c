@@ -586,8 +586,9 @@ parse_args(int argc, char **argv)
 	}
 	if (o.rdma_cm && o.qpt == IBV_QPT_UC)
 		unsupported("-R: UC is not supported in librdmacm (perftest says so too)");
-	if (o.rdma_cm && o.qpt == IBV_QPT_UD)
-		unsupported("-R with -c UD (RDMA_PS_UDP, SIDR) is not done in droce-perf yet");
+	if (o.rdma_cm && o.qpt == IBV_QPT_UD && o.mode == M_LAT)
+		unsupported("-R with -c UD: send_bw only (send_lat's UD address exchange over "
+			    "rdma_cm is not done in droce-perf yet)");
 
 	if (o.inject >= 0 && !o.check)
 		usage_fail("--inject-error needs --check");
@@ -801,6 +802,7 @@ struct run {
 	uint64_t run_start;    /* two processes: TSC when the QPs were connected */
 	bool multi_size;       /* several sizes in the run: --lat-samples lines say which */
 	bool loop_cli_open;    /* -R loopback: the client's event channel is open */
+	uint32_t rem_qkey;     /* UD: the peer's Q_Key (perftest's DEF_QKEY; -R: rdma_cm's) */
 };
 
 static struct run R;
@@ -1279,7 +1281,7 @@ make_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, struct pair *p, uint32_t pi
 		if (o.qpt == IBV_QPT_UD) {
 			wr->wr.ud.ah = p->ah[side];
 			wr->wr.ud.remote_qpn = p->rem_qpn[side];
-			wr->wr.ud.remote_qkey = DEF_QKEY;
+			wr->wr.ud.remote_qkey = R.rem_qkey;
 		}
 		break;
 	case V_ATOMIC:
@@ -2843,6 +2845,21 @@ cm_param(struct rdma_conn_param *c)
 	c->rnr_retry_count = 7;
 }
 
+/* -R, RDMA_PS_UDP: @side's address handle to the peer, its QPN and Q_Key,
+ * from the ESTABLISHED event (the SIDR REP) @c kept. */
+static void
+cm_ud_peer(const struct pt_rcm *c, uint32_t i, int side)
+{
+	struct pair *p = &R.p[i];
+	struct ibv_ah_attr ah = c->ud.ah_attr;
+
+	p->ah[side] = ibv_create_ah(R.s[side].pd, &ah);
+	if (p->ah[side] == NULL)
+		fail("ibv_create_ah (QP pair %u, from rdma_cm): %s", i, strerror(errno));
+	p->rem_qpn[side] = c->ud.qp_num;
+	R.rem_qkey = c->ud.qkey;
+}
+
 /* -R, client: the QP of pair @arg once rdma_cm resolved the route; its
  * receives once connected (a rejected attempt's QP goes away, and its
  * flushed receives would land in the CQ). */
@@ -2898,6 +2915,8 @@ connect_qps_rdma_cm(void)
 			fail("rdma_cm: connecting QP pair %u to %s:%d: %s", i, o.host, o.tcp_port,
 			     R.cm.err);
 		pair_post_recvs(i, R.me);
+		if (o.qpt == IBV_QPT_UD)
+			cm_ud_peer(&R.cm, i, R.me);
 	}
 	pt_rcm_unlisten(&R.cm);
 	barrier("sync after the rdma_cm connections");
@@ -2970,6 +2989,8 @@ setup_loop_rdma_cm(void)
 			fail("rdma_cm: QP pair %u connected, but the server accepted %u", i,
 			     loop_accepted);
 		pair_post_recvs(i, 0);
+		if (o.qpt == IBV_QPT_UD)
+			cm_ud_peer(&loop_cli, i, 0);
 	}
 	/* the client ids' events are all in: its channel stays for teardown's */
 	R.loop_cli_open = true;
@@ -3397,6 +3418,7 @@ main(int argc, char **argv)
 
 	parse_args(argc, argv);
 	R.grh = o.qpt == IBV_QPT_UD ? GRH_LEN : 0;
+	R.rem_qkey = DEF_QKEY;
 	if (!o.verbose) {
 		/* DPDK's start-up chatter goes to stderr; keep warnings and errors */
 		rte_log_set_global_level(RTE_LOG_WARNING);

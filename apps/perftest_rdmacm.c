@@ -218,6 +218,8 @@ connect_once(struct pt_rcm *c, const struct sockaddr_in *dst, enum rdma_port_spa
 			rdma_ack_cm_event(ev);
 			continue;
 		}
+		if (t == RDMA_CM_EVENT_ESTABLISHED && ps == RDMA_PS_UDP)
+			c->ud = ev->param.ud; /* the peer's AH, QPN and Q_Key */
 		rdma_ack_cm_event(ev);
 		if (t == RDMA_CM_EVENT_ADDR_RESOLVED && step == 0) {
 			if (rdma_resolve_route(id, 2000) != 0) {
@@ -238,6 +240,7 @@ connect_once(struct pt_rcm *c, const struct sockaddr_in *dst, enum rdma_port_spa
 		} else if (t == RDMA_CM_EVENT_ESTABLISHED && step == 2) {
 			*out = id;
 			return 0;
+
 		} else if (t == RDMA_CM_EVENT_REJECTED || t == RDMA_CM_EVENT_UNREACHABLE ||
 			   t == RDMA_CM_EVENT_ADDR_ERROR || t == RDMA_CM_EVENT_ROUTE_ERROR) {
 			rcm_err(c, "%s (status %d) from %s:%d", rdma_event_str(t), st,

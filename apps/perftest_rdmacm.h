@@ -55,6 +55,9 @@ struct pt_rcm {
 	struct ibv_mr *mr;
 	uint8_t *buf;              /* [0, PT_RCM_BUF) send, then receive */
 	bool disconnected;         /* the peer sent a DREQ */
+	/* pt_rcm_connect on RDMA_PS_UDP: the peer's address handle attributes,
+	 * QP number and Q_Key from the ESTABLISHED event (SIDR REP) */
+	struct rdma_ud_param ud;
 };
 
 extern const struct pt_msg_ops pt_rcm_msg_ops; /* arg: struct pt_rcm * */

@@ -35,13 +35,16 @@ PERFTEST = ("write_bw", "write_lat", "read_bw", "read_lat", "send_bw", "send_lat
 # of 4 QPs one QP after the other, and the last QP's first READ can wait
 # longer than perftest's default 67 ms x 7 retries
 VARIANTS = {"q4": ["-q", "4", "-u", "18"], "gbits": ["--report_gbits"], "o4": ["-o", "4"], "R": ["-R"],
+            # UD over rdma_cm (RDMA_PS_UDP, SIDR); a UD message is one packet
+            "udR": ["-c", "UD", "-R"],
             # not in the default set: the recording of tests/perf/data/
             "q2g": ["-q", "2", "--report_gbits"]}
 OPTCELLS = tuple("%s+%s" % (t, v) for v, ts in (
     ("q4", ("write_bw", "read_bw", "send_bw")),
     ("gbits", ("write_bw", "read_bw", "send_bw")),
     ("o4", ("read_bw", "atomic_bw")),
-    ("R", ("write_bw", "read_bw", "send_bw", "write_lat", "read_lat", "send_lat")))
+    ("R", ("write_bw", "read_bw", "send_bw", "write_lat", "read_lat", "send_lat")),
+    ("udR", ("send_bw",)))
     for t in ts)
 
 def split_cell(t):
@@ -62,6 +65,8 @@ def variants(tests, lat_sizes, bw_size):
             out.append((t, 16 if t != "udaddy" else 100))   # their message sizes
         elif split_cell(t)[0] == "atomic_bw":
             out.append((t, 8))
+        elif split_cell(t)[2] == "udR":
+            out.append((t, 1024))   # the guest's path MTU
         elif split_cell(t)[0] in BW:
             out.append((t, bw_size))
         else:
@@ -357,7 +362,7 @@ def main():
                     return 3
                 continue
             base, vopts, variant = split_cell(test)
-            rcm = variant == "R"
+            rcm = variant in ("R", "udR")
             common = ["-n", str(a.iters)] + ([] if base == "atomic_bw" else ["-s", str(size)]) \
                      + vopts
             pt = ["ib_" + base, "-d", "rxe0", "-x", gidx, "-F"] + common + a.extra_guest.split()

@@ -727,3 +727,9 @@ Test(oob_memif, rdma_cm_lat_check)
 	two_processes_rdma_cm("write_lat", "-s 64 -n 200 --check", 10);
 	two_processes_rdma_cm("send_lat", "-s 64 -n 200 --check", 11);
 }
+
+Test(oob_memif, rdma_cm_ud_send_bw_q2_check)
+{
+	/* RDMA_PS_UDP: the client's AH, QPN and Q_Key from the SIDR REP */
+	two_processes_rdma_cm("send_bw", "-c UD -q 2 -s 1024 -n 300 --check", 12);
+}

@@ -655,6 +655,10 @@ Test(perf, rdma_cm_loopback_check_json, .timeout = 120)
 	lat_json("write_lat -R -s 64 -n 200 --check", 200);
 	lat_json("send_lat -R -s 64 -n 200 --check", 200);
 	lat_json("read_lat -R -s 64 -n 200 --check", 200);
+	/* UD: RDMA_PS_UDP, the AH, QPN and Q_Key from the SIDR REP */
+	expect_conn(bw_json("send_bw -c UD -R -q 2 -s 1024 -n 300 --check", 1, 300), "UD", true);
+	rc = run_perf("send_lat -c UD -R", true, out, sizeof(out));
+	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
 	rc = run_perf("write_bw -R -s 4096 -n 100", true, out, sizeof(out));
 	cr_expect_eq(rc, 0, "exit %d\n%s", rc, out);
 	cr_expect(strstr(out, " rdma_cm QPs\t : ON\n") != NULL, "%s", out);
