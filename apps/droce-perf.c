@@ -144,10 +144,15 @@ struct opts {
 	bool rdma_cm;            /* -R: connect the QPs (and talk) through rdma_cm */
 	uint8_t qp_timeout;      /* -u: RC local ACK timeout, 4.096 us * 2^N (perftest: 14) */
 	bool qp_timeout_set;
+	bool new_post;           /* --new-post: the ibv_wr_* builder, not ibv_post_send */
 };
 
 static struct opts o;
 static uint64_t tsc_hz;
+
+/* --new-post / --old-post: how QPs are created and WRs posted */
+static struct ibv_qp *create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia);
+static int post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 
 /* ---- errors ---- */
 
@@ -197,6 +202,10 @@ usage(FILE *f)
 "  -r, --rx-depth=N        receives posted per QP for send tests (default 512)\n"
 "  -q, --qp=N              QP pairs (bw tests; default 1)\n"
 "  -l, --post_list=N       WRs per ibv_post_send (default 1)\n"
+"      --new-post          post with the ibv_wr_* builder (ibv_create_qp_ex with\n"
+"                          send_ops_flags, ibv_wr_start ... ibv_wr_complete; one\n"
+"                          batch per -l WRs), as perftest does by default\n"
+"      --old-post, --use_old_post_send  post with ibv_post_send (droce-perf's default)\n"
 "  -Q, --cq-mod=N          signal one completion every N operations (default 100)\n"
 "  -I, --inline_size=N     inline WRITE/SEND payloads up to N bytes (max 256;\n"
 "                          default 0 for bw, 220 for lat)\n"
@@ -321,6 +330,8 @@ enum {
 	OPT_BIND,
 	OPT_LAT_SAMPLES,
 	OPT_WARMUP,
+	OPT_NEW_POST,
+	OPT_OLD_POST,
 };
 
 static void
@@ -359,6 +370,9 @@ parse_args(int argc, char **argv)
 		{ "outs", required_argument, NULL, 'o' },
 		{ "rdma_cm", no_argument, NULL, 'R' },
 		{ "qp-timeout", required_argument, NULL, 'u' },
+		{ "new-post", no_argument, NULL, OPT_NEW_POST },
+		{ "old-post", no_argument, NULL, OPT_OLD_POST },
+		{ "use_old_post_send", no_argument, NULL, OPT_OLD_POST },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -501,6 +515,12 @@ parse_args(int argc, char **argv)
 			o.qp_timeout = (uint8_t)parse_u64("-u", optarg, 1, 31);
 			o.qp_timeout_set = true;
 			break;
+		case OPT_NEW_POST:
+			o.new_post = true;
+			break;
+		case OPT_OLD_POST:
+			o.new_post = false;
+			break;
 		case 'v':
 			o.verbose = true;
 			break;
@@ -586,6 +606,9 @@ parse_args(int argc, char **argv)
 	}
 	if (o.rdma_cm && o.qpt == IBV_QPT_UC)
 		unsupported("-R: UC is not supported in librdmacm (perftest says so too)");
+	if (o.rdma_cm && o.new_post)
+		unsupported("--new-post with -R: droce's rdma_create_qp_ex takes no send_ops_flags "
+			    "yet (use --old-post)");
 	if (o.rdma_cm && o.qpt == IBV_QPT_UD && o.mode == M_LAT)
 		unsupported("-R with -c UD: send_bw only (send_lat's UD address exchange over "
 			    "rdma_cm is not done in droce-perf yet)");
@@ -1129,7 +1152,7 @@ setup(uint64_t size)
 					 .max_inline_data = (uint32_t)o.inline_size },
 			};
 
-			p->qp[k] = ibv_create_qp(s->pd, &ia);
+			p->qp[k] = create_qp(s->pd, &ia);
 			if (p->qp[k] == NULL)
 				fail("ibv_create_qp (send queue %u, receive queue %u, inline %d): %s",
 				     R.sq_depth, nrecv, o.inline_size, strerror(errno));
@@ -1244,6 +1267,106 @@ peer_slot(const struct pair *p, int peer, uint64_t i)
 	if (!R.two)
 		return (uintptr_t)rx_slot(p, peer, i);
 	return p->rem.vaddr + (i % R.rem_nrx) * R.lay.stride;
+}
+
+/* ibv_create_qp, or with --new-post ibv_create_qp_ex asking the builder
+ * operation the test posts (as perftest). */
+static struct ibv_qp *
+create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
+{
+	struct ibv_qp_init_attr_ex ax;
+	struct ibv_qp *qp;
+
+	if (!o.new_post)
+		return ibv_create_qp(pd, ia);
+	memset(&ax, 0, sizeof(ax));
+	memcpy(&ax, ia, sizeof(*ia));
+	ax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	ax.pd = pd;
+	switch (o.verb) {
+	case V_WRITE:
+		ax.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE;
+		break;
+	case V_READ:
+		ax.send_ops_flags = IBV_QP_EX_WITH_RDMA_READ;
+		break;
+	case V_SEND:
+		ax.send_ops_flags = IBV_QP_EX_WITH_SEND;
+		break;
+	case V_ATOMIC:
+		ax.send_ops_flags = o.cmp_swap ? IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP
+					       : IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+		break;
+	}
+	qp = ibv_create_qp_ex(pd->context, &ax);
+	if (qp != NULL) {
+		memcpy(ia, &ax, sizeof(*ia));
+		if (ibv_qp_to_qp_ex(qp) == NULL)
+			fail("ibv_qp_to_qp_ex: the QP has no ibv_wr_* builder");
+	}
+	return qp;
+}
+
+/* ibv_post_send, or with --new-post the same WRs through the ibv_wr_* builder
+ * as one batch (perftest's new post: nothing of a failed batch is posted, so
+ * *bad is then the first WR). */
+static int
+post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	static struct ibv_qp *last_qp; /* the QP last posted to, and its ibv_qp_ex */
+	static struct ibv_qp_ex *last_x;
+	struct ibv_qp_ex *x;
+	int rc;
+
+	if (!o.new_post)
+		return ibv_post_send(qp, wr, bad);
+	if (qp != last_qp) {
+		last_x = ibv_qp_to_qp_ex(qp);
+		last_qp = qp;
+	}
+	x = last_x;
+	ibv_wr_start(x);
+	for (struct ibv_send_wr *w = wr; w != NULL; w = w->next) {
+		x->wr_id = w->wr_id;
+		x->wr_flags = w->send_flags;
+		switch (w->opcode) {
+		case IBV_WR_RDMA_WRITE:
+			ibv_wr_rdma_write(x, w->wr.rdma.rkey, w->wr.rdma.remote_addr);
+			break;
+		case IBV_WR_RDMA_READ:
+			ibv_wr_rdma_read(x, w->wr.rdma.rkey, w->wr.rdma.remote_addr);
+			break;
+		case IBV_WR_SEND:
+			ibv_wr_send(x);
+			break;
+		case IBV_WR_ATOMIC_CMP_AND_SWP:
+			ibv_wr_atomic_cmp_swp(x, w->wr.atomic.rkey, w->wr.atomic.remote_addr,
+					      w->wr.atomic.compare_add, w->wr.atomic.swap);
+			break;
+		case IBV_WR_ATOMIC_FETCH_AND_ADD:
+			ibv_wr_atomic_fetch_add(x, w->wr.atomic.rkey, w->wr.atomic.remote_addr,
+						w->wr.atomic.compare_add);
+			break;
+		default:
+			ibv_wr_abort(x);
+			*bad = w;
+			return EINVAL;
+		}
+		if (o.qpt == IBV_QPT_UD)
+			ibv_wr_set_ud_addr(x, w->wr.ud.ah, w->wr.ud.remote_qpn, w->wr.ud.remote_qkey);
+		if (w->send_flags & IBV_SEND_INLINE)
+			ibv_wr_set_inline_data(x, (void *)(uintptr_t)w->sg_list[0].addr,
+					       w->sg_list[0].length);
+		else if (w->num_sge == 1)
+			ibv_wr_set_sge(x, w->sg_list[0].lkey, w->sg_list[0].addr,
+				       w->sg_list[0].length);
+		else
+			ibv_wr_set_sge_list(x, (size_t)w->num_sge, w->sg_list);
+	}
+	rc = ibv_wr_complete(x);
+	if (rc != 0)
+		*bad = wr;
+	return rc;
 }
 
 /* Fills the WR for message @seq of pair @pi from @side to the other side. */
@@ -2018,7 +2141,7 @@ run_bw(uint64_t size)
 					make_wr(&wr[j], &sge[j], p, i, 0, seq, sig);
 					wr[j].next = j + 1 < n ? &wr[j + 1] : NULL;
 				}
-				rc = ibv_post_send(p->qp[0], wr, &bad);
+				rc = post_send(p->qp[0], wr, &bad);
 				if (rc == ENOMEM) {
 					/* send queue full: post what went, retry after polling */
 					p->posted += (uint64_t)(bad - wr);
@@ -2183,7 +2306,7 @@ post_one(struct pair *p, int side, uint64_t seq, bool signaled, struct watch *w,
 	int rc;
 
 	make_wr(&wr, &sge, p, 0, side, seq, signaled);
-	while ((rc = ibv_post_send(p->qp[side], &wr, &bad)) == ENOMEM) {
+	while ((rc = post_send(p->qp[side], &wr, &bad)) == ENOMEM) {
 		/* send queue full: let the engine retire some */
 		poll_sides();
 		if (rte_rdtsc() - w->last_progress > w->timeout)
@@ -2711,7 +2834,7 @@ pair_qp(uint32_t i, int side, struct rdma_cm_id *id, bool recvs)
 		p->qp[side] = id->qp;
 		p->cm_id[side] = id;
 	} else {
-		p->qp[side] = ibv_create_qp(s->pd, &ia);
+		p->qp[side] = create_qp(s->pd, &ia);
 		if (p->qp[side] == NULL)
 			fail("ibv_create_qp (send queue %u, receive queue %u, inline %d): %s",
 			     R.sq_depth, R.nrecv, o.inline_size, strerror(errno));

@@ -333,19 +333,34 @@ int droce_qp_post_recv(struct droce_qp *qp, const struct droce_rqe *rqe);
 /*
  * Batch posting straight into the send queue (the ibv_wr_* builder):
  *  - droce_qp_sq_begin() takes the send queue's post lock (held until commit
- *    or cancel: ibv_post_send on the same QP waits) and returns the index of
- *    the next free slot;
- *  - droce_qp_sq_slot(qp, idx) is the WQE of slot @idx to fill in place
+ *    or cancel: ibv_post_send on the same QP waits) and describes the queue
+ *    in @b, first = the index of the next free slot;
+ *  - droce_sq_batch_slot(b, idx) is the WQE of slot @idx to fill in place
  *    (header fields, num_sge SGEs, length inline bytes), NULL when the queue
  *    has no room for it (ENOMEM);
- *  - droce_qp_sq_commit() publishes the @n slots from the begin index in
- *    order, drops the lock and rings the engine once; 0 or errno;
+ *  - droce_qp_sq_commit() publishes the @n slots from b->first in order,
+ *    drops the lock and rings the engine once; 0 or errno;
  *  - droce_qp_sq_cancel() drops the lock and publishes nothing.
  */
-uint32_t droce_qp_sq_begin(struct droce_qp *qp);
-struct droce_wqe *droce_qp_sq_slot(struct droce_qp *qp, uint32_t idx);
+struct droce_sq_batch {
+	uint8_t *wqe0;              /* the WQE of slot 0 */
+	uint32_t stride;            /* bytes from one slot's WQE to the next */
+	uint32_t size;              /* slots */
+	const uint32_t *retired;    /* WQEs the engine retired (read atomically) */
+	uint32_t first;             /* index of the batch's first slot */
+};
+
+void droce_qp_sq_begin(struct droce_qp *qp, struct droce_sq_batch *b);
 int droce_qp_sq_commit(struct droce_qp *qp, uint32_t n);
 void droce_qp_sq_cancel(struct droce_qp *qp);
+
+static inline struct droce_wqe *
+droce_sq_batch_slot(const struct droce_sq_batch *b, uint32_t idx)
+{
+	if (idx - __atomic_load_n(b->retired, __ATOMIC_ACQUIRE) >= b->size)
+		return NULL;
+	return (struct droce_wqe *)(b->wqe0 + (size_t)(idx % b->size) * b->stride);
+}
 
 /*
  * The state the engine moved @qp to by itself (ERR, or SQE, after a transport

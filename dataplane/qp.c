@@ -174,19 +174,17 @@ droce_qp_post_send(struct droce_qp *qp, const struct droce_wqe *wqe)
 	return droce_engine_send_msg(qp->eng, &msg);
 }
 
-uint32_t
-droce_qp_sq_begin(struct droce_qp *qp)
+static_assert(sizeof(_Atomic uint32_t) == sizeof(uint32_t), "sq_retired read as uint32_t");
+
+void
+droce_qp_sq_begin(struct droce_qp *qp, struct droce_sq_batch *b)
 {
 	rte_spinlock_lock(&qp->sq_lock);
-	return qp->sq_posted;
-}
-
-struct droce_wqe *
-droce_qp_sq_slot(struct droce_qp *qp, uint32_t idx)
-{
-	if (idx - atomic_load_explicit(&qp->sq_retired, memory_order_acquire) >= qp->sq_size)
-		return NULL;
-	return &qp->sq[idx % qp->sq_size].wqe;
+	b->wqe0 = (uint8_t *)&qp->sq[0].wqe;
+	b->stride = (uint32_t)sizeof(qp->sq[0]);
+	b->size = qp->sq_size;
+	b->retired = (const uint32_t *)&qp->sq_retired;
+	b->first = qp->sq_posted;
 }
 
 int

@@ -21,7 +21,7 @@ status=0
 runs=(
   "build 0"
   "build-asan 1 --suite unit"
-  "build-asan 0 --suite integration --suite dataplane --suite verbs --suite ud_uc --suite mw --suite srq --suite perf --suite progress --suite rdmacm --suite rdmacm_fakecm"
+  "build-asan 0 --suite integration --suite dataplane --suite verbs --suite verbs_ex --suite ud_uc --suite mw --suite srq --suite perf --suite progress --suite rdmacm --suite rdmacm_fakecm"
 )
 for run in "${runs[@]}"; do
   read -r dir leaks suites <<<"$run"

@@ -132,11 +132,13 @@ struct droce_vqp {
 	/* the WR builder (wr.c), between ibv_wr_start and ibv_wr_complete/abort,
 	 * under the send queue's post lock */
 	uint64_t send_ops;         /* IBV_QP_EX_WITH_* asked at creation */
-	uint32_t wr_first;         /* send queue index of the batch's first WQE */
+	uint32_t wr_ops_ok;        /* 1 << IBV_WR_* the QP type may post */
+	struct droce_sq_batch wr_sq; /* the send queue, first = the batch's first WQE */
 	uint32_t wr_n;             /* WQEs in the batch */
 	struct droce_wqe *wr_cur;  /* the WQE the setters fill; NULL: none */
 	int wr_err;                /* first error in the batch, 0 if none */
 	uint8_t wr_need;           /* what wr_cur still lacks (wr.c) */
+	bool wr_open;              /* between ibv_wr_start and complete/abort */
 };
 
 struct droce_vsrq {

@@ -667,3 +667,15 @@ Test(perf, rdma_cm_loopback_check_json, .timeout = 120)
 	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
 	cr_expect(strstr(out, "UC is not supported in librdmacm") != NULL, "%s", out);
 }
+
+Test(perf, new_post_check)
+{
+	/* --new-post: ibv_create_qp_ex and the ibv_wr_* builder, every byte checked */
+	bw_json("write_bw -s 4096 -n 300 -q 2 --check --new-post", 1, 300);
+	bw_json("read_bw -s 3000 -n 300 --check --new-post", 1, 300);
+	bw_json("send_bw -s 200 -n 256 -l 4 -I 256 -t 16 --check --new-post", 1, 256);
+	bw_json("atomic_bw -A CMP_AND_SWAP -n 300 --check --new-post", 1, 300);
+	bw_json("send_bw -c UD -s 512 -n 300 --check --new-post", 1, 300);
+	lat_json("write_lat -s 2 -n 200 --check --new-post", 200);
+	lat_json("send_lat -s 1000 -n 200 --check --new-post", 200);
+}
