@@ -23,7 +23,6 @@
 #define DROCE_VERBS_PORT_NUM 1
 
 /* Limits dp.h does not name yet (see the verbs_api report). */
-#define DROCE_VERBS_MAX_QP (1 << 16)
 #define DROCE_VERBS_MAX_MR ((1 << 16) - 1)
 #define DROCE_VERBS_MAX_CQ (1 << 16)
 #define DROCE_VERBS_MAX_PD (1 << 24)

@@ -137,6 +137,12 @@ droce_engine_count(void)
 	return engines ? 1 : 0;
 }
 
+uint32_t
+droce_dp_max_qps(void)
+{
+	return 262143; /* one engine's QPN space, as the real dataplane reports */
+}
+
 void
 droce_engines_progress(void)
 {
