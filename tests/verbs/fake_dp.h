@@ -38,8 +38,9 @@ struct droce_qp {
 	uint32_t qpn;
 	uint32_t sq_posted, sq_retired, rq_posted, rq_retired;
 	struct droce_wqe last_wqe;
-	struct droce_wqe batch[8];     /* slots of droce_qp_sq_slot (index % 8) */
+	struct droce_wqe batch[8];     /* the builder's slots (index % 8) */
 	bool in_batch;                 /* between droce_qp_sq_begin and commit/cancel */
+	uint32_t batch_retired;        /* what droce_sq_batch_slot sees as retired */
 	unsigned int n_commits;
 	struct droce_rqe last_rqe;
 	unsigned int n_mods;
