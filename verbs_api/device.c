@@ -339,7 +339,7 @@ ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 	a->max_pd = DROCE_VERBS_MAX_PD;
 	a->max_ah = DROCE_VERBS_MAX_AH;
 	/* SRQs are bounded by memory only, like AHs; what ibv_create_srq takes */
-	a->max_srq = DROCE_VERBS_MAX_QP;
+	a->max_srq = a->max_qp;
 	a->max_srq_wr = DROCE_DP_MAX_SRQ_WR;
 	a->max_srq_sge = DROCE_DP_MAX_SGE;
 	a->max_qp_rd_atom = DROCE_DP_MAX_RD_ATOMIC;
