@@ -51,40 +51,65 @@ load_le32(const uint8_t *p)
 	return rte_le_to_cpu_32(v);
 }
 
+/* The raw register over 16 / 8 / 4 little-endian bytes held in registers. */
+static inline uint32_t
+crc_w16(uint32_t c, uint64_t x, uint64_t y)
+{
+	uint32_t a = (uint32_t)x ^ c, b = (uint32_t)(x >> 32), d = (uint32_t)y,
+		 e = (uint32_t)(y >> 32);
+
+	return crc_tab[15][a & 0xff] ^ crc_tab[14][(a >> 8) & 0xff] ^
+	       crc_tab[13][(a >> 16) & 0xff] ^ crc_tab[12][a >> 24] ^
+	       crc_tab[11][b & 0xff] ^ crc_tab[10][(b >> 8) & 0xff] ^
+	       crc_tab[9][(b >> 16) & 0xff] ^ crc_tab[8][b >> 24] ^
+	       crc_tab[7][d & 0xff] ^ crc_tab[6][(d >> 8) & 0xff] ^
+	       crc_tab[5][(d >> 16) & 0xff] ^ crc_tab[4][d >> 24] ^
+	       crc_tab[3][e & 0xff] ^ crc_tab[2][(e >> 8) & 0xff] ^
+	       crc_tab[1][(e >> 16) & 0xff] ^ crc_tab[0][e >> 24];
+}
+
+static inline uint32_t
+crc_w8(uint32_t c, uint64_t x)
+{
+	uint32_t a = (uint32_t)x ^ c, b = (uint32_t)(x >> 32);
+
+	return crc_tab[7][a & 0xff] ^ crc_tab[6][(a >> 8) & 0xff] ^
+	       crc_tab[5][(a >> 16) & 0xff] ^ crc_tab[4][a >> 24] ^
+	       crc_tab[3][b & 0xff] ^ crc_tab[2][(b >> 8) & 0xff] ^
+	       crc_tab[1][(b >> 16) & 0xff] ^ crc_tab[0][b >> 24];
+}
+
+static inline uint32_t
+crc_w4(uint32_t c, uint32_t x)
+{
+	uint32_t a = x ^ c;
+
+	return crc_tab[3][a & 0xff] ^ crc_tab[2][(a >> 8) & 0xff] ^
+	       crc_tab[1][(a >> 16) & 0xff] ^ crc_tab[0][a >> 24];
+}
+
+static inline uint64_t
+load_le64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return rte_le_to_cpu_64(v);
+}
+
 /* The raw register (no inversions) over @len bytes, slice-by-16. */
 static inline uint32_t
 crc_raw_table(uint32_t c, const uint8_t *p, size_t len)
 {
-	while (len >= 16) {
-		uint32_t a = load_le32(p) ^ c, b = load_le32(p + 4), d = load_le32(p + 8),
-			 e = load_le32(p + 12);
-
-		c = crc_tab[15][a & 0xff] ^ crc_tab[14][(a >> 8) & 0xff] ^
-		    crc_tab[13][(a >> 16) & 0xff] ^ crc_tab[12][a >> 24] ^
-		    crc_tab[11][b & 0xff] ^ crc_tab[10][(b >> 8) & 0xff] ^
-		    crc_tab[9][(b >> 16) & 0xff] ^ crc_tab[8][b >> 24] ^
-		    crc_tab[7][d & 0xff] ^ crc_tab[6][(d >> 8) & 0xff] ^
-		    crc_tab[5][(d >> 16) & 0xff] ^ crc_tab[4][d >> 24] ^
-		    crc_tab[3][e & 0xff] ^ crc_tab[2][(e >> 8) & 0xff] ^
-		    crc_tab[1][(e >> 16) & 0xff] ^ crc_tab[0][e >> 24];
-		p += 16;
-		len -= 16;
-	}
+	for (; len >= 16; p += 16, len -= 16)
+		c = crc_w16(c, load_le64(p), load_le64(p + 8));
 	if (len >= 8) {
-		uint32_t a = load_le32(p) ^ c, b = load_le32(p + 4);
-
-		c = crc_tab[7][a & 0xff] ^ crc_tab[6][(a >> 8) & 0xff] ^
-		    crc_tab[5][(a >> 16) & 0xff] ^ crc_tab[4][a >> 24] ^
-		    crc_tab[3][b & 0xff] ^ crc_tab[2][(b >> 8) & 0xff] ^
-		    crc_tab[1][(b >> 16) & 0xff] ^ crc_tab[0][b >> 24];
+		c = crc_w8(c, load_le64(p));
 		p += 8;
 		len -= 8;
 	}
 	if (len >= 4) {
-		uint32_t a = load_le32(p) ^ c;
-
-		c = crc_tab[3][a & 0xff] ^ crc_tab[2][(a >> 8) & 0xff] ^
-		    crc_tab[1][(a >> 16) & 0xff] ^ crc_tab[0][a >> 24];
+		c = crc_w4(c, load_le32(p));
 		p += 4;
 		len -= 4;
 	}
@@ -246,52 +271,6 @@ droce_crc32(uint32_t crc, const void *buf, size_t len)
 	return crc32_auto(crc, buf, len);
 }
 
-/* The raw register over 16 / 8 / 4 little-endian bytes held in registers. */
-static inline uint32_t
-crc_w16(uint32_t c, uint64_t x, uint64_t y)
-{
-	uint32_t a = (uint32_t)x ^ c, b = (uint32_t)(x >> 32), d = (uint32_t)y,
-		 e = (uint32_t)(y >> 32);
-
-	return crc_tab[15][a & 0xff] ^ crc_tab[14][(a >> 8) & 0xff] ^
-	       crc_tab[13][(a >> 16) & 0xff] ^ crc_tab[12][a >> 24] ^
-	       crc_tab[11][b & 0xff] ^ crc_tab[10][(b >> 8) & 0xff] ^
-	       crc_tab[9][(b >> 16) & 0xff] ^ crc_tab[8][b >> 24] ^
-	       crc_tab[7][d & 0xff] ^ crc_tab[6][(d >> 8) & 0xff] ^
-	       crc_tab[5][(d >> 16) & 0xff] ^ crc_tab[4][d >> 24] ^
-	       crc_tab[3][e & 0xff] ^ crc_tab[2][(e >> 8) & 0xff] ^
-	       crc_tab[1][(e >> 16) & 0xff] ^ crc_tab[0][e >> 24];
-}
-
-static inline uint32_t
-crc_w8(uint32_t c, uint64_t x)
-{
-	uint32_t a = (uint32_t)x ^ c, b = (uint32_t)(x >> 32);
-
-	return crc_tab[7][a & 0xff] ^ crc_tab[6][(a >> 8) & 0xff] ^
-	       crc_tab[5][(a >> 16) & 0xff] ^ crc_tab[4][a >> 24] ^
-	       crc_tab[3][b & 0xff] ^ crc_tab[2][(b >> 8) & 0xff] ^
-	       crc_tab[1][(b >> 16) & 0xff] ^ crc_tab[0][b >> 24];
-}
-
-static inline uint32_t
-crc_w4(uint32_t c, uint32_t x)
-{
-	uint32_t a = x ^ c;
-
-	return crc_tab[3][a & 0xff] ^ crc_tab[2][(a >> 8) & 0xff] ^
-	       crc_tab[1][(a >> 16) & 0xff] ^ crc_tab[0][a >> 24];
-}
-
-static inline uint64_t
-load_le64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, 8);
-	return rte_le_to_cpu_64(v);
-}
-
 /*
  * The masked IP + UDP + BTH part, whole: the frame's words loaded, the
  * variant bytes set to ones in registers and fed to the slice-by-16 table.
@@ -316,7 +295,6 @@ static inline uint32_t
 icrc_masked_ipv6(const uint8_t *l3)
 {
 	uint32_t c = ~DROCE_ICRC_SEED;
-	uint32_t last;
 
 	/* vtc_flow but the version (bytes 0-3), hop limit (7); UDP checksum
 	 * (46-47); BTH resv8 (52) */
@@ -324,8 +302,7 @@ icrc_masked_ipv6(const uint8_t *l3)
 	c = crc_w16(c, load_le64(l3 + 16), load_le64(l3 + 24));
 	c = crc_w16(c, load_le64(l3 + 32), load_le64(l3 + 40) | 0xffff000000000000ull);
 	c = crc_w8(c, load_le64(l3 + 48) | 0xff00000000ull);
-	memcpy(&last, l3 + 56, 4);
-	c = crc_w4(c, rte_le_to_cpu_32(last));
+	c = crc_w4(c, load_le32(l3 + 56));
 	return ~c;
 }
 

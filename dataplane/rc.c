@@ -53,12 +53,6 @@ mr_check(const struct droce_qp *qp, uint32_t key, uint64_t va, uint64_t len, uin
 }
 
 static inline bool
-gather(const struct droce_qp *qp, const struct droce_wqe *w, uint32_t off, uint8_t *dst, uint32_t len)
-{
-	return droce_xport_gather_lc(qp, w, off, dst, len);
-}
-
-static inline bool
 scatter(const struct droce_qp *qp, const struct droce_sge *sges, unsigned int nsge, uint32_t off,
 	const uint8_t *src, uint32_t len)
 {
@@ -250,32 +244,12 @@ send_wqe(struct droce_qp *qp, uint32_t idx, unsigned int budget, bool *whole)
 	}
 
 	while (n < budget && !window_full(qp)) {
-		uint32_t len = RTE_MIN(pmtu, w->length - s->sent);
-		bool first = s->sent_pkts == 0, last = s->sent + len == w->length;
+		bool last;
 
-		memset(&f, 0, sizeof(f));
-		f.opcode = request_opcode(w, first, last);
-		f.psn = droce_psn_add(s->first_psn, s->sent_pkts);
-		f.ackreq = last || (s->sent_pkts + 1) % ACKREQ_EVERY == 0;
-		f.se = last && (w->flags & DROCE_WQE_SOLICITED);
-		f.imm = w->imm;
-		f.ieth_rkey = w->invalidate_rkey;
-		f.reth.va = w->remote_addr;
-		f.reth.rkey = w->rkey;
-		f.reth.len = w->length;
-		m = pkt_alloc(qp, &f, len, &payload);
-		if (m == NULL)
-			break;
-		if (!gather(qp, w, s->sent, payload, len)) {
-			/* the MR went away under the WQE */
-			rte_pktmbuf_free(m);
-			s->err = DROCE_ERR_LOC_PROT;
-			break;
-		}
-		pkt_send(qp, m, len);
-		s->sent += len;
-		s->sent_pkts++;
-		note_sent(qp, droce_psn_add(f.psn, 1));
+		if (droce_xport_send_segment_lc(qp, w, s, DROCE_TRANSPORT_RC, ACKREQ_EVERY, &last) !=
+		    DROCE_XPORT_TX_SENT)
+			break; /* no mbuf; or s->err */
+		note_sent(qp, droce_psn_add(s->first_psn, s->sent_pkts));
 		n++;
 		if (last) {
 			*whole = true;
