@@ -892,62 +892,189 @@ resp_atomic(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame
 	qp->msn = droce_psn_add(qp->msn, 1);
 }
 
+/*
+ * The responder's receive path as an explicit state machine, in the manner
+ * of Linux rxe's rxe_resp.c: one step function per state, each returning the
+ * next state; RESP_DONE ends the packet.  The states, in the order a good
+ * request passes them:
+ *   CHECK_QP_STATE  RTR/RTS/SQD and no responder error pending, else DONE
+ *   CHECK_PSN       expected PSN: on; ahead: SEQ_NAK; behind: DUPLICATE
+ *   CHECK_RESOURCE  room for a READ/atomic response; a receive WQE for a
+ *                   SEND (or WRITE with immediate), else RNR_NAK
+ *   CHECK_OP_SEQ    FIRST/MIDDLE/LAST order, lengths (seqcheck.c), else
+ *                   ERR_INV_REQ
+ *   EXECUTE         place the SEND / WRITE, queue the READ / atomic response
+ *   ACKNOWLEDGE     an AckReq on a SEND / WRITE arms the coalesced ACK
+ * and the ends SEQ_NAK, DUPLICATE, RNR_NAK and ERR_INV_REQ.
+ */
+enum resp_state {
+	RESP_CHECK_QP_STATE,
+	RESP_CHECK_PSN,
+	RESP_CHECK_RESOURCE,
+	RESP_CHECK_OP_SEQ,
+	RESP_EXECUTE,
+	RESP_ACKNOWLEDGE,
+	RESP_SEQ_NAK,
+	RESP_DUPLICATE,
+	RESP_RNR_NAK,
+	RESP_ERR_INV_REQ,
+	RESP_DONE,
+	RESP_STATE_COUNT
+};
+
+/* For logs (debug level: compiled out of the data path by default). */
+static const char *const resp_state_name[RESP_STATE_COUNT] = {
+	[RESP_CHECK_QP_STATE] = "CHECK_QP_STATE",
+	[RESP_CHECK_PSN] = "CHECK_PSN",
+	[RESP_CHECK_RESOURCE] = "CHECK_RESOURCE",
+	[RESP_CHECK_OP_SEQ] = "CHECK_OP_SEQ",
+	[RESP_EXECUTE] = "EXECUTE",
+	[RESP_ACKNOWLEDGE] = "ACKNOWLEDGE",
+	[RESP_SEQ_NAK] = "SEQ_NAK",
+	[RESP_DUPLICATE] = "DUPLICATE",
+	[RESP_RNR_NAK] = "RNR_NAK",
+	[RESP_ERR_INV_REQ] = "ERR_INV_REQ",
+	[RESP_DONE] = "DONE",
+};
+
+const char *
+droce_rc_resp_state_name(unsigned int state)
+{
+	return state < RESP_STATE_COUNT && resp_state_name[state] ? resp_state_name[state] : NULL;
+}
+
+/* The request being handled. */
+struct resp_pkt {
+	const struct droce_pkt *p;
+	const uint8_t *frame;
+	const struct droce_bth *bth;
+	uint32_t psn, flags;
+};
+
+static enum resp_state
+resp_check_qp_state(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	(void)r;
+	if ((qp->state != DROCE_QPS_RTR && qp->state != DROCE_QPS_RTS && qp->state != DROCE_QPS_SQD) ||
+	    qp->resp_failing)
+		return RESP_DONE;
+	return RESP_CHECK_PSN;
+}
+
+static enum resp_state
+resp_check_psn(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	int32_t d = droce_psn_diff(r->psn, qp->rxseq.epsn);
+
+	if (d > 0)
+		return RESP_SEQ_NAK;
+	if (d < 0)
+		return RESP_DUPLICATE;
+	qp->nak_seq_sent = false;
+	return RESP_CHECK_RESOURCE;
+}
+
+static enum resp_state
+resp_seq_nak(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	(void)r;
+	if (!qp->nak_seq_sent) { /* one NAK per gap */
+		qp->nak_seq_sent = true;
+		qp->stats.seq_naks_tx++;
+		send_nak(qp, DROCE_NAK_PSN_SEQ_ERR, qp->rxseq.epsn);
+	}
+	return RESP_DONE;
+}
+
+static enum resp_state
+resp_check_resource(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	if ((r->flags & (DROCE_OPF_READ | DROCE_OPF_ATOMIC)) &&
+	    qp->rd_resp_count == RTE_DIM(qp->rd_resp)) {
+		/* replayed responses fill the queue: let the requester time out and ask again */
+		qp->eng->stats.seq_drops++;
+		return RESP_DONE;
+	}
+	if (needs_new_rqe(qp, r->flags) && !droce_qp_rq_ready_lc(qp))
+		return RESP_RNR_NAK;
+	return RESP_CHECK_OP_SEQ;
+}
+
+static enum resp_state
+resp_rnr_nak(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	qp->stats.rnr_naks_tx++;
+	send_aeth(qp, droce_aeth_make_syndrome(DROCE_AETH_RNR_NAK, qp->attr.min_rnr_timer), r->psn);
+	return RESP_DONE;
+}
+
+static enum resp_state
+resp_check_op_seq(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	if (droce_seq_rx_check(&qp->rxseq, r->p, r->frame) != DROCE_SEQ_OK)
+		return RESP_ERR_INV_REQ;
+	return RESP_EXECUTE;
+}
+
+static enum resp_state
+resp_execute(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	if (r->flags & DROCE_OPF_SEND)
+		resp_send(qp, r->p, r->frame, r->psn);
+	else if (r->flags & DROCE_OPF_WRITE)
+		resp_write(qp, r->p, r->frame, r->psn);
+	else if (r->flags & DROCE_OPF_READ)
+		resp_read(qp, r->p, r->frame, r->psn);
+	else if (r->flags & DROCE_OPF_ATOMIC)
+		resp_atomic(qp, r->p, r->frame, r->psn);
+	return RESP_ACKNOWLEDGE;
+}
+
+static enum resp_state
+resp_acknowledge(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	if ((r->flags & (DROCE_OPF_SEND | DROCE_OPF_WRITE)) && droce_bth_ackreq(r->bth) &&
+	    qp->state != DROCE_QPS_ERR) {
+		qp->ack_pending = true;
+		qp->ack_psn = r->psn;
+		qp->ack_syndrome = droce_aeth_make_syndrome(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID);
+	}
+	return RESP_DONE;
+}
+
 static void
 responder_rx(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame)
 {
 	const struct droce_bth *bth = droce_pkt_bth(p, frame);
-	uint32_t psn = droce_bth_psn(bth), flags = p->info->flags;
-	int32_t d;
-	enum droce_seq_verdict v;
+	const struct resp_pkt r = { .p = p, .frame = frame, .bth = bth,
+				    .psn = droce_bth_psn(bth), .flags = p->info->flags };
+	enum resp_state st = RESP_CHECK_QP_STATE;
 
-	if ((qp->state != DROCE_QPS_RTR && qp->state != DROCE_QPS_RTS && qp->state != DROCE_QPS_SQD) ||
-	    qp->resp_failing)
-		return;
-	d = droce_psn_diff(psn, qp->rxseq.epsn);
-	if (d > 0) {
-		if (!qp->nak_seq_sent) {
-			qp->nak_seq_sent = true;
-			qp->stats.seq_naks_tx++;
-			send_nak(qp, DROCE_NAK_PSN_SEQ_ERR, qp->rxseq.epsn);
+	while (st != RESP_DONE) {
+		enum resp_state next;
+
+		switch (st) {
+		case RESP_CHECK_QP_STATE: next = resp_check_qp_state(qp, &r); break;
+		case RESP_CHECK_PSN: next = resp_check_psn(qp, &r); break;
+		case RESP_CHECK_RESOURCE: next = resp_check_resource(qp, &r); break;
+		case RESP_CHECK_OP_SEQ: next = resp_check_op_seq(qp, &r); break;
+		case RESP_EXECUTE: next = resp_execute(qp, &r); break;
+		case RESP_ACKNOWLEDGE: next = resp_acknowledge(qp, &r); break;
+		case RESP_SEQ_NAK: next = resp_seq_nak(qp, &r); break;
+		case RESP_DUPLICATE:
+			resp_duplicate(qp, p, frame, r.psn);
+			next = RESP_DONE;
+			break;
+		case RESP_RNR_NAK: next = resp_rnr_nak(qp, &r); break;
+		case RESP_ERR_INV_REQ:
+			resp_error(qp, DROCE_ERR_REM_INV_REQ, r.psn);
+			next = RESP_DONE;
+			break;
+		default: next = RESP_DONE; break;
 		}
-		return;
-	}
-	if (d < 0) {
-		resp_duplicate(qp, p, frame, psn);
-		return;
-	}
-	qp->nak_seq_sent = false;
-	if ((flags & (DROCE_OPF_READ | DROCE_OPF_ATOMIC)) && qp->rd_resp_count == RTE_DIM(qp->rd_resp)) {
-		/* replayed responses fill the queue: let the requester time out and ask again */
-		qp->eng->stats.seq_drops++;
-		return;
-	}
-	if (needs_new_rqe(qp, flags)) {
-		if (!droce_qp_rq_ready_lc(qp)) {
-			qp->stats.rnr_naks_tx++;
-			send_aeth(qp, droce_aeth_make_syndrome(DROCE_AETH_RNR_NAK, qp->attr.min_rnr_timer),
-				  psn);
-			return;
-		}
-	}
-	v = droce_seq_rx_check(&qp->rxseq, p, frame);
-	if (v != DROCE_SEQ_OK) {
-		resp_error(qp, DROCE_ERR_REM_INV_REQ, psn);
-		return;
-	}
-	if (flags & DROCE_OPF_SEND)
-		resp_send(qp, p, frame, psn);
-	else if (flags & DROCE_OPF_WRITE)
-		resp_write(qp, p, frame, psn);
-	else if (flags & DROCE_OPF_READ)
-		resp_read(qp, p, frame, psn);
-	else if (flags & DROCE_OPF_ATOMIC)
-		resp_atomic(qp, p, frame, psn);
-	if ((flags & (DROCE_OPF_SEND | DROCE_OPF_WRITE)) && droce_bth_ackreq(bth) &&
-	    qp->state != DROCE_QPS_ERR) {
-		qp->ack_pending = true;
-		qp->ack_psn = psn;
-		qp->ack_syndrome = droce_aeth_make_syndrome(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID);
+		DP_LOG_DP(DEBUG, "qp %u psn %u: %s -> %s", qp->qpn, r.psn, resp_state_name[st],
+			  resp_state_name[next]);
+		st = next;
 	}
 }
 
