@@ -453,15 +453,62 @@ ack_in_window(const struct droce_qp *qp, uint32_t psn)
 	       droce_psn_diff(psn, droce_psn_add(qp->psn_una, DROCE_PSN_MASK)) >= 0;
 }
 
-static void
-handle_ack(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
-{
-	uint32_t prev = droce_psn_add(psn, DROCE_PSN_MASK);
+/*
+ * The completer's handling of an ACKNOWLEDGE packet as an explicit state
+ * machine (rxe_comp.c's manner): one step function per state, each returning
+ * the next; COMP_DONE ends the packet.
+ *   CHECK_WINDOW    PSN in [una - 1, max - 1], else dropped (seq_drops)
+ *   CHECK_GHOST     a NAK must name an outstanding request (IBTA 9.7.5.1.2)
+ *   CHECK_SYNDROME  to ACK, RNR_NAK, SEQ_NAK or ERR_NAK (reserved: dropped)
+ *   ACK             retire the WQEs the ACK covers
+ *   RNR_NAK         retire what it covers, then wait the RNR timer or fail
+ *   SEQ_NAK         retire what it covers, go back to the PSN
+ *   ERR_NAK         retire what it covers, fail the head with the NAK's error
+ */
+enum comp_state {
+	COMP_CHECK_WINDOW,
+	COMP_CHECK_GHOST,
+	COMP_CHECK_SYNDROME,
+	COMP_ACK,
+	COMP_RNR_NAK,
+	COMP_SEQ_NAK,
+	COMP_ERR_NAK,
+	COMP_DONE,
+	COMP_STATE_COUNT
+};
 
+/* For logs (debug level: compiled out of the data path by default). */
+static const char *const comp_state_name[COMP_STATE_COUNT] = {
+	[COMP_CHECK_WINDOW] = "CHECK_WINDOW",
+	[COMP_CHECK_GHOST] = "CHECK_GHOST",
+	[COMP_CHECK_SYNDROME] = "CHECK_SYNDROME",
+	[COMP_ACK] = "ACK",
+	[COMP_RNR_NAK] = "RNR_NAK",
+	[COMP_SEQ_NAK] = "SEQ_NAK",
+	[COMP_ERR_NAK] = "ERR_NAK",
+	[COMP_DONE] = "DONE",
+};
+
+const char *
+droce_rc_comp_state_name(unsigned int state)
+{
+	return state < COMP_STATE_COUNT && comp_state_name[state] ? comp_state_name[state] : NULL;
+}
+
+static enum comp_state
+comp_check_window(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+{
+	(void)syndrome;
 	if (!ack_in_window(qp, psn)) {
 		qp->eng->stats.seq_drops++;
-		return;
+		return COMP_DONE;
 	}
+	return COMP_CHECK_GHOST;
+}
+
+static enum comp_state
+comp_check_ghost(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+{
 	/*
 	 * A NAK names the request that failed (or, for a sequence NAK, the
 	 * PSN the responder expects): one in [una, max - 1].  A NAK at una - 1
@@ -471,45 +518,109 @@ handle_ack(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 	if (droce_aeth_syndrome_kind(syndrome) != DROCE_AETH_ACK &&
 	    droce_psn_diff(psn, qp->psn_una) < 0) {
 		qp->eng->stats.ghost_acks++;
-		return;
+		return COMP_DONE;
 	}
+	return COMP_CHECK_SYNDROME;
+}
+
+static enum comp_state
+comp_check_syndrome(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+{
+	(void)psn;
 	switch (droce_aeth_syndrome_kind(syndrome)) {
 	case DROCE_AETH_ACK:
-		complete_upto(qp, psn);
-		break;
+		return COMP_ACK;
 	case DROCE_AETH_RNR_NAK:
-		qp->stats.rnr_naks_rx++;
-		complete_upto(qp, prev);
-		if (qp->state != DROCE_QPS_RTS && qp->state != DROCE_QPS_SQD)
-			return;
-		if (qp->attr.rnr_retry != 7) {
-			if (qp->rnr_left == 0) {
-				fail_head(qp, DROCE_ERR_RNR_RETRY_EXC);
-				return;
-			}
-			qp->rnr_left--;
-		}
-		rewind_to(qp, psn);
-		qp->req_state = DROCE_REQ_RNR_WAIT;
-		qp->rto_deadline = 0;
-		qp->rnr_deadline = qp->eng->now + qp->eng->tsc_hz / 100000 *
-					 rnr_timer_10us[droce_aeth_syndrome_value(syndrome)];
-		break;
+		return COMP_RNR_NAK;
 	case DROCE_AETH_NAK:
-		complete_upto(qp, prev);
-		if (qp->state != DROCE_QPS_RTS && qp->state != DROCE_QPS_SQD)
-			return;
-		if (droce_aeth_syndrome_value(syndrome) == DROCE_NAK_PSN_SEQ_ERR) {
-			qp->stats.seq_naks_rx++;
-			rewind_to(qp, psn);
-		} else {
-			qp->stats.rem_err_naks_rx++;
-			fail_head(qp, droce_err_from_nak(droce_aeth_syndrome_value(syndrome)));
-		}
-		break;
+		return droce_aeth_syndrome_value(syndrome) == DROCE_NAK_PSN_SEQ_ERR ? COMP_SEQ_NAK
+										    : COMP_ERR_NAK;
 	default:
 		qp->eng->stats.seq_drops++;
-		break;
+		return COMP_DONE;
+	}
+}
+
+static enum comp_state
+comp_ack(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+{
+	(void)syndrome;
+	complete_upto(qp, psn);
+	return COMP_DONE;
+}
+
+/* A NAK acknowledges everything before the PSN it names; false when that
+ * moved the QP out of RTS / SQD (a completion found an error). */
+static bool
+comp_nak_retire(struct droce_qp *qp, uint32_t psn)
+{
+	complete_upto(qp, droce_psn_add(psn, DROCE_PSN_MASK));
+	return qp->state == DROCE_QPS_RTS || qp->state == DROCE_QPS_SQD;
+}
+
+static enum comp_state
+comp_rnr_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+{
+	qp->stats.rnr_naks_rx++;
+	if (!comp_nak_retire(qp, psn))
+		return COMP_DONE;
+	if (qp->attr.rnr_retry != 7) {
+		if (qp->rnr_left == 0) {
+			fail_head(qp, DROCE_ERR_RNR_RETRY_EXC);
+			return COMP_DONE;
+		}
+		qp->rnr_left--;
+	}
+	rewind_to(qp, psn);
+	qp->req_state = DROCE_REQ_RNR_WAIT;
+	qp->rto_deadline = 0;
+	qp->rnr_deadline = qp->eng->now + qp->eng->tsc_hz / 100000 *
+				 rnr_timer_10us[droce_aeth_syndrome_value(syndrome)];
+	return COMP_DONE;
+}
+
+static enum comp_state
+comp_seq_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+{
+	(void)syndrome;
+	if (comp_nak_retire(qp, psn)) {
+		qp->stats.seq_naks_rx++;
+		rewind_to(qp, psn);
+	}
+	return COMP_DONE;
+}
+
+static enum comp_state
+comp_err_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+{
+	if (comp_nak_retire(qp, psn)) {
+		qp->stats.rem_err_naks_rx++;
+		fail_head(qp, droce_err_from_nak(droce_aeth_syndrome_value(syndrome)));
+	}
+	return COMP_DONE;
+}
+
+static void
+handle_ack(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+{
+	enum comp_state st = COMP_CHECK_WINDOW;
+
+	while (st != COMP_DONE) {
+		enum comp_state next;
+
+		switch (st) {
+		case COMP_CHECK_WINDOW: next = comp_check_window(qp, psn, syndrome); break;
+		case COMP_CHECK_GHOST: next = comp_check_ghost(qp, psn, syndrome); break;
+		case COMP_CHECK_SYNDROME: next = comp_check_syndrome(qp, psn, syndrome); break;
+		case COMP_ACK: next = comp_ack(qp, psn, syndrome); break;
+		case COMP_RNR_NAK: next = comp_rnr_nak(qp, psn, syndrome); break;
+		case COMP_SEQ_NAK: next = comp_seq_nak(qp, psn, syndrome); break;
+		case COMP_ERR_NAK: next = comp_err_nak(qp, psn, syndrome); break;
+		default: next = COMP_DONE; break;
+		}
+		DP_LOG_DP(DEBUG, "qp %u ack psn %u: %s -> %s", qp->qpn, psn, comp_state_name[st],
+			  comp_state_name[next]);
+		st = next;
 	}
 }
 
