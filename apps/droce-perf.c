@@ -45,6 +45,7 @@
  * mismatch, no progress within --timeout); 2 bad command line or an option
  * value droce does not support.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -71,6 +72,7 @@
 #include "pmd_glue/port.h"
 
 #include "perftest_oob.h"
+#include "perftest_rdmacm.h"
 
 #define EXIT_FAIL 1
 #define EXIT_USAGE 2
@@ -137,12 +139,25 @@ struct opts {
 	const char *lat_samples; /* --lat-samples: every latency sample to this file */
 	int64_t warmup;          /* --warmup: unmeasured latency iterations (-1: default) */
 	bool use_event;          /* -e: block in ibv_get_cq_event instead of busy-polling */
+	int outs;                /* -o: outstanding READs / atomics (0: the device's maximum) */
+	uint32_t out_reads;      /* what this side offers: -o for READ and atomics, else 1 */
+	bool rdma_cm;            /* -R: connect the QPs (and talk) through rdma_cm */
+	uint8_t qp_timeout;      /* -u: RC local ACK timeout, 4.096 us * 2^N (perftest: 14) */
+	bool qp_timeout_set;
+	bool new_post;           /* --new-post: the ibv_wr_* builder, not ibv_post_send */
 };
 
 static struct opts o;
 static uint64_t tsc_hz;
 
+/* --new-post / --old-post: how QPs are created and WRs posted */
+static struct ibv_qp *create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia);
+static int post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+
 /* ---- errors ---- */
+
+static bool stats_ready; /* --stats: the engines and ports are there to report */
+static void print_stats(FILE *f);
 
 static void __attribute__((format(printf, 1, 2), noreturn))
 fail(const char *fmt, ...)
@@ -155,6 +170,11 @@ fail(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fprintf(stderr, "\n");
+	if (o.stats && stats_ready) {
+		/* a failed run's counters say the most (drops, retransmissions) */
+		stats_ready = false;
+		print_stats(stderr);
+	}
 	exit(EXIT_FAIL);
 }
 
@@ -182,6 +202,10 @@ usage(FILE *f)
 "  -r, --rx-depth=N        receives posted per QP for send tests (default 512)\n"
 "  -q, --qp=N              QP pairs (bw tests; default 1)\n"
 "  -l, --post_list=N       WRs per ibv_post_send (default 1)\n"
+"      --new-post          post with the ibv_wr_* builder (ibv_create_qp_ex with\n"
+"                          send_ops_flags, ibv_wr_start ... ibv_wr_complete; one\n"
+"                          batch per -l WRs), as perftest does by default\n"
+"      --old-post, --use_old_post_send  post with ibv_post_send (droce-perf's default)\n"
 "  -Q, --cq-mod=N          signal one completion every N operations (default 100)\n"
 "  -I, --inline_size=N     inline WRITE/SEND payloads up to N bytes (max 256;\n"
 "                          default 0 for bw, 220 for lat)\n"
@@ -200,7 +224,18 @@ usage(FILE *f)
 "  -F, --CPU-freq          accepted (perftest compatibility)\n"
 "  -e, --use_event         sleep in ibv_get_cq_event on a completion channel instead\n"
 "                          of busy-polling the CQ (bw tests and send_lat)\n"
-"      --report_gbits      bandwidth in Gb/sec instead of MB/sec\n"
+"      --report_gbits      bandwidth in Gb/sec instead of MB/sec (and, as perftest, the\n"
+"                          figures exchanged with the peer are in Gb/sec too)\n"
+"  -o, --outs=N            READ and atomic tests: operations outstanding at the\n"
+"                          responder (max_dest_rd_atomic) and, the peer's value,\n"
+"                          at the requester (max_rd_atomic); default the device's\n"
+"                          maximum (%d)\n"
+"  -u, --qp-timeout=N      RC local ACK timeout, 4.096 us * 2^N (default 14, 67 ms;\n"
+"                          7 retries), as perftest's -u; with -R, the rdma_cm ids'\n"
+"                          ACK timeout (RDMA_OPTION_ID_ACK_TIMEOUT)\n"
+"  -R, --rdma_cm           connect the QPs through rdma_cm (droce's IB CM), and talk\n"
+"                          to the peer over an rdma_cm connection instead of TCP,\n"
+"                          both on -p, as perftest's -R (RC only)\n"
 "      --json              results as one JSON object on stdout\n"
 "      --stats             print engine and port counters at the end\n"
 "      --check             check every byte of every message (and atomic results)\n"
@@ -217,7 +252,7 @@ usage(FILE *f)
 "  -v, --verbose           keep DPDK's start-up log\n"
 "  -h, --help\n"
 "Exit status: 0 ok, 1 run failed (error completion, data mismatch, timeout),\n"
-"2 bad command line or unsupported option.\n");
+"2 bad command line or unsupported option.\n", DROCE_DP_MAX_RD_ATOMIC);
 }
 
 static void __attribute__((format(printf, 1, 2), noreturn))
@@ -295,6 +330,8 @@ enum {
 	OPT_BIND,
 	OPT_LAT_SAMPLES,
 	OPT_WARMUP,
+	OPT_NEW_POST,
+	OPT_OLD_POST,
 };
 
 static void
@@ -330,11 +367,18 @@ parse_args(int argc, char **argv)
 		{ "lat-samples", required_argument, NULL, OPT_LAT_SAMPLES },
 		{ "warmup", required_argument, NULL, OPT_WARMUP },
 		{ "use_event", no_argument, NULL, 'e' },
+		{ "outs", required_argument, NULL, 'o' },
+		{ "rdma_cm", no_argument, NULL, 'R' },
+		{ "qp-timeout", required_argument, NULL, 'u' },
+		{ "new-post", no_argument, NULL, OPT_NEW_POST },
+		{ "old-post", no_argument, NULL, OPT_OLD_POST },
+		{ "use_old_post_send", no_argument, NULL, OPT_OLD_POST },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *test = NULL, *conn = "RC";
+	bool outs_set = false;
 	int opt;
 
 	o.inline_size = -1;
@@ -347,8 +391,9 @@ parse_args(int argc, char **argv)
 	o.warmup = -1;
 	o.dev = "droce0";
 	o.inject = -1;
+	o.qp_timeout = 14;
 
-	while ((opt = getopt_long(argc, argv, "s:an:D:t:r:q:l:Q:I:m:c:A:d:x:i:p:Fevh", longopts,
+	while ((opt = getopt_long(argc, argv, "s:an:D:t:r:q:l:Q:I:m:c:A:d:x:i:p:Fevho:Ru:", longopts,
 				  NULL)) != -1) {
 		switch (opt) {
 		case 's':
@@ -459,6 +504,23 @@ parse_args(int argc, char **argv)
 		case 'e':
 			o.use_event = true;
 			break;
+		case 'o':
+			o.outs = (int)parse_u64("-o", optarg, 0, 1u << 16);
+			outs_set = true;
+			break;
+		case 'R':
+			o.rdma_cm = true;
+			break;
+		case 'u':
+			o.qp_timeout = (uint8_t)parse_u64("-u", optarg, 1, 31);
+			o.qp_timeout_set = true;
+			break;
+		case OPT_NEW_POST:
+			o.new_post = true;
+			break;
+		case OPT_OLD_POST:
+			o.new_post = false;
+			break;
 		case 'v':
 			o.verbose = true;
 			break;
@@ -526,6 +588,30 @@ parse_args(int argc, char **argv)
 	} else {
 		usage_fail("-c %s: connection type is RC, UC or UD", conn);
 	}
+
+	/* -o: perftest's ctx_set_out_reads (READ and atomics only; above the
+	 * device's max_qp_rd_atom it is brought down, 0 means the max) */
+	if (outs_set && o.verb != V_READ && o.verb != V_ATOMIC)
+		usage_fail("-o %d: setting outstanding reads is only for the READ and atomic tests",
+			   o.outs);
+	if (o.verb == V_READ || o.verb == V_ATOMIC) {
+		if (o.outs > DROCE_DP_MAX_RD_ATOMIC) {
+			fprintf(stderr, "droce-perf: -o %d: number of outstanding reads is above the "
+				"max = %d; using it\n", o.outs, DROCE_DP_MAX_RD_ATOMIC);
+			o.outs = DROCE_DP_MAX_RD_ATOMIC;
+		}
+		o.out_reads = o.outs > 0 ? (uint32_t)o.outs : DROCE_DP_MAX_RD_ATOMIC;
+	} else {
+		o.out_reads = 1;
+	}
+	if (o.rdma_cm && o.qpt == IBV_QPT_UC)
+		unsupported("-R: UC is not supported in librdmacm (perftest says so too)");
+	if (o.rdma_cm && o.new_post)
+		unsupported("--new-post with -R: droce's rdma_create_qp_ex takes no send_ops_flags "
+			    "yet (use --old-post)");
+	if (o.rdma_cm && o.qpt == IBV_QPT_UD && o.mode == M_LAT)
+		unsupported("-R with -c UD: send_bw only (send_lat's UD address exchange over "
+			    "rdma_cm is not done in droce-perf yet)");
 
 	if (o.inject >= 0 && !o.check)
 		usage_fail("--inject-error needs --check");
@@ -705,6 +791,7 @@ struct pair {
 	uint64_t sends_done[2];
 	uint64_t signaled[2];  /* latency: signaled WRs posted per side */
 	struct pt_dest rem;    /* two processes: the peer's QP, rkey, vaddr, GID */
+	struct rdma_cm_id *cm_id[2]; /* -R: the rdma_cm id each side's QP belongs to */
 	/* UC and UD (no retransmission) */
 	struct ibv_ah *ah[2];  /* UD: each side's address handle to the other */
 	uint32_t rem_qpn[2];   /* UD: the QPN each side sends to */
@@ -729,15 +816,20 @@ struct run {
 	int me;
 	uint32_t rem_nrx;      /* slots in the peer's receive area */
 	struct pt_oob oob;
+	struct pt_rcm chan;    /* -R: perftest's rdma_cm channel (instead of TCP) */
+	struct pt_rcm cm;      /* -R: the test QPs' rdma_cm connections */
 	uint32_t nrecv;        /* receives posted per QP (send tests) */
 	uint32_t grh;          /* UD: GRH_LEN bytes ahead of each received payload */
 	uint64_t last_recv;    /* TSC of the last receive completion on either side */
 	FILE *lat_f;           /* --lat-samples */
 	uint64_t run_start;    /* two processes: TSC when the QPs were connected */
 	bool multi_size;       /* several sizes in the run: --lat-samples lines say which */
+	bool loop_cli_open;    /* -R loopback: the client's event channel is open */
+	uint32_t rem_qkey;     /* UD: the peer's Q_Key (perftest's DEF_QKEY; -R: rdma_cm's) */
 };
 
 static struct run R;
+static struct pt_rcm loop_cli; /* -R loopback: the client side's rdma_cm channel */
 
 static inline uint8_t *
 tx_slot(const struct pair *p, int side, uint64_t i)
@@ -802,6 +894,8 @@ mtu_bytes(enum ibv_mtu m)
 	return 128u << m;
 }
 
+static struct ibv_context *rcm_context_of(struct ibv_device *dev);
+
 static void
 open_devices(void)
 {
@@ -829,7 +923,7 @@ open_devices(void)
 		struct side *s = &R.s[k];
 		struct ibv_port_attr pa;
 
-		s->ctx = ibv_open_device(s->dev);
+		s->ctx = o.rdma_cm ? rcm_context_of(s->dev) : ibv_open_device(s->dev);
 		if (s->ctx == NULL)
 			fail("ibv_open_device %s: %s", ibv_get_device_name(s->dev), strerror(errno));
 		if (ibv_query_port(s->ctx, 1, &pa) != 0)
@@ -845,6 +939,7 @@ open_devices(void)
 			fail("ibv_alloc_pd: %s", strerror(errno));
 	}
 	ibv_free_device_list(list);
+	stats_ready = true;
 
 	R.mtu = R.s[0].active_mtu < R.s[1].active_mtu ? R.s[0].active_mtu : R.s[1].active_mtu;
 	if (o.mtu) {
@@ -862,9 +957,11 @@ close_devices(void)
 	for (int k = 0; k < 2; k++) {
 		if (ibv_dealloc_pd(R.s[k].pd) != 0)
 			fail("ibv_dealloc_pd");
-		if (ibv_close_device(R.s[k].ctx) != 0)
+		if (!o.rdma_cm && ibv_close_device(R.s[k].ctx) != 0)
 			fail("ibv_close_device");
 	}
+	if (o.rdma_cm)
+		pt_rcm_close(&R.cm);
 }
 
 static void
@@ -892,13 +989,15 @@ to_init(struct ibv_qp *qp)
 		fail("ibv_modify_qp %s QP to INIT: %s", o.conn, strerror(rc));
 }
 
+/* RC, as perftest's ctx_modify_qp_to_rtr / _rts: max_dest_rd_atomic is this
+ * side's outstanding reads (-o), max_rd_atomic the peer's. */
 static void
 to_rts(struct ibv_qp *qp, uint32_t psn, const struct ibv_qp *peer, uint32_t peer_psn,
-       const union ibv_gid *peer_gid)
+       const union ibv_gid *peer_gid, uint32_t my_reads, uint32_t peer_reads)
 {
 	struct ibv_qp_attr a = {
 		.qp_state = IBV_QPS_RTR, .path_mtu = R.mtu, .dest_qp_num = peer->qp_num,
-		.rq_psn = peer_psn, .max_dest_rd_atomic = DROCE_DP_MAX_RD_ATOMIC,
+		.rq_psn = peer_psn, .max_dest_rd_atomic = (uint8_t)my_reads,
 		.min_rnr_timer = 1,
 		.ah_attr = { .is_global = 1, .port_num = 1,
 			     .grh = { .dgid = *peer_gid, .sgid_index = (uint8_t)o.gid_index,
@@ -941,11 +1040,11 @@ to_rts(struct ibv_qp *qp, uint32_t psn, const struct ibv_qp *peer, uint32_t peer
 		fail("ibv_modify_qp to RTR: %s", strerror(rc));
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 14;
+	a.timeout = o.qp_timeout;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
 	a.sq_psn = psn;
-	a.max_rd_atomic = DROCE_DP_MAX_RD_ATOMIC;
+	a.max_rd_atomic = (uint8_t)peer_reads;
 	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 	if (rc != 0)
@@ -994,6 +1093,8 @@ side_alloc(struct side *s, uint64_t cqe)
 		fail("ibv_create_cq %" PRIu64 ": %s", cqe, strerror(errno));
 }
 
+static void setup_loop_rdma_cm(void);
+
 static void
 setup(uint64_t size)
 {
@@ -1033,6 +1134,10 @@ setup(uint64_t size)
 
 		side_alloc(s, cqe);
 	}
+	if (o.rdma_cm) {
+		setup_loop_rdma_cm();
+		return;
+	}
 	for (uint32_t i = 0; i < o.qps; i++) {
 		struct pair *p = &R.p[i];
 
@@ -1047,7 +1152,7 @@ setup(uint64_t size)
 					 .max_inline_data = (uint32_t)o.inline_size },
 			};
 
-			p->qp[k] = ibv_create_qp(s->pd, &ia);
+			p->qp[k] = create_qp(s->pd, &ia);
 			if (p->qp[k] == NULL)
 				fail("ibv_create_qp (send queue %u, receive queue %u, inline %d): %s",
 				     R.sq_depth, nrecv, o.inline_size, strerror(errno));
@@ -1063,8 +1168,10 @@ setup(uint64_t size)
 		for (int k = 0; k < 2; k++)
 			for (uint32_t j = 0; j < nrecv; j++)
 				post_recv_slot(p, i, k, j);
-		to_rts(p->qp[0], p->psn[0], p->qp[1], p->psn[1], &R.s[1].gid);
-		to_rts(p->qp[1], p->psn[1], p->qp[0], p->psn[0], &R.s[0].gid);
+		to_rts(p->qp[0], p->psn[0], p->qp[1], p->psn[1], &R.s[1].gid, o.out_reads,
+		       o.out_reads);
+		to_rts(p->qp[1], p->psn[1], p->qp[0], p->psn[0], &R.s[0].gid, o.out_reads,
+		       o.out_reads);
 		if (o.qpt == IBV_QPT_UD) {
 			for (int k = 0; k < 2; k++) {
 				p->ah[k] = make_ah(k, &R.s[!k].gid);
@@ -1101,13 +1208,25 @@ teardown(void)
 {
 	for (uint32_t i = 0; i < o.qps; i++)
 		for (int k = 0; k < 2; k++) {
+			struct rdma_cm_id *id = R.p[i].cm_id[k];
+
 			qp_stats_add(R.p[i].qp[k]);
-			if (ibv_destroy_qp(R.p[i].qp[k]) != 0)
+			if (id != NULL) {
+				rdma_destroy_qp(id);
+				if (rdma_destroy_id(id) != 0)
+					fail("rdma_destroy_id: %s", strerror(errno));
+				R.p[i].cm_id[k] = NULL;
+			} else if (ibv_destroy_qp(R.p[i].qp[k]) != 0) {
 				fail("ibv_destroy_qp");
+			}
 			if (R.p[i].ah[k] != NULL && ibv_destroy_ah(R.p[i].ah[k]) != 0)
 				fail("ibv_destroy_ah");
 			R.p[i].ah[k] = NULL;
 		}
+	if (R.loop_cli_open) {
+		pt_rcm_close(&loop_cli);
+		R.loop_cli_open = false;
+	}
 	for (int k = 0; k < 2; k++) {
 		struct side *s = &R.s[k];
 
@@ -1150,6 +1269,106 @@ peer_slot(const struct pair *p, int peer, uint64_t i)
 	return p->rem.vaddr + (i % R.rem_nrx) * R.lay.stride;
 }
 
+/* ibv_create_qp, or with --new-post ibv_create_qp_ex asking the builder
+ * operation the test posts (as perftest). */
+static struct ibv_qp *
+create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
+{
+	struct ibv_qp_init_attr_ex ax;
+	struct ibv_qp *qp;
+
+	if (!o.new_post)
+		return ibv_create_qp(pd, ia);
+	memset(&ax, 0, sizeof(ax));
+	memcpy(&ax, ia, sizeof(*ia));
+	ax.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS;
+	ax.pd = pd;
+	switch (o.verb) {
+	case V_WRITE:
+		ax.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE;
+		break;
+	case V_READ:
+		ax.send_ops_flags = IBV_QP_EX_WITH_RDMA_READ;
+		break;
+	case V_SEND:
+		ax.send_ops_flags = IBV_QP_EX_WITH_SEND;
+		break;
+	case V_ATOMIC:
+		ax.send_ops_flags = o.cmp_swap ? IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP
+					       : IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD;
+		break;
+	}
+	qp = ibv_create_qp_ex(pd->context, &ax);
+	if (qp != NULL) {
+		memcpy(ia, &ax, sizeof(*ia));
+		if (ibv_qp_to_qp_ex(qp) == NULL)
+			fail("ibv_qp_to_qp_ex: the QP has no ibv_wr_* builder");
+	}
+	return qp;
+}
+
+/* ibv_post_send, or with --new-post the same WRs through the ibv_wr_* builder
+ * as one batch (perftest's new post: nothing of a failed batch is posted, so
+ * *bad is then the first WR). */
+static int
+post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	static struct ibv_qp *last_qp; /* the QP last posted to, and its ibv_qp_ex */
+	static struct ibv_qp_ex *last_x;
+	struct ibv_qp_ex *x;
+	int rc;
+
+	if (!o.new_post)
+		return ibv_post_send(qp, wr, bad);
+	if (qp != last_qp) {
+		last_x = ibv_qp_to_qp_ex(qp);
+		last_qp = qp;
+	}
+	x = last_x;
+	ibv_wr_start(x);
+	for (struct ibv_send_wr *w = wr; w != NULL; w = w->next) {
+		x->wr_id = w->wr_id;
+		x->wr_flags = w->send_flags;
+		switch (w->opcode) {
+		case IBV_WR_RDMA_WRITE:
+			ibv_wr_rdma_write(x, w->wr.rdma.rkey, w->wr.rdma.remote_addr);
+			break;
+		case IBV_WR_RDMA_READ:
+			ibv_wr_rdma_read(x, w->wr.rdma.rkey, w->wr.rdma.remote_addr);
+			break;
+		case IBV_WR_SEND:
+			ibv_wr_send(x);
+			break;
+		case IBV_WR_ATOMIC_CMP_AND_SWP:
+			ibv_wr_atomic_cmp_swp(x, w->wr.atomic.rkey, w->wr.atomic.remote_addr,
+					      w->wr.atomic.compare_add, w->wr.atomic.swap);
+			break;
+		case IBV_WR_ATOMIC_FETCH_AND_ADD:
+			ibv_wr_atomic_fetch_add(x, w->wr.atomic.rkey, w->wr.atomic.remote_addr,
+						w->wr.atomic.compare_add);
+			break;
+		default:
+			ibv_wr_abort(x);
+			*bad = w;
+			return EINVAL;
+		}
+		if (o.qpt == IBV_QPT_UD)
+			ibv_wr_set_ud_addr(x, w->wr.ud.ah, w->wr.ud.remote_qpn, w->wr.ud.remote_qkey);
+		if (w->send_flags & IBV_SEND_INLINE)
+			ibv_wr_set_inline_data(x, (void *)(uintptr_t)w->sg_list[0].addr,
+					       w->sg_list[0].length);
+		else if (w->num_sge == 1)
+			ibv_wr_set_sge(x, w->sg_list[0].lkey, w->sg_list[0].addr,
+				       w->sg_list[0].length);
+		else
+			ibv_wr_set_sge_list(x, (size_t)w->num_sge, w->sg_list);
+	}
+	rc = ibv_wr_complete(x);
+	if (rc != 0)
+		*bad = wr;
+	return rc;
+}
+
 /* Fills the WR for message @seq of pair @pi from @side to the other side. */
 static void
 make_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, struct pair *p, uint32_t pi, int side,
@@ -1185,7 +1404,7 @@ make_wr(struct ibv_send_wr *wr, struct ibv_sge *sge, struct pair *p, uint32_t pi
 		if (o.qpt == IBV_QPT_UD) {
 			wr->wr.ud.ah = p->ah[side];
 			wr->wr.ud.remote_qpn = p->rem_qpn[side];
-			wr->wr.ud.remote_qkey = DEF_QKEY;
+			wr->wr.ud.remote_qkey = R.rem_qkey;
 		}
 		break;
 	case V_ATOMIC:
@@ -1627,10 +1846,10 @@ print_banner(void)
 	if (o.verb == V_WRITE || o.verb == V_SEND)
 		printf(" Max inline data : %d[B]\n", o.inline_size);
 	if (o.verb == V_READ || o.verb == V_ATOMIC)
-		printf(" Outstand reads  : %d\n", DROCE_DP_MAX_RD_ATOMIC);
-	printf(" rdma_cm QPs\t : OFF\n");
-	printf(" Data ex. method : %s\n", R.two ? "Ethernet (perftest's TCP exchange)" :
-	       "in process (loopback)");
+		printf(" Outstand reads  : %u\n", o.out_reads);
+	printf(" rdma_cm QPs\t : %s\n", o.rdma_cm ? "ON" : "OFF");
+	printf(" Data ex. method : %s\n", !R.two ? "in process (loopback)" : o.rdma_cm ?
+	       "rdma_cm (perftest's -R exchange)" : "Ethernet (perftest's TCP exchange)");
 	printf(" Data check      : %s\n", o.check ? "ON (every byte)" : "OFF");
 	print_line();
 }
@@ -1922,7 +2141,7 @@ run_bw(uint64_t size)
 					make_wr(&wr[j], &sge[j], p, i, 0, seq, sig);
 					wr[j].next = j + 1 < n ? &wr[j + 1] : NULL;
 				}
-				rc = ibv_post_send(p->qp[0], wr, &bad);
+				rc = post_send(p->qp[0], wr, &bad);
 				if (rc == ENOMEM) {
 					/* send queue full: post what went, retry after polling */
 					p->posted += (uint64_t)(bad - wr);
@@ -2087,7 +2306,7 @@ post_one(struct pair *p, int side, uint64_t seq, bool signaled, struct watch *w,
 	int rc;
 
 	make_wr(&wr, &sge, p, 0, side, seq, signaled);
-	while ((rc = ibv_post_send(p->qp[side], &wr, &bad)) == ENOMEM) {
+	while ((rc = post_send(p->qp[side], &wr, &bad)) == ENOMEM) {
 		/* send queue full: let the engine retire some */
 		poll_sides();
 		if (rte_rdtsc() - w->last_progress > w->timeout)
@@ -2381,12 +2600,14 @@ print_json(void)
 	printf("  \"topology\": \"%s\",\n  \"client_dev\": \"%s\",\n  \"server_dev\": \"%s\",\n"
 	       "  \"connection\": \"%s\",\n  \"qps\": %u,\n  \"tx_depth\": %u,\n  \"post_list\": %u,\n"
 	       "  \"cq_mod\": %u,\n  \"inline_size\": %d,\n  \"mtu\": %u,\n  \"check\": %s,\n"
-	       "  \"duration\": %.3f,\n  \"results\": [",
+	       "  \"duration\": %.3f,\n  \"out_reads\": %u,\n  \"rdma_cm\": %s,\n"
+	       "  \"report_gbits\": %s,\n  \"results\": [",
 	       R.two ? (R.me ? "two processes, server" : "two processes, client") : "loopback",
 	       R.s[0].dev ? ibv_get_device_name(R.s[0].dev) : "(peer)",
 	       R.s[1].dev ? ibv_get_device_name(R.s[1].dev) : "(peer)", o.conn, o.qps, o.tx_depth,
 	       o.post_list, o.post_list > 1 ? o.post_list : o.cq_mod, o.inline_size,
-	       mtu_bytes(R.mtu), o.check ? "true" : "false", o.duration);
+	       mtu_bytes(R.mtu), o.check ? "true" : "false", o.duration, o.out_reads,
+	       o.rdma_cm ? "true" : "false", o.report_gbits ? "true" : "false");
 	for (unsigned int i = 0; i < n_results; i++) {
 		const struct result *r = &results[i];
 
@@ -2435,6 +2656,27 @@ oob_check(int rc, const char *what)
 		fail("perftest exchange (%s) with the peer failed: %s", what, R.oob.err);
 }
 
+/* -R: rdma_cm's QPs must share a PD with the buffers, and rdma_create_qp
+ * wants the PD of the id's own context: rdma_cm's context of @dev (which
+ * stays open, as librdmacm keeps its contexts). */
+static struct ibv_context *
+rcm_context_of(struct ibv_device *dev)
+{
+	struct ibv_context **list, *ctx = NULL;
+	int n = 0;
+
+	list = rdma_get_devices(&n);
+	if (list == NULL)
+		fail("rdma_get_devices: %s", strerror(errno));
+	for (int i = 0; i < n; i++)
+		if (strcmp(ibv_get_device_name(list[i]->device), ibv_get_device_name(dev)) == 0)
+			ctx = list[i];
+	rdma_free_devices(list);
+	if (ctx == NULL)
+		errno = ENODEV;
+	return ctx;
+}
+
 /* Opens this process's one device and waits for its port to come up (a
  * memif port is up once the peer process is there). */
 static void
@@ -2457,7 +2699,7 @@ open_local(void)
 	if (s->dev == NULL)
 		fail("no device %s (%d devices)", o.dev, n);
 	s->role = R.me ? "server" : "client";
-	s->ctx = ibv_open_device(s->dev);
+	s->ctx = o.rdma_cm ? rcm_context_of(s->dev) : ibv_open_device(s->dev);
 	if (s->ctx == NULL)
 		fail("ibv_open_device %s: %s", ibv_get_device_name(s->dev), strerror(errno));
 	t0 = rte_rdtsc();
@@ -2473,6 +2715,7 @@ open_local(void)
 		usleep(1000);
 	}
 	s->active_mtu = pa.active_mtu;
+	stats_ready = true;
 	if (ibv_query_gid(s->ctx, 1, o.gid_index, &s->gid) != 0)
 		fail("%s: no GID index %d", ibv_get_device_name(s->dev), o.gid_index);
 	s->pd = ibv_alloc_pd(s->ctx);
@@ -2502,7 +2745,27 @@ connect_peer(void)
 	int cb, cl, mtu;
 
 	pt_oob_init(&R.oob, !R.me, (int)(o.timeout * 1000), oob_idle, NULL);
-	if (R.me) {
+	if (o.rdma_cm) {
+		/* perftest's -R: the exchange itself runs over an rdma_cm RC
+		 * connection to -p (apps/perftest_rdmacm.h) */
+		pt_rcm_init(&R.chan, (int)(o.timeout * 1000), oob_idle, NULL);
+		if (R.me) {
+			R.chan.timeout_ms = 0;
+			if (pt_rcm_listen(&R.chan, o.bind, o.tcp_port, RDMA_PS_TCP, 1) != 0)
+				fail("rdma_cm listen: %s", R.chan.err);
+			if (!o.json)
+				printf("\n************************************\n"
+				       "* Waiting for client to connect... *\n"
+				       "************************************\n");
+			fflush(stdout);
+			if (pt_rcm_chan_accept(&R.chan) != 0)
+				fail("rdma_cm channel: %s", R.chan.err);
+			R.chan.timeout_ms = (int)(o.timeout * 1000);
+		} else if (pt_rcm_chan_connect(&R.chan, o.host, o.tcp_port) != 0) {
+			fail("rdma_cm channel to %s:%d: %s", o.host, o.tcp_port, R.chan.err);
+		}
+		pt_oob_attach_msg(&R.oob, &pt_rcm_msg_ops, &R.chan);
+	} else if (R.me) {
 		if (!o.json)
 			printf("\n************************************\n"
 			       "* Waiting for client to connect... *\n"
@@ -2534,6 +2797,51 @@ connect_peer(void)
 	(void)cl;
 	/* a perftest peer's area at vaddr holds max(size, cycle buffer) bytes */
 	R.rem_nrx = (uint32_t)cb; /* refined in setup_two */
+}
+
+static void
+pair_post_recvs(uint32_t i, int side)
+{
+	/* receives first, so no SEND ever meets an empty queue */
+	for (uint32_t j = 0; j < R.nrecv; j++)
+		post_recv_slot(&R.p[i], i, side, j);
+}
+
+/* Creates @side's QP of pair @i (on rdma_cm id @id with -R, then rdma_cm
+ * moves it through its states; else in INIT), and with @recvs posts its
+ * receives. */
+static void
+pair_qp(uint32_t i, int side, struct rdma_cm_id *id, bool recvs)
+{
+	struct pair *p = &R.p[i];
+	struct side *s = &R.s[side];
+	struct ibv_qp_init_attr ia = {
+		.send_cq = s->cq, .recv_cq = s->cq, .qp_type = o.qpt,
+		.cap = { .max_send_wr = R.sq_depth, .max_recv_wr = R.nrecv ? R.nrecv : 1,
+			 .max_send_sge = 1, .max_recv_sge = 1,
+			 .max_inline_data = (uint32_t)o.inline_size },
+	};
+
+	if (id != NULL) {
+		uint8_t t = o.qp_timeout;
+
+		/* -u with -R: the id's local ACK timeout (rdma_cm's own otherwise) */
+		if (o.qp_timeout_set &&
+		    rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t, 1) != 0)
+			fail("rdma_set_option ACK_TIMEOUT %u: %s", t, strerror(errno));
+		if (rdma_create_qp(id, s->pd, &ia) != 0)
+			fail("rdma_create_qp (%s, QP pair %u): %s", s->role, i, strerror(errno));
+		p->qp[side] = id->qp;
+		p->cm_id[side] = id;
+	} else {
+		p->qp[side] = create_qp(s->pd, &ia);
+		if (p->qp[side] == NULL)
+			fail("ibv_create_qp (send queue %u, receive queue %u, inline %d): %s",
+			     R.sq_depth, R.nrecv, o.inline_size, strerror(errno));
+		to_init(p->qp[side]);
+	}
+	if (recvs)
+		pair_post_recvs(i, side);
 }
 
 static void
@@ -2587,22 +2895,12 @@ setup_two(uint64_t size)
 	side_alloc(s, cqe);
 	for (uint32_t i = 0; i < o.qps; i++) {
 		struct pair *p = &R.p[i];
-		struct ibv_qp_init_attr ia = {
-			.send_cq = s->cq, .recv_cq = s->cq, .qp_type = o.qpt,
-			.cap = { .max_send_wr = R.sq_depth, .max_recv_wr = nrecv ? nrecv : 1,
-				 .max_send_sge = 1, .max_recv_sge = 1,
-				 .max_inline_data = (uint32_t)o.inline_size },
-		};
 
 		memset(p, 0, sizeof(*p));
-		p->qp[R.me] = ibv_create_qp(s->pd, &ia);
-		if (p->qp[R.me] == NULL)
-			fail("ibv_create_qp: %s", strerror(errno));
 		p->psn[R.me] = (uint32_t)lrand48() & 0xffffff;
 		p->base[R.me] = s->buf + (uint64_t)i * R.lay.region;
-		to_init(p->qp[R.me]);
-		for (uint32_t j = 0; j < nrecv; j++)
-			post_recv_slot(p, i, R.me, j);
+		if (!o.rdma_cm)
+			pair_qp(i, R.me, NULL, true); /* -R: once rdma_cm has the id */
 		/* --check of READ: slot j of the server holds message j */
 		if (o.check && o.verb == V_READ && R.me == 1)
 			for (uint32_t j = 0; j < R.lay.nrx; j++)
@@ -2616,8 +2914,8 @@ my_dest(uint32_t i, struct pt_dest *d)
 	const struct pair *p = &R.p[i];
 
 	memset(d, 0, sizeof(*d));
-	d->out_reads = DROCE_DP_MAX_RD_ATOMIC;
-	d->qpn = p->qp[R.me]->qp_num;
+	d->out_reads = o.out_reads;
+	d->qpn = p->qp[R.me] ? p->qp[R.me]->qp_num : 0; /* -R: no QP before rdma_cm's */
 	d->psn = p->psn[R.me];
 	d->rkey = R.s[R.me].mr->rkey;
 	d->vaddr = (uintptr_t)rx_slot(p, R.me, 0); /* where the peer writes / reads */
@@ -2633,38 +2931,233 @@ barrier(const char *what)
 	oob_check(pt_hand_shake(&R.oob, &d, &r), what);
 }
 
-/* The key exchange and the connection, in perftest's order. */
+/* One key message per QP, in QP order (perftest's loops of ctx_hand_shake);
+ * @keep: the peer's keys go to R.p[i].rem. */
+static void
+key_loop(const char *what, bool keep)
+{
+	struct pt_dest d, r;
+
+	for (uint32_t i = 0; i < o.qps; i++) {
+		my_dest(i, &d);
+		oob_check(pt_hand_shake(&R.oob, &d, keep ? &R.p[i].rem : &r), what);
+		if (!keep && (r.rkey != R.p[i].rem.rkey || r.vaddr != R.p[i].rem.vaddr))
+			fail("the peer's keys for QP %u changed between its two key rounds", i);
+	}
+}
+
+/* The peer's requester may keep this many READs / atomics outstanding
+ * here (its -o), within what droce's QPs take. */
+static uint32_t
+peer_reads(const struct pair *p)
+{
+	uint32_t r = p->rem.out_reads;
+
+	return r < 1 ? 1 : r > DROCE_DP_MAX_RD_ATOMIC ? DROCE_DP_MAX_RD_ATOMIC : r;
+}
+
+/* -R: rdma_cm's connection parameters, as perftest's: responder resources
+ * and initiator depth are the outstanding reads for READ and atomics. */
+static void
+cm_param(struct rdma_conn_param *c)
+{
+	memset(c, 0, sizeof(*c));
+	if (o.verb == V_READ || o.verb == V_ATOMIC)
+		c->responder_resources = c->initiator_depth = (uint8_t)o.out_reads;
+	c->retry_count = 7;
+	c->rnr_retry_count = 7;
+}
+
+/* -R, RDMA_PS_UDP: @side's address handle to the peer, its QPN and Q_Key,
+ * from the ESTABLISHED event (the SIDR REP) @c kept. */
+static void
+cm_ud_peer(const struct pt_rcm *c, uint32_t i, int side)
+{
+	struct pair *p = &R.p[i];
+	struct ibv_ah_attr ah = c->ud.ah_attr;
+
+	p->ah[side] = ibv_create_ah(R.s[side].pd, &ah);
+	if (p->ah[side] == NULL)
+		fail("ibv_create_ah (QP pair %u, from rdma_cm): %s", i, strerror(errno));
+	p->rem_qpn[side] = c->ud.qp_num;
+	R.rem_qkey = c->ud.qkey;
+}
+
+/* -R, client: the QP of pair @arg once rdma_cm resolved the route; its
+ * receives once connected (a rejected attempt's QP goes away, and its
+ * flushed receives would land in the CQ). */
+static int
+cm_make_qp(struct rdma_cm_id *id, void *arg)
+{
+	pair_qp((uint32_t)(uintptr_t)arg, R.me, id, false);
+	return 0;
+}
+
+/* -R, server: accepts one connection request for pair @i from @c's listener. */
+static void
+cm_accept(struct pt_rcm *c, uint32_t i, int side)
+{
+	struct rdma_conn_param param;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+
+	if (pt_rcm_wait(c, RDMA_CM_EVENT_CONNECT_REQUEST, &ev) != 0)
+		fail("rdma_cm: QP pair %u: %s", i, c->err);
+	id = ev->id;
+	rdma_ack_cm_event(ev);
+	pair_qp(i, side, id, true);
+	cm_param(&param);
+	if (rdma_accept(id, &param) != 0)
+		fail("rdma_accept (QP pair %u): %s", i, strerror(errno));
+}
+
+/* -R (perftest's create_rdma_cm_connection): a key exchange, the -q
+ * connections through rdma_cm on -p, another key exchange.  The server
+ * listens before the first exchange; the client retries a connection the
+ * server rejected because it was not listening yet. */
+static void
+connect_qps_rdma_cm(void)
+{
+	enum rdma_port_space ps = o.qpt == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP;
+	struct rdma_conn_param param;
+
+	pt_rcm_init(&R.cm, (int)(o.timeout * 1000), oob_idle, NULL);
+	if (R.me && pt_rcm_listen(&R.cm, o.bind, o.tcp_port, ps, (int)o.qps) != 0)
+		fail("rdma_cm listen for the QPs: %s", R.cm.err);
+	barrier("sync before the rdma_cm connections");
+	for (uint32_t i = 0; i < o.qps; i++) {
+		struct rdma_cm_id *id;
+
+		if (R.me) {
+			cm_accept(&R.cm, i, R.me);
+			continue;
+		}
+		cm_param(&param);
+		if (pt_rcm_connect(&R.cm, o.host, o.tcp_port, ps, cm_make_qp, (void *)(uintptr_t)i,
+				   &param, &id) != 0)
+			fail("rdma_cm: connecting QP pair %u to %s:%d: %s", i, o.host, o.tcp_port,
+			     R.cm.err);
+		pair_post_recvs(i, R.me);
+		if (o.qpt == IBV_QPT_UD)
+			cm_ud_peer(&R.cm, i, R.me);
+	}
+	pt_rcm_unlisten(&R.cm);
+	barrier("sync after the rdma_cm connections");
+}
+
+/* -R on the loopback topology: droce1 (the server) listens on -p at its
+ * address; droce0 connects each pair to it from this thread, whose idle
+ * callback accepts the server's requests as they come (both ends' QPs on
+ * rdma_cm's contexts, moved to RTS by rdma_cm). */
+static uint32_t loop_accepted;
+
+static void
+loop_cm_idle(void *arg)
+{
+	struct rdma_cm_event *ev;
+
+	(void)arg;
+	droce_engines_progress();
+	if (pt_rcm_try(&R.cm, &ev) <= 0)
+		return;
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST && loop_accepted < o.qps) {
+		struct rdma_cm_id *id = ev->id;
+		struct rdma_conn_param param;
+		uint32_t i = loop_accepted++;
+
+		rdma_ack_cm_event(ev);
+		pair_qp(i, 1, id, true);
+		cm_param(&param);
+		if (rdma_accept(id, &param) != 0)
+			fail("rdma_accept (loopback, QP pair %u): %s", i, strerror(errno));
+		return;
+	}
+	rdma_ack_cm_event(ev); /* ESTABLISHED and the like: nothing to do */
+}
+
+static void
+setup_loop_rdma_cm(void)
+{
+	enum rdma_port_space ps = o.qpt == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP;
+	struct rdma_conn_param param;
+	char addr[INET_ADDRSTRLEN];
+
+	if (!pt_gid_is_v4mapped(R.s[1].gid.raw))
+		fail("-R on the loopback topology needs an IPv4 address on %s",
+		     ibv_get_device_name(R.s[1].dev));
+	inet_ntop(AF_INET, R.s[1].gid.raw + 12, addr, sizeof(addr));
+	if (R.cm.listen_id == NULL) {
+		pt_rcm_init(&R.cm, (int)(o.timeout * 1000), NULL, NULL);
+		if (pt_rcm_listen(&R.cm, addr, o.tcp_port, ps, (int)o.qps) != 0)
+			fail("rdma_cm listen on %s:%d: %s", addr, o.tcp_port, R.cm.err);
+	}
+	loop_accepted = 0;
+	pt_rcm_init(&loop_cli, (int)(o.timeout * 1000), loop_cm_idle, NULL);
+	for (uint32_t i = 0; i < o.qps; i++) {
+		struct pair *p = &R.p[i];
+		struct rdma_cm_id *id;
+
+		memset(p, 0, sizeof(*p));
+		for (int k = 0; k < 2; k++) {
+			p->psn[k] = (uint32_t)lrand48() & 0xffffff;
+			p->base[k] = R.s[k].buf + (uint64_t)i * R.lay.region;
+		}
+		R.me = 0; /* cm_make_qp makes side R.me's QP */
+		cm_param(&param);
+		if (pt_rcm_connect(&loop_cli, addr, o.tcp_port, ps, cm_make_qp,
+				   (void *)(uintptr_t)i, &param, &id) != 0)
+			fail("rdma_cm: connecting QP pair %u to %s:%d: %s", i, addr, o.tcp_port,
+			     loop_cli.err);
+		if (loop_accepted != i + 1)
+			fail("rdma_cm: QP pair %u connected, but the server accepted %u", i,
+			     loop_accepted);
+		pair_post_recvs(i, 0);
+		if (o.qpt == IBV_QPT_UD)
+			cm_ud_peer(&loop_cli, i, 0);
+	}
+	/* the client ids' events are all in: its channel stays for teardown's */
+	R.loop_cli_open = true;
+}
+
+/* The key exchanges and the connection, in perftest 6.06's order (one key
+ * message per QP in each loop, Q below):
+ *   write_bw, read_bw, atomic_bw:           Q, connect, Q, 1
+ *   send_bw, send_lat:                      Q, connect, 1, Q, 1
+ *   write_lat, read_lat, atomic_lat:     1, Q, connect, Q, 1
+ * With -R, create_rdma_cm_connection's 1, rdma_cm, 1 come first and
+ * "connect" is rdma_cm's. */
 static void
 connect_qps(void)
 {
-	struct pt_dest d;
+	bool send_like = o.verb == V_SEND;
 
-	barrier("first key exchange"); /* perftest 6.06 does one before the QP keys */
-	for (uint32_t i = 0; i < o.qps; i++) {
-		my_dest(i, &d);
-		oob_check(pt_hand_shake(&R.oob, &d, &R.p[i].rem), "QP keys");
-	}
-	if (!pt_gid_compatible(R.s[R.me].gid.raw, R.p[0].rem.gid))
+	if (o.rdma_cm)
+		connect_qps_rdma_cm();
+	if (o.mode == M_LAT && !send_like)
+		barrier("key exchange before the QP keys");
+	key_loop("QP keys", true);
+	if (!o.rdma_cm && !pt_gid_compatible(R.s[R.me].gid.raw, R.p[0].rem.gid))
 		fail("the peer's GID is %s, this one is %s: use the same IP version",
 		     pt_gid_is_v4mapped(R.p[0].rem.gid) ? "IPv4" : "IPv6",
 		     pt_gid_is_v4mapped(R.s[R.me].gid.raw) ? "IPv4" : "IPv6");
-	for (uint32_t i = 0; i < o.qps; i++) {
+	for (uint32_t i = 0; i < o.qps && !o.rdma_cm; i++) {
 		struct pair *p = &R.p[i];
 		struct ibv_qp peer = { .qp_num = p->rem.qpn };
 		union ibv_gid g;
 
 		memcpy(g.raw, p->rem.gid, 16);
-		to_rts(p->qp[R.me], p->psn[R.me], &peer, p->rem.psn, &g);
+		to_rts(p->qp[R.me], p->psn[R.me], &peer, p->rem.psn, &g, o.out_reads,
+		       peer_reads(p));
 		if (o.qpt == IBV_QPT_UD) {
 			/* UD, as perftest: the AH from the GID, the QPN from the key message */
 			p->ah[R.me] = make_ah(R.me, &g);
 			p->rem_qpn[R.me] = p->rem.qpn;
 		}
 	}
-	barrier("barrier after RTR");
-	/* perftest 6.06's send_bw and latency tests: one more before the run */
-	if (o.mode == M_LAT || o.verb == V_SEND)
-		barrier("barrier before the run");
+	if (send_like)
+		barrier("barrier after RTR");
+	key_loop("QP keys, second round", false);
+	barrier(send_like ? "barrier before the run" : "barrier after RTR");
 }
 
 static void
@@ -2673,12 +3166,25 @@ teardown_two(void)
 	struct side *s = &R.s[R.me];
 
 	for (uint32_t i = 0; i < o.qps; i++) {
+		struct rdma_cm_id *id = R.p[i].cm_id[R.me];
+
 		if (qp_sum_qps < o.qps)
 			qp_stats_add(R.p[i].qp[R.me]); /* unless print_stats did */
-		if (ibv_destroy_qp(R.p[i].qp[R.me]) != 0)
+		if (id != NULL) {
+			/* the id's DREQ (or the DREP to the peer's) goes with it */
+			rdma_destroy_qp(id);
+			if (rdma_destroy_id(id) != 0)
+				fail("rdma_destroy_id: %s", strerror(errno));
+			R.p[i].cm_id[R.me] = NULL;
+		} else if (ibv_destroy_qp(R.p[i].qp[R.me]) != 0) {
 			fail("ibv_destroy_qp");
+		}
 		if (R.p[i].ah[R.me] != NULL && ibv_destroy_ah(R.p[i].ah[R.me]) != 0)
 			fail("ibv_destroy_ah");
+	}
+	if (o.rdma_cm) {
+		pt_rcm_close(&R.cm);
+		pt_rcm_close(&R.chan);
 	}
 	if (ibv_destroy_cq(s->cq) != 0)
 		fail("ibv_destroy_cq");
@@ -2689,7 +3195,7 @@ teardown_two(void)
 	s->buf = NULL;
 	if (ibv_dealloc_pd(s->pd) != 0)
 		fail("ibv_dealloc_pd");
-	if (ibv_close_device(s->ctx) != 0)
+	if (!o.rdma_cm && ibv_close_device(s->ctx) != 0)
 		fail("ibv_close_device");
 }
 
@@ -2805,6 +3311,9 @@ run_bw_two(uint64_t size)
 	struct pt_bw_report mine = { .size = size }, theirs;
 	uint64_t count[MAX_QPS] = { 0 }, rcount[MAX_QPS];
 	bool unreliable_send = o.verb == V_SEND && o.qpt != IBV_QPT_RC;
+	/* perftest sends (and its server prints) the bandwidths in the unit it
+	 * reports in: MB/sec (2^20 B), or 10^9 bits with --report_gbits */
+	double unit = o.report_gbits ? 125e6 : 1048576.0;
 
 	if (R.me == 0) {
 		const struct result *r;
@@ -2812,8 +3321,8 @@ run_bw_two(uint64_t size)
 		run_bw(size);
 		r = &results[n_results - 1];
 		mine.iters = r->iters;
-		mine.bw_peak = r->bw_peak / 1048576.0;
-		mine.bw_avg = r->bw_avg / 1048576.0;
+		mine.bw_peak = r->bw_peak / unit;
+		mine.bw_avg = r->bw_avg / unit;
 		mine.msg_rate = r->msg_rate / 1e6;
 		for (uint32_t i = 0; i < o.qps; i++)
 			count[i] = rte_cpu_to_be_64(R.p[i].completed);
@@ -2858,8 +3367,8 @@ run_bw_two(uint64_t size)
 	} else if (R.me == 1) {
 		/* the server reports the client's figures, as perftest does */
 		struct result r = { .bytes = theirs.size, .iters = theirs.iters,
-				    .bw_peak = theirs.bw_peak * 1048576.0,
-				    .bw_avg = theirs.bw_avg * 1048576.0,
+				    .bw_peak = theirs.bw_peak * unit,
+				    .bw_avg = theirs.bw_avg * unit,
 				    .msg_rate = theirs.msg_rate * 1e6 };
 
 		r.msgs = theirs.iters * o.qps;
@@ -3032,6 +3541,7 @@ main(int argc, char **argv)
 
 	parse_args(argc, argv);
 	R.grh = o.qpt == IBV_QPT_UD ? GRH_LEN : 0;
+	R.rem_qkey = DEF_QKEY;
 	if (!o.verbose) {
 		/* DPDK's start-up chatter goes to stderr; keep warnings and errors */
 		rte_log_set_global_level(RTE_LOG_WARNING);
@@ -3069,6 +3579,9 @@ main(int argc, char **argv)
 		run_two(sizes[0]);
 		return 0;
 	}
+	if (o.rdma_cm && n_sizes > 1)
+		unsupported("-R on the loopback topology runs one message size (no -a or -s lists "
+			    "yet: the next size's connections meet the last ones' CM time wait)");
 	open_devices();
 	tsc_hz = rte_get_tsc_hz();
 	if (tsc_hz == 0)

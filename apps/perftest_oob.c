@@ -57,6 +57,13 @@ pt_oob_attach(struct pt_oob *c, int fd)
 }
 
 void
+pt_oob_attach_msg(struct pt_oob *c, const struct pt_msg_ops *ops, void *arg)
+{
+	c->msg = ops;
+	c->msg_arg = arg;
+}
+
+void
 pt_oob_close(struct pt_oob *c)
 {
 	if (c->fd >= 0)
@@ -146,6 +153,18 @@ read_all(struct pt_oob *c, void *buf, size_t n)
 int
 pt_xchg(struct pt_oob *c, const void *mine, void *theirs, size_t n)
 {
+	if (c->msg != NULL) {
+		/* perftest's ctx_xchg_data_rdma: the client sends first */
+		int rc;
+
+		if (c->client)
+			rc = c->msg->send(c->msg_arg, mine, n, c->timeout_ms, c->err, sizeof(c->err)) ||
+			     c->msg->recv(c->msg_arg, theirs, n, c->timeout_ms, c->err, sizeof(c->err));
+		else
+			rc = c->msg->recv(c->msg_arg, theirs, n, c->timeout_ms, c->err, sizeof(c->err)) ||
+			     c->msg->send(c->msg_arg, mine, n, c->timeout_ms, c->err, sizeof(c->err));
+		return rc ? -1 : 0;
+	}
 	if (c->client)
 		return write_all(c, mine, n) || read_all(c, theirs, n) ? -1 : 0;
 	return read_all(c, theirs, n) || write_all(c, mine, n) ? -1 : 0;
@@ -395,10 +414,65 @@ pt_key_parse(const char in[PT_KEY_MSG_LEN], struct pt_dest *d)
 	return 0;
 }
 
+static void
+put_be32(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+static uint32_t
+get_be32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+void
+pt_key_bin_format(const struct pt_dest *d, uint8_t out[PT_KEY_BIN_LEN])
+{
+	memset(out, 0, PT_KEY_BIN_LEN);
+	put_be32(out + 0, d->lid);
+	put_be32(out + 4, d->out_reads);
+	put_be32(out + 8, d->qpn);
+	put_be32(out + 12, d->psn);
+	put_be32(out + 16, d->rkey);
+	put_be32(out + 24, (uint32_t)(d->vaddr >> 32));
+	put_be32(out + 28, (uint32_t)d->vaddr);
+	memcpy(out + 32, d->gid, 16);
+	put_be32(out + 48, d->srqn);
+	put_be32(out + 52, 0); /* gid_index: perftest does not read it back */
+}
+
+void
+pt_key_bin_parse(const uint8_t in[PT_KEY_BIN_LEN], struct pt_dest *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->lid = get_be32(in + 0);
+	d->out_reads = get_be32(in + 4);
+	d->qpn = get_be32(in + 8);
+	d->psn = get_be32(in + 12);
+	d->rkey = get_be32(in + 16);
+	d->vaddr = (uint64_t)get_be32(in + 24) << 32 | get_be32(in + 28);
+	memcpy(d->gid, in + 32, 16);
+	d->srqn = get_be32(in + 48);
+}
+
 int
 pt_hand_shake(struct pt_oob *c, const struct pt_dest *mine, struct pt_dest *theirs)
 {
 	char out[PT_KEY_MSG_LEN], in[PT_KEY_MSG_LEN];
+
+	if (c->msg != NULL) {
+		uint8_t bo[PT_KEY_BIN_LEN], bi[PT_KEY_BIN_LEN];
+
+		pt_key_bin_format(mine, bo);
+		if (pt_xchg(c, bo, bi, sizeof(bi)) != 0)
+			return -1;
+		pt_key_bin_parse(bi, theirs);
+		return 0;
+	}
 
 	pt_key_format(mine, out);
 	if (pt_xchg(c, out, in, sizeof(in)) != 0)

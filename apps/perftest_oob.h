@@ -46,6 +46,17 @@
 #define PT_CYCLE_BUFFER 4096   /* perftest's default: the page size */
 #define PT_CACHE_LINE 64
 
+/* perftest's rdma_cm channel (-R): each exchange is one SEND of its bytes
+ * each way on an RC QP connected through rdma_cm (apps/perftest_rdmacm.h),
+ * and the key message is perftest's struct pingpong_dest in big endian. */
+struct pt_msg_ops {
+	int (*send)(void *arg, const void *buf, size_t n, int timeout_ms, char *err,
+		    size_t errlen);
+	int (*recv)(void *arg, void *buf, size_t n, int timeout_ms, char *err, size_t errlen);
+};
+
+#define PT_KEY_BIN_LEN 56 /* sizeof(struct pingpong_dest) on x86-64 */
+
 /* Called while a socket operation waits (droce's co-located engines must
  * keep running: the peer may be waiting for an ARP reply or an ACK). */
 typedef void (*pt_idle_fn)(void *arg);
@@ -59,6 +70,8 @@ struct pt_oob {
 	char rem_version[PT_VERSION_LEN + 1];
 	double rem_ver;            /* atof(rem_version) */
 	bool peer_droce;
+	const struct pt_msg_ops *msg; /* NULL: TCP (fd); else perftest's rdma_cm channel */
+	void *msg_arg;
 	char err[160];             /* why the last call failed */
 };
 
@@ -83,6 +96,8 @@ void pt_oob_init(struct pt_oob *c, bool client, int timeout_ms, pt_idle_fn idle,
  * until the timeout (the server may not listen yet).  0 or -1 (c->err). */
 int pt_oob_listen_accept(struct pt_oob *c, const char *bind_addr, int port);
 int pt_oob_connect(struct pt_oob *c, const char *host, int port);
+/* Uses a message channel instead of a socket (perftest's -R). */
+void pt_oob_attach_msg(struct pt_oob *c, const struct pt_msg_ops *ops, void *arg);
 /* Uses an already connected socket (tests: a socketpair). */
 void pt_oob_attach(struct pt_oob *c, int fd);
 void pt_oob_close(struct pt_oob *c);
@@ -105,6 +120,13 @@ void pt_key_format(const struct pt_dest *d, char out[PT_KEY_MSG_LEN]);
 int pt_key_parse(const char in[PT_KEY_MSG_LEN], struct pt_dest *d);
 
 /* perftest's ctx_check_gid_compatibility: both IPv4-mapped or neither. */
+/* The key message over perftest's rdma_cm channel: struct pingpong_dest
+ * (lid, out_reads, qpn, psn, rkey as 32-bit big endian at 0, 4, 8, 12, 16;
+ * vaddr 64-bit big endian at 24; the GID at 32; srqn at 48; gid_index at
+ * 52), PT_KEY_BIN_LEN bytes. */
+void pt_key_bin_format(const struct pt_dest *d, uint8_t out[PT_KEY_BIN_LEN]);
+void pt_key_bin_parse(const uint8_t in[PT_KEY_BIN_LEN], struct pt_dest *d);
+
 bool pt_gid_is_v4mapped(const uint8_t gid[16]);
 bool pt_gid_compatible(const uint8_t a[16], const uint8_t b[16]);
 

@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Completion queues: one SPSC sub-ring per engine.  The engine produces into
- * its own sub-ring; ibv_poll_cq's thread consumes them in turn.
+ * Completion queues: one sub-ring per engine.  The engine alone produces into
+ * its own sub-ring; any number of threads polling the CQ consume them in turn
+ * (multi-consumer dequeue, as rdma-core lets several threads poll one CQ).
+ * A completion that finds its sub-ring full is not dropped: qp.c keeps it in
+ * its QP (CQ overrun).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <rte_cycles.h>
 #include <rte_malloc.h>
@@ -17,7 +21,7 @@ enum { ARM_NONE, ARM_ANY, ARM_SOLICITED };
 struct droce_cq {
 	uint32_t cap;
 	unsigned int n_sub;
-	unsigned int next_sub;           /* poller's round-robin position */
+	_Atomic unsigned int next_sub;   /* pollers' round-robin position (a hint) */
 	_Atomic int armed;
 	droce_cq_notify_fn notify;
 	droce_cq_error_fn error;
@@ -28,6 +32,32 @@ struct droce_cq {
 };
 
 static _Atomic unsigned int cq_serial;
+
+/*
+ * A sub-ring in process memory, not a DPDK memzone: a process has only
+ * RTE_MAX_MEMZONE (2,560) of those, and every CQ takes one per engine, so
+ * memzones would cap the CQ count far below max_cq.  rte_ring_init() lays
+ * the ring out in memory we give it (sized for the power of two that
+ * RING_F_EXACT_SZ rounds @cqe + 1 up to); it is freed with free().
+ */
+static struct rte_ring *
+sub_ring_create(const char *name, unsigned int esize, uint32_t cqe)
+{
+	ssize_t size = rte_ring_get_memsize_elem(esize, rte_align32pow2(cqe + 1));
+	struct rte_ring *r;
+
+	if (size < 0)
+		return NULL;
+	r = aligned_alloc(RTE_CACHE_LINE_SIZE, RTE_ALIGN_CEIL((size_t)size, RTE_CACHE_LINE_SIZE));
+	if (r == NULL)
+		return NULL;
+	memset(r, 0, sizeof(*r));
+	if (rte_ring_init(r, name, cqe, RING_F_SP_ENQ | RING_F_EXACT_SZ) != 0) {
+		free(r);
+		return NULL;
+	}
+	return r;
+}
 
 struct droce_cq *
 droce_cq_create(uint32_t cqe, droce_cq_notify_fn notify, droce_cq_error_fn error, void *arg)
@@ -62,12 +92,15 @@ droce_cq_create_ex(uint32_t cqe, droce_cq_notify_fn notify, droce_cq_error_fn er
 	for (unsigned int e = 0; e < n; e++) {
 		char name[RTE_RING_NAMESIZE];
 
-		/* each engine may fill the whole CQ: one sub-ring of cqe entries each */
+		/*
+		 * Each engine may fill the whole CQ: one sub-ring of exactly cqe
+		 * entries each (the engine's overrun starts at cqe + 1).  One
+		 * producer, the engine; any number of consumers (multi-consumer
+		 * dequeue: one CAS per non-empty burst, no lock).
+		 */
 		snprintf(name, sizeof(name), "dcq%u_%u", serial, e);
-		cq->sub[e] = rte_ring_create_elem(name, ts ? sizeof(struct droce_cqe_ts)
-							   : sizeof(struct droce_cqe),
-						  rte_align32pow2(cqe + 1), SOCKET_ID_ANY,
-						  RING_F_SP_ENQ | RING_F_SC_DEQ);
+		cq->sub[e] = sub_ring_create(name, ts ? sizeof(struct droce_cqe_ts) : sizeof(struct droce_cqe),
+					     cqe);
 		if (cq->sub[e] == NULL) {
 			droce_cq_destroy(cq);
 			errno = ENOMEM;
@@ -83,7 +116,7 @@ droce_cq_destroy(struct droce_cq *cq)
 	if (cq == NULL)
 		return;
 	for (unsigned int e = 0; e < cq->n_sub; e++)
-		rte_ring_free(cq->sub[e]);
+		free(cq->sub[e]);
 	free(cq);
 }
 
@@ -115,36 +148,38 @@ poll_drop_ts(struct droce_cq *cq, int n, struct droce_cqe *out)
 int
 droce_cq_poll_ts(struct droce_cq *cq, int n, struct droce_cqe_ts *out, bool progress)
 {
+	unsigned int first;
 	int got = 0;
 
 	if (n <= 0)
 		return 0;
 	if (progress)
 		droce_engines_progress();
+	first = cq->n_sub == 1 ? 0 : atomic_fetch_add_explicit(&cq->next_sub, 1, memory_order_relaxed);
 	if (!cq->timestamp) {
 		/* one at a time: the elements are bare struct droce_cqe */
 		for (unsigned int k = 0; k < cq->n_sub && got < n; k++) {
-			unsigned int e = (cq->next_sub + k) % cq->n_sub;
+			unsigned int e = (first + k) % cq->n_sub;
 
-			while (got < n && rte_ring_sc_dequeue_elem(cq->sub[e], &out[got].cqe,
+			while (got < n && rte_ring_mc_dequeue_elem(cq->sub[e], &out[got].cqe,
 								   sizeof(struct droce_cqe)) == 0)
 				out[got++].tsc = 0;
 		}
 	} else {
 		for (unsigned int k = 0; k < cq->n_sub && got < n; k++) {
-			unsigned int e = (cq->next_sub + k) % cq->n_sub;
+			unsigned int e = (first + k) % cq->n_sub;
 
-			got += (int)rte_ring_sc_dequeue_burst_elem(cq->sub[e], out + got, sizeof(*out),
+			got += (int)rte_ring_mc_dequeue_burst_elem(cq->sub[e], out + got, sizeof(*out),
 								   (unsigned int)(n - got), NULL);
 		}
 	}
-	cq->next_sub = (cq->next_sub + 1) % cq->n_sub;
 	return got;
 }
 
 int
 droce_cq_poll(struct droce_cq *cq, int n, struct droce_cqe *out)
 {
+	unsigned int first;
 	int got = 0;
 
 	if (n <= 0)
@@ -154,13 +189,16 @@ droce_cq_poll(struct droce_cq *cq, int n, struct droce_cqe *out)
 	/* co-located: a pass of every engine nobody else is driving (any engine may
 	 * produce into this CQ); one being driven elsewhere is skipped, not waited for */
 	droce_engines_progress();
+	if (cq->n_sub == 1)
+		return (int)rte_ring_mc_dequeue_burst_elem(cq->sub[0], out, sizeof(*out),
+							   (unsigned int)n, NULL);
+	first = atomic_fetch_add_explicit(&cq->next_sub, 1, memory_order_relaxed);
 	for (unsigned int k = 0; k < cq->n_sub && got < n; k++) {
-		unsigned int e = (cq->next_sub + k) % cq->n_sub;
+		unsigned int e = (first + k) % cq->n_sub;
 
-		got += (int)rte_ring_sc_dequeue_burst_elem(cq->sub[e], out + got, sizeof(*out),
+		got += (int)rte_ring_mc_dequeue_burst_elem(cq->sub[e], out + got, sizeof(*out),
 							   (unsigned int)(n - got), NULL);
 	}
-	cq->next_sub = (cq->next_sub + 1) % cq->n_sub;
 	return got;
 }
 
@@ -169,6 +207,12 @@ droce_cq_arm(struct droce_cq *cq, bool solicited_only)
 {
 	atomic_store(&cq->armed, solicited_only ? ARM_SOLICITED : ARM_ANY);
 	return 0;
+}
+
+bool
+droce_cq_room_lc(const struct droce_cq *cq, const struct droce_engine *eng)
+{
+	return rte_ring_free_count(cq->sub[eng->id]) != 0;
 }
 
 bool

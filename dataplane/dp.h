@@ -6,8 +6,10 @@
  *  - struct droce_mr: written by the application before droce_mr_register()
  *    publishes it; engines only read it; droce_mr_unregister() returns once no
  *    engine can still see it (RCU quiescent state), then the caller frees it.
- *  - struct droce_cq: one SPSC sub-ring per engine; the engine produces, the
- *    thread calling droce_cq_poll() consumes.
+ *  - struct droce_cq: one sub-ring per engine; the engine alone produces,
+ *    any threads calling droce_cq_poll() consume (multi-consumer, lock-free).
+ *    A completion that finds its sub-ring full waits in its QP, which goes to
+ *    ERR (CQ overrun, qp.c): nothing completed is dropped.
  *  - struct droce_qp: the application side fills its WQE/RQE slots and sends
  *    slot numbers over its channel; the engine alone touches transport state
  *    (PSNs, timers, queues' consumer side) and publishes retired counts.
@@ -177,7 +179,8 @@ int droce_cq_poll_ts(struct droce_cq *cq, int n, struct droce_cqe_ts *out, bool 
 /* Frees @cq; no QP may still use it. */
 void droce_cq_destroy(struct droce_cq *cq);
 /* Up to @n completions in the order each engine produced them; first a pass
- * of every co-located engine no other thread is driving at that moment. */
+ * of every co-located engine no other thread is driving at that moment.  Any
+ * number of threads may poll one CQ at once (as rdma-core allows). */
 int droce_cq_poll(struct droce_cq *cq, int n, struct droce_cqe *out);
 /* Arms the CQ once: the next completion (or next solicited / error one) fires notify. */
 int droce_cq_arm(struct droce_cq *cq, bool solicited_only);
@@ -333,19 +336,34 @@ int droce_qp_post_recv(struct droce_qp *qp, const struct droce_rqe *rqe);
 /*
  * Batch posting straight into the send queue (the ibv_wr_* builder):
  *  - droce_qp_sq_begin() takes the send queue's post lock (held until commit
- *    or cancel: ibv_post_send on the same QP waits) and returns the index of
- *    the next free slot;
- *  - droce_qp_sq_slot(qp, idx) is the WQE of slot @idx to fill in place
+ *    or cancel: ibv_post_send on the same QP waits) and describes the queue
+ *    in @b, first = the index of the next free slot;
+ *  - droce_sq_batch_slot(b, idx) is the WQE of slot @idx to fill in place
  *    (header fields, num_sge SGEs, length inline bytes), NULL when the queue
  *    has no room for it (ENOMEM);
- *  - droce_qp_sq_commit() publishes the @n slots from the begin index in
- *    order, drops the lock and rings the engine once; 0 or errno;
+ *  - droce_qp_sq_commit() publishes the @n slots from b->first in order,
+ *    drops the lock and rings the engine once; 0 or errno;
  *  - droce_qp_sq_cancel() drops the lock and publishes nothing.
  */
-uint32_t droce_qp_sq_begin(struct droce_qp *qp);
-struct droce_wqe *droce_qp_sq_slot(struct droce_qp *qp, uint32_t idx);
+struct droce_sq_batch {
+	uint8_t *wqe0;              /* the WQE of slot 0 */
+	uint32_t stride;            /* bytes from one slot's WQE to the next */
+	uint32_t size;              /* slots */
+	const uint32_t *retired;    /* WQEs the engine retired (read atomically) */
+	uint32_t first;             /* index of the batch's first slot */
+};
+
+void droce_qp_sq_begin(struct droce_qp *qp, struct droce_sq_batch *b);
 int droce_qp_sq_commit(struct droce_qp *qp, uint32_t n);
 void droce_qp_sq_cancel(struct droce_qp *qp);
+
+static inline struct droce_wqe *
+droce_sq_batch_slot(const struct droce_sq_batch *b, uint32_t idx)
+{
+	if (idx - __atomic_load_n(b->retired, __ATOMIC_ACQUIRE) >= b->size)
+		return NULL;
+	return (struct droce_wqe *)(b->wqe0 + (size_t)(idx % b->size) * b->stride);
+}
 
 /*
  * The same for the receive queue (ibv_post_recv's lists): begin takes the
@@ -366,6 +384,10 @@ int droce_qp_async_state(const struct droce_qp *qp);
 
 /* Detaches @qp from its engine, waits for the engine to let go, frees it. */
 int droce_qp_destroy(struct droce_qp *qp);
+
+/* True once the engine has applied every droce_qp_modify() sent for @qp
+ * (application side; the thread that modifies it). */
+bool droce_qp_settled(const struct droce_qp *qp);
 
 /* ---- shared receive queues (srq.c) and QP events ----
  *
@@ -440,6 +462,8 @@ int droce_dp_arp_resolve(unsigned int port, rte_be32_t ip, struct rte_ether_addr
 int droce_engines_start(void);
 void droce_engines_stop(void);
 unsigned int droce_engine_count(void);
+/* QPs the engines can hold (QPN space: 262,143 per engine; the table grows). */
+uint32_t droce_dp_max_qps(void);
 
 /* Co-located mode: one pass of every engine no other thread is driving right
  * now (any thread may drive any engine, one at a time; no thread keeps one). */
@@ -452,6 +476,27 @@ void droce_engines_blocking(void);
 int droce_engines_at_stop(void (*fn)(void));
 /* Passes the fallback progress thread has run since the process started. */
 uint64_t droce_engines_fallback_passes(void);
+
+/* ---- test support: raw frames (fault and hostile-peer tests) ----
+ *
+ * A frame crafted byte by byte goes to an engine over the calling thread's
+ * channel, like a doorbell: the engine alone touches its transmit buffers and
+ * QPs, and the frame is handled after everything this thread sent that engine
+ * before (its modifies and posts).  No lock and no cost on the fast path.
+ */
+enum droce_inject_dir {
+	DROCE_INJECT_TX = 0, /* the engine sends it on the port (capture, impairment): the peer receives it */
+	DROCE_INJECT_RX = 1, /* the engine handles it as if the port had received it */
+};
+
+/*
+ * Copies the @len bytes of @frame into an mbuf of @port's pool and hands it to
+ * engine @engine.  0, or ENODEV (no such engine or port, engines stopped),
+ * EINVAL (@len is 0 or above the pool's data room), ENOMEM (no mbuf).  Any
+ * thread; counted in the engine's `injected` counter when handled.
+ */
+int droce_dp_inject(unsigned int engine, unsigned int port, enum droce_inject_dir dir,
+		    const void *frame, uint32_t len);
 
 /* ---- counters (include/droce/stats.h) ---- */
 

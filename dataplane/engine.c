@@ -191,22 +191,90 @@ droce_engine_send_msg(struct droce_engine *eng, const struct droce_msg *msg)
 
 /* ---- QP table ---- */
 
+/*
+ * Indices are handed out fresh while fewer than DROCE_QP_REUSE_AFTER wait in
+ * the freed ring (so a QPN is not reused while frames for its last owner may
+ * still be on the way), then oldest freed first; fresh ones need their page.
+ */
 int
 droce_engine_add_qp(struct droce_engine *eng, struct droce_qp *qp)
 {
-	/* called from the application thread before ATTACH: index reserved under lock */
+	uint32_t i;
+
 	pthread_mutex_lock(&engines.chan_lock);
-	for (uint32_t i = 0; i < eng->qp_cap; i++) {
-		if (eng->qps[i] == NULL) {
-			qp->qpn = ((i + 1) << DROCE_QPN_ENGINE_BITS) | eng->id;
-			/* the engine learns of it through ATTACH; the slot is reserved now */
-			eng->qps[i] = (struct droce_qp *)(uintptr_t)1;
-			pthread_mutex_unlock(&engines.chan_lock);
-			return 0;
+	if (eng->freed_count > 0 &&
+	    (eng->freed_count >= DROCE_QP_REUSE_AFTER || eng->qp_fresh == DROCE_QP_INDEXES)) {
+		i = eng->qp_freed[eng->freed_head];
+		eng->freed_head = (eng->freed_head + 1) % eng->freed_cap;
+		eng->freed_count--;
+	} else if (eng->qp_fresh < DROCE_QP_INDEXES) {
+		unsigned int pg = eng->qp_fresh >> DROCE_QPT_PAGE_BITS;
+
+		if (atomic_load_explicit(&eng->qpt[pg], memory_order_relaxed) == NULL) {
+			/* DPDK memory, like the engine that points to it */
+			struct droce_qp **page = rte_zmalloc("droce_qpt", DROCE_QPT_PAGE * sizeof(*page), 0);
+
+			if (page == NULL) {
+				pthread_mutex_unlock(&engines.chan_lock);
+				return ENOMEM;
+			}
+			atomic_store_explicit(&eng->qpt[pg], page, memory_order_release);
 		}
+		i = eng->qp_fresh++;
+	} else {
+		pthread_mutex_unlock(&engines.chan_lock);
+		return ENOMEM;
 	}
+	eng->n_qps++;
 	pthread_mutex_unlock(&engines.chan_lock);
-	return ENOMEM;
+	/* the engine stores the QP at its index when the ATTACH arrives */
+	qp->qpn = ((i + 1) << DROCE_QPN_ENGINE_BITS) | eng->id;
+	return 0;
+}
+
+void
+droce_engine_del_qp(struct droce_engine *eng, const struct droce_qp *qp)
+{
+	uint32_t i = droce_qpn_index(qp->qpn);
+
+	pthread_mutex_lock(&engines.chan_lock);
+	if (eng->freed_count == eng->freed_cap) {
+		uint32_t cap = eng->freed_cap ? 2 * eng->freed_cap : 1024;
+		uint32_t *ring = rte_malloc("droce_qp_freed", cap * sizeof(*ring), 0);
+
+		if (ring == NULL) {
+			/* the index stays taken: a QPN less, nothing worse */
+			pthread_mutex_unlock(&engines.chan_lock);
+			return;
+		}
+		for (uint32_t k = 0; k < eng->freed_count; k++)
+			ring[k] = eng->qp_freed[(eng->freed_head + k) % eng->freed_cap];
+		rte_free(eng->qp_freed);
+		eng->qp_freed = ring;
+		eng->freed_head = 0;
+		eng->freed_cap = cap;
+	}
+	eng->qp_freed[(eng->freed_head + eng->freed_count) % eng->freed_cap] = i;
+	eng->freed_count++;
+	eng->n_qps--;
+	pthread_mutex_unlock(&engines.chan_lock);
+}
+
+uint32_t
+droce_dp_max_qps(void)
+{
+	/* the QPN space: every engine's indices (the table grows page by page) */
+	return engines.started ? engines.n * DROCE_QP_INDEXES : DROCE_QP_INDEXES;
+}
+
+/* The entry of index @i (engine side; its page exists once the index was handed out). */
+static inline struct droce_qp **
+qpt_slot_lc(struct droce_engine *eng, uint32_t i)
+{
+	struct droce_qp **page = atomic_load_explicit(&eng->qpt[i >> DROCE_QPT_PAGE_BITS],
+						      memory_order_acquire);
+
+	return page != NULL ? &page[i & (DROCE_QPT_PAGE - 1)] : NULL;
 }
 
 int
@@ -251,18 +319,39 @@ droce_engine_add_gsi(struct droce_engine *eng, struct droce_qp *qp)
 static struct droce_qp *
 qp_lookup_lc(struct droce_engine *eng, uint32_t qpn)
 {
-	uint32_t i = droce_qpn_index(qpn);
+	uint32_t i = droce_qpn_index(qpn); /* QPN 0..63: UINT32_MAX, past the table */
+	struct droce_qp **slot;
 	struct droce_qp *qp;
 
-	if (i >= eng->qp_cap)
+	if (i >= DROCE_QP_INDEXES)
 		return NULL;
-	qp = eng->qps[i];
-	if ((uintptr_t)qp <= 1 || qp->qpn != qpn)
+	slot = qpt_slot_lc(eng, i);
+	if (slot == NULL)
+		return NULL;
+	qp = *slot;
+	if (qp == NULL || qp->qpn != qpn)
 		return NULL;
 	return qp;
 }
 
 /* ---- phase 1: channels ---- */
+
+static void dispatch_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *m);
+
+/* A raw frame from droce_dp_inject(), in channel order. */
+static void
+inject_lc(struct droce_engine *eng, struct rte_mbuf *m, unsigned int port, enum droce_inject_dir dir)
+{
+	eng->stats.injected++;
+	if (port >= eng->n_ports) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (dir == DROCE_INJECT_RX)
+		dispatch_lc(eng, eng->ports[port], m);
+	else
+		droce_engine_tx_lc(eng, port, m);
+}
 
 static void
 handle_msg_lc(struct droce_engine *eng, const struct droce_msg *m)
@@ -274,12 +363,14 @@ handle_msg_lc(struct droce_engine *eng, const struct droce_msg *m)
 		if (qp->qpn == DROCE_DP_GSI_QPN)
 			eng->gsi[qp->port_index] = qp;
 		else
-			eng->qps[droce_qpn_index(qp->qpn)] = qp;
+			*qpt_slot_lc(eng, droce_qpn_index(qp->qpn)) = qp; /* page made by add_qp */
 		break;
 	case DROCE_MSG_MODIFY:
-		qp->applied_gen = m->arg;
 		droce_qp_apply_mod_lc(qp, m->ptr);
 		free(m->ptr);
+		droce_qp_overrun_check_lc(qp); /* a move to ERR whose flush found the CQ full */
+		/* published after the change: droce_qp_settled() then sees it done */
+		atomic_store_explicit(&qp->applied_gen, m->arg, memory_order_release);
 		droce_engine_activate_lc(eng, qp);
 		break;
 	case DROCE_MSG_SQ_BELL:
@@ -290,6 +381,9 @@ handle_msg_lc(struct droce_engine *eng, const struct droce_msg *m)
 		if (m->arg < eng->n_ports)
 			droce_port_arp_request(eng->ports[m->arg], eng->queue, (rte_be32_t)m->rsvd);
 		break;
+	case DROCE_MSG_INJECT:
+		inject_lc(eng, m->ptr, m->arg & 0xffff, (enum droce_inject_dir)(m->arg >> 16));
+		break;
 	case DROCE_MSG_DETACH:
 		if (qp->active) {
 			TAILQ_REMOVE(&eng->active, qp, active_link);
@@ -298,7 +392,7 @@ handle_msg_lc(struct droce_engine *eng, const struct droce_msg *m)
 		if (qp->qpn == DROCE_DP_GSI_QPN)
 			eng->gsi[qp->port_index] = NULL;
 		else
-			eng->qps[droce_qpn_index(qp->qpn)] = NULL;
+			*qpt_slot_lc(eng, droce_qpn_index(qp->qpn)) = NULL;
 		atomic_store_explicit(&qp->detached, true, memory_order_release);
 		break;
 	}
@@ -425,6 +519,7 @@ dispatch_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *
 		rte_pktmbuf_free(m);
 		break;
 	}
+	droce_qp_overrun_check_lc(qp);
 }
 
 static unsigned int
@@ -519,6 +614,8 @@ work_phase_lc(struct droce_engine *eng)
 		next = TAILQ_NEXT(qp, active_link);
 		unsigned int budget = tx_budget_lc(eng, qp);
 
+		if (droce_qp_stash_pending(qp))
+			droce_qp_stash_drain_lc(qp);
 		if (qp->type == DROCE_QPT_RC) {
 			droce_rc_timers_lc(qp);
 			droce_rc_tx_lc(qp, budget);
@@ -527,6 +624,7 @@ work_phase_lc(struct droce_engine *eng)
 		} else if (qp->type == DROCE_QPT_UD) {
 			droce_ud_tx_lc(qp, budget);
 		}
+		droce_qp_overrun_check_lc(qp);
 		if (!droce_qp_busy_lc(qp)) {
 			TAILQ_REMOVE(&eng->active, qp, active_link);
 			qp->active = false;
@@ -559,6 +657,40 @@ void
 droce_engine_poll_lc(struct droce_engine *eng)
 {
 	(void)pass_lc(eng);
+}
+
+/* ---- test support: raw frames ---- */
+
+int
+droce_dp_inject(unsigned int engine, unsigned int port, enum droce_inject_dir dir,
+		const void *frame, uint32_t len)
+{
+	struct droce_port *p = droce_port_get(port);
+	struct droce_msg msg = { .type = DROCE_MSG_INJECT };
+	struct rte_mbuf *m;
+	char *buf;
+	int rc;
+
+	if (!engines.started || engine >= engines.n || p == NULL)
+		return ENODEV;
+	if (len == 0 || (dir != DROCE_INJECT_TX && dir != DROCE_INJECT_RX))
+		return EINVAL;
+	m = rte_pktmbuf_alloc(p->mp);
+	if (m == NULL)
+		return ENOMEM;
+	buf = len <= UINT16_MAX ? rte_pktmbuf_append(m, (uint16_t)len) : NULL;
+	if (buf == NULL) {
+		rte_pktmbuf_free(m);
+		return EINVAL;
+	}
+	memcpy(buf, frame, len);
+	m->port = (uint16_t)port;
+	msg.ptr = m;
+	msg.arg = port | (uint32_t)dir << 16;
+	rc = droce_engine_send_msg(engines.eng[engine], &msg);
+	if (rc != 0)
+		rte_pktmbuf_free(m);
+	return rc;
 }
 
 /* ---- neighbours ---- */
@@ -802,11 +934,15 @@ engine_free(struct droce_engine *eng)
 		while (rte_ring_sc_dequeue_elem(eng->chan[c], &m, sizeof(m)) == 0)
 			if (m.type == DROCE_MSG_MODIFY)
 				free(m.ptr);
+			else if (m.type == DROCE_MSG_INJECT)
+				rte_pktmbuf_free(m.ptr);
 		rte_ring_free(eng->chan[c]);
 	}
 	for (unsigned int e = 0; e < DROCE_MAX_ENGINES; e++)
 		rte_ring_free(eng->xfer_in[e]);
-	rte_free(eng->qps);
+	for (unsigned int pg = 0; pg < DROCE_QPT_PAGES; pg++)
+		rte_free(atomic_load(&eng->qpt[pg]));
+	rte_free(eng->qp_freed);
 	rte_free(eng);
 }
 
@@ -847,10 +983,6 @@ droce_engines_start(void)
 		eng->id = e;
 		eng->queue = (uint16_t)e;
 		eng->tsc_hz = rte_get_tsc_hz();
-		eng->qp_cap = 4096;
-		eng->qps = rte_zmalloc("droce_qps", sizeof(eng->qps[0]) * eng->qp_cap, 0);
-		if (eng->qps == NULL)
-			goto fail;
 		TAILQ_INIT(&eng->active);
 		eng->n_ports = droce_port_count();
 		for (unsigned int pi = 0; pi < eng->n_ports; pi++)

@@ -35,6 +35,14 @@ struct droce_engine;
 
 static_assert(DROCE_MAX_ENGINES <= (1u << DROCE_QPN_ENGINE_BITS), "QPN engine bits");
 
+/* QP table: QPN = (index + 1) << 6 | engine fits 24 bits, so an engine has
+ * DROCE_QP_INDEXES indices (0 .. 2^18 - 2), in pages of DROCE_QPT_PAGE. */
+#define DROCE_QP_INDEXES ((1u << (24 - DROCE_QPN_ENGINE_BITS)) - 1)
+#define DROCE_QPT_PAGE_BITS 10
+#define DROCE_QPT_PAGE (1u << DROCE_QPT_PAGE_BITS)
+#define DROCE_QPT_PAGES ((DROCE_QP_INDEXES + DROCE_QPT_PAGE - 1) >> DROCE_QPT_PAGE_BITS)
+#define DROCE_QP_REUSE_AFTER 1024 /* an index given back is reused after this many others */
+
 static inline unsigned int droce_qpn_engine(uint32_t qpn) { return qpn & ((1u << DROCE_QPN_ENGINE_BITS) - 1); }
 static inline uint32_t droce_qpn_index(uint32_t qpn) { return (qpn >> DROCE_QPN_ENGINE_BITS) - 1; }
 
@@ -47,6 +55,7 @@ enum droce_msg_type {
 	DROCE_MSG_RQ_BELL,  /* qp has new receive WQEs */
 	DROCE_MSG_DETACH,   /* qp leaves; engine sets qp->detached */
 	DROCE_MSG_ARP,      /* send an ARP request: arg = port, rsvd = IPv4 address */
+	DROCE_MSG_INJECT,   /* ptr: a raw frame (mbuf); arg = port | dir << 16 (droce_dp_inject) */
 };
 
 struct droce_msg {
@@ -123,7 +132,7 @@ struct droce_qp {
 	_Atomic uint32_t sq_retired, rq_retired; /* written by the engine */
 	_Atomic bool detached;             /* engine has let go */
 	uint32_t mod_gen;                  /* modifies sent (application side) */
-	uint32_t applied_gen;              /* modifies applied (engine side) */
+	_Atomic uint32_t applied_gen;      /* modifies applied (engine side, release) */
 	_Atomic uint64_t async_state;      /* gen << 32 | 1 << 8 | state, see droce_qp_async_state */
 
 	/* ---- engine side ---- */
@@ -134,6 +143,9 @@ struct droce_qp {
 	TAILQ_ENTRY(droce_qp) active_link;
 	bool active;
 	struct droce_qp_stats stats;
+	/* CQ overrun (qp.c): completions waiting, in order, for room in their CQ */
+	struct droce_cqe_stash *stash;     /* allocated at the first overrun */
+	bool cq_overrun;                   /* a CQE found its CQ full: ERR after this call */
 
 	/* requester + completer */
 	uint32_t sq_head;     /* oldest WQE not retired */
@@ -195,9 +207,24 @@ struct droce_engine_stats {
 	uint64_t xport_drops;     /* packets of another transport than their QP's */
 	uint64_t ghost_acks;      /* RC NAKs naming no outstanding request (dropped) */
 	uint64_t qp_state_drops;  /* packets for a QP in RESET, INIT or ERR (dropped) */
+	uint64_t injected;        /* raw frames handed over by droce_dp_inject (test support) */
+	uint64_t cqe_stashed;     /* completions that found their CQ full and waited in their QP */
+	uint64_t cqe_lost;        /* ... and that found no room there either (must stay 0) */
 };
 
 TAILQ_HEAD(droce_qp_list, droce_qp);
+
+/* The completions of one QP that found their CQ full (qp.c), a ring. */
+struct droce_cqe_stash {
+	uint32_t head, count, cap;
+	struct droce_stashed {
+		struct droce_cqe c;
+		bool recv;      /* for the receive CQ (else the send CQ) */
+		bool solicited;
+	} e[];
+};
+
+static inline uint32_t droce_qp_stash_count(const struct droce_cqe_stash *st) { return st->count; }
 
 struct droce_engine {
 	unsigned int id;
@@ -215,9 +242,21 @@ struct droce_engine {
 	unsigned int n_chan_free;
 	struct rte_ring *xfer_in[DROCE_MAX_ENGINES]; /* frames other engines pass us */
 
-	struct droce_qp **qps; /* by local index */
+	/*
+	 * The QP table, by local index, in two levels so that it grows without
+	 * moving.  The application side allocates a page (zeroed, under the
+	 * engines' lock) before it hands out the first index in it and publishes
+	 * it with a release store; pages stay until the engines stop.  The
+	 * entries are written (ATTACH, DETACH) and read (lookup) by the engine
+	 * alone, so the fast path needs no atomics beyond the page load.
+	 */
+	struct droce_qp **_Atomic qpt[DROCE_QPT_PAGES];
 	struct droce_qp *gsi[DROCE_MAX_PORTS]; /* QP1 of each port (engine 0 only) */
-	uint32_t qp_cap;
+	/* index allocation (application side, under the engines' lock) */
+	uint32_t qp_fresh;        /* indices never handed out: qp_fresh .. DROCE_QP_INDEXES - 1 */
+	uint32_t *qp_freed;       /* ring of indices given back, oldest first */
+	uint32_t freed_head, freed_count, freed_cap;
+	uint32_t n_qps;           /* indices in use */
 	struct droce_qp_list active;
 
 	/* frames built and not yet taken by the PMD; they wait here (backpressure) */
@@ -233,8 +272,11 @@ struct droce_engine *droce_engine_get(unsigned int id);
 
 /* Application side: sends @msg over this thread's channel to @eng (0 or errno). */
 int droce_engine_send_msg(struct droce_engine *eng, const struct droce_msg *msg);
-/* Application side: reserves a QP slot on @eng and gives @qp its QPN (0 or errno). */
+/* Application side: reserves a QP index on @eng and gives @qp its QPN (0 or ENOMEM). */
 int droce_engine_add_qp(struct droce_engine *eng, struct droce_qp *qp);
+/* Application side: gives @qp's index back (the engine has detached it, or never
+ * attached it); reused only after DROCE_QP_REUSE_AFTER other indices. */
+void droce_engine_del_qp(struct droce_engine *eng, const struct droce_qp *qp);
 /* Application side: the same for @qp as its port's GSI QP (QPN 1); EBUSY if taken. */
 int droce_engine_add_gsi(struct droce_engine *eng, struct droce_qp *qp);
 /* Gives port @port's GSI slot back (its QP has been detached). */
@@ -247,9 +289,12 @@ void droce_engine_poll_lc(struct droce_engine *eng);
 /* Queues a frame for transmission on @port (flushed at the end of the pass). */
 void droce_engine_tx_lc(struct droce_engine *eng, unsigned int port, struct rte_mbuf *m);
 
-/* Pushes a completion to @cq's sub-ring of @eng; false on overflow. */
+/* Pushes a completion to @cq's sub-ring of @eng; false on overflow (counted, and
+ * the CQ's error callback runs at its first overflow). */
 bool droce_cq_push_lc(struct droce_cq *cq, struct droce_engine *eng, const struct droce_cqe *cqe,
 		      bool solicited);
+/* True when @cq's sub-ring of @eng has room for one more completion. */
+bool droce_cq_room_lc(const struct droce_cq *cq, const struct droce_engine *eng);
 
 /* Memory key lookup for engines (NULL if no such key). */
 const struct droce_mr *droce_mr_lookup_lc(uint32_t key);
@@ -262,6 +307,8 @@ void droce_rc_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_
 /* Sends what the QP may send now; returns packets queued. */
 unsigned int droce_rc_tx_lc(struct droce_qp *qp, unsigned int budget);
 void droce_rc_timers_lc(struct droce_qp *qp);
+/* Sends the coalesced ACK now if one is due and no READ response waits before it. */
+void droce_rc_ack_now_lc(struct droce_qp *qp);
 /* UC (uc.c) and UD (ud.c): the same entry points without timers (no ACKs). */
 void droce_uc_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *p);
 unsigned int droce_uc_tx_lc(struct droce_qp *qp, unsigned int budget);
@@ -271,5 +318,21 @@ void droce_qp_set_state_lc(struct droce_qp *qp, enum droce_qp_state state);
 void droce_qp_apply_mod_lc(struct droce_qp *qp, const struct droce_qp_mod *mod);
 /* True while the QP still has something to send or a timer running. */
 bool droce_qp_busy_lc(const struct droce_qp *qp);
+
+/* CQ overrun (qp.c): moves the QP to ERR once the call that overran is done. */
+void droce_qp_overrun_lc(struct droce_qp *qp);
+static inline void
+droce_qp_overrun_check_lc(struct droce_qp *qp)
+{
+	if (unlikely(qp->cq_overrun))
+		droce_qp_overrun_lc(qp);
+}
+/* Moves waiting completions into their CQs while they have room. */
+void droce_qp_stash_drain_lc(struct droce_qp *qp);
+static inline bool
+droce_qp_stash_pending(const struct droce_qp *qp)
+{
+	return unlikely(qp->stash != NULL) && droce_qp_stash_count(qp->stash) != 0;
+}
 
 #endif /* DROCE_ENGINE_H */

@@ -38,6 +38,10 @@ const struct droce_err_info droce_err_table[DROCE_ERR_COUNT] = {
 	 * (IBTA's memory management operation error) */
 	[DROCE_ERR_MW_OP] = { "memory window operation", DROCE_ERR_NO_NAK, DROCE_WC_MW_BIND_ERR,
 			      DROCE_WC_SUCCESS, DROCE_QPS_ERR },
+	/* a completion found its CQ full (IBTA: a CQ error; the QP goes to ERR, its
+	 * completions wait in order for room, none is dropped: see qp.c) */
+	[DROCE_ERR_CQ_OVERRUN] = { "CQ overrun", DROCE_ERR_NO_NAK, DROCE_WC_GENERAL_ERR,
+				   DROCE_WC_GENERAL_ERR, DROCE_QPS_ERR },
 };
 
 /* A NAK code received by a requester, as an internal error. */

@@ -99,8 +99,12 @@ droce_qp_create_ex(enum droce_qp_type type, const struct droce_qp_caps *caps,
 	msg.qp = qp;
 	rc = droce_engine_send_msg(eng, &msg);
 	if (rc != 0) {
+		if (qp->qpn != DROCE_DP_GSI_QPN)
+			droce_engine_del_qp(eng, qp); /* never attached */
+		else
+			droce_engine_del_gsi(qp->port_index);
 		errno = rc;
-		goto fail; /* the reserved slot stays reserved: the table is not shrunk */
+		goto fail;
 	}
 	if (qp->srq != NULL)
 		droce_srq_attach(qp->srq);
@@ -127,6 +131,12 @@ unsigned int
 droce_qp_engine(const struct droce_qp *qp)
 {
 	return qp->eng->id;
+}
+
+bool
+droce_qp_settled(const struct droce_qp *qp)
+{
+	return atomic_load_explicit(&qp->applied_gen, memory_order_acquire) == qp->mod_gen;
 }
 
 int
@@ -174,19 +184,17 @@ droce_qp_post_send(struct droce_qp *qp, const struct droce_wqe *wqe)
 	return droce_engine_send_msg(qp->eng, &msg);
 }
 
-uint32_t
-droce_qp_sq_begin(struct droce_qp *qp)
+static_assert(sizeof(_Atomic uint32_t) == sizeof(uint32_t), "sq_retired read as uint32_t");
+
+void
+droce_qp_sq_begin(struct droce_qp *qp, struct droce_sq_batch *b)
 {
 	rte_spinlock_lock(&qp->sq_lock);
-	return qp->sq_posted;
-}
-
-struct droce_wqe *
-droce_qp_sq_slot(struct droce_qp *qp, uint32_t idx)
-{
-	if (idx - atomic_load_explicit(&qp->sq_retired, memory_order_acquire) >= qp->sq_size)
-		return NULL;
-	return &qp->sq[idx % qp->sq_size].wqe;
+	b->wqe0 = (uint8_t *)&qp->sq[0].wqe;
+	b->stride = (uint32_t)sizeof(qp->sq[0]);
+	b->size = qp->sq_size;
+	b->retired = (const uint32_t *)&qp->sq_retired;
+	b->first = qp->sq_posted;
 }
 
 int
@@ -296,6 +304,9 @@ droce_qp_destroy(struct droce_qp *qp)
 		droce_srq_detach(qp->srq);
 	if (qp->qpn == DROCE_DP_GSI_QPN)
 		droce_engine_del_gsi(qp->port_index);
+	else
+		droce_engine_del_qp(qp->eng, qp);
+	free(qp->stash); /* completions still waiting for room go with their QP */
 	free(qp->sq);
 	free(qp->rq);
 	free(qp->swqe);
@@ -368,6 +379,85 @@ wc_opcode_of(uint8_t wr_opcode)
 }
 
 /*
+ * CQ overrun.  IBTA makes it a CQ error (IBV_EVENT_CQ_ERR, raised by cq.c at
+ * the CQ's first overflow) that sends the QPs completing into the CQ to the
+ * error state.  droce also loses nothing: a CQE that finds its CQ full waits
+ * in its QP's stash, and so does every later CQE of that QP (completions stay
+ * in order), until the engine finds room for them (droce_qp_stash_drain_lc,
+ * every pass while the stash is not empty).  The engine moves the QP to ERR
+ * once the call that overran is done (droce_qp_overrun_check_lc), never in the
+ * middle of a completer loop.  The stash stays small: the call that overran
+ * completes at most one CQE per slot (sq_size + rq_size), and in ERR the
+ * flushes wait until the stash is empty.  It is allocated at the first
+ * overrun (an error path, never the fast path); a CQE that finds no room even
+ * there is counted in `cqe_lost`, which the bound above keeps at 0.
+ */
+static struct droce_cqe_stash *
+stash_get_lc(struct droce_qp *qp)
+{
+	uint32_t cap = qp->sq_size + qp->rq_size + 1;
+
+	if (qp->stash == NULL) {
+		qp->stash = calloc(1, sizeof(*qp->stash) + cap * sizeof(qp->stash->e[0]));
+		if (qp->stash != NULL)
+			qp->stash->cap = cap;
+	}
+	return qp->stash;
+}
+
+static void
+cqe_out_lc(struct droce_qp *qp, bool recv, const struct droce_cqe *c, bool solicited)
+{
+	struct droce_cqe_stash *st = qp->stash;
+	struct droce_stashed *e;
+
+	if (likely(st == NULL || st->count == 0) &&
+	    likely(droce_cq_push_lc(recv ? qp->rcq : qp->scq, qp->eng, c, solicited)))
+		return;
+	/* overrun, or completions already waiting: this one waits behind them */
+	qp->cq_overrun = true;
+	st = stash_get_lc(qp);
+	if (st == NULL || st->count == st->cap) {
+		qp->eng->stats.cqe_lost++;
+		return;
+	}
+	e = &st->e[(st->head + st->count) % st->cap];
+	e->c = *c;
+	e->recv = recv;
+	e->solicited = solicited;
+	st->count++;
+	qp->eng->stats.cqe_stashed++;
+}
+
+void
+droce_qp_stash_drain_lc(struct droce_qp *qp)
+{
+	struct droce_cqe_stash *st = qp->stash;
+
+	while (st != NULL && st->count != 0) {
+		struct droce_stashed *e = &st->e[st->head];
+		struct droce_cq *cq = e->recv ? qp->rcq : qp->scq;
+
+		if (!droce_cq_room_lc(cq, qp->eng) || !droce_cq_push_lc(cq, qp->eng, &e->c, e->solicited))
+			return;
+		st->head = (st->head + 1) % st->cap;
+		st->count--;
+	}
+}
+
+void
+droce_qp_overrun_lc(struct droce_qp *qp)
+{
+	qp->cq_overrun = false;
+	/* what the responder accepted (and completed, into the CQ or the stash) is
+	 * acknowledged first, so the requester does not fail requests done here */
+	if (qp->type == DROCE_QPT_RC && qp->state != DROCE_QPS_ERR)
+		droce_rc_ack_now_lc(qp);
+	droce_qp_error_lc(qp, DROCE_ERR_CQ_OVERRUN);
+	droce_engine_activate_lc(qp->eng, qp); /* drains the stash from the next pass on */
+}
+
+/*
  * Both completion helpers free the slot (publish the retired counter) before
  * they push the CQE: an application that polls the completion may post into
  * that slot at once, as on hardware, and must not find the queue still full.
@@ -394,7 +484,7 @@ droce_qp_complete_send_lc(struct droce_qp *qp, enum droce_wc_status status)
 		qp->sq_cur = qp->sq_head;
 	atomic_store_explicit(&qp->sq_retired, qp->sq_head, memory_order_release);
 	if (report)
-		droce_cq_push_lc(qp->scq, qp->eng, &c, false);
+		cqe_out_lc(qp, false, &c, false);
 }
 
 void
@@ -407,20 +497,21 @@ droce_qp_complete_recv_lc(struct droce_qp *qp, const struct droce_cqe *proto, bo
 	c.qp_num = qp->qpn;
 	qp->rq_head++;
 	atomic_store_explicit(&qp->rq_retired, qp->rq_head, memory_order_release);
-	droce_cq_push_lc(qp->rcq, qp->eng, &c, solicited);
+	cqe_out_lc(qp, true, &c, solicited);
 }
 
-/* Every WQE and RQE that is ready and not retired completes with WR_FLUSH_ERR. */
+/* Every WQE and RQE that is ready and not retired completes with WR_FLUSH_ERR
+ * (after the completions waiting for CQ room: the rest on a later pass). */
 static void
 flush_lc(struct droce_qp *qp)
 {
 	struct droce_cqe c = { .status = DROCE_WC_WR_FLUSH_ERR, .opcode = DROCE_WC_RECV };
 
 	droce_qp_refresh_lc(qp);
-	while (qp->sq_head != qp->sq_avail)
+	while (qp->sq_head != qp->sq_avail && !droce_qp_stash_pending(qp))
 		droce_qp_complete_send_lc(qp, DROCE_WC_WR_FLUSH_ERR);
 	qp->sq_cur = qp->sq_next = qp->sq_head;
-	while (qp->rq_head != qp->rq_avail)
+	while (qp->rq_head != qp->rq_avail && !droce_qp_stash_pending(qp))
 		droce_qp_complete_recv_lc(qp, &c, false);
 	qp->rqe_open = false;
 }
@@ -479,7 +570,8 @@ void
 droce_qp_error_publish_lc(struct droce_qp *qp, enum droce_err err)
 {
 	atomic_store_explicit(&qp->async_state,
-			      (uint64_t)qp->applied_gen << 32 | 1u << 8 |
+			      (uint64_t)atomic_load_explicit(&qp->applied_gen, memory_order_relaxed) << 32 |
+				      1u << 8 |
 				      (unsigned int)droce_err_table[err].next_state,
 			      memory_order_release);
 }
@@ -560,7 +652,8 @@ droce_qp_busy_lc(const struct droce_qp *qp)
 {
 	uint32_t sq_ready = qp->sq_avail;
 
-	if (qp->rto_deadline || qp->rnr_deadline || qp->ack_pending || qp->rd_resp_count)
+	if (qp->rto_deadline || qp->rnr_deadline || qp->ack_pending || qp->rd_resp_count ||
+	    droce_qp_stash_pending(qp))
 		return true;
 	/* unseen WQEs are announced by their doorbell; only known work keeps us busy */
 	if (qp->state == DROCE_QPS_RTS && qp->sq_cur != sq_ready && qp->req_state == DROCE_REQ_IDLE)

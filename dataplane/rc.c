@@ -1271,6 +1271,15 @@ responder_tx(struct droce_qp *qp, unsigned int budget)
 /* ---- entry points ---- */
 
 void
+droce_rc_ack_now_lc(struct droce_qp *qp)
+{
+	if (qp->ack_pending && qp->rd_resp_count == 0) {
+		send_aeth(qp, qp->ack_syndrome, qp->ack_psn);
+		qp->ack_pending = false;
+	}
+}
+
+void
 droce_rc_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *p)
 {
 	const uint8_t *frame = rte_pktmbuf_mtod(m, const uint8_t *);

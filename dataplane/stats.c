@@ -41,6 +41,9 @@ static const struct {
 	ES(xport_drops, "drop_transport"),
 	ES(ghost_acks, "drop_ghost_ack"),
 	ES(qp_state_drops, "drop_qp_state"),
+	ES(cqe_stashed, "cqe_stashed"),
+	ES(cqe_lost, "cqe_lost"),
+	ES(injected, "injected"),
 };
 #undef ES
 

@@ -21,7 +21,7 @@ status=0
 runs=(
   "build 0"
   "build-asan 1 --suite unit"
-  "build-asan 0 --suite integration --suite dataplane --suite verbs --suite ud_uc --suite mw --suite srq --suite perf --suite progress --suite rdmacm --suite rdmacm_fakecm"
+  "build-asan 0 --suite integration --suite dataplane --suite verbs --suite verbs_ex --suite ud_uc --suite mw --suite srq --suite perf --suite progress --suite rdmacm --suite rdmacm_fakecm --suite mt"
 )
 for run in "${runs[@]}"; do
   read -r dir leaks suites <<<"$run"
@@ -73,6 +73,15 @@ if [ "${DROCE_FUZZ_TIME:-20}" != 0 ] && [ $# -eq 0 ]; then
       failed=$((failed + 1))
     fi
   done
+fi
+# ThreadSanitizer over the multi-threaded programs (scripts/tsan; DROCE_TSAN=0 skips).
+if [ "${DROCE_TSAN:-1}" != 0 ] && [ $# -eq 0 ]; then
+  echo "=== droce tsan: mt_stress, co-located and dedicated"
+  if scripts/tsan; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+  fi
 fi
 [ $failed -ne 0 ] && status=1
 echo "$passed passed, $failed failed"

@@ -251,7 +251,7 @@ ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 	a->vendor_id = 0;
 	a->vendor_part_id = 0;
 	a->hw_ver = 0;
-	a->max_qp = DROCE_VERBS_MAX_QP;
+	a->max_qp = (int)droce_dp_max_qps(); /* 262,143 per engine: the QPN space */
 	a->max_qp_wr = DROCE_DP_MAX_QP_WR;
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
 			      IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
@@ -265,7 +265,7 @@ ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 	a->max_ah = DROCE_VERBS_MAX_AH;
 	a->max_qp_rd_atom = DROCE_DP_MAX_RD_ATOMIC;
 	a->max_qp_init_rd_atom = DROCE_DP_MAX_RD_ATOMIC;
-	a->max_res_rd_atom = DROCE_DP_MAX_RD_ATOMIC * DROCE_VERBS_MAX_QP;
+	a->max_res_rd_atom = DROCE_DP_MAX_RD_ATOMIC * a->max_qp;
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_pkeys = 1;
 	a->local_ca_ack_delay = 15;

@@ -23,7 +23,6 @@
 #define DROCE_VERBS_PORT_NUM 1
 
 /* Limits dp.h does not name yet (see the verbs_api report). */
-#define DROCE_VERBS_MAX_QP (1 << 16)
 #define DROCE_VERBS_MAX_MR ((1 << 16) - 1)
 #define DROCE_VERBS_MAX_CQ (1 << 16)
 #define DROCE_VERBS_MAX_PD (1 << 24)
@@ -132,11 +131,13 @@ struct droce_vqp {
 	/* the WR builder (wr.c), between ibv_wr_start and ibv_wr_complete/abort,
 	 * under the send queue's post lock */
 	uint64_t send_ops;         /* IBV_QP_EX_WITH_* asked at creation */
-	uint32_t wr_first;         /* send queue index of the batch's first WQE */
+	uint32_t wr_ops_ok;        /* 1 << IBV_WR_* the QP type may post */
+	struct droce_sq_batch wr_sq; /* the send queue, first = the batch's first WQE */
 	uint32_t wr_n;             /* WQEs in the batch */
 	struct droce_wqe *wr_cur;  /* the WQE the setters fill; NULL: none */
 	int wr_err;                /* first error in the batch, 0 if none */
 	uint8_t wr_need;           /* what wr_cur still lacks (wr.c) */
+	bool wr_open;              /* between ibv_wr_start and complete/abort */
 };
 
 struct droce_vsrq {

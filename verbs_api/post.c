@@ -164,9 +164,9 @@ droce_verbs_encode_send(const struct droce_vqp *q, const struct ibv_send_wr *wr,
 
 /*
  * The whole list under one post lock and one doorbell: each WR is validated
- * and encoded straight into its send-queue slot (droce_qp_sq_begin/slot/
- * commit, as the ibv_wr_* builder does), no intermediate droce_wqe.  At the
- * first WR that fails, the ones before it are published and rung, the
+ * and encoded straight into its send-queue slot (droce_qp_sq_begin,
+ * droce_sq_batch_slot, droce_qp_sq_commit, as the ibv_wr_* builder does), no
+ * intermediate droce_wqe.  At the first WR that fails, the ones before it are published and rung, the
  * failing one and the rest are not, and *bad_wr points at it
  * (ibv_post_send(3)).
  */
@@ -176,7 +176,8 @@ droce_verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send
 	struct droce_vqp *q = (struct droce_vqp *)qp;
 	struct ibv_send_wr *const list = wr;
 	int state = droce_vqp_state(q);
-	uint32_t first, n = 0;
+	struct droce_sq_batch b;
+	uint32_t n = 0;
 	int rc = 0, bell;
 
 	if (wr == NULL)
@@ -186,9 +187,9 @@ droce_verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send
 		*bad_wr = wr;
 		return EINVAL;
 	}
-	first = droce_qp_sq_begin(q->dqp); /* takes the post lock */
+	droce_qp_sq_begin(q->dqp, &b); /* takes the post lock */
 	for (; wr != NULL; wr = wr->next, n++) {
-		struct droce_wqe *slot = droce_qp_sq_slot(q->dqp, first + n);
+		struct droce_wqe *slot = droce_sq_batch_slot(&b, b.first + n);
 
 		if (slot == NULL) {
 			rc = ENOMEM; /* send queue full */

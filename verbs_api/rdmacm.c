@@ -1686,8 +1686,12 @@ conn_handler(const struct droce_cm_event *ev)
 			break;
 		p->remote_qpn = ev->u.rep.qpn;
 		p->remote_psn = ev->u.rep.starting_psn;
-		p->initiator_depth = ev->u.rep.responder_resources;
-		p->responder_resources = ev->u.rep.initiator_depth;
+		/* never more than this side asked for in its REQ (a passive side
+		 * may answer with more: perftest -R on Linux rxe offers 128) */
+		if (ev->u.rep.responder_resources < p->initiator_depth)
+			p->initiator_depth = ev->u.rep.responder_resources;
+		if (ev->u.rep.initiator_depth < p->responder_resources)
+			p->responder_resources = ev->u.rep.initiator_depth;
 		p->have_remote = true;
 		p->state = DROCE_RCM_CONN_RESPONSE;
 		e = ev_new(p, p, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);

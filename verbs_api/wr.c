@@ -6,7 +6,7 @@
  * drops it.
  *
  * WQEs are written straight into the QP's send queue slots (dp.h's
- * droce_qp_sq_begin/slot/commit): no struct ibv_send_wr, no intermediate
+ * droce_qp_sq_begin, droce_sq_batch_slot, droce_qp_sq_commit): no struct ibv_send_wr, no intermediate
  * WQE, one doorbell per batch.  The send queue's post lock is held from
  * ibv_wr_start to ibv_wr_complete/abort: that is the man page's per-QP
  * critical section.
@@ -85,11 +85,11 @@ wr_new(struct droce_vqp *q, unsigned int op, uint8_t need)
 			return NULL;
 		}
 	}
-	if (unlikely(!droce_wr_opcode_allowed(q->type, op) || (f & ~(unsigned int)WR_FLAGS))) {
+	if (unlikely(!(q->wr_ops_ok & (1u << op)) || (f & ~(unsigned int)WR_FLAGS))) {
 		fail(q, EINVAL);
 		return NULL;
 	}
-	w = droce_qp_sq_slot(q->dqp, q->wr_first + q->wr_n);
+	w = droce_sq_batch_slot(&q->wr_sq, q->wr_sq.first + q->wr_n);
 	if (unlikely(w == NULL)) {
 		fail(q, ENOMEM); /* the send queue is full */
 		return NULL;
@@ -410,10 +410,23 @@ wr_start(struct ibv_qp_ex *x)
 {
 	struct droce_vqp *q = vqp(x);
 
-	q->wr_first = droce_qp_sq_begin(q->dqp); /* takes the post lock */
+	/* takes the post lock: another thread's ibv_wr_start (or ibv_post_send)
+	 * on this QP waits until complete/abort (the man page's critical section;
+	 * a second start in the same thread deadlocks, as on mlx5 and rxe) */
+	droce_qp_sq_begin(q->dqp, &q->wr_sq);
 	q->wr_n = 0;
 	q->wr_cur = NULL;
 	q->wr_err = 0;
+	q->wr_open = true;
+}
+
+/* Closes the batch: builders and setters do nothing until the next start. */
+static inline void
+close_batch(struct droce_vqp *q)
+{
+	q->wr_cur = NULL;
+	q->wr_err = EINVAL;
+	q->wr_open = false;
 }
 
 static int
@@ -421,7 +434,10 @@ wr_complete(struct ibv_qp_ex *x)
 {
 	struct droce_vqp *q = vqp(x);
 	int err = q->wr_err;
+	uint32_t n;
 
+	if (unlikely(!q->wr_open))
+		return EINVAL; /* no ibv_wr_start */
 	if (err == 0 && q->wr_cur != NULL)
 		err = finish(q);
 	if (err == 0 && q->wr_n != 0) {
@@ -431,12 +447,13 @@ wr_complete(struct ibv_qp_ex *x)
 		if (state == IBV_QPS_RESET || state == IBV_QPS_INIT || state == IBV_QPS_RTR)
 			err = EINVAL;
 	}
-	q->wr_cur = NULL;
+	n = q->wr_n;
+	close_batch(q);
 	if (unlikely(err != 0)) {
 		droce_qp_sq_cancel(q->dqp); /* nothing of the batch is posted */
 		return err;
 	}
-	return droce_qp_sq_commit(q->dqp, q->wr_n);
+	return droce_qp_sq_commit(q->dqp, n);
 }
 
 static void
@@ -444,7 +461,9 @@ wr_abort(struct ibv_qp_ex *x)
 {
 	struct droce_vqp *q = vqp(x);
 
-	q->wr_cur = NULL;
+	if (!q->wr_open)
+		return;
+	close_batch(q);
 	droce_qp_sq_cancel(q->dqp);
 }
 
@@ -453,6 +472,11 @@ droce_verbs_wr_init(struct droce_vqp *q)
 {
 	struct ibv_qp_ex *x = &q->qpx;
 
+	close_batch(q); /* no batch open: builders outside one do nothing */
+	q->wr_ops_ok = 0;
+	for (unsigned int op = 0; op < 32; op++)
+		if (droce_wr_opcode_allowed(q->type, op))
+			q->wr_ops_ok |= 1u << op;
 	x->comp_mask = 0;
 	x->wr_id = 0;
 	x->wr_flags = 0;

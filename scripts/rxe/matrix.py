@@ -28,19 +28,46 @@ ROLES = ("guest-srv", "droce-srv")   # who runs the server side
 RDMACM = {"rdma_server": ("guest-srv",), "rdma_client": ("droce-srv",),
           "udaddy": ("guest-srv", "droce-srv")}
 PERFTEST = ("write_bw", "write_lat", "read_bw", "read_lat", "send_bw", "send_lat", "atomic_bw")
+# option cells: TEST+VARIANT runs TEST with the variant's options on both
+# sides (perftest and droce-perf take the same ones); -R: perftest's
+# rdma_cm mode (no TCP: the exchange and the QPs go through the IB CM).
+# -q 4 adds -u 18 (a 1 s local ACK timeout): rxe under TCG answers the READs
+# of 4 QPs one QP after the other, and the last QP's first READ can wait
+# longer than perftest's default 67 ms x 7 retries
+VARIANTS = {"q4": ["-q", "4", "-u", "18"], "gbits": ["--report_gbits"], "o4": ["-o", "4"], "R": ["-R"],
+            # UD over rdma_cm (RDMA_PS_UDP, SIDR); a UD message is one packet
+            "udR": ["-c", "UD", "-R"],
+            # not in the default set: the recording of tests/perf/data/
+            "q2g": ["-q", "2", "--report_gbits"]}
+OPTCELLS = tuple("%s+%s" % (t, v) for v, ts in (
+    ("q4", ("write_bw", "read_bw", "send_bw")),
+    ("gbits", ("write_bw", "read_bw", "send_bw")),
+    ("o4", ("read_bw", "atomic_bw")),
+    ("R", ("write_bw", "read_bw", "send_bw", "write_lat", "read_lat", "send_lat")),
+    ("udR", ("send_bw",)))
+    for t in ts)
+
+def split_cell(t):
+    """'write_bw+q4' -> ('write_bw', ['-q', '4'], 'q4'); 'write_bw' -> ('write_bw', [], '')."""
+    base, _, v = t.partition("+")
+    return base, VARIANTS.get(v, []), v
 RDMACM_PORT = {"rdma_server": 7471, "rdma_client": 7471, "udaddy": 7174}
 
 def variants(tests, lat_sizes, bw_size):
     out = []
     for t in tests:
-        if t not in PERFTEST and t not in RDMACM:
-            raise SystemExit("rxe: unknown test %r (perftest: %s; rdma_cm: %s)" % (
-                t, ",".join(PERFTEST), ",".join(RDMACM)))
+        if t not in PERFTEST and t not in RDMACM and t not in OPTCELLS and not (
+                "+" in t and split_cell(t)[0] in PERFTEST and t.split("+")[1] in VARIANTS):
+            raise SystemExit("rxe: unknown test %r (perftest: %s; with options: %s; "
+                             "rdma_cm: %s)" % (t, ",".join(PERFTEST), ",".join(OPTCELLS),
+                                               ",".join(RDMACM)))
         if t in RDMACM:
             out.append((t, 16 if t != "udaddy" else 100))   # their message sizes
-        elif t == "atomic_bw":
+        elif split_cell(t)[0] == "atomic_bw":
             out.append((t, 8))
-        elif t in BW:
+        elif split_cell(t)[2] == "udR":
+            out.append((t, 1024))   # the guest's path MTU
+        elif split_cell(t)[0] in BW:
             out.append((t, bw_size))
         else:
             out.extend((t, s) for s in lat_sizes)
@@ -104,6 +131,19 @@ def sane(out, test, size, iters, must):
             return "BW average %.2f" % row[3]
     elif not (0 < row[5] < 10e6):  # t_avg, usec
         return "t_avg %.2f" % row[5]
+    return ""
+
+def same_figures(gout, dout, test, size, variant):
+    """bw tests: the server prints the client's figures as the client sent
+    them (perftest's xchg_bw_reports, in the unit both report in), so both
+    rows must agree on BW average (to the printed 2 decimals).  '' or why not."""
+    if not test.endswith("_bw") or test == "send_bw":
+        return ""   # send_bw's server reports what it received itself
+    g, d = result_line(gout, size), result_line(dout, size)
+    if g is None or d is None:
+        return ""
+    if abs(g[3] - d[3]) > 0.011 + 0.0001 * max(g[3], d[3]):
+        return "BW average: guest %.2f, droce %.2f (the exchanged report is off)" % (g[3], d[3])
     return ""
 
 def where_hung(monitor):
@@ -241,7 +281,7 @@ def main():
     ap.add_argument("--host-ip", default="198.18.0.1")
     ap.add_argument("--guest-ip", default="198.18.0.2")
     ap.add_argument("--agent-port", type=int, default=7100)
-    ap.add_argument("--tests", default=",".join(PERFTEST + tuple(RDMACM)))
+    ap.add_argument("--tests", default=",".join(PERFTEST + OPTCELLS + tuple(RDMACM)))
     ap.add_argument("--roles", default=",".join(ROLES))
     ap.add_argument("-n", "--iters", type=int, default=200)
     ap.add_argument("--bw-size", type=int, default=65536)
@@ -254,6 +294,9 @@ def main():
     ap.add_argument("--state", help="results so far (JSON), for --resume")
     ap.add_argument("--resume", action="store_true", help="rerun only the cells not passed in --state")
     ap.add_argument("--monitor", help="qemu's monitor socket: where the guest hung")
+    ap.add_argument("--tcpdump", action="store_true",
+                    help="perftest cells: record the TCP exchange (port 18515 on br0) to "
+                         "LOGDIR/<cell>.tcp.pcapng with dumpcap")
     a = ap.parse_args()
     os.makedirs(a.logdir, exist_ok=True)
 
@@ -318,12 +361,24 @@ def main():
                     print("rxe: the guest hung during this cell", file=sys.stderr)
                     return 3
                 continue
-            common = ["-n", str(a.iters)] + ([] if test == "atomic_bw" else ["-s", str(size)])
-            pt = ["ib_" + test, "-d", "rxe0", "-x", gidx, "-F"] + common + a.extra_guest.split()
-            dp = [a.droce_perf, test] + common + ["--stats", "--timeout", str(a.timeout // 2)] \
+            base, vopts, variant = split_cell(test)
+            rcm = variant in ("R", "udR")
+            common = ["-n", str(a.iters)] + ([] if base == "atomic_bw" else ["-s", str(size)]) \
+                     + vopts
+            pt = ["ib_" + base, "-d", "rxe0", "-x", gidx, "-F"] + common + a.extra_guest.split()
+            dp = [a.droce_perf, base] + common + ["--stats", "--timeout", str(a.timeout // 2)] \
                  + a.extra_droce.split()
+            # -R: no TCP; the guest's client connects to droce's own address
+            srv_addr = a.droce_ip if rcm else a.host_ip
             env = dict(os.environ, DROCE_CONFIG=cfg)
             gres, why = {}, ""
+            dump = None
+            if a.tcpdump and not rcm:
+                dump = subprocess.Popen(["dumpcap", "-q", "-i", "br0", "-f", "tcp port 18515",
+                                         "-w", os.path.join(a.logdir, tag + ".tcp.pcapng")],
+                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                started.append(dump)
+                time.sleep(2)   # dumpcap is capturing before the first SYN
             if role == "guest-srv":
                 th = threading.Thread(target=lambda: gres.update(
                     agent(a.guest_ip, a.agent_port, pt, a.timeout)))
@@ -342,27 +397,47 @@ def main():
                 p = subprocess.Popen(dp + ["--server"], env=env, stdout=subprocess.PIPE,
                                      stderr=subprocess.STDOUT, text=True)
                 started.append(p)
+                # TCP: listening on 18515; -R: droce-perf says it waits once its
+                # rdma_cm id listens
+                head, ready = [], threading.Event()
+                def reader():
+                    for line in p.stdout:
+                        head.append(line)
+                        if "Waiting for client" in line:
+                            ready.set()
+                    ready.set()
+                rt = threading.Thread(target=reader, daemon=True)
+                rt.start()
                 dl = time.monotonic() + 30
-                while not listening(18515) and p.poll() is None and time.monotonic() < dl:
+                while p.poll() is None and time.monotonic() < dl and not (
+                        ready.is_set() if rcm else listening(18515)):
                     time.sleep(0.1)
-                if listening(18515):
-                    gres.update(agent(a.guest_ip, a.agent_port, pt + [a.host_ip], a.timeout))
+                if ready.is_set() if rcm else listening(18515):
+                    gres.update(agent(a.guest_ip, a.agent_port, pt + [srv_addr], a.timeout))
                 else:
                     why = "droce-perf --server did not listen"
                 try:
                     # a client that failed leaves the server waiting: 10 s of grace
                     grace = a.timeout + 30 if gres.get("rc") == 0 else 10
-                    dout, _ = p.communicate(timeout=grace)
+                    p.wait(timeout=grace)
+                    rt.join(5)
+                    dout = "".join(head)
                     drc = p.returncode
                 except subprocess.TimeoutExpired:
                     p.kill()
-                    dout, _ = p.communicate()
+                    p.wait()
+                    rt.join(5)
+                    dout = "".join(head)
                     dout += "\nrxe: droce-perf --server killed after the client ended\n"
                     drc = 124
                 finally:
                     if p.poll() is None:  # an exception above: never leave it running
                         p.kill()
                         p.wait()
+            if dump is not None:
+                time.sleep(1)
+                dump.terminate()
+                dump.wait()
             grc, gout = gres.get("rc", -1), gres.get("out", "")
             server_is_guest = role == "guest-srv"
             if not why:
@@ -370,8 +445,9 @@ def main():
                     why = "exit: perftest %d, droce-perf %d" % (grc, drc)
                 else:
                     # the client always prints a result row; a server may (bw tests)
-                    why = sane(gout, test, size, a.iters, not server_is_guest) or \
-                          sane(dout, test, size, a.iters, server_is_guest)
+                    why = sane(gout, base, size, a.iters, not server_is_guest) or \
+                          sane(dout, base, size, a.iters, server_is_guest) or \
+                          same_figures(gout, dout, base, size, variant)
             secs = time.monotonic() - t0
             note = "2nd boot" if a.resume else ""
             hung = bool(why) and agent(a.guest_ip, a.agent_port, ["ping"], 5)["rc"] != 0
@@ -380,7 +456,7 @@ def main():
             results[(test, size, role)] = (why, secs, note)
             with open(os.path.join(a.logdir, tag + ".log"), "w") as f:
                 f.write("# guest: %s%s\n# rc %d\n%s\n# host: DROCE_CONFIG=%s %s%s\n# rc %d\n%s" % (
-                    " ".join(pt), "" if server_is_guest else " " + a.host_ip, grc, gout,
+                    " ".join(pt), "" if server_is_guest else " " + srv_addr, grc, gout,
                     cfg, " ".join(dp), " " + a.guest_ip if server_is_guest else " --server",
                     drc, dout))
             print("%-9s -s %-6d %-9s %s (%.1f s)%s" % (test, size, role,
@@ -394,13 +470,15 @@ def main():
 
     print()
     roles = a.roles.split(",")
-    hdr = "%-22s" % "test" + "".join("%-24s" % r for r in
+    hdr = "%-38s" % "test" + "".join("%-24s" % r for r in
           ("guest srv/droce cli" if r == "guest-srv" else "droce srv/guest cli" for r in roles))
     print(hdr)
     print("-" * len(hdr))
     ok = True
     for test, size in cells:
-        line = "%-22s" % ("ib_%s -s %d" % (test, size) if test not in RDMACM else
+        line = "%-38s" % ("ib_%s -s %d%s" % (split_cell(test)[0], size,
+                                            "".join(" " + x for x in split_cell(test)[1]))
+                          if test not in RDMACM else
                           "rdma_cm %s" % test + (" -S 100" if test == "udaddy" else ""))
         for r in roles:
             if (test, size, r) not in results:

@@ -314,6 +314,14 @@ void
 h_connect(struct droce_qp *qp, unsigned int port, unsigned int peer_port, uint32_t dest_qpn,
 	  uint32_t sq_psn, uint32_t rq_psn, const struct h_conn_opts *o)
 {
+	h_connect_nowait(qp, port, peer_port, dest_qpn, sq_psn, rq_psn, o);
+	h_settle(qp);
+}
+
+void
+h_connect_nowait(struct droce_qp *qp, unsigned int port, unsigned int peer_port, uint32_t dest_qpn,
+		 uint32_t sq_psn, uint32_t rq_psn, const struct h_conn_opts *o)
+{
 	struct droce_port *me = droce_port_get(port), *peer = droce_port_get(peer_port);
 	static const char *const ip[2] = { "198.18.0.1", "198.18.0.2" };
 	struct droce_qp_mod m;
@@ -369,9 +377,57 @@ h_pair_connect(struct h_pair *p, const struct h_conn_opts *o)
 {
 	h_connect(p->qp[0], 0, 1, p->qpn[1], H_PSN_A, H_PSN_B, o);
 	h_connect(p->qp[1], 1, 0, p->qpn[0], H_PSN_B, H_PSN_A, o);
-	/* let the engines apply the modifies */
-	droce_engines_progress();
-	droce_engines_progress();
+}
+
+void
+h_settle(struct droce_qp *qp)
+{
+	uint64_t deadline = h_now_ms() + 5000;
+
+	/* the engine may be driven by the fallback thread right now: wait, not assume */
+	while (!droce_qp_settled(qp)) {
+		cr_assert_leq(h_now_ms(), deadline, "QP %#x: modify not applied in 5 s", droce_qp_num(qp));
+		droce_engines_progress();
+	}
+}
+
+void
+h_inject_frame(unsigned int port, unsigned int peer_port, const struct droce_pkt_fields *f,
+	       const void *payload, uint32_t plen)
+{
+	h_inject_frame_dir(port, peer_port, f, payload, plen, DROCE_INJECT_TX);
+}
+
+void
+h_inject_frame_dir(unsigned int port, unsigned int peer_port, const struct droce_pkt_fields *f,
+		   const void *payload, uint32_t plen, enum droce_inject_dir dir)
+{
+	static const char *const ip[2] = { "198.18.0.1", "198.18.0.2" };
+	struct droce_pkt_fields fields = *f;
+	struct droce_hdr_tmpl t;
+	struct droce_path path;
+	struct in_addr a;
+	uint8_t frame[10240];
+	size_t len;
+	int rc;
+
+	cr_assert(port < 2 && peer_port < 2);
+	memset(&path, 0, sizeof(path));
+	path.src_mac = *droce_port_mac(droce_port_get(port));
+	path.dst_mac = *droce_port_mac(droce_port_get(peer_port));
+	cr_assert_eq(inet_pton(AF_INET, ip[port], &a), 1);
+	droce_gid_from_ipv4(path.src_gid, a.s_addr);
+	cr_assert_eq(inet_pton(AF_INET, ip[peer_port], &a), 1);
+	droce_gid_from_ipv4(path.dst_gid, a.s_addr);
+	path.hop_limit = 64;
+	path.udp_sport = 0xc000 | (f->dqpn & 0x3fff);
+	path.ip_id = 1;
+	droce_tmpl_init(&t, &path);
+	len = droce_build_frame(&t, frame, sizeof(frame), &fields, payload, plen);
+	cr_assert_gt(len, 0, "frame of opcode %#x with %u payload bytes not built", f->opcode, plen);
+	/* TX leaves @port towards the peer; RX arrives on @peer_port directly */
+	rc = droce_dp_inject(0, dir == DROCE_INJECT_TX ? port : peer_port, dir, frame, (uint32_t)len);
+	cr_assert_eq(rc, 0, "droce_dp_inject: %s", strerror(rc));
 }
 
 void
@@ -383,6 +439,7 @@ h_modify_state(struct droce_qp *qp, enum droce_qp_state state)
 	m.mask = DROCE_QPM_STATE;
 	m.state = state;
 	modify(qp, &m, "state");
+	h_settle(qp);
 }
 
 /* ---- work requests ---- */

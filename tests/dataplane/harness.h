@@ -107,8 +107,30 @@ void h_pair_create_cqs(struct h_pair *p, uint32_t sq, uint32_t rq, uint32_t cqe)
  */
 void h_connect(struct droce_qp *qp, unsigned int port, unsigned int peer_port, uint32_t dest_qpn,
 	       uint32_t sq_psn, uint32_t rq_psn, const struct h_conn_opts *o);
+/* The same without waiting for the engine to apply the modifies (see h_settle). */
+void h_connect_nowait(struct droce_qp *qp, unsigned int port, unsigned int peer_port,
+		      uint32_t dest_qpn, uint32_t sq_psn, uint32_t rq_psn, const struct h_conn_opts *o);
 /* Connects both QPs of @p with the same options (PSNs H_PSN_A / H_PSN_B). */
 void h_pair_connect(struct h_pair *p, const struct h_conn_opts *o);
+
+/* Waits (driving the engines, 5 s at most) until @qp's engine applied its modifies;
+ * h_connect and h_modify_state end with it. */
+void h_settle(struct droce_qp *qp);
+
+/*
+ * A hostile peer's frame: built by hand from @f (every field as given, the
+ * BTH P_Key included) and @plen bytes of @payload, addressed from port @port
+ * to @peer_port (the path h_connect gives a QP there), padded, with its ICRC;
+ * engine 0 sends it on @port through droce_dp_inject(), after everything this
+ * thread sent the engines before.  Race-free: the test thread touches no
+ * engine state.
+ */
+void h_inject_frame(unsigned int port, unsigned int peer_port, const struct droce_pkt_fields *f,
+		    const void *payload, uint32_t plen);
+/* The same; DROCE_INJECT_RX hands it to the engine as received on @peer_port
+ * (no link in between: no capture, no impairment). */
+void h_inject_frame_dir(unsigned int port, unsigned int peer_port, const struct droce_pkt_fields *f,
+			const void *payload, uint32_t plen, enum droce_inject_dir dir);
 
 /* Moves @qp to @state (mask STATE only). */
 void h_modify_state(struct droce_qp *qp, enum droce_qp_state state);

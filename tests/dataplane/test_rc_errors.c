@@ -18,9 +18,6 @@
 #include "harness.h"
 #include "dataplane/xport.h"
 
-/* Tests built on forged_aeth / forged_send: see there why they are off. */
-#define FORGED_DISABLED true
-
 #define POLL_MS 10000
 #define LEN 4096
 #define ALL_ACCESS                                                                              \
@@ -611,7 +608,7 @@ Test(rc_errors, max_rd_atomic_respected)
 }
 
 /* A requester that ignores the responder's limit: the READ over it is an invalid request. */
-Test(rc_errors, max_dest_rd_atomic_exceeded, .disabled = FORGED_DISABLED)
+Test(rc_errors, max_dest_rd_atomic_exceeded)
 {
 	struct h_pair p;
 	struct h_buf lb, rb;
@@ -643,33 +640,24 @@ Test(rc_errors, max_dest_rd_atomic_exceeded, .disabled = FORGED_DISABLED)
 }
 
 /*
- * Disabled until the forged frames are injected race-free: forged_aeth /
- * forged_send call engine-only (_lc) functions from the test thread while the
- * fallback progress thread may be driving that engine (a data race in the
- * test, not in droce), and a frame now and then goes missing (seen here in
- * about 1 run in 2 since 2026-11-24, on the old tree too).
- */
-/*
  * A forged NAK (remote access error) at PSN = next - 1, sent to a QP that has
  * sent nothing: it names no outstanding request, so it is dropped (counted as
  * a ghost ACK) and the QP stays in RTS with its receive still posted.
  */
 static void
-forged_aeth(struct droce_qp *from, uint32_t psn, uint8_t syndrome)
+forged_aeth(const struct h_pair *p, uint32_t psn, uint8_t syndrome)
 {
 	struct droce_pkt_fields f = { .opcode = DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_ACK) };
-	struct rte_mbuf *m;
-	uint8_t *payload;
 
-	f.dqpn = from->attr.dest_qpn;
+	/* as if QP0 answered QP1: port0 -> port1 */
+	f.pkey = 0xffff;
+	f.dqpn = p->qpn[1];
 	f.psn = psn;
 	f.aeth.syndrome = syndrome;
-	m = droce_xport_pkt_alloc_lc(from, &f, 0, &payload);
-	cr_assert_not_null(m);
-	droce_xport_pkt_send_lc(from, m, 0);
+	h_inject_frame(0, 1, &f, NULL, 0);
 }
 
-Test(rc_errors, forged_nak_for_nothing_outstanding_is_ignored, .disabled = FORGED_DISABLED)
+Test(rc_errors, forged_nak_for_nothing_outstanding_is_ignored)
 {
 	static const uint8_t codes[] = { DROCE_NAK_REM_ACCESS_ERR, DROCE_NAK_INVALID_REQ,
 					 DROCE_NAK_REM_OP_ERR, DROCE_NAK_PSN_SEQ_ERR };
@@ -691,9 +679,9 @@ Test(rc_errors, forged_nak_for_nothing_outstanding_is_ignored, .disabled = FORGE
 	h_post_recv(p.qp[1], &r);
 	droce_engine_stats_get(p.qp[1]->eng->id, &st0);
 	for (unsigned int i = 0; i < sizeof(codes); i++)
-		forged_aeth(p.qp[0], (H_PSN_B - 1) & DROCE_PSN_MASK,
+		forged_aeth(&p, (H_PSN_B - 1) & DROCE_PSN_MASK,
 			    droce_aeth_make_syndrome(DROCE_AETH_NAK, codes[i]));
-	forged_aeth(p.qp[0], (H_PSN_B - 1) & DROCE_PSN_MASK,
+	forged_aeth(&p, (H_PSN_B - 1) & DROCE_PSN_MASK,
 		    droce_aeth_make_syndrome(DROCE_AETH_RNR_NAK, 1));
 	h_expect_empty(p.rcq[1], 50, "receive after forged NAKs");
 	h_expect_empty(p.scq[1], 0, "send CQ after forged NAKs");
@@ -721,21 +709,16 @@ Test(rc_errors, forged_nak_for_nothing_outstanding_is_ignored, .disabled = FORGE
 	cr_assert_eq(c.status, DROCE_WC_SUCCESS);
 }
 
-/* A SEND ONLY of @len bytes from @b at @psn, crafted on @from's path with BTH P_Key @pkey. */
+/* A SEND ONLY of @len bytes at @psn, as if QP0 sent it to QP1, with BTH P_Key @pkey. */
 static void
-forged_send(struct droce_qp *from, uint32_t psn, uint16_t pkey, const uint8_t *data, uint32_t len)
+forged_send(const struct h_pair *p, uint32_t psn, uint16_t pkey, const uint8_t *data, uint32_t len)
 {
 	struct droce_pkt_fields f = { .opcode = DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_SEND_ONLY) };
-	struct rte_mbuf *m;
-	uint8_t *payload;
 
-	f.dqpn = from->attr.dest_qpn;
+	f.pkey = pkey;
+	f.dqpn = p->qpn[1];
 	f.psn = psn;
-	m = droce_xport_pkt_alloc_lc(from, &f, len, &payload);
-	cr_assert_not_null(m);
-	memcpy(payload, data, len);
-	droce_bth_set_pkey((struct droce_bth *)(payload - droce_opcode_info(f.opcode)->hdr_len), pkey);
-	droce_xport_pkt_send_lc(from, m, len);
+	h_inject_frame(0, 1, &f, data, len);
 }
 
 /*
@@ -744,7 +727,7 @@ forged_send(struct droce_qp *from, uint32_t psn, uint16_t pkey, const uint8_t *d
  * other partitions: dropped, counted as DROCE_DROP_PKEY, nothing delivered;
  * 0x7fff (limited member of the default partition) and 0xffff are accepted.
  */
-Test(rc_errors, bth_pkey_checked, .disabled = FORGED_DISABLED)
+Test(rc_errors, bth_pkey_checked)
 {
 	static const uint16_t bad[] = { 0x0000, 0x8000, 0x8001, 0x1234, 0x7ffe, 0xfffe };
 	struct h_pair p;
@@ -766,7 +749,7 @@ Test(rc_errors, bth_pkey_checked, .disabled = FORGED_DISABLED)
 	h_fill(lb.p, LEN, 3);
 	droce_engine_stats_get(p.qp[1]->eng->id, &st0);
 	for (unsigned int i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		forged_send(p.qp[0], H_PSN_A, bad[i], lb.p, 256);
+		forged_send(&p, H_PSN_A, bad[i], lb.p, 256);
 	h_expect_empty(p.rcq[1], 50, "SENDs with a foreign P_Key");
 	droce_engine_stats_get(p.qp[1]->eng->id, &st1);
 	cr_assert_eq(st1.drops[DROCE_DROP_PKEY] - st0.drops[DROCE_DROP_PKEY],
@@ -774,8 +757,8 @@ Test(rc_errors, bth_pkey_checked, .disabled = FORGED_DISABLED)
 		     st1.drops[DROCE_DROP_PKEY] - st0.drops[DROCE_DROP_PKEY]);
 	cr_assert_eq(st1.rx_pkts, st0.rx_pkts, "a P_Key drop counted as received");
 	cr_assert_eq(h_qp_state(p.qp[1]), DROCE_QPS_RTS);
-	forged_send(p.qp[0], H_PSN_A, 0x7fff, lb.p, 256);
-	forged_send(p.qp[0], (H_PSN_A + 1) & DROCE_PSN_MASK, 0xffff, lb.p + 256, 256);
+	forged_send(&p, H_PSN_A, 0x7fff, lb.p, 256);
+	forged_send(&p, (H_PSN_A + 1) & DROCE_PSN_MASK, 0xffff, lb.p + 256, 256);
 	for (unsigned int i = 0; i < 2; i++) {
 		c = h_poll1(p.rcq[1], POLL_MS, "SEND with a matching P_Key");
 		cr_assert_eq(c.status, DROCE_WC_SUCCESS);
@@ -821,7 +804,7 @@ Test(rc_errors, atomic_on_misaligned_host_word_naked)
  * Frames for a QP in ERR, RESET or INIT are dropped and counted as
  * qp_state_drops, not as received; nothing is delivered.
  */
-Test(rc_errors, frames_for_qp_not_ready_count_as_drops, .disabled = FORGED_DISABLED)
+Test(rc_errors, frames_for_qp_not_ready_count_as_drops)
 {
 	static const enum droce_qp_state states[] = { DROCE_QPS_ERR, DROCE_QPS_RESET, DROCE_QPS_INIT };
 	struct h_pair p;
@@ -839,7 +822,7 @@ Test(rc_errors, frames_for_qp_not_ready_count_as_drops, .disabled = FORGED_DISAB
 		(void)h_poll(p.rcq[1], 4, c, 10); /* flushes of the move to ERR, if any */
 		cr_assert_eq(h_qp_state(p.qp[1]), states[i]);
 		droce_engine_stats_get(p.qp[1]->eng->id, &st0);
-		forged_send(p.qp[0], H_PSN_A, 0xffff, lb.p, 64);
+		forged_send(&p, H_PSN_A, 0xffff, lb.p, 64);
 		h_spin(20);
 		droce_engine_stats_get(p.qp[1]->eng->id, &st1);
 		cr_assert_eq(st1.qp_state_drops - st0.qp_state_drops, 1, "state %d: qp_state_drops moved by %" PRIu64,
@@ -847,4 +830,58 @@ Test(rc_errors, frames_for_qp_not_ready_count_as_drops, .disabled = FORGED_DISAB
 		cr_assert_eq(st1.rx_pkts, st0.rx_pkts, "state %d: counted as received", states[i]);
 		h_expect_empty(p.rcq[1], 0, "after a frame for a QP not ready");
 	}
+}
+
+/*
+ * droce_dp_inject itself: its errors, and a frame handed over as received
+ * (DROCE_INJECT_RX) on port1 is delivered like one from the wire, counted
+ * in `injected`; the same frame sent on port0 (TX) crosses the link.
+ */
+Test(rc_errors, inject_api_errors_and_both_directions)
+{
+	struct droce_pkt_fields f = { .opcode = DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_SEND_ONLY) };
+	static uint8_t big[70000];
+	struct droce_engine_stats st0, st1;
+	struct h_conn_opts o = h_conn_defaults(1024);
+	struct h_pair p;
+	struct h_buf lb, rb;
+	struct droce_rqe r;
+	struct droce_cqe c;
+
+	start();
+	cr_assert_eq(droce_dp_inject(1, 0, DROCE_INJECT_TX, big, 64), ENODEV, "no engine 1");
+	cr_assert_eq(droce_dp_inject(0, 2, DROCE_INJECT_TX, big, 64), ENODEV, "no port 2");
+	cr_assert_eq(droce_dp_inject(0, 0, DROCE_INJECT_TX, big, 0), EINVAL, "empty frame");
+	cr_assert_eq(droce_dp_inject(0, 0, DROCE_INJECT_RX, big, sizeof(big)), EINVAL,
+		     "frame above the data room");
+	cr_assert_eq(droce_dp_inject(0, 0, (enum droce_inject_dir)7, big, 64), EINVAL, "direction");
+	h_buf_init(&lb, LEN, ALL_ACCESS);
+	h_buf_init(&rb, LEN, ALL_ACCESS);
+	pair(&p, &o);
+	for (unsigned int i = 0; i < 2; i++) {
+		r = h_rqe(0x90 + i);
+		h_rqe_sge(&r, &rb, 1024 * i, 1024);
+		h_post_recv(p.qp[1], &r);
+	}
+	h_fill(lb.p, LEN, 11);
+	droce_engine_stats_get(0, &st0);
+	f.pkey = 0xffff;
+	f.dqpn = p.qpn[1];
+	f.psn = H_PSN_A;
+	h_inject_frame_dir(0, 1, &f, lb.p, 300, DROCE_INJECT_RX);
+	c = h_poll1(p.rcq[1], POLL_MS, "SEND injected as received on port1");
+	cr_assert_eq(c.status, DROCE_WC_SUCCESS);
+	cr_assert_eq(c.wr_id, 0x90);
+	cr_assert_eq(c.byte_len, 300);
+	cr_assert_eq(memcmp(rb.p, lb.p, 300), 0);
+	f.psn = (H_PSN_A + 1) & DROCE_PSN_MASK;
+	h_inject_frame_dir(0, 1, &f, lb.p + 300, 200, DROCE_INJECT_TX);
+	c = h_poll1(p.rcq[1], POLL_MS, "SEND injected on port0's link");
+	cr_assert_eq(c.status, DROCE_WC_SUCCESS);
+	cr_assert_eq(c.wr_id, 0x91);
+	cr_assert_eq(c.byte_len, 200);
+	cr_assert_eq(memcmp(rb.p + 1024, lb.p + 300, 200), 0);
+	droce_engine_stats_get(0, &st1);
+	cr_assert_eq(st1.injected - st0.injected, 2, "injected moved by %" PRIu64,
+		     st1.injected - st0.injected);
 }

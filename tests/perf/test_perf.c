@@ -537,3 +537,145 @@ Test(perf, warmup_iterations_are_not_measured)
 	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
 	unlink(path);
 }
+
+/* ---- -o (outstanding READs / atomics) and -R (rdma_cm) ---- */
+
+/* The most READ requests droce0 (198.18.0.1) had outstanding at any time in
+ * the pcapng @cap: a request (opcode 0x0c) counts from when it was sent to
+ * its last response (READ RESPONSE LAST 0x0f or ONLY 0x10). */
+static int
+max_reads_in_flight(const char *cap)
+{
+	char cmd[512], line[256];
+	int cur = 0, max = 0, n = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd),
+		 "tshark -r %s -d udp.port==4791,infiniband -T fields -e ip.src "
+		 "-e infiniband.bth.opcode 2>/dev/null", cap);
+	f = popen(cmd, "r");
+	cr_assert_not_null(f);
+	while (fgets(line, sizeof(line), f) != NULL) {
+		char src[64];
+		int op;
+
+		if (sscanf(line, "%63s %i", src, &op) != 2)
+			continue;
+		if (strcmp(src, "198.18.0.1") == 0 && op == 0x0c) {
+			n++;
+			if (++cur > max)
+				max = cur;
+		} else if (strcmp(src, "198.18.0.2") == 0 && (op == 0x0f || op == 0x10)) {
+			cur--;
+		}
+	}
+	pclose(f);
+	cr_assert_gt(n, 100, "only %d READ requests in %s (is tshark there?)", n, cap);
+	return max;
+}
+
+static void
+loopback_capture_config(char *ini, size_t n, const char *cap)
+{
+	FILE *f;
+
+	snprintf(ini, n, "/tmp/droce-perf-outs-%ld.ini", (long)getpid());
+	f = fopen(ini, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "[eal]\nargs = --no-huge --no-pci -m 128 --log-level=lib.eal:warning\n"
+		"[engines]\nmode = colocated\ncount = 1\n"
+		"[mempool]\nmbufs = 8191\ncache = 128\ndata_room = 2176\ncapture_mbufs = 4095\n"
+		"[port0]\nkind = ring\npeer = port1\nmac = 02:00:c6:12:00:01\n"
+		"ipv4 = 198.18.0.1\nmtu = 1500\ncapture = %s\n"
+		"[port1]\nkind = ring\npeer = port0\nmac = 02:00:c6:12:00:02\n"
+		"ipv4 = 198.18.0.2\nmtu = 1500\n", cap);
+	fclose(f);
+}
+
+/* perftest's -o: the requester keeps at most the responder's outstanding
+ * reads in flight (its max_rd_atomic is the peer's -o): counted on the wire.
+ * With the default (the device's 16) more are in flight, so the count
+ * would see a -o that did nothing. */
+Test(perf, outs_bounds_reads_in_flight_on_the_wire, .timeout = 120)
+{
+	static char out[OUT_CAP];
+	char ini[128], cap[128];
+	int rc, m2, m16;
+
+	if (system("command -v tshark >/dev/null") != 0)
+		cr_skip_test("tshark is not installed");
+	snprintf(cap, sizeof(cap), "/tmp/droce-perf-outs-%ld.pcapng", (long)getpid());
+	loopback_capture_config(ini, sizeof(ini), cap);
+
+	rc = run_perf_cfg(ini, "read_bw -o 2 -s 4096 -n 400 -t 64", true, out, sizeof(out));
+	cr_assert_eq(rc, 0, "exit %d\n%s", rc, out);
+	cr_expect(strstr(out, " Outstand reads  : 2\n") != NULL, "%s", out);
+	m2 = max_reads_in_flight(cap);
+	rc = run_perf_cfg(ini, "read_bw -s 4096 -n 400 -t 64", true, out, sizeof(out));
+	cr_assert_eq(rc, 0, "exit %d\n%s", rc, out);
+	cr_expect(strstr(out, " Outstand reads  : 16\n") != NULL, "%s", out);
+	m16 = max_reads_in_flight(cap);
+	cr_expect_eq(m2, 2, "-o 2: at most %d READs were in flight", m2);
+	cr_expect_gt(m16, 2, "default -o (16): at most %d READs in flight", m16);
+	cr_expect_leq(m16, 16, "default -o (16): %d READs in flight", m16);
+	unlink(ini);
+	unlink(cap);
+}
+
+Test(perf, outs_options_as_perftest)
+{
+	static char out[OUT_CAP];
+	int rc;
+
+	/* only READ and atomics take it */
+	rc = run_perf("write_bw -o 2", true, out, sizeof(out));
+	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
+	cr_expect(strstr(out, "only for the READ and atomic tests") != NULL, "%s", out);
+	/* above the device's maximum: brought down to it, as perftest does */
+	rc = run_perf("read_bw -o 99 -s 4096 -n 200", true, out, sizeof(out));
+	cr_expect_eq(rc, 0, "exit %d\n%s", rc, out);
+	cr_expect(strstr(out, "above the max = 16") != NULL, "%s", out);
+	cr_expect(strstr(out, " Outstand reads  : 16\n") != NULL, "%s", out);
+	rc = run_perf("atomic_bw -o 1 -n 200 --check", true, out, sizeof(out));
+	cr_expect_eq(rc, 0, "exit %d\n%s", rc, out);
+	cr_expect(strstr(out, " Outstand reads  : 1\n") != NULL, "%s", out);
+}
+
+/* -R on the loopback topology: the QP pairs connected by rdma_cm (droce0's
+ * ids to droce1's listener through droce's IB CM), every byte checked. */
+Test(perf, rdma_cm_loopback_check_json, .timeout = 120)
+{
+	static char out[OUT_CAP];
+	int rc;
+
+	bw_json("write_bw -R -q 2 -s 4096 -n 300 --check", 1, 300);
+	bw_json("read_bw -R -q 2 -s 4096 -n 300 --check", 1, 300);
+	bw_json("send_bw -R -q 2 -s 4096 -n 300 --check", 1, 300);
+	bw_json("atomic_bw -R -n 300 --check", 1, 300);
+	lat_json("write_lat -R -s 64 -n 200 --check", 200);
+	lat_json("send_lat -R -s 64 -n 200 --check", 200);
+	lat_json("read_lat -R -s 64 -n 200 --check", 200);
+	/* UD: RDMA_PS_UDP, the AH, QPN and Q_Key from the SIDR REP */
+	expect_conn(bw_json("send_bw -c UD -R -q 2 -s 1024 -n 300 --check", 1, 300), "UD", true);
+	rc = run_perf("send_lat -c UD -R", true, out, sizeof(out));
+	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
+	rc = run_perf("write_bw -R -s 4096 -n 100", true, out, sizeof(out));
+	cr_expect_eq(rc, 0, "exit %d\n%s", rc, out);
+	cr_expect(strstr(out, " rdma_cm QPs\t : ON\n") != NULL, "%s", out);
+	/* as perftest: no UC over librdmacm */
+	rc = run_perf("write_bw -R -c UC", true, out, sizeof(out));
+	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
+	cr_expect(strstr(out, "UC is not supported in librdmacm") != NULL, "%s", out);
+}
+
+Test(perf, new_post_check)
+{
+	/* --new-post: ibv_create_qp_ex and the ibv_wr_* builder, every byte checked */
+	bw_json("write_bw -s 4096 -n 300 -q 2 --check --new-post", 1, 300);
+	bw_json("read_bw -s 3000 -n 300 --check --new-post", 1, 300);
+	bw_json("send_bw -s 200 -n 256 -l 4 -I 256 -t 16 --check --new-post", 1, 256);
+	bw_json("atomic_bw -A CMP_AND_SWAP -n 300 --check --new-post", 1, 300);
+	bw_json("send_bw -c UD -s 512 -n 300 --check --new-post", 1, 300);
+	lat_json("write_lat -s 2 -n 200 --check --new-post", 200);
+	lat_json("send_lat -s 1000 -n 200 --check --new-post", 200);
+}

@@ -137,6 +137,12 @@ droce_engine_count(void)
 	return engines ? 1 : 0;
 }
 
+uint32_t
+droce_dp_max_qps(void)
+{
+	return 262143; /* one engine's QPN space, as the real dataplane reports */
+}
+
 void
 droce_engines_progress(void)
 {
@@ -405,21 +411,19 @@ droce_qp_post_send(struct droce_qp *qp, const struct droce_wqe *wqe)
 	return 0;
 }
 
-uint32_t
-droce_qp_sq_begin(struct droce_qp *qp)
-{
-	qp->in_batch = true;
-	return qp->sq_posted;
-}
-
-struct droce_wqe *
-droce_qp_sq_slot(struct droce_qp *qp, uint32_t idx)
+void
+droce_qp_sq_begin(struct droce_qp *qp, struct droce_sq_batch *b)
 {
 	uint32_t size = qp->caps.max_send_wr ? qp->caps.max_send_wr : 1;
 
-	if (idx - qp->sq_retired >= size || idx - qp->sq_posted >= FAKE_BATCH)
-		return NULL;
-	return &qp->batch[idx % FAKE_BATCH];
+	qp->in_batch = true;
+	/* the fake's slots: batch[idx % FAKE_BATCH]; room for min(size, FAKE_BATCH) */
+	qp->batch_retired = qp->sq_posted - (size < FAKE_BATCH ? FAKE_BATCH - size : 0) - (qp->sq_posted - qp->sq_retired);
+	b->wqe0 = (uint8_t *)&qp->batch[0];
+	b->stride = sizeof(qp->batch[0]);
+	b->size = FAKE_BATCH;
+	b->retired = &qp->batch_retired;
+	b->first = qp->sq_posted;
 }
 
 int

@@ -41,8 +41,9 @@ struct droce_qp {
 	uint32_t qpn;
 	uint32_t sq_posted, sq_retired, rq_posted, rq_retired;
 	struct droce_wqe last_wqe;
-	struct droce_wqe batch[FAKE_BATCH]; /* slots of droce_qp_sq_slot (index % FAKE_BATCH) */
+	struct droce_wqe batch[FAKE_BATCH]; /* the builder's and ibv_post_send's slots (index % FAKE_BATCH) */
 	bool in_batch;                 /* between droce_qp_sq_begin and commit/cancel */
+	uint32_t batch_retired;        /* what droce_sq_batch_slot sees as retired */
 	unsigned int n_commits;
 	struct droce_rqe last_rqe;
 	struct droce_rqe rbatch[FAKE_BATCH]; /* slots of droce_qp_rq_slot */

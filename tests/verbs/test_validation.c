@@ -1522,3 +1522,244 @@ Test(post, one_doorbell_per_list)
 	cr_assert_eq(dqp(qp)->last_rqe.wr_id, 21);
 	cr_assert_not(dqp(qp)->in_rbatch);
 }
+
+/* ================= the ibv_wr_* builder encodes as ibv_post_send ================= */
+
+/* The fields of the WQE the engine reads. */
+static void
+same_wqe(const struct droce_wqe *a, const struct droce_wqe *b, const char *what)
+{
+	cr_assert_eq(a->wr_id, b->wr_id, "%s: wr_id", what);
+	cr_assert_eq(a->opcode, b->opcode, "%s: opcode", what);
+	cr_assert_eq(a->flags, b->flags, "%s: flags %#x vs %#x", what, a->flags, b->flags);
+	cr_assert_eq(a->num_sge, b->num_sge, "%s: num_sge", what);
+	cr_assert_eq(a->imm, b->imm, "%s: imm", what);
+	cr_assert_eq(a->invalidate_rkey, b->invalidate_rkey, "%s: invalidate_rkey", what);
+	cr_assert_eq(a->remote_addr, b->remote_addr, "%s: remote_addr", what);
+	cr_assert_eq(a->rkey, b->rkey, "%s: rkey", what);
+	cr_assert_eq(a->length, b->length, "%s: length", what);
+	cr_assert_eq(a->compare_add, b->compare_add, "%s: compare_add", what);
+	cr_assert_eq(a->swap, b->swap, "%s: swap", what);
+	cr_assert_eq(a->ah, b->ah, "%s: ah", what);
+	cr_assert_eq(a->remote_qpn, b->remote_qpn, "%s: remote_qpn", what);
+	cr_assert_eq(a->remote_qkey, b->remote_qkey, "%s: remote_qkey", what);
+	cr_assert_eq(memcmp(a->sge, b->sge, a->num_sge * sizeof(a->sge[0])), 0, "%s: SGEs", what);
+	if (a->flags & DROCE_WQE_INLINE)
+		cr_assert_eq(memcmp(a->inline_data, b->inline_data, a->length), 0, "%s: inline", what);
+}
+
+/* Posts @w with ibv_post_send, then builds the same WR with @build; the two WQEs match. */
+static void
+both_ways(struct ibv_qp *qp, struct ibv_send_wr *w, void (*build)(struct ibv_qp_ex *),
+	  const char *what)
+{
+	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(qp);
+	struct ibv_send_wr *bad = NULL;
+	struct droce_wqe old;
+	unsigned int commits = dqp(qp)->n_commits;
+
+	cr_assert_eq(ibv_post_send(qp, w, &bad), 0, "%s: ibv_post_send", what);
+	old = dqp(qp)->last_wqe;
+	ibv_wr_start(x);
+	x->wr_id = w->wr_id;
+	x->wr_flags = w->send_flags;
+	build(x);
+	cr_assert_eq(ibv_wr_complete(x), 0, "%s: ibv_wr_complete", what);
+	/* one commit for ibv_post_send's list (it posts through the same batch
+	 * calls), one for the builder's batch */
+	cr_assert_eq(dqp(qp)->n_commits, commits + 2);
+	cr_assert(!dqp(qp)->in_batch, "%s: post lock released", what);
+	same_wqe(&old, &dqp(qp)->last_wqe, what);
+	fake_qp_retire(dqp(qp), 2, 0);
+}
+
+static char b_msg[16] = "hello, inline!";
+static uint64_t b_word;
+
+static void
+b_send_imm_inline(struct ibv_qp_ex *x)
+{
+	struct ibv_data_buf d[2] = { { b_msg, 7 }, { b_msg + 7, 8 } };
+
+	ibv_wr_send_imm(x, htonl(0xabcdef01));
+	ibv_wr_set_inline_data_list(x, 2, d);
+}
+
+static void
+b_write_sges(struct ibv_qp_ex *x)
+{
+	struct ibv_sge sg[2] = { { (uintptr_t)b_msg, 7, 0xbad }, { (uintptr_t)b_msg + 7, 8, 0xbad } };
+
+	ibv_wr_rdma_write(x, 0x4321, 0x123456789ull);
+	ibv_wr_set_sge_list(x, 2, sg);
+}
+
+static void
+b_write_imm(struct ibv_qp_ex *x)
+{
+	ibv_wr_rdma_write_imm(x, 0x4321, 0x1000, htonl(7));
+	ibv_wr_set_sge(x, 0x77, (uintptr_t)b_msg, 16);
+}
+
+static void
+b_read(struct ibv_qp_ex *x)
+{
+	ibv_wr_rdma_read(x, 0x55, 0x3000);
+	ibv_wr_set_sge(x, 0x77, (uintptr_t)b_msg, 16);
+}
+
+static void
+b_cmp_swp(struct ibv_qp_ex *x)
+{
+	ibv_wr_atomic_cmp_swp(x, 0x99, 0x2000, 11, 22);
+	ibv_wr_set_sge(x, 0x1234, (uintptr_t)&b_word, 8);
+}
+
+static void
+b_fetch_add(struct ibv_qp_ex *x)
+{
+	ibv_wr_atomic_fetch_add(x, 0x99, 0x2008, 3);
+	ibv_wr_set_sge(x, 0x1234, (uintptr_t)&b_word, 8);
+}
+
+static void
+b_send_inv(struct ibv_qp_ex *x)
+{
+	ibv_wr_send_inv(x, 0xabc);
+	ibv_wr_set_sge(x, 0x77, (uintptr_t)b_msg, 4);
+}
+
+static void
+b_local_inv(struct ibv_qp_ex *x)
+{
+	ibv_wr_local_inv(x, 0x1234);
+}
+
+static void
+b_send_empty(struct ibv_qp_ex *x)
+{
+	ibv_wr_send(x);
+}
+
+Test(post, builder_encodes_as_post_send)
+{
+	struct ibv_qp *qp = rts_qp(IBV_QPT_RC, 8, 2, 32, 0);
+	struct ibv_qp *all = rts_qp(IBV_QPT_RC, 8, 2, 32, 1);
+	struct ibv_sge sg2[2] = { { (uintptr_t)b_msg, 7, 0xbad }, { (uintptr_t)b_msg + 7, 8, 0xbad } };
+	struct ibv_sge s16 = { (uintptr_t)b_msg, 16, 0x77 }, s4 = { (uintptr_t)b_msg, 4, 0x77 };
+	struct ibv_sge s8 = { (uintptr_t)&b_word, 8, 0x1234 };
+	struct ibv_send_wr w;
+
+	w = send_wr(77, IBV_WR_SEND_WITH_IMM, sg2, 2);
+	w.send_flags = IBV_SEND_INLINE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED;
+	w.imm_data = htonl(0xabcdef01);
+	both_ways(qp, &w, b_send_imm_inline, "inline SEND_WITH_IMM");
+
+	w = send_wr(78, IBV_WR_RDMA_WRITE, sg2, 2);
+	w.send_flags = IBV_SEND_FENCE;
+	w.wr.rdma.remote_addr = 0x123456789ull;
+	w.wr.rdma.rkey = 0x4321;
+	both_ways(qp, &w, b_write_sges, "WRITE, 2 SGEs, fence");
+
+	w = send_wr(79, IBV_WR_RDMA_WRITE_WITH_IMM, &s16, 1);
+	w.send_flags = IBV_SEND_SIGNALED;
+	w.imm_data = htonl(7);
+	w.wr.rdma.remote_addr = 0x1000;
+	w.wr.rdma.rkey = 0x4321;
+	both_ways(qp, &w, b_write_imm, "WRITE_WITH_IMM");
+
+	w = send_wr(80, IBV_WR_RDMA_READ, &s16, 1);
+	w.wr.rdma.remote_addr = 0x3000;
+	w.wr.rdma.rkey = 0x55;
+	both_ways(qp, &w, b_read, "READ");
+
+	w = send_wr(81, IBV_WR_ATOMIC_CMP_AND_SWP, &s8, 1);
+	w.send_flags = IBV_SEND_SIGNALED;
+	w.wr.atomic.remote_addr = 0x2000;
+	w.wr.atomic.rkey = 0x99;
+	w.wr.atomic.compare_add = 11;
+	w.wr.atomic.swap = 22;
+	both_ways(qp, &w, b_cmp_swp, "CMP_SWP");
+
+	w = send_wr(82, IBV_WR_ATOMIC_FETCH_AND_ADD, &s8, 1);
+	w.wr.atomic.remote_addr = 0x2008;
+	w.wr.atomic.rkey = 0x99;
+	w.wr.atomic.compare_add = 3;
+	both_ways(qp, &w, b_fetch_add, "FETCH_ADD");
+
+	w = send_wr(83, IBV_WR_SEND_WITH_INV, &s4, 1);
+	w.invalidate_rkey = 0xabc;
+	both_ways(qp, &w, b_send_inv, "SEND_WITH_INV");
+
+	w = send_wr(84, IBV_WR_LOCAL_INV, NULL, 0);
+	w.send_flags = IBV_SEND_SIGNALED;
+	w.invalidate_rkey = 0x1234;
+	both_ways(qp, &w, b_local_inv, "LOCAL_INV");
+
+	/* sq_sig_all: every builder WR is signaled too */
+	w = send_wr(85, IBV_WR_SEND, NULL, 0);
+	both_ways(all, &w, b_send_empty, "zero-length SEND, sq_sig_all");
+}
+
+Test(post, builder_failed_batch_posts_nothing)
+{
+	struct ibv_qp *qp = rts_qp(IBV_QPT_RC, 4, 1, 8, 0);
+	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(qp);
+	uint32_t before = dqp(qp)->sq_posted;
+	unsigned int commits = dqp(qp)->n_commits;
+
+	/* good, good, then inline too long: EINVAL, the two good ones are not posted */
+	ibv_wr_start(x);
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, 1, (uintptr_t)b_msg, 8);
+	ibv_wr_rdma_write(x, 2, 0x1000);
+	ibv_wr_set_sge(x, 1, (uintptr_t)b_msg, 8);
+	ibv_wr_send(x);
+	ibv_wr_set_inline_data(x, b_msg, 9);
+	cr_assert_eq(ibv_wr_complete(x), EINVAL);
+	cr_assert_eq(dqp(qp)->sq_posted, before);
+	cr_assert_eq(dqp(qp)->n_commits, commits, "nothing committed");
+	cr_assert(!dqp(qp)->in_batch, "post lock released");
+	/* five in a four-slot queue: ENOMEM, none posted */
+	ibv_wr_start(x);
+	for (int i = 0; i < 5; i++)
+		ibv_wr_send(x);
+	cr_assert_eq(ibv_wr_complete(x), ENOMEM);
+	cr_assert_eq(dqp(qp)->sq_posted, before);
+	/* four fit */
+	ibv_wr_start(x);
+	for (int i = 0; i < 4; i++)
+		ibv_wr_send(x);
+	cr_assert_eq(ibv_wr_complete(x), 0);
+	cr_assert_eq(dqp(qp)->sq_posted, before + 4);
+	/* abort: nothing */
+	fake_qp_retire(dqp(qp), 4, 0);
+	ibv_wr_start(x);
+	ibv_wr_send(x);
+	ibv_wr_abort(x);
+	cr_assert_eq(dqp(qp)->sq_posted, before + 4);
+	cr_assert(!dqp(qp)->in_batch);
+}
+
+Test(post, builder_outside_a_batch_does_nothing)
+{
+	struct ibv_qp *qp = rts_qp(IBV_QPT_RC, 4, 1, 8, 0);
+	struct ibv_qp_ex *x = ibv_qp_to_qp_ex(qp);
+	uint32_t before = dqp(qp)->sq_posted;
+
+	/* no ibv_wr_start: nothing is written, nothing posted, no crash */
+	ibv_wr_send(x);
+	ibv_wr_set_sge(x, 1, (uintptr_t)b_msg, 8);
+	ibv_wr_rdma_write(x, 2, 0x1000);
+	cr_assert_eq(ibv_wr_complete(x), EINVAL);
+	ibv_wr_abort(x);
+	cr_assert_eq(dqp(qp)->sq_posted, before);
+	cr_assert(!dqp(qp)->in_batch);
+	/* and after a completed batch, the same */
+	ibv_wr_start(x);
+	ibv_wr_send(x);
+	cr_assert_eq(ibv_wr_complete(x), 0);
+	ibv_wr_send(x);
+	cr_assert_eq(ibv_wr_complete(x), EINVAL);
+	cr_assert_eq(dqp(qp)->sq_posted, before + 1);
+}

@@ -183,6 +183,20 @@ Test(verbs_rc, devices_ports_gids)
 	cr_assert_arr_eq(A.gid.raw, want.raw, 16);
 }
 
+/* max_qp is what the engines can hold: the QPN space of one engine (the
+ * loopback config has one), 2^18 - 1, not a fixed table's size. */
+Test(verbs_rc, query_device_max_qp_is_the_true_limit)
+{
+	struct ibv_device_attr a;
+
+	open_end(&A, "droce0", 4);
+	cr_assert_eq(ibv_query_device(A.ctx, &a), 0);
+	cr_assert_eq(droce_engine_count(), 1);
+	cr_assert_eq(a.max_qp, 262143, "max_qp %d", a.max_qp);
+	cr_assert_eq((uint32_t)a.max_qp, droce_dp_max_qps());
+	cr_assert_eq(a.max_res_rd_atom, a.max_qp * a.max_qp_rd_atom);
+}
+
 Test(verbs_rc, send_recv_woken_through_epoll)
 {
 	struct epoll_event ev = { .events = EPOLLIN }, out;

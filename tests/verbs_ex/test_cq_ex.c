@@ -7,6 +7,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <poll.h>
 #include <string.h>
 #include <time.h>
 
@@ -167,6 +168,40 @@ Test(cq_ex, no_timestamp_unless_asked)
 	cr_assert_eq(ibv_destroy_cq(ibv_cq_ex_to_cq(cq)), 0);
 }
 
+/* Fails saying where two SENDs a -> b that raised no completion event went. */
+static void
+no_event(struct ibv_cq *cq, const struct x_end *a, const struct x_end *b)
+{
+	struct droce_engine_stats es;
+	struct ibv_qp_attr qa, qb;
+	struct ibv_qp_init_attr qi;
+	struct ibv_wc wc[4], aw[4];
+	uint64_t end = tc_now_ms() + 1000;
+	int k = 0, ka = 0, st = -1;
+
+	while (tc_now_ms() < end) {
+		int g = ibv_poll_cq(ibv_cq_ex_to_cq(a->scq), 4, aw);
+
+		k += ibv_poll_cq(cq, 4, wc);
+		if (g > 0 && st < 0)
+			st = (int)aw[0].status;
+		ka += g;
+	}
+	memset(&es, 0, sizeof(es));
+	droce_engine_stats_get(0, &es);
+	ibv_query_qp(a->qp, &qa, IBV_QP_STATE, &qi);
+	ibv_query_qp(b->qp, &qb, IBV_QP_STATE, &qi);
+	cr_assert_fail("no completion event within 5 s: %d completions on the CQ, %d on the "
+		       "sender's (first status %d), fallback passes %llu; states %d -> %d; "
+		       "rx %llu tx %llu tx_drops %llu no_qp %llu seq_drops %llu "
+		       "qp_state_drops %llu ghost_acks %llu",
+		       k, ka, st, (unsigned long long)droce_engines_fallback_passes(),
+		       qa.qp_state, qb.qp_state, (unsigned long long)es.rx_pkts,
+		       (unsigned long long)es.tx_pkts, (unsigned long long)es.tx_drops,
+		       (unsigned long long)es.no_qp, (unsigned long long)es.seq_drops,
+		       (unsigned long long)es.qp_state_drops, (unsigned long long)es.ghost_acks);
+}
+
 Test(cq_ex, plain_poll_notify_and_channel)
 {
 	struct ibv_comp_channel *ch;
@@ -177,7 +212,8 @@ Test(cq_ex, plain_poll_notify_and_channel)
 	struct ibv_wc wc[4];
 	struct ibv_qp_init_attr_ex qa = {
 		.qp_type = IBV_QPT_RC, .cap = { .max_send_wr = 16, .max_recv_wr = 16,
-						.max_send_sge = 1, .max_recv_sge = 1 },
+						.max_send_sge = 1, .max_recv_sge = 1,
+						.max_inline_data = 16 },
 		.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 		.send_ops_flags = OPS,
 	};
@@ -193,39 +229,42 @@ Test(cq_ex, plain_poll_notify_and_channel)
 	cr_assert_eq(cq->channel, ch);
 	cr_assert_eq(cq->cq_context, &A);
 	cr_assert_geq(cq->cqe, 64);
-	/* reconnect: B's QP now receives into cqx (a fresh QP with cqx as recv_cq) */
+	/* a second QP pair: B's receives into cqx */
 	{
-		struct x_end b2 = B;
+		struct x_end a2 = A, b2 = B;
 
 		qa.pd = B.pd;
 		qa.send_cq = ibv_cq_ex_to_cq(B.scq);
 		qa.recv_cq = cq;
 		b2.qp = ibv_create_qp_ex(B.ctx, &qa);
 		cr_assert_not_null(b2.qp);
-		{
-			struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
-
-			cr_assert_eq(ibv_modify_qp(A.qp, &a, IBV_QP_STATE), 0);
-			a.qp_state = IBV_QPS_RESET;
-			cr_assert_eq(ibv_modify_qp(A.qp, &a, IBV_QP_STATE), 0);
-		}
-		while (ibv_poll_cq(ibv_cq_ex_to_cq(A.scq), 4, wc) > 0)
-			;
-		x_connect(&A, &b2);
-		x_connect(&b2, &A);
+		qa.pd = A.pd;
+		qa.send_cq = ibv_cq_ex_to_cq(A.scq);
+		qa.recv_cq = ibv_cq_ex_to_cq(A.rcq);
+		a2.qp = ibv_create_qp_ex(A.ctx, &qa);
+		cr_assert_not_null(a2.qp);
+		a2.qpx = ibv_qp_to_qp_ex(a2.qp);
+		x_connect(&a2, &b2);
+		x_connect(&b2, &a2);
 		x_recv(&b2, 71, 0, 64);
 		x_recv(&b2, 72, 64, 64);
 		cr_assert_eq(ibv_req_notify_cq(cq, 0), 0);
-		ibv_wr_start(A.qpx);
-		A.qpx->wr_id = 1;
-		A.qpx->wr_flags = IBV_SEND_SIGNALED;
-		ibv_wr_send(A.qpx);
-		ibv_wr_set_inline_data(A.qpx, "abc", 3);
-		A.qpx->wr_id = 2;
-		ibv_wr_send(A.qpx);
-		ibv_wr_set_inline_data(A.qpx, "defg", 4);
-		cr_assert_eq(ibv_wr_complete(A.qpx), 0);
-		/* sleeps in the channel: the fallback thread drives the engines */
+		ibv_wr_start(a2.qpx);
+		a2.qpx->wr_id = 1;
+		a2.qpx->wr_flags = IBV_SEND_SIGNALED;
+		ibv_wr_send(a2.qpx);
+		ibv_wr_set_inline_data(a2.qpx, "abc", 3);
+		a2.qpx->wr_id = 2;
+		ibv_wr_send(a2.qpx);
+		ibv_wr_set_inline_data(a2.qpx, "defg", 4);
+		cr_assert_eq(ibv_wr_complete(a2.qpx), 0);
+		/* sleeps on the channel: the fallback thread drives the engines */
+		{
+			struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
+
+			if (poll(&pfd, 1, 5000) != 1)
+				no_event(cq, &a2, &b2);
+		}
 		cr_assert_eq(ibv_get_cq_event(ch, &ev_cq, &ev_ctx), 0);
 		cr_assert_eq(ev_cq, cq);
 		cr_assert_eq(ev_ctx, &A);
@@ -250,8 +289,10 @@ Test(cq_ex, plain_poll_notify_and_channel)
 			struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
 
 			cr_assert_eq(ibv_modify_qp(b2.qp, &a, IBV_QP_STATE), 0);
+			cr_assert_eq(ibv_modify_qp(a2.qp, &a, IBV_QP_STATE), 0);
 		}
 		cr_assert_eq(ibv_destroy_qp(b2.qp), 0);
+		cr_assert_eq(ibv_destroy_qp(a2.qp), 0);
 	}
 	cr_assert_eq(ibv_destroy_cq(cq), 0);
 	cr_assert_eq(ibv_destroy_comp_channel(ch), 0);
