@@ -62,14 +62,13 @@
 
 #include <infiniband/verbs.h>
 
+#include <rte_byteorder.h>
 #include <rte_cycles.h>
 #include <rte_log.h>
 
 #include <droce/droce.h>
 #include <droce/stats.h>
 
-#include "dataplane/engine.h"
-#include "pmd_glue/port.h"
 
 #include "perftest_oob.h"
 #include "perftest_rdmacm.h"
@@ -252,7 +251,7 @@ usage(FILE *f)
 "  -v, --verbose           keep DPDK's start-up log\n"
 "  -h, --help\n"
 "Exit status: 0 ok, 1 run failed (error completion, data mismatch, timeout),\n"
-"2 bad command line or unsupported option.\n", DROCE_DP_MAX_RD_ATOMIC);
+"2 bad command line or unsupported option.\n", DROCE_MAX_RD_ATOMIC);
 }
 
 static void __attribute__((format(printf, 1, 2), noreturn))
@@ -420,11 +419,11 @@ parse_args(int argc, char **argv)
 			o.duration = parse_seconds("-D", optarg);
 			break;
 		case 't':
-			o.tx_depth = (uint32_t)parse_u64("-t", optarg, 1, DROCE_DP_MAX_QP_WR);
+			o.tx_depth = (uint32_t)parse_u64("-t", optarg, 1, DROCE_MAX_QP_WR);
 			o.tx_depth_set = true;
 			break;
 		case 'r':
-			o.rx_depth = (uint32_t)parse_u64("-r", optarg, 1, DROCE_DP_MAX_QP_WR);
+			o.rx_depth = (uint32_t)parse_u64("-r", optarg, 1, DROCE_MAX_QP_WR);
 			break;
 		case 'q':
 			o.qps = (uint32_t)parse_u64("-q", optarg, 1, MAX_QPS);
@@ -433,7 +432,7 @@ parse_args(int argc, char **argv)
 			o.post_list = (uint32_t)parse_u64("-l", optarg, 1, 1024);
 			break;
 		case 'Q':
-			o.cq_mod = (uint32_t)parse_u64("-Q", optarg, 1, DROCE_DP_MAX_QP_WR);
+			o.cq_mod = (uint32_t)parse_u64("-Q", optarg, 1, DROCE_MAX_QP_WR);
 			o.cq_mod_set = true;
 			break;
 		case 'I':
@@ -595,12 +594,12 @@ parse_args(int argc, char **argv)
 		usage_fail("-o %d: setting outstanding reads is only for the READ and atomic tests",
 			   o.outs);
 	if (o.verb == V_READ || o.verb == V_ATOMIC) {
-		if (o.outs > DROCE_DP_MAX_RD_ATOMIC) {
+		if (o.outs > DROCE_MAX_RD_ATOMIC) {
 			fprintf(stderr, "droce-perf: -o %d: number of outstanding reads is above the "
-				"max = %d; using it\n", o.outs, DROCE_DP_MAX_RD_ATOMIC);
-			o.outs = DROCE_DP_MAX_RD_ATOMIC;
+				"max = %d; using it\n", o.outs, DROCE_MAX_RD_ATOMIC);
+			o.outs = DROCE_MAX_RD_ATOMIC;
 		}
-		o.out_reads = o.outs > 0 ? (uint32_t)o.outs : DROCE_DP_MAX_RD_ATOMIC;
+		o.out_reads = o.outs > 0 ? (uint32_t)o.outs : DROCE_MAX_RD_ATOMIC;
 	} else {
 		o.out_reads = 1;
 	}
@@ -656,9 +655,9 @@ parse_args(int argc, char **argv)
 	if (o.inline_size < 0)
 		o.inline_size = (o.mode == M_LAT && (o.verb == V_WRITE || o.verb == V_SEND)) ?
 					DEF_LAT_INLINE : 0;
-	if (o.inline_size > DROCE_DP_MAX_INLINE)
+	if (o.inline_size > DROCE_MAX_INLINE)
 		unsupported("-I %d: droce inlines at most %d bytes", o.inline_size,
-			    DROCE_DP_MAX_INLINE);
+			    DROCE_MAX_INLINE);
 	if (o.verb == V_READ || o.verb == V_ATOMIC)
 		o.inline_size = 0; /* the data comes back: nothing to inline */
 }
@@ -1711,7 +1710,7 @@ event_wait(void)
 		return got;
 	/* poll(2) with a bound first, so the loops' watchdogs and quiet periods still
 	 * run; ibv_get_cq_event tells the engines before it sleeps, poll(2) does not */
-	droce_engines_blocking();
+	droce_progress_blocking();
 	if (poll(pf, (nfds_t)n, 100) < 0 && errno != EINTR)
 		fail("poll: %s", strerror(errno));
 	for (int i = 0; i < n; i++) {
@@ -2646,7 +2645,7 @@ oob_idle(void *arg)
 	if (R.s[R.me].cq != NULL)
 		poll_side_cq(R.me); /* never sleeps here, even with -e */
 	else
-		droce_engines_progress();
+		droce_progress();
 }
 
 static void
@@ -2711,7 +2710,7 @@ open_local(void)
 		if (rte_rdtsc() - t0 > (uint64_t)(o.timeout * (double)rte_get_tsc_hz()))
 			fail("%s: port is %s after %.0f s (is the peer process running?)",
 			     ibv_get_device_name(s->dev), ibv_port_state_str(pa.state), o.timeout);
-		droce_engines_progress();
+		droce_progress();
 		usleep(1000);
 	}
 	s->active_mtu = pa.active_mtu;
@@ -2953,7 +2952,7 @@ peer_reads(const struct pair *p)
 {
 	uint32_t r = p->rem.out_reads;
 
-	return r < 1 ? 1 : r > DROCE_DP_MAX_RD_ATOMIC ? DROCE_DP_MAX_RD_ATOMIC : r;
+	return r < 1 ? 1 : r > DROCE_MAX_RD_ATOMIC ? DROCE_MAX_RD_ATOMIC : r;
 }
 
 /* -R: rdma_cm's connection parameters, as perftest's: responder resources
@@ -3057,7 +3056,7 @@ loop_cm_idle(void *arg)
 	struct rdma_cm_event *ev;
 
 	(void)arg;
-	droce_engines_progress();
+	droce_progress();
 	if (pt_rcm_try(&R.cm, &ev) <= 0)
 		return;
 	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST && loop_accepted < o.qps) {

@@ -24,13 +24,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <droce/droce.h>
+
 #include "wire.h"
 
 #define DROCE_DP_MAX_SGE 16
-#define DROCE_DP_MAX_INLINE 256
-#define DROCE_DP_MAX_QP_WR 8192
+#define DROCE_DP_MAX_INLINE DROCE_MAX_INLINE
+#define DROCE_DP_MAX_QP_WR DROCE_MAX_QP_WR
 #define DROCE_DP_MAX_CQE (1u << 20)
-#define DROCE_DP_MAX_RD_ATOMIC 16
+#define DROCE_DP_MAX_RD_ATOMIC DROCE_MAX_RD_ATOMIC
 #define DROCE_DP_MAX_MSG (1u << 31) /* largest message, bytes */
 
 /* ---- completions (same values as rdma-core) ---- */

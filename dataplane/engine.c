@@ -1083,3 +1083,17 @@ droce_engine_stats_get(unsigned int id, struct droce_engine_stats *out)
 	if (eng)
 		*out = eng->stats;
 }
+
+/* ---- the public progress calls (include/droce/droce.h) ---- */
+
+void
+droce_progress(void)
+{
+	droce_engines_progress();
+}
+
+void
+droce_progress_blocking(void)
+{
+	droce_engines_blocking();
+}
