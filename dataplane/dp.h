@@ -368,6 +368,16 @@ droce_sq_batch_slot(const struct droce_sq_batch *b, uint32_t idx)
 }
 
 /*
+ * The same for the receive queue (ibv_post_recv's lists): begin takes the
+ * receive post lock, slot is the RQE of @idx to fill in place (NULL when the
+ * queue is full), commit publishes @n slots in order, unlocks and rings once.
+ * Not for a QP on an SRQ.
+ */
+uint32_t droce_qp_rq_begin(struct droce_qp *qp);
+struct droce_rqe *droce_qp_rq_slot(struct droce_qp *qp, uint32_t idx);
+int droce_qp_rq_commit(struct droce_qp *qp, uint32_t n);
+
+/*
  * The state the engine moved @qp to by itself (ERR, or SQE, after a transport
  * error) since the last droce_qp_modify() it applied; -1 when there is none,
  * and the last state the application set stands.
