@@ -14,6 +14,12 @@
  *    slot numbers over its channel; the engine alone touches transport state
  *    (PSNs, timers, queues' consumer side) and publishes retired counts.
  *
+ * Return convention, for every function here: one that returns int returns 0
+ * or a positive errno value (never -1); one that counts (polls, counters)
+ * returns the count; one that makes an object returns it, or NULL with errno
+ * set.  Functions that also set errno say so.  One exception, a query:
+ * droce_qp_async_state() returns a state or -1 for none.
+ *
  * Numeric values of statuses, opcodes, flags and masks equal rdma-core's
  * (enum ibv_wc_status, ibv_wc_opcode, IBV_WC_*, IBV_ACCESS_*, IBV_QP_*,
  * ibv_qp_state); verbs_api asserts that at compile time, so nothing converts.
@@ -111,7 +117,7 @@ struct droce_mr {
 	uint32_t mw_binds; /* memory windows bound to it (atomic; engines change it) */
 };
 
-/* Publishes @mr and gives it its keys; -1 with errno ENOMEM when the key table is full. */
+/* Publishes @mr and gives it its keys: 0, or ENOMEM when the key table is full. */
 int droce_mr_register(struct droce_mr *mr);
 
 /* Unpublishes @mr and waits until no engine can still be using it. */
@@ -460,7 +466,8 @@ int droce_dp_arp_resolve(unsigned int port, rte_be32_t ip, struct rte_ether_addr
 
 /* ---- engines ---- */
 
-/* Starts the engines the running config asks for (after droce_start()). */
+/* Starts the engines the running config asks for (after droce_start()): 0 or
+ * an errno (also set in errno). */
 int droce_engines_start(void);
 void droce_engines_stop(void);
 unsigned int droce_engine_count(void);

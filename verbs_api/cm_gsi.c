@@ -450,8 +450,9 @@ gsi_open(unsigned int port)
 	g->mr.length = (uint64_t)GSI_RECV * RECV_BUF;
 	g->mr.access = DROCE_ACCESS_LOCAL_WRITE;
 	g->mr.pd_id = GSI_PD_ID;
-	if (droce_mr_register(&g->mr) != 0)
-		return errno ? errno : ENOMEM;
+	rc = droce_mr_register(&g->mr);
+	if (rc != 0)
+		return rc;
 	g->mr_ok = true;
 	g->qp = droce_qp_create_ex(DROCE_QPT_UD, &caps, cm.scq, cm.rcq, GSI_PD_ID, port, &ext);
 	if (g->qp == NULL)

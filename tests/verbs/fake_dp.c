@@ -166,8 +166,7 @@ droce_mr_register(struct droce_mr *mr)
 {
 	if (fake_fail_next_create) {
 		fake_fail_next_create = 0;
-		errno = ENOMEM;
-		return -1;
+		return ENOMEM; /* dp.h: 0 or a positive errno */
 	}
 	mr->lkey = next_key;
 	mr->rkey = next_key | 0x80000000u;
