@@ -14,6 +14,12 @@
  *    slot numbers over its channel; the engine alone touches transport state
  *    (PSNs, timers, queues' consumer side) and publishes retired counts.
  *
+ * Return convention, for every function here: one that returns int returns 0
+ * or a positive errno value (never -1); one that counts (polls, counters)
+ * returns the count; one that makes an object returns it, or NULL with errno
+ * set.  Functions that also set errno say so.  One exception, a query:
+ * droce_qp_async_state() returns a state or -1 for none.
+ *
  * Numeric values of statuses, opcodes, flags and masks equal rdma-core's
  * (enum ibv_wc_status, ibv_wc_opcode, IBV_WC_*, IBV_ACCESS_*, IBV_QP_*,
  * ibv_qp_state); verbs_api asserts that at compile time, so nothing converts.
@@ -24,13 +30,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <droce/droce.h>
+
 #include "wire.h"
 
 #define DROCE_DP_MAX_SGE 16
-#define DROCE_DP_MAX_INLINE 256
-#define DROCE_DP_MAX_QP_WR 8192
+#define DROCE_DP_MAX_INLINE DROCE_MAX_INLINE
+#define DROCE_DP_MAX_QP_WR DROCE_MAX_QP_WR
 #define DROCE_DP_MAX_CQE (1u << 20)
-#define DROCE_DP_MAX_RD_ATOMIC 16
+#define DROCE_DP_MAX_RD_ATOMIC DROCE_MAX_RD_ATOMIC
 #define DROCE_DP_MAX_MSG (1u << 31) /* largest message, bytes */
 
 /* ---- completions (same values as rdma-core) ---- */
@@ -109,7 +117,7 @@ struct droce_mr {
 	uint32_t mw_binds; /* memory windows bound to it (atomic; engines change it) */
 };
 
-/* Publishes @mr and gives it its keys; -1 with errno ENOMEM when the key table is full. */
+/* Publishes @mr and gives it its keys: 0, or ENOMEM when the key table is full. */
 int droce_mr_register(struct droce_mr *mr);
 
 /* Unpublishes @mr and waits until no engine can still be using it. */
@@ -366,6 +374,16 @@ droce_sq_batch_slot(const struct droce_sq_batch *b, uint32_t idx)
 }
 
 /*
+ * The same for the receive queue (ibv_post_recv's lists): begin takes the
+ * receive post lock, slot is the RQE of @idx to fill in place (NULL when the
+ * queue is full), commit publishes @n slots in order, unlocks and rings once.
+ * Not for a QP on an SRQ.
+ */
+uint32_t droce_qp_rq_begin(struct droce_qp *qp);
+struct droce_rqe *droce_qp_rq_slot(struct droce_qp *qp, uint32_t idx);
+int droce_qp_rq_commit(struct droce_qp *qp, uint32_t n);
+
+/*
  * The state the engine moved @qp to by itself (ERR, or SQE, after a transport
  * error) since the last droce_qp_modify() it applied; -1 when there is none,
  * and the last state the application set stands.
@@ -448,7 +466,8 @@ int droce_dp_arp_resolve(unsigned int port, rte_be32_t ip, struct rte_ether_addr
 
 /* ---- engines ---- */
 
-/* Starts the engines the running config asks for (after droce_start()). */
+/* Starts the engines the running config asks for (after droce_start()): 0 or
+ * an errno (also set in errno). */
 int droce_engines_start(void);
 void droce_engines_stop(void);
 unsigned int droce_engine_count(void);

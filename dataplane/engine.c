@@ -956,7 +956,7 @@ droce_engines_start(void)
 		return 0;
 	if (cfg == NULL) {
 		errno = ENODEV;
-		return -1;
+		return ENODEV;
 	}
 	engines.n = cfg->n_engines ? cfg->n_engines : 1;
 	engines.dedicated = cfg->engine_mode == DROCE_ENGINE_MODE_DEDICATED;
@@ -967,7 +967,7 @@ droce_engines_start(void)
 			DP_LOG(ERR, "%s: %u engines need %u rx and tx queues on every port (has %u/%u)",
 			       cfg->source, engines.n, engines.n, p->nb_rxq, p->nb_txq);
 			errno = EINVAL;
-			return -1;
+			return EINVAL;
 		}
 	}
 	rcu_size = rte_rcu_qsbr_get_memsize(engines.n);
@@ -1010,7 +1010,7 @@ droce_engines_start(void)
 			DP_LOG(ERR, "cannot start the fallback progress thread: %s", strerror(rc));
 			droce_engines_stop();
 			errno = rc;
-			return -1;
+			return rc;
 		}
 	}
 	if (engines.dedicated) {
@@ -1019,7 +1019,7 @@ droce_engines_start(void)
 				DP_LOG(ERR, "cannot launch engine %u on lcore %u", e, cfg->engine_lcores[e]);
 				droce_engines_stop();
 				errno = EBUSY;
-				return -1;
+				return EBUSY;
 			}
 		}
 	}
@@ -1032,7 +1032,7 @@ fail:
 	rte_free(engines.rcu);
 	engines.rcu = NULL;
 	errno = ENOMEM;
-	return -1;
+	return ENOMEM;
 }
 
 void
@@ -1082,4 +1082,18 @@ droce_engine_stats_get(unsigned int id, struct droce_engine_stats *out)
 
 	if (eng)
 		*out = eng->stats;
+}
+
+/* ---- the public progress calls (include/droce/droce.h) ---- */
+
+void
+droce_progress(void)
+{
+	droce_engines_progress();
+}
+
+void
+droce_progress_blocking(void)
+{
+	droce_engines_blocking();
 }

@@ -16,7 +16,9 @@
 enum droce_crc_backend {
 	DROCE_CRC_ISAL,  /* ISA-L crc32_gzip_refl (vectorised, PCLMULQDQ) */
 	DROCE_CRC_ZLIB,  /* zlib crc32 */
-	DROCE_CRC_TABLE, /* portable slice-by-8, no dependency */
+	DROCE_CRC_TABLE, /* portable slice-by-16, no dependency */
+	DROCE_CRC_CLMUL, /* PCLMULQDQ fold, one chain (short spans); the table below 16 B */
+	DROCE_CRC_AUTO,  /* droce_crc32: the table below 16 B, ISA-L (else clmul) from there */
 	DROCE_CRC_BACKEND_COUNT
 };
 
@@ -28,7 +30,7 @@ bool droce_crc_backend_available(enum droce_crc_backend b);
 /* zlib-style CRC-32 with an explicit backend (for the benchmark and tests). */
 uint32_t droce_crc32_with(enum droce_crc_backend b, uint32_t crc, const void *buf, size_t len);
 
-/* zlib-style CRC-32 with the fastest compiled-in backend. */
+/* zlib-style CRC-32, the backend chosen by length (DROCE_CRC_AUTO). */
 uint32_t droce_crc32(uint32_t crc, const void *buf, size_t len);
 
 /* zlib-style crc32(0, 8 x 0xff): the running ICRC after the bytes that stand

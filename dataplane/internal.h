@@ -10,6 +10,19 @@ extern int droce_dp_logtype;
 #define DP_LOG(level, fmt, ...) \
 	rte_log(RTE_LOG_##level, droce_dp_logtype, "droce.dp: " fmt "\n", ##__VA_ARGS__)
 
+/* Data-path logging: compiled out above RTE_LOG_DP_LEVEL (INFO by default). */
+#define DP_LOG_DP(level, fmt, ...)                                   \
+	do {                                                          \
+		if (RTE_LOG_##level <= RTE_LOG_DP_LEVEL)              \
+			DP_LOG(level, fmt, ##__VA_ARGS__);            \
+	} while (0)
+
+/* The name of RC responder state @state (rc.c's enum resp_state, in its
+ * order), NULL past the last. */
+const char *droce_rc_resp_state_name(unsigned int state);
+/* The same for the completer's ACK handling (rc.c's enum comp_state). */
+const char *droce_rc_comp_state_name(unsigned int state);
+
 /* Waits until every engine has passed a quiescent point. */
 void droce_dp_synchronize(void);
 

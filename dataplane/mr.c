@@ -82,7 +82,7 @@ droce_mr_register(struct droce_mr *mr)
 {
 	uint32_t key;
 
-	return droce_key_publish((uintptr_t)mr, &key, mr_set_keys);
+	return droce_key_publish((uintptr_t)mr, &key, mr_set_keys) == 0 ? 0 : ENOMEM;
 }
 
 void

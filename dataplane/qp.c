@@ -249,6 +249,38 @@ droce_qp_post_recv(struct droce_qp *qp, const struct droce_rqe *rqe)
 	return droce_engine_send_msg(qp->eng, &msg);
 }
 
+uint32_t
+droce_qp_rq_begin(struct droce_qp *qp)
+{
+	rte_spinlock_lock(&qp->rq_lock);
+	return qp->rq_posted;
+}
+
+struct droce_rqe *
+droce_qp_rq_slot(struct droce_qp *qp, uint32_t idx)
+{
+	if (idx - atomic_load_explicit(&qp->rq_retired, memory_order_acquire) >= qp->rq_size)
+		return NULL;
+	return &qp->rq[idx % qp->rq_size].rqe;
+}
+
+int
+droce_qp_rq_commit(struct droce_qp *qp, uint32_t n)
+{
+	struct droce_msg msg = { .type = DROCE_MSG_RQ_BELL, .qp = qp };
+	uint32_t first = qp->rq_posted;
+
+	for (uint32_t i = 0; i < n; i++)
+		atomic_store_explicit(&qp->rq[(first + i) % qp->rq_size].seq, first + i + 1,
+				      memory_order_release);
+	qp->rq_posted = first + n;
+	rte_spinlock_unlock(&qp->rq_lock);
+	if (n == 0)
+		return 0;
+	msg.arg = first;
+	return droce_engine_send_msg(qp->eng, &msg);
+}
+
 int
 droce_qp_destroy(struct droce_qp *qp)
 {

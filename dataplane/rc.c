@@ -53,12 +53,6 @@ mr_check(const struct droce_qp *qp, uint32_t key, uint64_t va, uint64_t len, uin
 }
 
 static inline bool
-gather(const struct droce_qp *qp, const struct droce_wqe *w, uint32_t off, uint8_t *dst, uint32_t len)
-{
-	return droce_xport_gather_lc(qp, w, off, dst, len);
-}
-
-static inline bool
 scatter(const struct droce_qp *qp, const struct droce_sge *sges, unsigned int nsge, uint32_t off,
 	const uint8_t *src, uint32_t len)
 {
@@ -250,32 +244,12 @@ send_wqe(struct droce_qp *qp, uint32_t idx, unsigned int budget, bool *whole)
 	}
 
 	while (n < budget && !window_full(qp)) {
-		uint32_t len = RTE_MIN(pmtu, w->length - s->sent);
-		bool first = s->sent_pkts == 0, last = s->sent + len == w->length;
+		bool last;
 
-		memset(&f, 0, sizeof(f));
-		f.opcode = request_opcode(w, first, last);
-		f.psn = droce_psn_add(s->first_psn, s->sent_pkts);
-		f.ackreq = last || (s->sent_pkts + 1) % ACKREQ_EVERY == 0;
-		f.se = last && (w->flags & DROCE_WQE_SOLICITED);
-		f.imm = w->imm;
-		f.ieth_rkey = w->invalidate_rkey;
-		f.reth.va = w->remote_addr;
-		f.reth.rkey = w->rkey;
-		f.reth.len = w->length;
-		m = pkt_alloc(qp, &f, len, &payload);
-		if (m == NULL)
-			break;
-		if (!gather(qp, w, s->sent, payload, len)) {
-			/* the MR went away under the WQE */
-			rte_pktmbuf_free(m);
-			s->err = DROCE_ERR_LOC_PROT;
-			break;
-		}
-		pkt_send(qp, m, len);
-		s->sent += len;
-		s->sent_pkts++;
-		note_sent(qp, droce_psn_add(f.psn, 1));
+		if (droce_xport_send_segment_lc(qp, w, s, DROCE_TRANSPORT_RC, ACKREQ_EVERY, &last) !=
+		    DROCE_XPORT_TX_SENT)
+			break; /* no mbuf; or s->err */
+		note_sent(qp, droce_psn_add(s->first_psn, s->sent_pkts));
 		n++;
 		if (last) {
 			*whole = true;
@@ -479,15 +453,62 @@ ack_in_window(const struct droce_qp *qp, uint32_t psn)
 	       droce_psn_diff(psn, droce_psn_add(qp->psn_una, DROCE_PSN_MASK)) >= 0;
 }
 
-static void
-handle_ack(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
-{
-	uint32_t prev = droce_psn_add(psn, DROCE_PSN_MASK);
+/*
+ * The completer's handling of an ACKNOWLEDGE packet as an explicit state
+ * machine (rxe_comp.c's manner): one step function per state, each returning
+ * the next; COMP_DONE ends the packet.
+ *   CHECK_WINDOW    PSN in [una - 1, max - 1], else dropped (seq_drops)
+ *   CHECK_GHOST     a NAK must name an outstanding request (IBTA 9.7.5.1.2)
+ *   CHECK_SYNDROME  to ACK, RNR_NAK, SEQ_NAK or ERR_NAK (reserved: dropped)
+ *   ACK             retire the WQEs the ACK covers
+ *   RNR_NAK         retire what it covers, then wait the RNR timer or fail
+ *   SEQ_NAK         retire what it covers, go back to the PSN
+ *   ERR_NAK         retire what it covers, fail the head with the NAK's error
+ */
+enum comp_state {
+	COMP_CHECK_WINDOW,
+	COMP_CHECK_GHOST,
+	COMP_CHECK_SYNDROME,
+	COMP_ACK,
+	COMP_RNR_NAK,
+	COMP_SEQ_NAK,
+	COMP_ERR_NAK,
+	COMP_DONE,
+	COMP_STATE_COUNT
+};
 
+/* For logs (debug level: compiled out of the data path by default). */
+static const char *const comp_state_name[COMP_STATE_COUNT] = {
+	[COMP_CHECK_WINDOW] = "CHECK_WINDOW",
+	[COMP_CHECK_GHOST] = "CHECK_GHOST",
+	[COMP_CHECK_SYNDROME] = "CHECK_SYNDROME",
+	[COMP_ACK] = "ACK",
+	[COMP_RNR_NAK] = "RNR_NAK",
+	[COMP_SEQ_NAK] = "SEQ_NAK",
+	[COMP_ERR_NAK] = "ERR_NAK",
+	[COMP_DONE] = "DONE",
+};
+
+const char *
+droce_rc_comp_state_name(unsigned int state)
+{
+	return state < COMP_STATE_COUNT && comp_state_name[state] ? comp_state_name[state] : NULL;
+}
+
+static enum comp_state
+comp_check_window(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+{
+	(void)syndrome;
 	if (!ack_in_window(qp, psn)) {
 		qp->eng->stats.seq_drops++;
-		return;
+		return COMP_DONE;
 	}
+	return COMP_CHECK_GHOST;
+}
+
+static enum comp_state
+comp_check_ghost(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+{
 	/*
 	 * A NAK names the request that failed (or, for a sequence NAK, the
 	 * PSN the responder expects): one in [una, max - 1].  A NAK at una - 1
@@ -497,45 +518,109 @@ handle_ack(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 	if (droce_aeth_syndrome_kind(syndrome) != DROCE_AETH_ACK &&
 	    droce_psn_diff(psn, qp->psn_una) < 0) {
 		qp->eng->stats.ghost_acks++;
-		return;
+		return COMP_DONE;
 	}
+	return COMP_CHECK_SYNDROME;
+}
+
+static enum comp_state
+comp_check_syndrome(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+{
+	(void)psn;
 	switch (droce_aeth_syndrome_kind(syndrome)) {
 	case DROCE_AETH_ACK:
-		complete_upto(qp, psn);
-		break;
+		return COMP_ACK;
 	case DROCE_AETH_RNR_NAK:
-		qp->stats.rnr_naks_rx++;
-		complete_upto(qp, prev);
-		if (qp->state != DROCE_QPS_RTS && qp->state != DROCE_QPS_SQD)
-			return;
-		if (qp->attr.rnr_retry != 7) {
-			if (qp->rnr_left == 0) {
-				fail_head(qp, DROCE_ERR_RNR_RETRY_EXC);
-				return;
-			}
-			qp->rnr_left--;
-		}
-		rewind_to(qp, psn);
-		qp->req_state = DROCE_REQ_RNR_WAIT;
-		qp->rto_deadline = 0;
-		qp->rnr_deadline = qp->eng->now + qp->eng->tsc_hz / 100000 *
-					 rnr_timer_10us[droce_aeth_syndrome_value(syndrome)];
-		break;
+		return COMP_RNR_NAK;
 	case DROCE_AETH_NAK:
-		complete_upto(qp, prev);
-		if (qp->state != DROCE_QPS_RTS && qp->state != DROCE_QPS_SQD)
-			return;
-		if (droce_aeth_syndrome_value(syndrome) == DROCE_NAK_PSN_SEQ_ERR) {
-			qp->stats.seq_naks_rx++;
-			rewind_to(qp, psn);
-		} else {
-			qp->stats.rem_err_naks_rx++;
-			fail_head(qp, droce_err_from_nak(droce_aeth_syndrome_value(syndrome)));
-		}
-		break;
+		return droce_aeth_syndrome_value(syndrome) == DROCE_NAK_PSN_SEQ_ERR ? COMP_SEQ_NAK
+										    : COMP_ERR_NAK;
 	default:
 		qp->eng->stats.seq_drops++;
-		break;
+		return COMP_DONE;
+	}
+}
+
+static enum comp_state
+comp_ack(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+{
+	(void)syndrome;
+	complete_upto(qp, psn);
+	return COMP_DONE;
+}
+
+/* A NAK acknowledges everything before the PSN it names; false when that
+ * moved the QP out of RTS / SQD (a completion found an error). */
+static bool
+comp_nak_retire(struct droce_qp *qp, uint32_t psn)
+{
+	complete_upto(qp, droce_psn_add(psn, DROCE_PSN_MASK));
+	return qp->state == DROCE_QPS_RTS || qp->state == DROCE_QPS_SQD;
+}
+
+static enum comp_state
+comp_rnr_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+{
+	qp->stats.rnr_naks_rx++;
+	if (!comp_nak_retire(qp, psn))
+		return COMP_DONE;
+	if (qp->attr.rnr_retry != 7) {
+		if (qp->rnr_left == 0) {
+			fail_head(qp, DROCE_ERR_RNR_RETRY_EXC);
+			return COMP_DONE;
+		}
+		qp->rnr_left--;
+	}
+	rewind_to(qp, psn);
+	qp->req_state = DROCE_REQ_RNR_WAIT;
+	qp->rto_deadline = 0;
+	qp->rnr_deadline = qp->eng->now + qp->eng->tsc_hz / 100000 *
+				 rnr_timer_10us[droce_aeth_syndrome_value(syndrome)];
+	return COMP_DONE;
+}
+
+static enum comp_state
+comp_seq_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+{
+	(void)syndrome;
+	if (comp_nak_retire(qp, psn)) {
+		qp->stats.seq_naks_rx++;
+		rewind_to(qp, psn);
+	}
+	return COMP_DONE;
+}
+
+static enum comp_state
+comp_err_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+{
+	if (comp_nak_retire(qp, psn)) {
+		qp->stats.rem_err_naks_rx++;
+		fail_head(qp, droce_err_from_nak(droce_aeth_syndrome_value(syndrome)));
+	}
+	return COMP_DONE;
+}
+
+static void
+handle_ack(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+{
+	enum comp_state st = COMP_CHECK_WINDOW;
+
+	while (st != COMP_DONE) {
+		enum comp_state next;
+
+		switch (st) {
+		case COMP_CHECK_WINDOW: next = comp_check_window(qp, psn, syndrome); break;
+		case COMP_CHECK_GHOST: next = comp_check_ghost(qp, psn, syndrome); break;
+		case COMP_CHECK_SYNDROME: next = comp_check_syndrome(qp, psn, syndrome); break;
+		case COMP_ACK: next = comp_ack(qp, psn, syndrome); break;
+		case COMP_RNR_NAK: next = comp_rnr_nak(qp, psn, syndrome); break;
+		case COMP_SEQ_NAK: next = comp_seq_nak(qp, psn, syndrome); break;
+		case COMP_ERR_NAK: next = comp_err_nak(qp, psn, syndrome); break;
+		default: next = COMP_DONE; break;
+		}
+		DP_LOG_DP(DEBUG, "qp %u ack psn %u: %s -> %s", qp->qpn, psn, comp_state_name[st],
+			  comp_state_name[next]);
+		st = next;
 	}
 }
 
@@ -918,62 +1003,189 @@ resp_atomic(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame
 	qp->msn = droce_psn_add(qp->msn, 1);
 }
 
+/*
+ * The responder's receive path as an explicit state machine, in the manner
+ * of Linux rxe's rxe_resp.c: one step function per state, each returning the
+ * next state; RESP_DONE ends the packet.  The states, in the order a good
+ * request passes them:
+ *   CHECK_QP_STATE  RTR/RTS/SQD and no responder error pending, else DONE
+ *   CHECK_PSN       expected PSN: on; ahead: SEQ_NAK; behind: DUPLICATE
+ *   CHECK_RESOURCE  room for a READ/atomic response; a receive WQE for a
+ *                   SEND (or WRITE with immediate), else RNR_NAK
+ *   CHECK_OP_SEQ    FIRST/MIDDLE/LAST order, lengths (seqcheck.c), else
+ *                   ERR_INV_REQ
+ *   EXECUTE         place the SEND / WRITE, queue the READ / atomic response
+ *   ACKNOWLEDGE     an AckReq on a SEND / WRITE arms the coalesced ACK
+ * and the ends SEQ_NAK, DUPLICATE, RNR_NAK and ERR_INV_REQ.
+ */
+enum resp_state {
+	RESP_CHECK_QP_STATE,
+	RESP_CHECK_PSN,
+	RESP_CHECK_RESOURCE,
+	RESP_CHECK_OP_SEQ,
+	RESP_EXECUTE,
+	RESP_ACKNOWLEDGE,
+	RESP_SEQ_NAK,
+	RESP_DUPLICATE,
+	RESP_RNR_NAK,
+	RESP_ERR_INV_REQ,
+	RESP_DONE,
+	RESP_STATE_COUNT
+};
+
+/* For logs (debug level: compiled out of the data path by default). */
+static const char *const resp_state_name[RESP_STATE_COUNT] = {
+	[RESP_CHECK_QP_STATE] = "CHECK_QP_STATE",
+	[RESP_CHECK_PSN] = "CHECK_PSN",
+	[RESP_CHECK_RESOURCE] = "CHECK_RESOURCE",
+	[RESP_CHECK_OP_SEQ] = "CHECK_OP_SEQ",
+	[RESP_EXECUTE] = "EXECUTE",
+	[RESP_ACKNOWLEDGE] = "ACKNOWLEDGE",
+	[RESP_SEQ_NAK] = "SEQ_NAK",
+	[RESP_DUPLICATE] = "DUPLICATE",
+	[RESP_RNR_NAK] = "RNR_NAK",
+	[RESP_ERR_INV_REQ] = "ERR_INV_REQ",
+	[RESP_DONE] = "DONE",
+};
+
+const char *
+droce_rc_resp_state_name(unsigned int state)
+{
+	return state < RESP_STATE_COUNT && resp_state_name[state] ? resp_state_name[state] : NULL;
+}
+
+/* The request being handled. */
+struct resp_pkt {
+	const struct droce_pkt *p;
+	const uint8_t *frame;
+	const struct droce_bth *bth;
+	uint32_t psn, flags;
+};
+
+static enum resp_state
+resp_check_qp_state(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	(void)r;
+	if ((qp->state != DROCE_QPS_RTR && qp->state != DROCE_QPS_RTS && qp->state != DROCE_QPS_SQD) ||
+	    qp->resp_failing)
+		return RESP_DONE;
+	return RESP_CHECK_PSN;
+}
+
+static enum resp_state
+resp_check_psn(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	int32_t d = droce_psn_diff(r->psn, qp->rxseq.epsn);
+
+	if (d > 0)
+		return RESP_SEQ_NAK;
+	if (d < 0)
+		return RESP_DUPLICATE;
+	qp->nak_seq_sent = false;
+	return RESP_CHECK_RESOURCE;
+}
+
+static enum resp_state
+resp_seq_nak(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	(void)r;
+	if (!qp->nak_seq_sent) { /* one NAK per gap */
+		qp->nak_seq_sent = true;
+		qp->stats.seq_naks_tx++;
+		send_nak(qp, DROCE_NAK_PSN_SEQ_ERR, qp->rxseq.epsn);
+	}
+	return RESP_DONE;
+}
+
+static enum resp_state
+resp_check_resource(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	if ((r->flags & (DROCE_OPF_READ | DROCE_OPF_ATOMIC)) &&
+	    qp->rd_resp_count == RTE_DIM(qp->rd_resp)) {
+		/* replayed responses fill the queue: let the requester time out and ask again */
+		qp->eng->stats.seq_drops++;
+		return RESP_DONE;
+	}
+	if (needs_new_rqe(qp, r->flags) && !droce_qp_rq_ready_lc(qp))
+		return RESP_RNR_NAK;
+	return RESP_CHECK_OP_SEQ;
+}
+
+static enum resp_state
+resp_rnr_nak(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	qp->stats.rnr_naks_tx++;
+	send_aeth(qp, droce_aeth_make_syndrome(DROCE_AETH_RNR_NAK, qp->attr.min_rnr_timer), r->psn);
+	return RESP_DONE;
+}
+
+static enum resp_state
+resp_check_op_seq(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	if (droce_seq_rx_check(&qp->rxseq, r->p, r->frame) != DROCE_SEQ_OK)
+		return RESP_ERR_INV_REQ;
+	return RESP_EXECUTE;
+}
+
+static enum resp_state
+resp_execute(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	if (r->flags & DROCE_OPF_SEND)
+		resp_send(qp, r->p, r->frame, r->psn);
+	else if (r->flags & DROCE_OPF_WRITE)
+		resp_write(qp, r->p, r->frame, r->psn);
+	else if (r->flags & DROCE_OPF_READ)
+		resp_read(qp, r->p, r->frame, r->psn);
+	else if (r->flags & DROCE_OPF_ATOMIC)
+		resp_atomic(qp, r->p, r->frame, r->psn);
+	return RESP_ACKNOWLEDGE;
+}
+
+static enum resp_state
+resp_acknowledge(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	if ((r->flags & (DROCE_OPF_SEND | DROCE_OPF_WRITE)) && droce_bth_ackreq(r->bth) &&
+	    qp->state != DROCE_QPS_ERR) {
+		qp->ack_pending = true;
+		qp->ack_psn = r->psn;
+		qp->ack_syndrome = droce_aeth_make_syndrome(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID);
+	}
+	return RESP_DONE;
+}
+
 static void
 responder_rx(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame)
 {
 	const struct droce_bth *bth = droce_pkt_bth(p, frame);
-	uint32_t psn = droce_bth_psn(bth), flags = p->info->flags;
-	int32_t d;
-	enum droce_seq_verdict v;
+	const struct resp_pkt r = { .p = p, .frame = frame, .bth = bth,
+				    .psn = droce_bth_psn(bth), .flags = p->info->flags };
+	enum resp_state st = RESP_CHECK_QP_STATE;
 
-	if ((qp->state != DROCE_QPS_RTR && qp->state != DROCE_QPS_RTS && qp->state != DROCE_QPS_SQD) ||
-	    qp->resp_failing)
-		return;
-	d = droce_psn_diff(psn, qp->rxseq.epsn);
-	if (d > 0) {
-		if (!qp->nak_seq_sent) {
-			qp->nak_seq_sent = true;
-			qp->stats.seq_naks_tx++;
-			send_nak(qp, DROCE_NAK_PSN_SEQ_ERR, qp->rxseq.epsn);
+	while (st != RESP_DONE) {
+		enum resp_state next;
+
+		switch (st) {
+		case RESP_CHECK_QP_STATE: next = resp_check_qp_state(qp, &r); break;
+		case RESP_CHECK_PSN: next = resp_check_psn(qp, &r); break;
+		case RESP_CHECK_RESOURCE: next = resp_check_resource(qp, &r); break;
+		case RESP_CHECK_OP_SEQ: next = resp_check_op_seq(qp, &r); break;
+		case RESP_EXECUTE: next = resp_execute(qp, &r); break;
+		case RESP_ACKNOWLEDGE: next = resp_acknowledge(qp, &r); break;
+		case RESP_SEQ_NAK: next = resp_seq_nak(qp, &r); break;
+		case RESP_DUPLICATE:
+			resp_duplicate(qp, p, frame, r.psn);
+			next = RESP_DONE;
+			break;
+		case RESP_RNR_NAK: next = resp_rnr_nak(qp, &r); break;
+		case RESP_ERR_INV_REQ:
+			resp_error(qp, DROCE_ERR_REM_INV_REQ, r.psn);
+			next = RESP_DONE;
+			break;
+		default: next = RESP_DONE; break;
 		}
-		return;
-	}
-	if (d < 0) {
-		resp_duplicate(qp, p, frame, psn);
-		return;
-	}
-	qp->nak_seq_sent = false;
-	if ((flags & (DROCE_OPF_READ | DROCE_OPF_ATOMIC)) && qp->rd_resp_count == RTE_DIM(qp->rd_resp)) {
-		/* replayed responses fill the queue: let the requester time out and ask again */
-		qp->eng->stats.seq_drops++;
-		return;
-	}
-	if (needs_new_rqe(qp, flags)) {
-		if (!droce_qp_rq_ready_lc(qp)) {
-			qp->stats.rnr_naks_tx++;
-			send_aeth(qp, droce_aeth_make_syndrome(DROCE_AETH_RNR_NAK, qp->attr.min_rnr_timer),
-				  psn);
-			return;
-		}
-	}
-	v = droce_seq_rx_check(&qp->rxseq, p, frame);
-	if (v != DROCE_SEQ_OK) {
-		resp_error(qp, DROCE_ERR_REM_INV_REQ, psn);
-		return;
-	}
-	if (flags & DROCE_OPF_SEND)
-		resp_send(qp, p, frame, psn);
-	else if (flags & DROCE_OPF_WRITE)
-		resp_write(qp, p, frame, psn);
-	else if (flags & DROCE_OPF_READ)
-		resp_read(qp, p, frame, psn);
-	else if (flags & DROCE_OPF_ATOMIC)
-		resp_atomic(qp, p, frame, psn);
-	if ((flags & (DROCE_OPF_SEND | DROCE_OPF_WRITE)) && droce_bth_ackreq(bth) &&
-	    qp->state != DROCE_QPS_ERR) {
-		qp->ack_pending = true;
-		qp->ack_psn = psn;
-		qp->ack_syndrome = droce_aeth_make_syndrome(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID);
+		DP_LOG_DP(DEBUG, "qp %u psn %u: %s -> %s", qp->qpn, r.psn, resp_state_name[st],
+			  resp_state_name[next]);
+		st = next;
 	}
 }
 

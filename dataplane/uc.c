@@ -75,38 +75,15 @@ send_wqe(struct droce_qp *qp, uint32_t idx, unsigned int budget, bool *whole)
 {
 	const struct droce_wqe *w = droce_qp_wqe(qp, idx);
 	struct droce_swqe *s = droce_qp_swqe(qp, idx);
-	uint32_t pmtu = qp->attr.pmtu;
-	struct droce_pkt_fields f;
 	unsigned int n = 0;
 
 	*whole = false;
 	while (n < budget) {
-		uint32_t len = RTE_MIN(pmtu, w->length - s->sent);
-		bool first = s->sent_pkts == 0, last = s->sent + len == w->length;
-		struct rte_mbuf *m;
-		uint8_t *payload;
+		bool last;
 
-		memset(&f, 0, sizeof(f));
-		f.opcode = droce_xport_request_opcode(w, first, last, DROCE_TRANSPORT_UC);
-		f.dqpn = qp->attr.dest_qpn;
-		f.psn = droce_psn_add(s->first_psn, s->sent_pkts);
-		f.se = last && (w->flags & DROCE_WQE_SOLICITED);
-		f.imm = w->imm;
-		f.reth.va = w->remote_addr;
-		f.reth.rkey = w->rkey;
-		f.reth.len = w->length;
-		m = droce_xport_pkt_alloc_lc(qp, &f, len, &payload);
-		if (m == NULL)
-			break;
-		if (!droce_xport_gather_lc(qp, w, s->sent, payload, len)) {
-			/* the MR went away under the WQE */
-			rte_pktmbuf_free(m);
-			s->err = DROCE_ERR_LOC_PROT;
-			break;
-		}
-		droce_xport_pkt_send_lc(qp, m, len);
-		s->sent += len;
-		s->sent_pkts++;
+		if (droce_xport_send_segment_lc(qp, w, s, DROCE_TRANSPORT_UC, 0, &last) !=
+		    DROCE_XPORT_TX_SENT)
+			break; /* no mbuf; or s->err */
 		n++;
 		if (last) {
 			*whole = true;

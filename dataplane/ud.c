@@ -67,8 +67,6 @@ send_one(struct droce_qp *qp, uint32_t idx)
 {
 	const struct droce_wqe *w = droce_qp_wqe(qp, idx);
 	struct droce_pkt_fields f;
-	struct rte_mbuf *m;
-	uint8_t *payload;
 
 	if ((w->opcode != DROCE_WR_SEND && w->opcode != DROCE_WR_SEND_WITH_IMM) || w->ah == NULL) {
 		/* verbs_api lets only these through; a raw dp.h caller may not */
@@ -96,15 +94,15 @@ send_one(struct droce_qp *qp, uint32_t idx)
 	f.imm = w->imm;
 	f.deth.qkey = (w->remote_qkey & QKEY_USE_QP) ? qp->attr.qkey : w->remote_qkey;
 	f.deth.src_qp = qp->qpn;
-	m = droce_xport_pkt_alloc_lc(qp, &f, w->length, &payload);
-	if (m == NULL)
+	switch (droce_xport_send_data_lc(qp, w, &f, 0, w->length)) {
+	case DROCE_XPORT_TX_NOMBUF:
 		return false;
-	if (!droce_xport_gather_lc(qp, w, 0, payload, w->length)) {
-		rte_pktmbuf_free(m);
+	case DROCE_XPORT_TX_PROT:
 		fail_head(qp, DROCE_ERR_LOC_PROT);
 		return true;
+	case DROCE_XPORT_TX_SENT:
+		break;
 	}
-	droce_xport_pkt_send_lc(qp, m, w->length);
 	qp->psn_next = droce_psn_add(qp->psn_next, 1);
 	droce_qp_complete_send_lc(qp, DROCE_WC_SUCCESS);
 	return true;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Helpers every transport (rc.c, uc.c, ud.c) shares: memory key checks,
- * gather / scatter through SGE lists, building and sending one packet, and
- * the request opcode of a segment.  Static inline so that moving them here
+ * gather / scatter through SGE lists, building and sending one packet, the
+ * request opcode of a segment, and the request builder (one data packet of a
+ * WQE; the next segment of a SEND / WRITE).  Static inline so that moving them here
  * out of rc.c changed nothing on the RC fast path.  Engine-side only.
  */
 #ifndef DROCE_XPORT_H
@@ -191,6 +192,76 @@ droce_xport_request_opcode(const struct droce_wqe *w, bool first, bool last,
 			op = DROCE_OP_SEND_MIDDLE;
 	}
 	return DROCE_OPC(transport, op);
+}
+
+/* ---- the request builder RC, UC and UD share ---- */
+
+enum droce_xport_tx {
+	DROCE_XPORT_TX_SENT,   /* queued */
+	DROCE_XPORT_TX_NOMBUF, /* nothing built: the pool is empty, try again later */
+	DROCE_XPORT_TX_PROT,   /* the gather failed (an lkey or the MR went away) */
+};
+
+/*
+ * One packet of WQE @w: the header template and @f (the caller's opcode,
+ * PSN, destination and extended headers), @len payload bytes gathered from
+ * the WQE's SGEs at message offset @off, padded, ICRC'd and queued.
+ */
+static inline enum droce_xport_tx
+droce_xport_send_data_lc(struct droce_qp *qp, const struct droce_wqe *w,
+			 struct droce_pkt_fields *f, uint32_t off, uint32_t len)
+{
+	uint8_t *payload;
+	struct rte_mbuf *m = droce_xport_pkt_alloc_lc(qp, f, len, &payload);
+
+	if (m == NULL)
+		return DROCE_XPORT_TX_NOMBUF;
+	if (!droce_xport_gather_lc(qp, w, off, payload, len)) {
+		rte_pktmbuf_free(m);
+		return DROCE_XPORT_TX_PROT;
+	}
+	droce_xport_pkt_send_lc(qp, m, len);
+	return DROCE_XPORT_TX_SENT;
+}
+
+/*
+ * The next segment of SEND / WRITE WQE @w on RC or UC (@transport): at most
+ * a path MTU of payload from where @s stands, the opcode for its place in the
+ * message, PSN first_psn + sent_pkts, SE on the last, immediate, IETH, RETH;
+ * AckReq on the last and on every @ackreq_every-th packet (0: never, UC).
+ * On SENT @s->sent and @s->sent_pkts move on and *@last says whether the
+ * message is all out; on PROT @s->err is LOC_PROT.
+ */
+static inline enum droce_xport_tx
+droce_xport_send_segment_lc(struct droce_qp *qp, const struct droce_wqe *w,
+			    struct droce_swqe *s, enum droce_transport transport,
+			    uint32_t ackreq_every, bool *last)
+{
+	uint32_t len = RTE_MIN(qp->attr.pmtu, w->length - s->sent);
+	bool first = s->sent_pkts == 0;
+	struct droce_pkt_fields f;
+	enum droce_xport_tx rc;
+
+	*last = s->sent + len == w->length;
+	memset(&f, 0, sizeof(f));
+	f.opcode = droce_xport_request_opcode(w, first, *last, transport);
+	f.dqpn = qp->attr.dest_qpn;
+	f.psn = droce_psn_add(s->first_psn, s->sent_pkts);
+	f.ackreq = ackreq_every && (*last || (s->sent_pkts + 1) % ackreq_every == 0);
+	f.se = *last && (w->flags & DROCE_WQE_SOLICITED);
+	f.imm = w->imm;
+	f.ieth_rkey = w->invalidate_rkey;
+	f.reth.va = w->remote_addr;
+	f.reth.rkey = w->rkey;
+	f.reth.len = w->length;
+	rc = droce_xport_send_data_lc(qp, w, &f, s->sent, len);
+	if (rc == DROCE_XPORT_TX_SENT) {
+		s->sent += len;
+		s->sent_pkts++;
+	} else if (rc == DROCE_XPORT_TX_PROT) {
+		s->err = DROCE_ERR_LOC_PROT; /* the MR went away under the WQE */
+	}
+	return rc;
 }
 
 /* The largest IB MTU (256..4096 bytes) whose packets fit an IP MTU of @ip_mtu

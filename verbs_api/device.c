@@ -53,8 +53,7 @@ droce_verbs_runtime_up(void)
 		int e = droce_engines_start();
 
 		if (e != 0) {
-			if (e > 0)
-				errno = e; /* else -1 with errno set */
+			errno = e;
 			rc = -1;
 			goto out;
 		}

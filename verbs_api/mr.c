@@ -165,11 +165,10 @@ ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t iova,
 	mr->dmr.length = length;
 	mr->dmr.access = access & ACCESS_RIGHTS;
 	mr->dmr.pd_id = pd->id;
-	if (droce_mr_register(&mr->dmr) != 0) {
-		int e = errno ? errno : ENOMEM;
-
+	err = droce_mr_register(&mr->dmr);
+	if (err != 0) {
 		free(mr);
-		errno = e;
+		errno = err;
 		return NULL;
 	}
 	atomic_fetch_add(&pd->users, 1);

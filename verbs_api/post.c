@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * ibv_post_send / ibv_post_recv: validation as ibv_post_send(3) and
- * ibv_post_recv(3) describe it, then one WQE / RQE per WR to the dataplane.
- * Processing stops at the first WR that fails; *bad_wr points to it and the
+ * ibv_post_recv(3) describe it, each WR encoded straight into its queue slot,
+ * one post lock and one doorbell per list.  Processing stops at the first WR
+ * that fails; the ones before it are posted, *bad_wr points to it and the
  * errno is returned.  lkeys and SGE bounds are the engine's to check when it
  * executes the WR (IBV_WC_LOC_PROT_ERR), as on hardware.
  *
@@ -161,27 +162,51 @@ droce_verbs_encode_send(const struct droce_vqp *q, const struct ibv_send_wr *wr,
 	return 0;
 }
 
+/*
+ * The whole list under one post lock and one doorbell: each WR is validated
+ * and encoded straight into its send-queue slot (droce_qp_sq_begin,
+ * droce_sq_batch_slot, droce_qp_sq_commit, as the ibv_wr_* builder does), no
+ * intermediate droce_wqe.  At the first WR that fails, the ones before it are published and rung, the
+ * failing one and the rest are not, and *bad_wr points at it
+ * (ibv_post_send(3)).
+ */
 int
 droce_verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad_wr)
 {
 	struct droce_vqp *q = (struct droce_vqp *)qp;
-	struct droce_wqe wqe;
+	struct ibv_send_wr *const list = wr;
 	int state = droce_vqp_state(q);
+	struct droce_sq_batch b;
+	uint32_t n = 0;
+	int rc = 0, bell;
 
-	for (; wr != NULL; wr = wr->next) {
-		int rc;
+	if (wr == NULL)
+		return 0;
+	/* RESET, INIT and RTR cannot send; SQD queues, SQE and ERR flush */
+	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT || state == IBV_QPS_RTR) {
+		*bad_wr = wr;
+		return EINVAL;
+	}
+	droce_qp_sq_begin(q->dqp, &b); /* takes the post lock */
+	for (; wr != NULL; wr = wr->next, n++) {
+		struct droce_wqe *slot = droce_sq_batch_slot(&b, b.first + n);
 
-		/* RESET, INIT and RTR cannot send; SQD queues, SQE and ERR flush */
-		if (state == IBV_QPS_RESET || state == IBV_QPS_INIT || state == IBV_QPS_RTR)
-			rc = EINVAL;
-		else
-			rc = droce_verbs_encode_send(q, wr, &wqe);
-		if (rc == 0)
-			rc = droce_qp_post_send(q->dqp, &wqe); /* ENOMEM: send queue full */
-		if (rc != 0) {
-			*bad_wr = wr;
-			return rc;
+		if (slot == NULL) {
+			rc = ENOMEM; /* send queue full */
+			break;
 		}
+		rc = droce_verbs_encode_send(q, wr, slot);
+		if (rc != 0)
+			break; /* the slot is not published: its half-written bytes are dead */
+	}
+	bell = droce_qp_sq_commit(q->dqp, n); /* publishes n slots, unlocks, one doorbell */
+	if (rc != 0) {
+		*bad_wr = wr;
+		return rc;
+	}
+	if (bell != 0) {
+		*bad_wr = list; /* no doorbell: none of them is known to run */
+		return bell;
 	}
 	return 0;
 }
@@ -208,26 +233,41 @@ droce_verbs_encode_recv(const struct droce_vqp *q, const struct ibv_recv_wr *wr,
 	return 0;
 }
 
+/* As droce_verbs_post_send: one lock and one doorbell for the whole list. */
 int
 droce_verbs_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad_wr)
 {
 	struct droce_vqp *q = (struct droce_vqp *)qp;
-	struct droce_rqe rqe;
-	int state = droce_vqp_state(q);
+	struct ibv_recv_wr *const list = wr;
+	uint32_t first, n = 0;
+	int rc = 0, bell;
 
-	if (qp->srq != NULL && wr != NULL) {
-		*bad_wr = wr; /* its receive WQEs go to the SRQ (ibv_post_srq_recv) */
+	if (wr == NULL)
+		return 0;
+	if (qp->srq != NULL || droce_vqp_state(q) == IBV_QPS_RESET) {
+		*bad_wr = wr; /* an SRQ QP's receive WQEs go to the SRQ (ibv_post_srq_recv) */
 		return EINVAL;
 	}
-	for (; wr != NULL; wr = wr->next) {
-		int rc = state == IBV_QPS_RESET ? EINVAL : droce_verbs_encode_recv(q, wr, &rqe);
+	first = droce_qp_rq_begin(q->dqp); /* takes the post lock */
+	for (; wr != NULL; wr = wr->next, n++) {
+		struct droce_rqe *slot = droce_qp_rq_slot(q->dqp, first + n);
 
-		if (rc == 0)
-			rc = droce_qp_post_recv(q->dqp, &rqe); /* ENOMEM: receive queue full */
-		if (rc != 0) {
-			*bad_wr = wr;
-			return rc;
+		if (slot == NULL) {
+			rc = ENOMEM; /* receive queue full */
+			break;
 		}
+		rc = droce_verbs_encode_recv(q, wr, slot);
+		if (rc != 0)
+			break;
+	}
+	bell = droce_qp_rq_commit(q->dqp, n);
+	if (rc != 0) {
+		*bad_wr = wr;
+		return rc;
+	}
+	if (bell != 0) {
+		*bad_wr = list;
+		return bell;
 	}
 	return 0;
 }

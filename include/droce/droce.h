@@ -38,6 +38,26 @@ const struct droce_config *droce_get_config(void);
 /* The packet mempool all ports receive into and the dataplane builds in. */
 struct rte_mempool *droce_pktmbuf_pool(void);
 
+/* Limits of droce's verbs: what ibv_query_device() reports for them, and
+ * those it has no field for (inline data). */
+#define DROCE_MAX_QP_WR 8192     /* work requests per send or receive queue */
+#define DROCE_MAX_INLINE 256     /* IBV_SEND_INLINE bytes per WR */
+#define DROCE_MAX_RD_ATOMIC 16   /* READs / atomics outstanding per QP, each way */
+
+/*
+ * Co-located engines (the default): one pass of every engine no other thread
+ * is driving right now.  ibv_poll_cq, ibv_post_send and droce's blocking calls
+ * do this already; a program that waits on something else (a socket, its own
+ * flag) and wants its QPs to move meanwhile calls it in its loop.  Any thread;
+ * nothing in dedicated mode.
+ */
+void droce_progress(void);
+
+/* The calling thread is about to block outside droce (a read() on a socket,
+ * a condition variable): the fallback progress thread takes the engines over
+ * now rather than after [engines] fallback_us. */
+void droce_progress_blocking(void);
+
 /* Ports, indexed as in the config (port0 = 0). */
 unsigned int droce_port_count(void);
 struct droce_port *droce_port_get(unsigned int index);

@@ -55,7 +55,7 @@ rcm_wait_event(struct rdma_event_channel *ch, int timeout_ms)
 			errno = ETIMEDOUT;
 			return NULL;
 		}
-		droce_engines_progress();
+		droce_progress();
 		poll(&pfd, 1, 1);
 	}
 }

@@ -7,8 +7,6 @@
 #include <string.h>
 #include <time.h>
 
-#include "dataplane/dp.h"
-
 #include "srq_common.h"
 
 void
@@ -118,7 +116,7 @@ s_async(struct ibv_context *ctx, struct ibv_async_event *ev, unsigned int ms, bo
 			cr_assert_eq(errno, EAGAIN, "ibv_get_async_event: %s", strerror(errno));
 		}
 		if (drive)
-			droce_engines_progress(); /* co-located engines owned by this thread */
+			droce_progress(); /* co-located engines owned by this thread */
 		if (tc_now_ms() > end)
 			break;
 	}

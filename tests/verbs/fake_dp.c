@@ -166,8 +166,7 @@ droce_mr_register(struct droce_mr *mr)
 {
 	if (fake_fail_next_create) {
 		fake_fail_next_create = 0;
-		errno = ENOMEM;
-		return -1;
+		return ENOMEM; /* dp.h: 0 or a positive errno */
 	}
 	mr->lkey = next_key;
 	mr->rkey = next_key | 0x80000000u;
@@ -417,11 +416,11 @@ droce_qp_sq_begin(struct droce_qp *qp, struct droce_sq_batch *b)
 	uint32_t size = qp->caps.max_send_wr ? qp->caps.max_send_wr : 1;
 
 	qp->in_batch = true;
-	/* the fake's slots: batch[idx % 8]; room for min(size, 8) */
-	qp->batch_retired = qp->sq_posted - (size < 8 ? 8 - size : 0) - (qp->sq_posted - qp->sq_retired);
+	/* the fake's slots: batch[idx % FAKE_BATCH]; room for min(size, FAKE_BATCH) */
+	qp->batch_retired = qp->sq_posted - (size < FAKE_BATCH ? FAKE_BATCH - size : 0) - (qp->sq_posted - qp->sq_retired);
 	b->wqe0 = (uint8_t *)&qp->batch[0];
 	b->stride = sizeof(qp->batch[0]);
-	b->size = 8;
+	b->size = FAKE_BATCH;
 	b->retired = &qp->batch_retired;
 	b->first = qp->sq_posted;
 }
@@ -430,7 +429,7 @@ int
 droce_qp_sq_commit(struct droce_qp *qp, uint32_t n)
 {
 	if (n)
-		qp->last_wqe = qp->batch[(qp->sq_posted + n - 1) % 8];
+		qp->last_wqe = qp->batch[(qp->sq_posted + n - 1) % FAKE_BATCH];
 	qp->sq_posted += n;
 	qp->in_batch = false;
 	qp->n_commits++;
@@ -453,6 +452,34 @@ droce_qp_post_recv(struct droce_qp *qp, const struct droce_rqe *rqe)
 	memcpy(&qp->last_rqe, rqe, offsetof(struct droce_rqe, sge) +
 	       rqe->num_sge * sizeof(rqe->sge[0]));
 	qp->rq_posted++;
+	return 0;
+}
+
+uint32_t
+droce_qp_rq_begin(struct droce_qp *qp)
+{
+	qp->in_rbatch = true;
+	return qp->rq_posted;
+}
+
+struct droce_rqe *
+droce_qp_rq_slot(struct droce_qp *qp, uint32_t idx)
+{
+	uint32_t size = qp->caps.max_recv_wr ? qp->caps.max_recv_wr : 1;
+
+	if (idx - qp->rq_retired >= size || idx - qp->rq_posted >= FAKE_BATCH)
+		return NULL;
+	return &qp->rbatch[idx % FAKE_BATCH];
+}
+
+int
+droce_qp_rq_commit(struct droce_qp *qp, uint32_t n)
+{
+	if (n)
+		qp->last_rqe = qp->rbatch[(qp->rq_posted + n - 1) % FAKE_BATCH];
+	qp->rq_posted += n;
+	qp->in_rbatch = false;
+	qp->n_commits++;
 	return 0;
 }
 

@@ -29,6 +29,9 @@ struct droce_cq {
 	struct droce_cqe ring[FAKE_CQ_MAX];
 };
 
+/* WRs one post list (or ibv_wr_* batch) may hold in the fake: more is ENOMEM */
+#define FAKE_BATCH 64
+
 struct droce_qp {
 	enum droce_qp_type type;
 	struct droce_qp_caps caps;
@@ -38,11 +41,13 @@ struct droce_qp {
 	uint32_t qpn;
 	uint32_t sq_posted, sq_retired, rq_posted, rq_retired;
 	struct droce_wqe last_wqe;
-	struct droce_wqe batch[8];     /* the builder's slots (index % 8) */
+	struct droce_wqe batch[FAKE_BATCH]; /* the builder's and ibv_post_send's slots (index % FAKE_BATCH) */
 	bool in_batch;                 /* between droce_qp_sq_begin and commit/cancel */
 	uint32_t batch_retired;        /* what droce_sq_batch_slot sees as retired */
 	unsigned int n_commits;
 	struct droce_rqe last_rqe;
+	struct droce_rqe rbatch[FAKE_BATCH]; /* slots of droce_qp_rq_slot */
+	bool in_rbatch;
 	unsigned int n_mods;
 	struct droce_qp_mod last_mod;
 };

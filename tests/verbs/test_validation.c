@@ -1477,6 +1477,70 @@ Test(post, empty_list)
 	cr_assert_eq(bad, (struct ibv_send_wr *)0x1, "bad_wr untouched on success");
 }
 
+/* A post list is one lock round and one doorbell (one commit), each WR encoded
+ * in its own slot; a failing WR ends the list with the ones before it posted. */
+Test(post, one_doorbell_per_list)
+{
+	struct ibv_qp *qp = rts_qp(IBV_QPT_RC, 8, 1, 16, 0);
+	static char buf[64];
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 8, .lkey = 5 };
+	struct ibv_send_wr w[4], *bad = NULL;
+	struct ibv_recv_wr r[4], *rbad = NULL;
+	unsigned int commits = dqp(qp)->n_commits;
+
+	for (int i = 0; i < 4; i++) {
+		w[i] = send_wr(10 + i, IBV_WR_SEND, &sge, 1);
+		w[i].next = i < 3 ? &w[i + 1] : NULL;
+		r[i] = (struct ibv_recv_wr){ .wr_id = 20 + i, .sg_list = &sge, .num_sge = 1,
+					     .next = i < 3 ? &r[i + 1] : NULL };
+	}
+	memcpy(buf, "inline!!", 8);
+	w[3].send_flags = IBV_SEND_INLINE;
+	cr_assert_eq(ibv_post_send(qp, w, &bad), 0);
+	cr_assert_eq(dqp(qp)->sq_posted, 4);
+	cr_assert_eq(dqp(qp)->n_commits, commits + 1, "one doorbell for 4 WRs");
+	cr_assert_not(dqp(qp)->in_batch, "the post lock is released");
+	/* each WR went to its own slot, the inline bytes copied into the last */
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(dqp(qp)->batch[i].wr_id, (uint64_t)(10 + i));
+	cr_assert_eq(dqp(qp)->batch[3].flags & DROCE_WQE_INLINE, DROCE_WQE_INLINE);
+	cr_assert_eq(memcmp(dqp(qp)->batch[3].inline_data, "inline!!", 8), 0);
+	cr_assert_eq(dqp(qp)->batch[2].num_sge, 1);
+	cr_assert_eq(dqp(qp)->batch[2].sge[0].lkey, 5);
+
+	/* a bad opcode third: two posted in one commit, bad_wr at the third */
+	w[2].opcode = IBV_WR_TSO;
+	commits = dqp(qp)->n_commits;
+	cr_assert_eq(ibv_post_send(qp, w, &bad), EINVAL);
+	cr_assert_eq(bad, &w[2]);
+	cr_assert_eq(dqp(qp)->sq_posted, 6);
+	cr_assert_eq(dqp(qp)->n_commits, commits + 1);
+	cr_assert_eq(dqp(qp)->last_wqe.wr_id, 11);
+	cr_assert_not(dqp(qp)->in_batch);
+	/* a bad first WR: nothing posted, the lock still released */
+	cr_assert_eq(ibv_post_send(qp, &w[2], &bad), EINVAL);
+	cr_assert_eq(bad, &w[2]);
+	cr_assert_eq(dqp(qp)->sq_posted, 6);
+	cr_assert_not(dqp(qp)->in_batch);
+
+	/* receives: the same, and ENOMEM in the middle when the queue fills */
+	commits = dqp(qp)->n_commits;
+	cr_assert_eq(ibv_post_recv(qp, r, &rbad), 0);
+	cr_assert_eq(dqp(qp)->rq_posted, 4);
+	cr_assert_eq(dqp(qp)->n_commits, commits + 1);
+	cr_assert_not(dqp(qp)->in_rbatch);
+	for (int i = 0; i < 4; i++)
+		cr_assert_eq(dqp(qp)->rbatch[i].wr_id, (uint64_t)(20 + i));
+	cr_assert_eq(ibv_post_recv(qp, r, &rbad), 0);
+	cr_assert_eq(dqp(qp)->rq_posted, 8);
+	fake_qp_retire(dqp(qp), 0, 2);
+	cr_assert_eq(ibv_post_recv(qp, r, &rbad), ENOMEM);
+	cr_assert_eq(rbad, &r[2], "the queue held two more");
+	cr_assert_eq(dqp(qp)->rq_posted, 10);
+	cr_assert_eq(dqp(qp)->last_rqe.wr_id, 21);
+	cr_assert_not(dqp(qp)->in_rbatch);
+}
+
 /* ================= the ibv_wr_* builder encodes as ibv_post_send ================= */
 
 /* The fields of the WQE the engine reads. */
@@ -1519,7 +1583,9 @@ both_ways(struct ibv_qp *qp, struct ibv_send_wr *w, void (*build)(struct ibv_qp_
 	x->wr_flags = w->send_flags;
 	build(x);
 	cr_assert_eq(ibv_wr_complete(x), 0, "%s: ibv_wr_complete", what);
-	cr_assert_eq(dqp(qp)->n_commits, commits + 1);
+	/* one commit for ibv_post_send's list (it posts through the same batch
+	 * calls), one for the builder's batch */
+	cr_assert_eq(dqp(qp)->n_commits, commits + 2);
 	cr_assert(!dqp(qp)->in_batch, "%s: post lock released", what);
 	same_wqe(&old, &dqp(qp)->last_wqe, what);
 	fake_qp_retire(dqp(qp), 2, 0);

@@ -1,0 +1,317 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * droce-perf: The bandwidth run (one process): -t outstanding per QP, CQ moderation,
+ * post lists, peak and average rates, UC/UD arrivals and losses.
+ */
+#include "perf.h"
+
+/* ---- bandwidth ---- */
+
+
+/* Best rate over any stretch of the run holding at least @min_msgs messages
+ * (a sixteenth of them, and at least one CQ moderation round of every QP). */
+double
+peak_bw(const struct peak_point *pt, size_t n, uint64_t size, uint64_t min_msgs)
+{
+	double best = 0;
+	size_t j = 0;
+
+	if (n < 2)
+		return 0;
+	if (min_msgs < (pt[n - 1].msgs - pt[0].msgs) / 16)
+		min_msgs = (pt[n - 1].msgs - pt[0].msgs) / 16;
+	for (size_t i = 0; i < n; i++) {
+		uint64_t dt;
+		double bw;
+
+		if (j <= i)
+			j = i + 1;
+		while (j < n && pt[j].msgs - pt[i].msgs < min_msgs)
+			j++;
+		if (j >= n)
+			break;
+		dt = pt[j].tsc - pt[i].tsc;
+		if (dt == 0)
+			continue;
+		bw = (double)(pt[j].msgs - pt[i].msgs) * (double)size / secs(dt);
+		if (bw > best)
+			best = bw;
+	}
+	return best;
+}
+
+/*
+ * UC and UD on the loopback: the receiving side is in this process, so the
+ * run follows what arrives there (SEND: receive completions; UC WRITE with
+ * --check: the verified responder memory), not only what was sent.
+ */
+bool
+track_arrivals(void)
+{
+	return o.qpt != IBV_QPT_RC && !R.two &&
+	       (o.verb == V_SEND || (o.verb == V_WRITE && o.check));
+}
+
+/* Messages of @p that arrived or are known lost. */
+uint64_t
+resolved(const struct pair *p)
+{
+	return o.verb == V_SEND ? p->recv_seen[1] + p->lost[1] : p->checked;
+}
+
+uint64_t
+msgs_sent(void)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < o.qps; i++)
+		n += R.p[i].posted;
+	return n;
+}
+
+/* No arrival for this long: what is still out is lost (UC/UD). */
+uint64_t
+quiet_cycles(void)
+{
+	return (uint64_t)(fmin(DRAIN_QUIET, o.timeout / 2) * (double)tsc_hz);
+}
+
+
+bool
+sender_idle(const struct pair *p, uint64_t window)
+{
+	uint64_t n = RTE_MIN((uint64_t)o.post_list, p->target - p->posted);
+
+	return p->posted >= p->target || p->posted - p->completed + n > R.depth ||
+	       (p->posted > resolved(p) && p->posted - resolved(p) + n > window);
+}
+
+/* UC/UD, loopback: nothing arrived on @p for a while: its messages still
+ * out will not come (the receiver keeps counting if one does). */
+void
+give_up_on(struct pair *p, uint32_t pi, uint64_t now)
+{
+	if (o.verb == V_SEND) {
+		if (p->posted > resolved(p))
+			p->lost[1] += p->posted - resolved(p);
+		if (p->next_seq[1] < p->posted) {
+			/* if one comes after all: see check_received */
+			if (!p->gave_up)
+				p->late_from = p->next_seq[1];
+			p->gave_up = true;
+			p->next_seq[1] = p->posted;
+		}
+	} else {
+		uc_write_verify(p, pi, true, now);
+	}
+	p->last_arrival = now;
+}
+
+void
+run_bw(uint64_t size)
+{
+	struct ibv_send_wr wr[1024];
+	struct ibv_sge sge[1024];
+	struct peak_point *pt;
+	size_t npt = 0, npt_full = 0, cap;
+	struct watch w;
+	struct result r = { .bytes = size };
+	uint64_t per_qp = o.duration > 0 ? UINT64_MAX : o.iters;
+	uint64_t dur = (uint64_t)(o.duration * (double)tsc_hz);
+	uint64_t last_done = 0, total = 0, msgs_want;
+	bool stopping = o.duration == 0;
+	bool track = track_arrivals();
+	/* UC/UD send_bw: the figures are what the receiver got, as perftest's */
+	bool count_rx = track && o.verb == V_SEND;
+	uint64_t quiet = quiet_cycles(), quiet_fast = (uint64_t)(IDLE_SECONDS * (double)tsc_hz);
+	/* in flight per QP: SENDs no more than the receives posted; UC WRITEs
+	 * (--check) no more than the slots */
+	uint64_t window = o.verb == V_SEND ? R.nrecv : R.depth;
+
+	cap = o.duration > 0 ? MAX_PEAK_POINTS :
+	      count_rx ? (size_t)(o.iters * o.qps + 2) :
+			       (size_t)(o.iters * o.qps / R.cq_mod + o.qps + 2);
+	if (cap > MAX_PEAK_POINTS)
+		cap = MAX_PEAK_POINTS;
+	pt = malloc(cap * sizeof(*pt));
+	if (pt == NULL)
+		fail("out of memory");
+	for (uint32_t i = 0; i < o.qps; i++)
+		R.p[i].target = per_qp;
+	msgs_want = per_qp == UINT64_MAX ? UINT64_MAX : per_qp * o.qps;
+
+	watch_start(&w);
+	R.last_recv = w.start;
+	for (uint32_t i = 0; i < o.qps; i++)
+		R.p[i].last_arrival = w.start;
+	pt[npt++] = (struct peak_point){ w.start, 0 };
+	for (;;) {
+		bool done = true;
+		uint64_t now;
+		int got;
+
+		/* post */
+		for (uint32_t i = 0; i < o.qps; i++) {
+			struct pair *p = &R.p[i];
+
+			while (p->posted < p->target) {
+				uint64_t left = p->target - p->posted;
+				uint32_t n = left < o.post_list ? (uint32_t)left : o.post_list;
+				struct ibv_send_wr *bad = NULL;
+				int rc;
+
+				if (p->posted - p->completed + n > R.depth)
+					break;
+				if (track && p->posted > resolved(p) &&
+				    p->posted - resolved(p) + n > window)
+					break;
+				for (uint32_t j = 0; j < n; j++) {
+					uint64_t seq = p->posted + j;
+					bool sig = (seq + 1) % R.cq_mod == 0 || seq + 1 == p->target;
+
+					if (o.check)
+						check_prepare(p, i, 0, seq);
+					make_wr(&wr[j], &sge[j], p, i, 0, seq, sig);
+					wr[j].next = j + 1 < n ? &wr[j + 1] : NULL;
+				}
+				rc = post_send(p->qp[0], wr, &bad);
+				if (rc == ENOMEM) {
+					/* send queue full: post what went, retry after polling */
+					p->posted += (uint64_t)(bad - wr);
+					break;
+				}
+				if (rc != 0)
+					fail("ibv_post_send (QP pair %u, message %" PRIu64 "): %s", i,
+					     p->posted + (uint64_t)(bad ? bad - wr : 0), strerror(rc));
+				p->posted += n;
+			}
+		}
+
+		if (count_rx && stopping && npt_full == 0) {
+			bool all = true;
+
+			for (uint32_t i = 0; i < o.qps && all; i++)
+				all = R.p[i].posted >= R.p[i].target;
+			if (all)
+				npt_full = npt;
+		}
+
+		/* complete */
+		got = poll_side(0);
+		if (o.verb == V_SEND && !R.two)
+			got += poll_side(1);
+		now = rte_rdtsc();
+		if (track) {
+			for (uint32_t i = 0; i < o.qps; i++) {
+				struct pair *p = &R.p[i];
+
+				if (o.verb == V_WRITE) {
+					uint64_t c = p->checked;
+
+					uc_write_verify(p, i, false, now);
+					got += p->checked != c;
+				}
+				if (resolved(p) != p->res_seen) {
+					p->res_seen = resolved(p);
+					p->idle_polls = 0;
+				} else {
+					p->idle_polls++;
+				}
+				if (resolved(p) < p->posted &&
+				    (now - p->last_arrival > quiet ||
+				     (sender_idle(p, window) && p->idle_polls > IDLE_POLLS &&
+				      now - p->last_arrival > quiet_fast)))
+					give_up_on(p, i, now);
+			}
+		}
+		if (got > 0) {
+			w.last_progress = now;
+			total = 0;
+			for (uint32_t i = 0; i < o.qps; i++)
+				total += count_rx ? R.p[i].recv_seen[1] : R.p[i].completed;
+			if (total != last_done) {
+				last_done = total;
+				r.seconds = secs(now - w.start);
+				if (npt < cap)
+					pt[npt++] = (struct peak_point){ now, total };
+			}
+		}
+		for (uint32_t i = 0; i < o.qps; i++) {
+			const struct pair *p = &R.p[i];
+
+			if (p->completed < p->target ||
+			    (track && resolved(p) < p->target) ||
+			    (!track && o.verb == V_SEND && !R.two && p->recv_seen[1] < p->target)) {
+				done = false;
+				break;
+			}
+		}
+		if (done && stopping)
+			break;
+		if (!stopping && now - w.start >= dur) {
+			/* time is up: finish at the next signaled message */
+			stopping = true;
+			for (uint32_t i = 0; i < o.qps; i++) {
+				struct pair *p = &R.p[i];
+
+				/* cq_mod need not be a power of two */
+				p->target = (p->posted + R.cq_mod - 1) / R.cq_mod * R.cq_mod;
+				if (p->target == 0)
+					p->target = R.cq_mod;
+			}
+		}
+		if ((++w.polls & 1023) == 0) {
+			if (now - w.last_progress > w.timeout ||
+			    (track && now - R.last_recv > w.timeout)) {
+				char st[200];
+
+				snprintf(st, sizeof(st), "QP pair 0: posted %" PRIu64 ", completed %"
+					 PRIu64 ", received %" PRIu64 "%s", R.p[0].posted,
+					 R.p[0].completed, o.verb == V_SEND ? R.p[0].recv_seen[1] :
+					 R.p[0].checked - R.p[0].lost[1],
+					 track && now - R.last_recv > w.timeout ?
+					 "; nothing arrived at the receiver" : "");
+				stuck(size, st);
+			}
+			progress(&w, now, size, last_done, msgs_want, "messages");
+		}
+	}
+
+	if (o.check && o.verb == V_ATOMIC && !R.two) {
+		for (uint32_t i = 0; i < o.qps; i++) {
+			uint64_t v;
+
+			memcpy(&v, rx_slot(&R.p[i], 1, 0), 8);
+			if (v != R.p[i].target)
+				fail("--check: QP pair %u: remote word is %" PRIu64 " after %" PRIu64
+				     " atomics, expected %" PRIu64, i, v, R.p[i].target, R.p[i].target);
+		}
+	}
+	r.msgs = last_done;
+	r.iters = o.duration > 0 || count_rx ? last_done / o.qps : o.iters;
+	if (track) {
+		for (uint32_t i = 0; i < o.qps; i++)
+			r.lost += R.p[i].lost[1];
+		if (r.lost >= msgs_sent())
+			fail("%s, %" PRIu64 " B: none of the %" PRIu64 " messages arrived", o.test,
+			     size, msgs_sent());
+	}
+	if (r.seconds > 0) {
+		r.bw_avg = (double)r.msgs * (double)size / r.seconds;
+		r.msg_rate = (double)r.msgs / r.seconds;
+	}
+	/* receive completions come in bursts of what queued up in the window,
+	 * and the window drains faster than a full pipeline runs: with them, a
+	 * stretch holds at least a window of every QP, and ends before the
+	 * last message was posted */
+	r.bw_peak = peak_bw(pt, npt_full ? npt_full : npt, size, (count_rx ? RTE_MAX((uint64_t)R.cq_mod, window) :
+					    (uint64_t)R.cq_mod) * o.qps);
+	if (r.bw_peak < r.bw_avg)
+		r.bw_peak = r.bw_avg;
+	free(pt);
+	if (r.lost > 0)
+		fprintf(stderr, "droce-perf: %s %" PRIu64 " B: %" PRIu64 " of %" PRIu64 " messages "
+			"never arrived (%s does not retransmit)%s\n", o.test, size, r.lost,
+			msgs_sent(), o.conn, o.verb == V_SEND ? "; the figures count what arrived" :
+			"");
+	add_result(&r);
+}

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * droce-perf: The latency runs (one process): ping-pong for send and write, one at a
+ * time for read and atomics, percentiles and --lat-samples.
+ */
+#include "perf.h"
+
+/* ---- latency ---- */
+
+/* Polls every side this process plays. */
+void
+poll_sides(void)
+{
+	if (R.two) {
+		poll_side(R.me);
+	} else {
+		poll_side(0);
+		poll_side(1);
+	}
+}
+
+void
+post_one(struct pair *p, int side, uint64_t seq, bool signaled, struct watch *w, uint64_t size)
+{
+	struct ibv_send_wr wr, *bad;
+	struct ibv_sge sge;
+	int rc;
+
+	make_wr(&wr, &sge, p, 0, side, seq, signaled);
+	while ((rc = post_send(p->qp[side], &wr, &bad)) == ENOMEM) {
+		/* send queue full: let the engine retire some */
+		poll_sides();
+		if (rte_rdtsc() - w->last_progress > w->timeout)
+			stuck(size, "send queue stays full");
+	}
+	if (rc != 0)
+		fail("ibv_post_send (%s, message %" PRIu64 "): %s", R.s[side].role, seq,
+		     strerror(rc));
+	p->signaled[side] += signaled;
+}
+
+/* write_lat without --check: only the marker byte the peer polls changes. */
+void
+lat_prepare(struct pair *p, int side, uint64_t seq)
+{
+	if (o.check)
+		check_prepare(p, 0, side, seq);
+	else if (o.verb == V_WRITE)
+		tx_slot(p, side, seq)[R.lay.size - 1] = (uint8_t)(seq + 1);
+}
+
+int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+
+void
+run_lat(uint64_t size)
+{
+	struct pair *p = &R.p[0];
+	uint64_t *samples;
+	uint64_t cap = o.duration > 0 ? MAX_LAT_SAMPLES : o.iters;
+	uint64_t warm = (uint64_t)o.warmup;
+	uint64_t n = 0, iters = o.duration > 0 ? UINT64_MAX : warm + o.iters;
+	uint64_t dur = (uint64_t)(o.duration * (double)tsc_hz);
+	bool pingpong = o.verb == V_SEND || o.verb == V_WRITE;
+	bool srv_first = R.two && !R.oob.peer_droce && o.verb == V_WRITE && o.duration <= 0;
+	struct result r = { .bytes = size };
+	struct watch w;
+	double sum = 0, sq = 0, unit;
+
+	if (cap > MAX_LAT_SAMPLES)
+		cap = MAX_LAT_SAMPLES;
+	samples = malloc(cap * sizeof(*samples));
+	if (samples == NULL)
+		fail("out of memory for %" PRIu64 " samples", cap);
+
+	watch_start(&w);
+	if (srv_first) {
+		/* perftest's write_lat server writes first (byte 1); each of our
+		 * writes but the last is then answered with the next byte */
+		volatile uint8_t *m0 = rx_slot(p, 0, 0) + size - 1;
+
+		WAIT_UNTIL(*m0 == 1, &w, size, "client waiting for the server's first write");
+		w.start = rte_rdtsc();
+	}
+	for (uint64_t i = 0; i < iters; i++) {
+		bool sig = (i + 1) % LAT_SIGNAL_EVERY == 0 || i + 1 == iters;
+		volatile uint8_t *mark;
+		uint64_t t0, t1;
+
+		lat_prepare(p, 0, i);
+		if (!pingpong) {
+			uint64_t before = p->sends_done[0];
+
+			t0 = rte_rdtsc();
+			post_one(p, 0, i, true, &w, size);
+			WAIT_UNTIL(p->sends_done[0] > before, &w, size, "waiting for the completion");
+			t1 = rte_rdtsc();
+			if (o.check)
+				check_completed(p, 0, 0, i);
+		} else if (o.verb == V_SEND) {
+			t0 = rte_rdtsc();
+			post_one(p, 0, i, sig, &w, size);
+			if (!R.two) {
+				WAIT_UNTIL(p->recv_seen[1] > i, &w, size,
+					   "server waiting for the SEND");
+				lat_prepare(p, 1, i);
+				post_one(p, 1, i, sig, &w, size);
+			}
+			WAIT_UNTIL(p->recv_seen[0] > i, &w, size, "client waiting for the reply");
+			t1 = rte_rdtsc();
+		} else { /* write: poll the last byte of the buffer the peer writes */
+			t0 = rte_rdtsc();
+			post_one(p, 0, i, sig, &w, size);
+			if (!R.two) {
+				mark = rx_slot(p, 1, i) + size - 1;
+				WAIT_UNTIL(*mark == (uint8_t)(i + 1), &w, size,
+					   "server polling the last byte of its buffer");
+				lat_prepare(p, 1, i);
+				post_one(p, 1, i, sig, &w, size);
+			}
+			mark = rx_slot(p, 0, i) + size - 1;
+			if (srv_first && i + 1 == iters) /* no answer: its ACK */
+				WAIT_UNTIL(p->sends_done[0] >= p->signaled[0], &w, size,
+					   "waiting for the completion");
+			else
+				WAIT_UNTIL(*mark == (uint8_t)(i + 1 + srv_first), &w, size,
+					   "client polling the last byte of its buffer");
+			t1 = rte_rdtsc();
+			if (o.check && R.two) {
+				int64_t off = pattern_check(rx_slot(p, 0, i), size, 0, i);
+
+				if (off >= 0)
+					check_failed("RDMA WRITE, client's buffer", 0, i,
+						     rx_slot(p, 0, i), size, off);
+			} else if (o.check) {
+				int64_t off;
+
+				inject(rx_slot(p, 1, i), size, 0, i);
+				off = pattern_check(rx_slot(p, 1, i), size, 0, i);
+
+				if (off >= 0)
+					check_failed("RDMA WRITE, server's buffer", 0, i,
+						     rx_slot(p, 1, i), size, off);
+				off = pattern_check(rx_slot(p, 0, i), size, 0, i);
+				if (off >= 0)
+					check_failed("RDMA WRITE, client's buffer", 0, i,
+						     rx_slot(p, 0, i), size, off);
+			}
+		}
+		w.last_progress = t1;
+		if (i < warm) {
+			if (i + 1 == warm)
+				w.start = rte_rdtsc(); /* -D and the progress line count from here */
+			continue;
+		}
+		if (n < cap)
+			samples[n++] = t1 - t0;
+		if (o.duration > 0 && t1 - w.start >= dur)
+			iters = i + 1; /* last one */
+		progress(&w, t1, size, i + 1 - warm, o.duration > 0 ? UINT64_MAX : o.iters,
+			 "iterations");
+		r.iters = i + 1 - warm;
+	}
+	/* let the last signaled sends complete before the QPs go */
+	WAIT_UNTIL(p->sends_done[0] >= p->signaled[0] && p->sends_done[1] >= p->signaled[1], &w,
+		   size, "final completions");
+
+	if (o.check && o.verb == V_ATOMIC && !R.two) {
+		uint64_t v;
+
+		memcpy(&v, rx_slot(p, 1, 0), 8);
+		if (v != warm + r.iters)
+			fail("--check: remote word is %" PRIu64 " after %" PRIu64 " atomics", v,
+			     warm + r.iters);
+	}
+
+	/* ping-pong reports half the round trip, as perftest does */
+	unit = 1e6 / (double)tsc_hz / (pingpong ? 2.0 : 1.0);
+	if (R.lat_f != NULL) {
+		/* --lat-samples: the values below come from, in the order measured */
+		for (uint64_t i = 0; i < n; i++) {
+			if (R.multi_size)
+				fprintf(R.lat_f, "%" PRIu64 " ", size);
+			fprintf(R.lat_f, "%.3f\n", (double)samples[i] * unit);
+		}
+		if (ferror(R.lat_f))
+			fail("--lat-samples %s: %s", o.lat_samples, strerror(errno));
+	}
+	qsort(samples, n, sizeof(*samples), cmp_u64);
+	for (uint64_t i = 0; i < n; i++) {
+		double v = (double)samples[i] * unit;
+
+		sum += v;
+		sq += v * v;
+	}
+	r.msgs = r.iters;
+	r.seconds = secs(rte_rdtsc() - w.start);
+	r.t_min = (double)samples[0] * unit;
+	r.t_max = (double)samples[n - 1] * unit;
+	r.t_typical = (double)samples[n / 2] * unit;
+	r.t_avg = sum / (double)n;
+	r.t_stdev = sqrt(fmax(0, sq / (double)n - r.t_avg * r.t_avg));
+	r.p99 = (double)samples[(uint64_t)ceil(0.99 * (double)n) - 1] * unit;
+	r.p999 = (double)samples[(uint64_t)ceil(0.999 * (double)n) - 1] * unit;
+	free(samples);
+	add_result(&r);
+}

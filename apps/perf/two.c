@@ -1,0 +1,905 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * droce-perf: Two processes, like perftest: the TCP exchange (perftest_oob.h) or
+ * rdma_cm (-R, perftest_rdmacm.h), one side's setup, bandwidth and latency
+ * runs and the reports both sides swap.  Over 800 lines: its setup, runs and
+ * exchange still repeat the one-process files' shape (the unification into
+ * one path per topology is open, issue 14).
+ */
+#include "perf.h"
+
+/* ---- two processes: perftest's TCP exchange (apps/perftest_oob.h) ---- */
+
+/* Keeps the co-located engines running while the socket waits: the peer
+ * may be resolving our MAC, or (send_bw server) the SENDs keep coming. */
+void
+oob_idle(void *arg)
+{
+	(void)arg;
+	if (R.s[R.me].cq != NULL)
+		poll_side_cq(R.me); /* never sleeps here, even with -e */
+	else
+		droce_progress();
+}
+
+void
+oob_check(int rc, const char *what)
+{
+	if (rc != 0)
+		fail("perftest exchange (%s) with the peer failed: %s", what, R.oob.err);
+}
+
+/* -R: rdma_cm's QPs must share a PD with the buffers, and rdma_create_qp
+ * wants the PD of the id's own context: rdma_cm's context of @dev (which
+ * stays open, as librdmacm keeps its contexts). */
+struct ibv_context *
+rcm_context_of(struct ibv_device *dev)
+{
+	struct ibv_context **list, *ctx = NULL;
+	int n = 0;
+
+	list = rdma_get_devices(&n);
+	if (list == NULL)
+		fail("rdma_get_devices: %s", strerror(errno));
+	for (int i = 0; i < n; i++)
+		if (strcmp(ibv_get_device_name(list[i]->device), ibv_get_device_name(dev)) == 0)
+			ctx = list[i];
+	rdma_free_devices(list);
+	if (ctx == NULL)
+		errno = ENODEV;
+	return ctx;
+}
+
+/* Opens this process's one device and waits for its port to come up (a
+ * memif port is up once the peer process is there). */
+void
+open_local(void)
+{
+	struct ibv_device **list;
+	struct side *s = &R.s[R.me];
+	struct ibv_port_attr pa;
+	uint64_t t0;
+	int n;
+
+	list = ibv_get_device_list(&n);
+	if (list == NULL)
+		fail("ibv_get_device_list: %s", strerror(errno));
+	for (int i = 0; i < n; i++)
+		if (strcmp(ibv_get_device_name(list[i]), o.dev) == 0)
+			s->dev = list[i];
+	if (s->dev == NULL && n == 1 && strcmp(o.dev, "droce0") == 0)
+		s->dev = list[0];
+	if (s->dev == NULL)
+		fail("no device %s (%d devices)", o.dev, n);
+	s->role = R.me ? "server" : "client";
+	s->ctx = o.rdma_cm ? rcm_context_of(s->dev) : ibv_open_device(s->dev);
+	if (s->ctx == NULL)
+		fail("ibv_open_device %s: %s", ibv_get_device_name(s->dev), strerror(errno));
+	t0 = rte_rdtsc();
+	for (;;) {
+		if (ibv_query_port(s->ctx, 1, &pa) != 0)
+			fail("ibv_query_port %s", ibv_get_device_name(s->dev));
+		if (pa.state == IBV_PORT_ACTIVE)
+			break;
+		if (rte_rdtsc() - t0 > (uint64_t)(o.timeout * (double)rte_get_tsc_hz()))
+			fail("%s: port is %s after %.0f s (is the peer process running?)",
+			     ibv_get_device_name(s->dev), ibv_port_state_str(pa.state), o.timeout);
+		droce_progress();
+		usleep(1000);
+	}
+	s->active_mtu = pa.active_mtu;
+	stats_ready = true;
+	if (ibv_query_gid(s->ctx, 1, o.gid_index, &s->gid) != 0)
+		fail("%s: no GID index %d", ibv_get_device_name(s->dev), o.gid_index);
+	s->pd = ibv_alloc_pd(s->ctx);
+	if (s->pd == NULL)
+		fail("ibv_alloc_pd: %s", strerror(errno));
+	ibv_free_device_list(list);
+	R.mtu = s->active_mtu;
+	if (o.mtu && mtu_enum(o.mtu) < R.mtu)
+		R.mtu = mtu_enum(o.mtu);
+}
+
+/* What both droce-perf processes must agree on (sent only between droce
+ * peers, recognised by the mark after the version string). */
+void
+params_line(char *buf, size_t n)
+{
+	snprintf(buf, n, "droce-perf %s c=%s A=%d s=%" PRIu64 " q=%u n=%" PRIu64 " D=%.3f t=%u "
+		 "r=%u l=%u Q=%u check=%d w=%" PRId64, o.test, o.conn, o.cmp_swap, o.size, o.qps,
+		 o.iters, o.duration, o.tx_depth, o.rx_depth, o.post_list,
+		 o.cq_mod, o.check, o.warmup);
+}
+
+void
+connect_peer(void)
+{
+	char mine[256] = { 0 }, theirs[256];
+	int cb, cl, mtu;
+
+	pt_oob_init(&R.oob, !R.me, (int)(o.timeout * 1000), oob_idle, NULL);
+	if (o.rdma_cm) {
+		/* perftest's -R: the exchange itself runs over an rdma_cm RC
+		 * connection to -p (apps/perftest_rdmacm.h) */
+		pt_rcm_init(&R.chan, (int)(o.timeout * 1000), oob_idle, NULL);
+		if (R.me) {
+			R.chan.timeout_ms = 0;
+			if (pt_rcm_listen(&R.chan, o.bind, o.tcp_port, RDMA_PS_TCP, 1) != 0)
+				fail("rdma_cm listen: %s", R.chan.err);
+			if (!o.json)
+				printf("\n************************************\n"
+				       "* Waiting for client to connect... *\n"
+				       "************************************\n");
+			fflush(stdout);
+			if (pt_rcm_chan_accept(&R.chan) != 0)
+				fail("rdma_cm channel: %s", R.chan.err);
+			R.chan.timeout_ms = (int)(o.timeout * 1000);
+		} else if (pt_rcm_chan_connect(&R.chan, o.host, o.tcp_port) != 0) {
+			fail("rdma_cm channel to %s:%d: %s", o.host, o.tcp_port, R.chan.err);
+		}
+		pt_oob_attach_msg(&R.oob, &pt_rcm_msg_ops, &R.chan);
+	} else if (R.me) {
+		if (!o.json)
+			printf("\n************************************\n"
+			       "* Waiting for client to connect... *\n"
+			       "************************************\n");
+		fflush(stdout);
+		R.oob.timeout_ms = 0; /* a server waits as long as it takes */
+		oob_check(pt_oob_listen_accept(&R.oob, o.bind, o.tcp_port), "listen");
+		R.oob.timeout_ms = (int)(o.timeout * 1000);
+	} else {
+		oob_check(pt_oob_connect(&R.oob, o.host, o.tcp_port), "connect");
+	}
+	oob_check(pt_xchg_version(&R.oob, PT_VERSION), "version");
+	if (!R.oob.peer_droce)
+		o.warmup = 0; /* perftest's latency loops have no warm-up */
+	if (R.oob.peer_droce) {
+		params_line(mine, sizeof(mine));
+		oob_check(pt_xchg(&R.oob, mine, theirs, sizeof(mine)), "droce parameters");
+		theirs[sizeof(theirs) - 1] = '\0';
+		if (strcmp(mine, theirs) != 0)
+			fail("the peer runs different options:\n  here: %s\n  peer: %s", mine, theirs);
+	} else if (o.check) {
+		unsupported("--check needs droce-perf on both sides (the peer is perftest %s)",
+			    R.oob.rem_version);
+	}
+	oob_check(pt_xchg_sys_data(&R.oob, PT_CYCLE_BUFFER, PT_CACHE_LINE, &cb, &cl), "sys data");
+	oob_check(pt_xchg_mtu(&R.oob, (int)R.mtu, &mtu), "MTU");
+	R.mtu = (enum ibv_mtu)mtu;
+	R.rem_nrx = 0;
+	(void)cl;
+	/* a perftest peer's area at vaddr holds max(size, cycle buffer) bytes */
+	R.rem_nrx = (uint32_t)cb; /* refined in setup_two */
+}
+
+void
+pair_post_recvs(uint32_t i, int side)
+{
+	/* receives first, so no SEND ever meets an empty queue */
+	for (uint32_t j = 0; j < R.nrecv; j++)
+		post_recv_slot(&R.p[i], i, side, j);
+}
+
+/* Creates @side's QP of pair @i (on rdma_cm id @id with -R, then rdma_cm
+ * moves it through its states; else in INIT), and with @recvs posts its
+ * receives. */
+void
+pair_qp(uint32_t i, int side, struct rdma_cm_id *id, bool recvs)
+{
+	struct pair *p = &R.p[i];
+	struct side *s = &R.s[side];
+	struct ibv_qp_init_attr ia = {
+		.send_cq = s->cq, .recv_cq = s->cq, .qp_type = o.qpt,
+		.cap = { .max_send_wr = R.sq_depth, .max_recv_wr = R.nrecv ? R.nrecv : 1,
+			 .max_send_sge = 1, .max_recv_sge = 1,
+			 .max_inline_data = (uint32_t)o.inline_size },
+	};
+
+	if (id != NULL) {
+		uint8_t t = o.qp_timeout;
+
+		/* -u with -R: the id's local ACK timeout (rdma_cm's own otherwise) */
+		if (o.qp_timeout_set &&
+		    rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t, 1) != 0)
+			fail("rdma_set_option ACK_TIMEOUT %u: %s", t, strerror(errno));
+		if (rdma_create_qp(id, s->pd, &ia) != 0)
+			fail("rdma_create_qp (%s, QP pair %u): %s", s->role, i, strerror(errno));
+		p->qp[side] = id->qp;
+		p->cm_id[side] = id;
+	} else {
+		p->qp[side] = create_qp(s->pd, &ia);
+		if (p->qp[side] == NULL)
+			fail("ibv_create_qp (send queue %u, receive queue %u, inline %d): %s",
+			     R.sq_depth, R.nrecv, o.inline_size, strerror(errno));
+		to_init(p->qp[side]);
+	}
+	if (recvs)
+		pair_post_recvs(i, side);
+}
+
+void
+setup_two(uint64_t size)
+{
+	struct side *s = &R.s[R.me];
+	uint32_t nrecv;
+	uint64_t cqe;
+	int cb = (int)R.rem_nrx;
+
+	R.lay = layout_for(size);
+	nrecv = o.verb != V_SEND ? 0 : (o.mode == M_BW && !o.check) ? o.rx_depth : R.lay.nrx;
+	if (o.mode == M_LAT) {
+		R.sq_depth = LAT_SQ_DEPTH;
+		R.depth = 1;
+	} else {
+		R.sq_depth = o.tx_depth;
+		R.depth = o.tx_depth;
+		if (o.verb == V_SEND && R.depth > nrecv)
+			R.depth = nrecv;
+		if (o.check && R.depth > R.lay.ntx)
+			R.depth = R.lay.ntx;
+		if (o.check && o.verb != V_SEND && R.depth > R.lay.nrx)
+			R.depth = R.lay.nrx;
+		if (o.check && R.depth < o.post_list)
+			fail("--check with -l %u needs %u slots of %" PRIu64 " B; use a smaller -l "
+			     "or -s", o.post_list, o.post_list, size);
+		if (R.depth < o.post_list)
+			R.depth = o.post_list;
+	}
+	R.cq_mod = o.post_list > 1 ? o.post_list : o.cq_mod;
+	if (R.cq_mod > R.depth)
+		R.cq_mod = R.depth;
+	if (R.oob.peer_droce) {
+		R.rem_nrx = R.lay.nrx; /* same options, same layout */
+	} else {
+		uint64_t area = RTE_MAX(size, (uint64_t)cb);
+
+		R.rem_nrx = (uint32_t)RTE_MAX(area / R.lay.stride, (uint64_t)1);
+		if (o.mode == M_LAT)
+			R.rem_nrx = 1; /* perftest's latency loops use one message, at vaddr */
+		/* our own area must take what a perftest peer writes there */
+		if (o.mode != M_LAT && (uint64_t)R.lay.nrx * R.lay.stride < area) {
+			R.lay.nrx = (uint32_t)((area + R.lay.stride - 1) / R.lay.stride);
+			R.lay.region = (uint64_t)(R.lay.ntx + R.lay.nrx) * R.lay.stride;
+		}
+	}
+
+	R.nrecv = nrecv;
+	cqe = (uint64_t)o.qps * (R.sq_depth + nrecv) + 16;
+	side_alloc(s, cqe);
+	for (uint32_t i = 0; i < o.qps; i++) {
+		struct pair *p = &R.p[i];
+
+		memset(p, 0, sizeof(*p));
+		p->psn[R.me] = (uint32_t)lrand48() & 0xffffff;
+		p->base[R.me] = s->buf + (uint64_t)i * R.lay.region;
+		if (!o.rdma_cm)
+			pair_qp(i, R.me, NULL, true); /* -R: once rdma_cm has the id */
+		/* --check of READ: slot j of the server holds message j */
+		if (o.check && o.verb == V_READ && R.me == 1)
+			for (uint32_t j = 0; j < R.lay.nrx; j++)
+				pattern_fill(rx_slot(p, 1, j), size, i, j);
+	}
+}
+
+void
+my_dest(uint32_t i, struct pt_dest *d)
+{
+	const struct pair *p = &R.p[i];
+
+	memset(d, 0, sizeof(*d));
+	d->out_reads = o.out_reads;
+	d->qpn = p->qp[R.me] ? p->qp[R.me]->qp_num : 0; /* -R: no QP before rdma_cm's */
+	d->psn = p->psn[R.me];
+	d->rkey = R.s[R.me].mr->rkey;
+	d->vaddr = (uintptr_t)rx_slot(p, R.me, 0); /* where the peer writes / reads */
+	memcpy(d->gid, R.s[R.me].gid.raw, 16);
+}
+
+void
+barrier(const char *what)
+{
+	struct pt_dest d, r;
+
+	my_dest(0, &d);
+	oob_check(pt_hand_shake(&R.oob, &d, &r), what);
+}
+
+/* One key message per QP, in QP order (perftest's loops of ctx_hand_shake);
+ * @keep: the peer's keys go to R.p[i].rem. */
+void
+key_loop(const char *what, bool keep)
+{
+	struct pt_dest d, r;
+
+	for (uint32_t i = 0; i < o.qps; i++) {
+		my_dest(i, &d);
+		oob_check(pt_hand_shake(&R.oob, &d, keep ? &R.p[i].rem : &r), what);
+		if (!keep && (r.rkey != R.p[i].rem.rkey || r.vaddr != R.p[i].rem.vaddr))
+			fail("the peer's keys for QP %u changed between its two key rounds", i);
+	}
+}
+
+/* The peer's requester may keep this many READs / atomics outstanding
+ * here (its -o), within what droce's QPs take. */
+uint32_t
+peer_reads(const struct pair *p)
+{
+	uint32_t r = p->rem.out_reads;
+
+	return r < 1 ? 1 : r > DROCE_MAX_RD_ATOMIC ? DROCE_MAX_RD_ATOMIC : r;
+}
+
+/* -R: rdma_cm's connection parameters, as perftest's: responder resources
+ * and initiator depth are the outstanding reads for READ and atomics. */
+void
+cm_param(struct rdma_conn_param *c)
+{
+	memset(c, 0, sizeof(*c));
+	if (o.verb == V_READ || o.verb == V_ATOMIC)
+		c->responder_resources = c->initiator_depth = (uint8_t)o.out_reads;
+	c->retry_count = 7;
+	c->rnr_retry_count = 7;
+}
+
+/* -R, RDMA_PS_UDP: @side's address handle to the peer, its QPN and Q_Key,
+ * from the ESTABLISHED event (the SIDR REP) @c kept. */
+void
+cm_ud_peer(const struct pt_rcm *c, uint32_t i, int side)
+{
+	struct pair *p = &R.p[i];
+	struct ibv_ah_attr ah = c->ud.ah_attr;
+
+	p->ah[side] = ibv_create_ah(R.s[side].pd, &ah);
+	if (p->ah[side] == NULL)
+		fail("ibv_create_ah (QP pair %u, from rdma_cm): %s", i, strerror(errno));
+	p->rem_qpn[side] = c->ud.qp_num;
+	R.rem_qkey = c->ud.qkey;
+}
+
+/* -R, client: the QP of pair @arg once rdma_cm resolved the route; its
+ * receives once connected (a rejected attempt's QP goes away, and its
+ * flushed receives would land in the CQ). */
+int
+cm_make_qp(struct rdma_cm_id *id, void *arg)
+{
+	pair_qp((uint32_t)(uintptr_t)arg, R.me, id, false);
+	return 0;
+}
+
+/* -R, server: accepts one connection request for pair @i from @c's listener. */
+void
+cm_accept(struct pt_rcm *c, uint32_t i, int side)
+{
+	struct rdma_conn_param param;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *id;
+
+	if (pt_rcm_wait(c, RDMA_CM_EVENT_CONNECT_REQUEST, &ev) != 0)
+		fail("rdma_cm: QP pair %u: %s", i, c->err);
+	id = ev->id;
+	rdma_ack_cm_event(ev);
+	pair_qp(i, side, id, true);
+	cm_param(&param);
+	if (rdma_accept(id, &param) != 0)
+		fail("rdma_accept (QP pair %u): %s", i, strerror(errno));
+}
+
+/* -R (perftest's create_rdma_cm_connection): a key exchange, the -q
+ * connections through rdma_cm on -p, another key exchange.  The server
+ * listens before the first exchange; the client retries a connection the
+ * server rejected because it was not listening yet. */
+void
+connect_qps_rdma_cm(void)
+{
+	enum rdma_port_space ps = o.qpt == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP;
+	struct rdma_conn_param param;
+
+	pt_rcm_init(&R.cm, (int)(o.timeout * 1000), oob_idle, NULL);
+	if (R.me && pt_rcm_listen(&R.cm, o.bind, o.tcp_port, ps, (int)o.qps) != 0)
+		fail("rdma_cm listen for the QPs: %s", R.cm.err);
+	barrier("sync before the rdma_cm connections");
+	for (uint32_t i = 0; i < o.qps; i++) {
+		struct rdma_cm_id *id;
+
+		if (R.me) {
+			cm_accept(&R.cm, i, R.me);
+			continue;
+		}
+		cm_param(&param);
+		if (pt_rcm_connect(&R.cm, o.host, o.tcp_port, ps, cm_make_qp, (void *)(uintptr_t)i,
+				   &param, &id) != 0)
+			fail("rdma_cm: connecting QP pair %u to %s:%d: %s", i, o.host, o.tcp_port,
+			     R.cm.err);
+		pair_post_recvs(i, R.me);
+		if (o.qpt == IBV_QPT_UD)
+			cm_ud_peer(&R.cm, i, R.me);
+	}
+	pt_rcm_unlisten(&R.cm);
+	barrier("sync after the rdma_cm connections");
+}
+
+/* -R on the loopback topology: droce1 (the server) listens on -p at its
+ * address; droce0 connects each pair to it from this thread, whose idle
+ * callback accepts the server's requests as they come (both ends' QPs on
+ * rdma_cm's contexts, moved to RTS by rdma_cm). */
+
+void
+loop_cm_idle(void *arg)
+{
+	struct rdma_cm_event *ev;
+
+	(void)arg;
+	droce_progress();
+	if (pt_rcm_try(&R.cm, &ev) <= 0)
+		return;
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST && loop_accepted < o.qps) {
+		struct rdma_cm_id *id = ev->id;
+		struct rdma_conn_param param;
+		uint32_t i = loop_accepted++;
+
+		rdma_ack_cm_event(ev);
+		pair_qp(i, 1, id, true);
+		cm_param(&param);
+		if (rdma_accept(id, &param) != 0)
+			fail("rdma_accept (loopback, QP pair %u): %s", i, strerror(errno));
+		return;
+	}
+	rdma_ack_cm_event(ev); /* ESTABLISHED and the like: nothing to do */
+}
+
+void
+setup_loop_rdma_cm(void)
+{
+	enum rdma_port_space ps = o.qpt == IBV_QPT_UD ? RDMA_PS_UDP : RDMA_PS_TCP;
+	struct rdma_conn_param param;
+	char addr[INET_ADDRSTRLEN];
+
+	if (!pt_gid_is_v4mapped(R.s[1].gid.raw))
+		fail("-R on the loopback topology needs an IPv4 address on %s",
+		     ibv_get_device_name(R.s[1].dev));
+	inet_ntop(AF_INET, R.s[1].gid.raw + 12, addr, sizeof(addr));
+	if (R.cm.listen_id == NULL) {
+		pt_rcm_init(&R.cm, (int)(o.timeout * 1000), NULL, NULL);
+		if (pt_rcm_listen(&R.cm, addr, o.tcp_port, ps, (int)o.qps) != 0)
+			fail("rdma_cm listen on %s:%d: %s", addr, o.tcp_port, R.cm.err);
+	}
+	loop_accepted = 0;
+	pt_rcm_init(&loop_cli, (int)(o.timeout * 1000), loop_cm_idle, NULL);
+	for (uint32_t i = 0; i < o.qps; i++) {
+		struct pair *p = &R.p[i];
+		struct rdma_cm_id *id;
+
+		memset(p, 0, sizeof(*p));
+		for (int k = 0; k < 2; k++) {
+			p->psn[k] = (uint32_t)lrand48() & 0xffffff;
+			p->base[k] = R.s[k].buf + (uint64_t)i * R.lay.region;
+		}
+		R.me = 0; /* cm_make_qp makes side R.me's QP */
+		cm_param(&param);
+		if (pt_rcm_connect(&loop_cli, addr, o.tcp_port, ps, cm_make_qp,
+				   (void *)(uintptr_t)i, &param, &id) != 0)
+			fail("rdma_cm: connecting QP pair %u to %s:%d: %s", i, addr, o.tcp_port,
+			     loop_cli.err);
+		if (loop_accepted != i + 1)
+			fail("rdma_cm: QP pair %u connected, but the server accepted %u", i,
+			     loop_accepted);
+		pair_post_recvs(i, 0);
+		if (o.qpt == IBV_QPT_UD)
+			cm_ud_peer(&loop_cli, i, 0);
+	}
+	/* the client ids' events are all in: its channel stays for teardown's */
+	R.loop_cli_open = true;
+}
+
+/* The key exchanges and the connection, in perftest 6.06's order (one key
+ * message per QP in each loop, Q below):
+ *   write_bw, read_bw, atomic_bw:           Q, connect, Q, 1
+ *   send_bw, send_lat:                      Q, connect, 1, Q, 1
+ *   write_lat, read_lat, atomic_lat:     1, Q, connect, Q, 1
+ * With -R, create_rdma_cm_connection's 1, rdma_cm, 1 come first and
+ * "connect" is rdma_cm's. */
+void
+connect_qps(void)
+{
+	bool send_like = o.verb == V_SEND;
+
+	if (o.rdma_cm)
+		connect_qps_rdma_cm();
+	if (o.mode == M_LAT && !send_like)
+		barrier("key exchange before the QP keys");
+	key_loop("QP keys", true);
+	if (!o.rdma_cm && !pt_gid_compatible(R.s[R.me].gid.raw, R.p[0].rem.gid))
+		fail("the peer's GID is %s, this one is %s: use the same IP version",
+		     pt_gid_is_v4mapped(R.p[0].rem.gid) ? "IPv4" : "IPv6",
+		     pt_gid_is_v4mapped(R.s[R.me].gid.raw) ? "IPv4" : "IPv6");
+	for (uint32_t i = 0; i < o.qps && !o.rdma_cm; i++) {
+		struct pair *p = &R.p[i];
+		struct ibv_qp peer = { .qp_num = p->rem.qpn };
+		union ibv_gid g;
+
+		memcpy(g.raw, p->rem.gid, 16);
+		to_rts(p->qp[R.me], p->psn[R.me], &peer, p->rem.psn, &g, o.out_reads,
+		       peer_reads(p));
+		if (o.qpt == IBV_QPT_UD) {
+			/* UD, as perftest: the AH from the GID, the QPN from the key message */
+			p->ah[R.me] = make_ah(R.me, &g);
+			p->rem_qpn[R.me] = p->rem.qpn;
+		}
+	}
+	if (send_like)
+		barrier("barrier after RTR");
+	key_loop("QP keys, second round", false);
+	barrier(send_like ? "barrier before the run" : "barrier after RTR");
+}
+
+void
+teardown_two(void)
+{
+	struct side *s = &R.s[R.me];
+
+	for (uint32_t i = 0; i < o.qps; i++) {
+		struct rdma_cm_id *id = R.p[i].cm_id[R.me];
+
+		if (qp_sum_qps < o.qps)
+			qp_stats_add(R.p[i].qp[R.me]); /* unless print_stats did */
+		if (id != NULL) {
+			/* the id's DREQ (or the DREP to the peer's) goes with it */
+			rdma_destroy_qp(id);
+			if (rdma_destroy_id(id) != 0)
+				fail("rdma_destroy_id: %s", strerror(errno));
+			R.p[i].cm_id[R.me] = NULL;
+		} else if (ibv_destroy_qp(R.p[i].qp[R.me]) != 0) {
+			fail("ibv_destroy_qp");
+		}
+		if (R.p[i].ah[R.me] != NULL && ibv_destroy_ah(R.p[i].ah[R.me]) != 0)
+			fail("ibv_destroy_ah");
+	}
+	if (o.rdma_cm) {
+		pt_rcm_close(&R.cm);
+		pt_rcm_close(&R.chan);
+	}
+	if (ibv_destroy_cq(s->cq) != 0)
+		fail("ibv_destroy_cq");
+	s->cq = NULL;
+	if (ibv_dereg_mr(s->mr) != 0)
+		fail("ibv_dereg_mr");
+	free(s->buf);
+	s->buf = NULL;
+	if (ibv_dealloc_pd(s->pd) != 0)
+		fail("ibv_dealloc_pd");
+	if (!o.rdma_cm && ibv_close_device(s->ctx) != 0)
+		fail("ibv_close_device");
+}
+
+/* The last of @count messages written to slot @j. */
+uint64_t
+last_in_slot(uint64_t count, uint32_t j)
+{
+	uint64_t seq = (count - 1 - j) / R.lay.nrx * R.lay.nrx + j;
+
+	return seq >= count ? seq - R.lay.nrx : seq;
+}
+
+/* UC: slots whose last message has not landed (yet, or ever). */
+uint64_t
+slots_not_landed(const uint64_t *count)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < o.qps; i++)
+		for (uint32_t j = 0; j < R.lay.nrx && j < count[i]; j++)
+			n += !landed(rx_slot(&R.p[i], 1, j), i, last_in_slot(count[i], j));
+	return n;
+}
+
+/* write_bw --check, server: slot j holds the last message written to it. */
+void
+check_written_slots(const uint64_t *count)
+{
+	uint64_t lost = 0;
+
+	if (o.qpt == IBV_QPT_UC) {
+		/* UC: sent is not landed; let what is in flight land, until nothing
+		 * changes for a while (a lost message never lands) */
+		uint64_t t = rte_rdtsc(), quiet = quiet_cycles(), prev = UINT64_MAX, n;
+
+		while ((n = slots_not_landed(count)) != 0) {
+			if (n != prev) {
+				prev = n;
+				t = rte_rdtsc();
+			} else if (rte_rdtsc() - t > quiet) {
+				break;
+			}
+			poll_side(1);
+		}
+	}
+	for (uint32_t i = 0; i < o.qps; i++) {
+		const struct pair *p = &R.p[i];
+
+		for (uint32_t j = 0; j < R.lay.nrx && j < count[i]; j++) {
+			uint64_t seq = last_in_slot(count[i], j);
+			uint8_t *b = rx_slot(p, 1, j);
+			int64_t off;
+
+			if (o.qpt == IBV_QPT_UC && !landed(b, i, seq)) {
+				lost++; /* UC: never landed, nothing to check */
+				continue;
+			}
+			inject(b, R.lay.size, i, seq);
+			off = pattern_check(b, R.lay.size, i, seq);
+			if (off >= 0)
+				check_failed("RDMA WRITE, server's memory", i, seq, b, R.lay.size, off);
+		}
+	}
+	if (lost > 0)
+		fprintf(stderr, "droce-perf: --check: %" PRIu64 " slots did not get their last UC "
+			"WRITE (lost: UC does not retransmit); the others are correct\n", lost);
+}
+
+/* UC/UD send_bw, server: the client is done; what is still in flight
+ * arrives now or never.  Then its figures are what it received, timed from
+ * the start of the run to the last arrival. */
+void
+add_result_received(uint64_t size, const uint64_t *sent)
+{
+	struct result r = { .bytes = size };
+	uint64_t quiet = quiet_cycles(), want = 0;
+
+	for (uint32_t i = 0; i < o.qps; i++)
+		want += sent[i];
+	for (;;) {
+		uint64_t got = 0;
+
+		poll_side(1);
+		for (uint32_t i = 0; i < o.qps; i++)
+			got += R.p[i].recv_seen[1];
+		if (got >= want || rte_rdtsc() - R.last_recv > quiet)
+			break;
+	}
+	for (uint32_t i = 0; i < o.qps; i++)
+		r.msgs += R.p[i].recv_seen[1];
+	if (r.msgs == 0)
+		fail("%s, %" PRIu64 " B: none of the %" PRIu64 " messages arrived", o.test, size, want);
+	r.lost = want > r.msgs ? want - r.msgs : 0;
+	r.iters = r.msgs / o.qps;
+	r.seconds = secs(R.last_recv - R.run_start);
+	if (r.seconds > 0) {
+		r.bw_avg = (double)r.msgs * (double)size / r.seconds;
+		r.msg_rate = (double)r.msgs / r.seconds;
+	}
+	r.bw_peak = r.bw_avg; /* the server keeps no per-interval record */
+	if (r.lost > 0)
+		fprintf(stderr, "droce-perf: %s %" PRIu64 " B: %" PRIu64 " of %" PRIu64 " messages "
+			"never arrived (%s does not retransmit); the figures count what arrived\n",
+			o.test, size, r.lost, want, o.conn);
+	add_result(&r);
+}
+
+/* Bandwidth, both roles: the client runs; the server serves (SEND: its
+ * receives are checked and reposted) until the client's end barrier. */
+void
+run_bw_two(uint64_t size)
+{
+	struct pt_bw_report mine = { .size = size }, theirs;
+	uint64_t count[MAX_QPS] = { 0 }, rcount[MAX_QPS];
+	bool unreliable_send = o.verb == V_SEND && o.qpt != IBV_QPT_RC;
+	/* perftest sends (and its server prints) the bandwidths in the unit it
+	 * reports in: MB/sec (2^20 B), or 10^9 bits with --report_gbits */
+	double unit = o.report_gbits ? 125e6 : 1048576.0;
+
+	if (R.me == 0) {
+		const struct result *r;
+
+		run_bw(size);
+		r = &results[n_results - 1];
+		mine.iters = r->iters;
+		mine.bw_peak = r->bw_peak / unit;
+		mine.bw_avg = r->bw_avg / unit;
+		mine.msg_rate = r->msg_rate / 1e6;
+		for (uint32_t i = 0; i < o.qps; i++)
+			count[i] = rte_cpu_to_be_64(R.p[i].completed);
+	}
+	if (!R.oob.peer_droce && o.verb == V_SEND) {
+		/* perftest 6.06's send_bw exchanges no reports: the client's closing
+		 * handshake ends the run and the server reports what it received */
+		R.oob.timeout_ms = 0;
+		barrier("closing");
+		R.oob.timeout_ms = (int)(o.timeout * 1000);
+		if (R.me == 1) {
+			for (uint32_t i = 0; i < o.qps; i++)
+				rcount[i] = R.p[i].recv_seen[1];
+			add_result_received(size, rcount);
+		}
+		return;
+	}
+	R.oob.timeout_ms = 0; /* the server waits for the whole run */
+	barrier("end of the run");
+	R.oob.timeout_ms = (int)(o.timeout * 1000);
+	oob_check(pt_xchg_bw_reports(&R.oob, &mine, &theirs), "bandwidth reports");
+	if (R.oob.peer_droce && ((o.check && o.verb == V_WRITE) || unreliable_send)) {
+		oob_check(pt_xchg(&R.oob, count, rcount, 8 * o.qps), "message counts");
+		if (R.me == 1) {
+			for (uint32_t i = 0; i < o.qps; i++)
+				rcount[i] = rte_be_to_cpu_64(rcount[i]);
+			if (o.verb == V_WRITE)
+				check_written_slots(rcount);
+		}
+	} else {
+		for (uint32_t i = 0; i < o.qps; i++)
+			rcount[i] = theirs.iters; /* a perftest peer: what it says it sent */
+	}
+	if (o.check && o.verb == V_SEND && R.me == 1 && !unreliable_send) {
+		for (uint32_t i = 0; i < o.qps; i++)
+			if (R.p[i].recv_seen[1] == 0)
+				fail("--check: QP pair %u received no SEND", i);
+	}
+	if (R.me == 1 && unreliable_send) {
+		/* UC/UD send_bw: the server reports what it received, as perftest's */
+		add_result_received(size, rcount);
+	} else if (R.me == 1) {
+		/* the server reports the client's figures, as perftest does */
+		struct result r = { .bytes = theirs.size, .iters = theirs.iters,
+				    .bw_peak = theirs.bw_peak * unit,
+				    .bw_avg = theirs.bw_avg * unit,
+				    .msg_rate = theirs.msg_rate * 1e6 };
+
+		r.msgs = theirs.iters * o.qps;
+		if (r.bw_avg > 0)
+			r.seconds = (double)r.msgs * (double)size / r.bw_avg;
+		add_result(&r);
+	}
+	barrier("closing");
+}
+
+/* Latency, server: the mirror of the client's ping-pong (send_lat,
+ * write_lat); read_lat and atomic_lat need nothing from it. */
+void
+serve_lat(uint64_t size)
+{
+	struct pair *p = &R.p[0];
+	struct watch w;
+
+	watch_start(&w);
+	if (o.verb == V_READ || o.verb == V_ATOMIC)
+		return;
+	if (o.verb == V_WRITE && !R.oob.peer_droce) {
+		/* perftest's write_lat: the server writes first, then answers each
+		 * of the client's writes but the last; one buffer, at vaddr */
+		volatile uint8_t *mark = rx_slot(p, 1, 0) + size - 1;
+
+		for (uint64_t i = 0; i < o.iters; i++) {
+			if (i > 0)
+				WAIT_UNTIL(*mark == (uint8_t)i, &w, size,
+					   "server polling the last byte of its buffer");
+			w.last_progress = rte_rdtsc();
+			lat_prepare(p, 1, i);
+			post_one(p, 1, i, (i + 1) % LAT_SIGNAL_EVERY == 0 || i + 1 == o.iters,
+				 &w, size);
+		}
+		WAIT_UNTIL(*mark == (uint8_t)o.iters, &w, size,
+			   "server polling the last byte of its buffer");
+		WAIT_UNTIL(p->sends_done[1] >= p->signaled[1], &w, size, "final completions");
+		return;
+	}
+	for (uint64_t i = 0, total = (uint64_t)o.warmup + o.iters; i < total; i++) {
+		bool sig = (i + 1) % LAT_SIGNAL_EVERY == 0 || i + 1 == total;
+
+		if (o.verb == V_SEND) {
+			WAIT_UNTIL(p->recv_seen[1] > i, &w, size, "server waiting for the SEND");
+		} else {
+			volatile uint8_t *mark = rx_slot(p, 1, i) + size - 1;
+
+			WAIT_UNTIL(*mark == (uint8_t)(i + 1), &w, size,
+				   "server polling the last byte of its buffer");
+			if (o.check) {
+				int64_t off;
+
+				inject(rx_slot(p, 1, i), size, 0, i);
+				off = pattern_check(rx_slot(p, 1, i), size, 0, i);
+				if (off >= 0)
+					check_failed("RDMA WRITE, server's buffer", 0, i,
+						     rx_slot(p, 1, i), size, off);
+			}
+		}
+		w.last_progress = rte_rdtsc();
+		lat_prepare(p, 1, i);
+		post_one(p, 1, i, sig, &w, size);
+	}
+	WAIT_UNTIL(p->sends_done[1] >= p->signaled[1], &w, size, "final completions");
+}
+
+/* UD: a message is one packet.  As perftest: an -s over the path MTU is
+ * refused; the default size, and -a's sizes, are brought down to it. */
+unsigned int
+ud_fit_sizes(uint64_t *sizes, unsigned int n)
+{
+	uint32_t mtu = mtu_bytes(R.mtu);
+	unsigned int k = 0;
+
+	if (o.qpt != IBV_QPT_UD)
+		return n;
+	for (unsigned int i = 0; i < n; i++) {
+		if (sizes[i] <= mtu) {
+			sizes[k++] = sizes[i];
+		} else if (o.all) {
+			/* -a: the sizes stop at the MTU */
+		} else if (o.size_set) {
+			unsupported("-s %" PRIu64 ": max message size in UD is the path MTU, %u B "
+				    "(a UD message is one packet)", sizes[i], mtu);
+		} else {
+			fprintf(stderr, "droce-perf: max message size in UD is the path MTU, %u B: "
+				"using it\n", mtu);
+			sizes[k++] = mtu;
+		}
+	}
+	return k;
+}
+
+void
+lat_samples_open(void)
+{
+	if (o.lat_samples == NULL)
+		return;
+	R.lat_f = fopen(o.lat_samples, "w");
+	if (R.lat_f == NULL)
+		fail("--lat-samples %s: %s", o.lat_samples, strerror(errno));
+}
+
+void
+lat_samples_close(void)
+{
+	if (R.lat_f == NULL)
+		return;
+	if (fclose(R.lat_f) != 0)
+		fail("--lat-samples %s: %s", o.lat_samples, strerror(errno));
+	R.lat_f = NULL;
+}
+
+void
+run_two(uint64_t size)
+{
+	srand48((long)getpid() ^ (long)time(NULL)); /* two processes: distinct PSNs */
+	open_local();
+	connect_peer();
+	tsc_hz = rte_get_tsc_hz();
+	ud_fit_sizes(&size, 1); /* the agreed MTU: both sides decide alike */
+	if (R.me == 0)
+		lat_samples_open();
+	else if (o.lat_samples != NULL)
+		fprintf(stderr, "droce-perf: --lat-samples: the client measures latency; the "
+			"server writes no samples\n");
+	print_banner();
+	setup_two(size);
+	connect_qps();
+	R.run_start = rte_rdtsc();
+	R.last_recv = R.run_start;
+	print_addresses();
+	if (R.me == 0 || o.mode == M_BW)
+		print_header();
+	if (o.mode == M_BW) {
+		run_bw_two(size);
+	} else {
+		if (R.me == 0)
+			run_lat(size);
+		else
+			serve_lat(size);
+		if (R.oob.peer_droce) {
+			/* droce peers: a last barrier, so neither leaves early */
+			R.oob.timeout_ms = 0;
+			barrier("end of the run");
+		} else if (o.verb != V_WRITE) {
+			/* perftest 6.06: read_lat, send_lat, atomic_lat end with a
+			 * closing handshake (write_lat with none) */
+			R.oob.timeout_ms = 0;
+			barrier("closing");
+		}
+	}
+	pt_oob_close(&R.oob);
+	print_line();
+	lat_samples_close();
+	if (o.json)
+		print_json();
+	else if (o.stats)
+		print_stats(stdout);
+	fflush(stdout);
+	teardown_two();
+}
