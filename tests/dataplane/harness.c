@@ -398,18 +398,16 @@ h_inject_frame(unsigned int port, unsigned int peer_port, const struct droce_pkt
 	h_inject_frame_dir(port, peer_port, f, payload, plen, DROCE_INJECT_TX);
 }
 
-void
-h_inject_frame_dir(unsigned int port, unsigned int peer_port, const struct droce_pkt_fields *f,
-		   const void *payload, uint32_t plen, enum droce_inject_dir dir)
+size_t
+h_build_frame(unsigned int port, unsigned int peer_port, const struct droce_pkt_fields *f,
+	      const void *payload, uint32_t plen, uint8_t *frame, size_t cap)
 {
 	static const char *const ip[2] = { "198.18.0.1", "198.18.0.2" };
 	struct droce_pkt_fields fields = *f;
 	struct droce_hdr_tmpl t;
 	struct droce_path path;
 	struct in_addr a;
-	uint8_t frame[10240];
 	size_t len;
-	int rc;
 
 	cr_assert(port < 2 && peer_port < 2);
 	memset(&path, 0, sizeof(path));
@@ -423,11 +421,30 @@ h_inject_frame_dir(unsigned int port, unsigned int peer_port, const struct droce
 	path.udp_sport = 0xc000 | (f->dqpn & 0x3fff);
 	path.ip_id = 1;
 	droce_tmpl_init(&t, &path);
-	len = droce_build_frame(&t, frame, sizeof(frame), &fields, payload, plen);
+	len = droce_build_frame(&t, frame, cap, &fields, payload, plen);
 	cr_assert_gt(len, 0, "frame of opcode %#x with %u payload bytes not built", f->opcode, plen);
+	return len;
+}
+
+void
+h_inject_raw(unsigned int port, unsigned int peer_port, const uint8_t *frame, size_t len,
+	     enum droce_inject_dir dir)
+{
 	/* TX leaves @port towards the peer; RX arrives on @peer_port directly */
-	rc = droce_dp_inject(0, dir == DROCE_INJECT_TX ? port : peer_port, dir, frame, (uint32_t)len);
+	int rc = droce_dp_inject(0, dir == DROCE_INJECT_TX ? port : peer_port, dir, frame,
+				 (uint32_t)len);
+
 	cr_assert_eq(rc, 0, "droce_dp_inject: %s", strerror(rc));
+}
+
+void
+h_inject_frame_dir(unsigned int port, unsigned int peer_port, const struct droce_pkt_fields *f,
+		   const void *payload, uint32_t plen, enum droce_inject_dir dir)
+{
+	static uint8_t frame[10240];
+	size_t len = h_build_frame(port, peer_port, f, payload, plen, frame, sizeof(frame));
+
+	h_inject_raw(port, peer_port, frame, len, dir);
 }
 
 void

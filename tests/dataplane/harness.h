@@ -132,6 +132,13 @@ void h_inject_frame(unsigned int port, unsigned int peer_port, const struct droc
 void h_inject_frame_dir(unsigned int port, unsigned int peer_port, const struct droce_pkt_fields *f,
 			const void *payload, uint32_t plen, enum droce_inject_dir dir);
 
+/* The frame h_inject_frame() would send, built into @frame (@cap bytes): its length. */
+size_t h_build_frame(unsigned int port, unsigned int peer_port, const struct droce_pkt_fields *f,
+		     const void *payload, uint32_t plen, uint8_t *frame, size_t cap);
+/* Injects @len raw bytes (any bytes: truncated, corrupted) as h_inject_frame_dir() does. */
+void h_inject_raw(unsigned int port, unsigned int peer_port, const uint8_t *frame, size_t len,
+		  enum droce_inject_dir dir);
+
 /* Moves @qp to @state (mask STATE only). */
 void h_modify_state(struct droce_qp *qp, enum droce_qp_state state);
 
