@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * droce ports' I/O: the burst wrappers the engines call (capture and the
+ * impaired link on the way, per-queue counters) and the port counters.
+ * Port creation and configuration are in port.c, ARP in arp.c.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <rte_arp.h>
+#include <rte_bus.h>
+#include <rte_cycles.h>
+#include <rte_dev.h>
+#include <rte_errno.h>
+#include <rte_eth_ring.h>
+#include <rte_ethdev.h>
+#include <rte_ether.h>
+#include <rte_lcore.h>
+#include <rte_log.h>
+#include <rte_mbuf.h>
+#include <rte_ring.h>
+
+#include "capture.h"
+#include "impair.h"
+#include "internal.h"
+#include "port.h"
+#include "port_internal.h"
+
+
+#define CAPTURE_CHUNK 64
+
+void
+droce_port_rx_account_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
+			 uint16_t got)
+{
+	struct droce_port_stats *st = &p->qstats[queue];
+	uint64_t bytes = 0;
+	uint16_t i;
+
+	if (got == 0)
+		return;
+	for (i = 0; i < got; i++)
+		bytes += rte_pktmbuf_pkt_len(pkts[i]);
+	st->rx_pkts += got;
+	st->rx_bytes += bytes;
+	if (unlikely(p->capture != NULL))
+		st->capture_drops += droce_capture_rx(p->capture, queue, pkts, got);
+}
+
+uint16_t
+droce_port_rx_burst(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint16_t got;
+
+	if (unlikely(__atomic_load_n(&p->impair_used, __ATOMIC_RELAXED)))
+		return droce_impair_rx_lc(p, queue, pkts, n);
+	got = rte_eth_rx_burst(p->eth_port, queue, pkts, n);
+	droce_port_rx_account_lc(p, queue, pkts, got);
+	return got;
+}
+
+/* Sends to the PMD with counters and capture; does not count tx_full. */
+uint16_t
+droce_port_xmit_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct droce_port_stats *st = &p->qstats[queue];
+	uint16_t sent = 0, i;
+	uint64_t bytes = 0;
+
+	if (likely(p->capture == NULL)) {
+		for (i = 0; i < n; i++)
+			bytes += rte_pktmbuf_pkt_len(pkts[i]);
+		sent = rte_eth_tx_burst(p->eth_port, queue, pkts, n);
+		if (unlikely(sent < n)) {
+			for (i = sent; i < n; i++)
+				bytes -= rte_pktmbuf_pkt_len(pkts[i]);
+		}
+	} else {
+		while (sent < n) {
+			struct rte_mbuf *copies[CAPTURE_CHUNK];
+			uint16_t k = RTE_MIN((uint16_t)(n - sent), (uint16_t)CAPTURE_CHUNK), s;
+			uint64_t kb = 0;
+
+			droce_capture_tx_copy(p->capture, queue, pkts + sent, k, copies);
+			for (i = 0; i < k; i++)
+				kb += rte_pktmbuf_pkt_len(pkts[sent + i]);
+			s = rte_eth_tx_burst(p->eth_port, queue, pkts + sent, k);
+			for (i = s; i < k; i++)
+				kb -= rte_pktmbuf_pkt_len(pkts[sent + i]);
+			bytes += kb;
+			st->capture_drops += droce_capture_tx_commit(p->capture, copies, k, s);
+			sent += s;
+			if (s < k)
+				break;
+		}
+	}
+	st->tx_pkts += sent;
+	st->tx_bytes += bytes;
+	return sent;
+}
+
+uint16_t
+droce_port_tx_burst(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint16_t sent;
+
+	if (unlikely(__atomic_load_n(&p->impair_used, __ATOMIC_RELAXED)))
+		return droce_impair_tx_lc(p, queue, pkts, n);
+	sent = droce_port_xmit_lc(p, queue, pkts, n);
+	p->qstats[queue].tx_full += n - sent;
+	return sent;
+}
+
+static void
+impair_stats_add(struct droce_impair_stats *o, const struct droce_impair_stats *s)
+{
+	o->dropped += s->dropped;
+	o->duplicated += s->duplicated;
+	o->reordered += s->reordered;
+	o->delayed += s->delayed;
+	o->corrupted += s->corrupted;
+	o->link_down += s->link_down;
+	o->nomem += s->nomem;
+	o->overflow += s->overflow;
+}
+
+void
+droce_port_stats_get(const struct droce_port *p, struct droce_port_stats *out)
+{
+	unsigned int q;
+
+	memset(out, 0, sizeof(*out));
+	for (q = 0; q < DROCE_MAX_QUEUES; q++) {
+		const struct droce_port_stats *s = &p->qstats[q];
+
+		out->rx_pkts += s->rx_pkts;
+		out->rx_bytes += s->rx_bytes;
+		out->tx_pkts += s->tx_pkts;
+		out->tx_bytes += s->tx_bytes;
+		out->tx_full += s->tx_full;
+		out->arp_requests_rx += s->arp_requests_rx;
+		out->arp_replies_rx += s->arp_replies_rx;
+		out->arp_replies_tx += s->arp_replies_tx;
+		out->arp_requests_tx += s->arp_requests_tx;
+		out->arp_bad += s->arp_bad;
+		out->capture_drops += s->capture_drops;
+		impair_stats_add(&out->impair_rx, &s->impair_rx);
+		impair_stats_add(&out->impair_tx, &s->impair_tx);
+	}
+}
+
+int
+droce_port_stats_print(const struct droce_port *p, FILE *f)
+{
+	struct droce_port_stats s;
+	struct rte_eth_stats es;
+
+	droce_port_stats_get(p, &s);
+	fprintf(f, "%s: rx %" PRIu64 " frames %" PRIu64 " bytes, tx %" PRIu64 " frames %" PRIu64
+		   " bytes, tx ring full %" PRIu64 ", arp rx req %" PRIu64 " rep %" PRIu64
+		   " bad %" PRIu64 ", arp tx req %" PRIu64 " rep %" PRIu64 ", capture lost %" PRIu64 "\n",
+		p->cfg->name, s.rx_pkts, s.rx_bytes, s.tx_pkts, s.tx_bytes, s.tx_full,
+		s.arp_requests_rx, s.arp_replies_rx, s.arp_bad, s.arp_requests_tx, s.arp_replies_tx,
+		s.capture_drops);
+	if (rte_eth_stats_get(p->eth_port, &es) == 0)
+		fprintf(f, "%s: pmd ipackets %" PRIu64 " opackets %" PRIu64 " imissed %" PRIu64
+			   " ierrors %" PRIu64 " oerrors %" PRIu64 " rx_nombuf %" PRIu64 "\n",
+			p->cfg->name, es.ipackets, es.opackets, es.imissed, es.ierrors, es.oerrors,
+			es.rx_nombuf);
+	droce_impair_print(p, &s, f);
+	return 0;
+}
