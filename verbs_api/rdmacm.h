@@ -187,4 +187,27 @@ droce_rcm_service_id(uint16_t ps, uint16_t port)
 	return ((uint64_t)ps << 16) | port;
 }
 
+/* ---- shared by rdmacm.c, rdmacm_events.c, rdmacm_qp.c, rdmacm_conn.c ---- */
+
+#define RCM_HIDDEN __attribute__((visibility("hidden")))
+#define ERR(e) (errno = (e), -1)
+
+/* rdmacm.c */
+RCM_HIDDEN int rcm_complete_sync(struct droce_rcm_id *p);
+RCM_HIDDEN void rcm_fill_path(struct droce_rcm_id *p);
+RCM_HIDDEN int rcm_gid_index_on(int port, const uint8_t gid[16]);
+RCM_HIDDEN struct droce_rcm_id * rcm_id_alloc(struct rdma_event_channel *channel, void *context, enum rdma_port_space ps, enum ibv_qp_type qp_type);
+RCM_HIDDEN void rcm_id_free(struct droce_rcm_id *p);
+
+/* rdmacm_events.c */
+RCM_HIDDEN void rcm_chan_push(struct droce_rcm_chan *c, struct droce_rcm_event *e);
+RCM_HIDDEN void rcm_ev_conn_pdata(struct droce_rcm_event *e, const void *pd, size_t len);
+RCM_HIDDEN struct droce_rcm_event * rcm_ev_new(struct droce_rcm_id *owner, struct droce_rcm_id *id, enum rdma_cm_event_type type, int status);
+RCM_HIDDEN void rcm_ev_queue(struct droce_rcm_event *e);
+RCM_HIDDEN void rcm_ev_ud_pdata(struct droce_rcm_event *e, const void *pd, size_t len);
+RCM_HIDDEN int rcm_modify_qp_err(struct droce_rcm_id *p);
+RCM_HIDDEN int rcm_modify_qp_rtr(struct droce_rcm_id *p, uint8_t resp_res);
+RCM_HIDDEN int rcm_modify_qp_rts(struct droce_rcm_id *p, uint8_t init_depth);
+RCM_HIDDEN struct droce_rcm_event * rcm_queue_simple(struct droce_rcm_id *p, enum rdma_cm_event_type type, int status);
+
 #endif /* DROCE_VERBS_API_RDMACM_H */

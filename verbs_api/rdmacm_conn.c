@@ -1,0 +1,822 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * The rdma_cm layer's connections: the rdma_cm private-data header, connect,
+ * listen, get_request, accept, reject, establish, notify, disconnect, and
+ * the CM's handlers (connection events, the listener's requests).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <arpa/inet.h>
+#include <rte_random.h>
+
+#include <droce/droce.h>
+
+#include "pmd_glue/port.h"
+#include "internal.h"
+#include "rdmacm.h"
+
+static void conn_handler(const struct droce_cm_event *ev);
+
+
+/* ---- the rdma_cm header (the kernel's struct cma_hdr) ---- */
+
+static void
+hdr_put(uint8_t *h, const struct sockaddr *src, const struct sockaddr *dst)
+{
+	uint16_t sport = htons(droce_rcm_sa_port(src));
+
+	memset(h, 0, DROCE_RCM_HDR_LEN);
+	h[0] = DROCE_RCM_HDR_VERSION;
+	memcpy(h + 2, &sport, 2);
+	if (src->sa_family == AF_INET) {
+		h[1] = 4 << 4;
+		memcpy(h + 4 + 12, &((const struct sockaddr_in *)src)->sin_addr, 4);
+		memcpy(h + 20 + 12, &((const struct sockaddr_in *)dst)->sin_addr, 4);
+	} else {
+		h[1] = 6 << 4;
+		memcpy(h + 4, &((const struct sockaddr_in6 *)src)->sin6_addr, 16);
+		memcpy(h + 20, &((const struct sockaddr_in6 *)dst)->sin6_addr, 16);
+	}
+}
+
+/* Parses a header: the peer's (src) and our (dst) addresses.  false if bad. */
+static bool
+hdr_get(const uint8_t *h, size_t len, struct sockaddr_storage *src, struct sockaddr_storage *dst,
+	uint16_t dst_port)
+{
+	uint16_t sport;
+
+	if (h == NULL || len < DROCE_RCM_HDR_LEN || h[0] != DROCE_RCM_HDR_VERSION)
+		return false;
+	memcpy(&sport, h + 2, 2);
+	memset(src, 0, sizeof(*src));
+	memset(dst, 0, sizeof(*dst));
+	if ((h[1] >> 4) == 4) {
+		struct sockaddr_in *s = (struct sockaddr_in *)src, *d = (struct sockaddr_in *)dst;
+
+		s->sin_family = d->sin_family = AF_INET;
+		memcpy(&s->sin_addr, h + 4 + 12, 4);
+		memcpy(&d->sin_addr, h + 20 + 12, 4);
+		s->sin_port = sport;
+		d->sin_port = htons(dst_port);
+		return true;
+	}
+	if ((h[1] >> 4) == 6) {
+		struct sockaddr_in6 *s = (struct sockaddr_in6 *)src, *d = (struct sockaddr_in6 *)dst;
+
+		s->sin6_family = d->sin6_family = AF_INET6;
+		memcpy(&s->sin6_addr, h + 4, 16);
+		memcpy(&d->sin6_addr, h + 20, 16);
+		s->sin6_port = sport;
+		d->sin6_port = htons(dst_port);
+		return true;
+	}
+	return false;
+}
+
+/* ---- connecting ---- */
+
+static uint8_t
+clamp_rd(uint8_t v)
+{
+	uint8_t max = droce_rcm_max_rd_atomic();
+
+	return v > max ? max : v;
+}
+
+static int
+valid_param(struct droce_rcm_id *p, const struct rdma_conn_param *c)
+{
+	uint8_t max = droce_rcm_max_rd_atomic();
+
+	if (p->id.ps != RDMA_PS_TCP)
+		return 0;
+	if (p->id.qp == NULL && c == NULL)
+		return ERR(EINVAL);
+	if (c == NULL)
+		return 0;
+	if (c->responder_resources != RDMA_MAX_RESP_RES && c->responder_resources > max)
+		return ERR(EINVAL);
+	if (c->initiator_depth != RDMA_MAX_INIT_DEPTH && c->initiator_depth > max)
+		return ERR(EINVAL);
+	return 0;
+}
+
+static void
+fill_cm_addr(struct droce_rcm_id *p, struct droce_cm_addr *a)
+{
+	memset(a, 0, sizeof(*a));
+	a->port = (unsigned int)p->port;
+	memcpy(a->sgid, p->id.route.addr.addr.ibaddr.sgid.raw, 16);
+	memcpy(a->dgid, p->id.route.addr.addr.ibaddr.dgid.raw, 16);
+	a->flow_label = p->flow_label;
+	a->traffic_class = p->tos;
+	a->hop_limit = DROCE_RCM_DEFAULT_HOP_LIMIT;
+}
+
+static int
+connect_ud(struct droce_rcm_id *p, const struct rdma_conn_param *c)
+{
+	struct droce_cm_sidr_req r;
+	uint8_t pd[DROCE_CM_SIDR_REQ_PDATA];
+	size_t ulen = c && c->private_data ? c->private_data_len : 0;
+	int rc;
+
+	if (ulen > DROCE_CM_SIDR_REQ_PDATA - DROCE_RCM_HDR_LEN)
+		return EINVAL;
+	memset(&r, 0, sizeof(r));
+	fill_cm_addr(p, &r.addr);
+	r.service_id = droce_rcm_service_id((uint16_t)p->id.ps,
+					    droce_rcm_sa_port(&p->id.route.addr.dst_addr));
+	r.pkey = 0xffff;
+	hdr_put(pd, &p->id.route.addr.src_addr, &p->id.route.addr.dst_addr);
+	if (ulen)
+		memcpy(pd + DROCE_RCM_HDR_LEN, c->private_data, ulen);
+	r.private_data = pd;
+	r.private_data_len = (uint8_t)(DROCE_RCM_HDR_LEN + ulen);
+	rc = droce_cm_sidr_req(&r, conn_handler, p, &p->conn);
+	return rc ? (errno ? errno : EIO) : 0;
+}
+
+int
+rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
+{
+	struct droce_rcm_id *p;
+	struct droce_cm_req r;
+	uint8_t pd[DROCE_CM_REQ_PDATA];
+	size_t ulen;
+	int rc;
+
+	if (id == NULL)
+		return ERR(EINVAL);
+	p = droce_rcm_id_of(id);
+	if (valid_param(p, conn_param) != 0)
+		return -1;
+	pthread_mutex_lock(&droce_rcm_lock);
+	if (p->state != DROCE_RCM_ROUTE_RESOLVED) {
+		pthread_mutex_unlock(&droce_rcm_lock);
+		return ERR(EINVAL);
+	}
+	if (id->qp_type == IBV_QPT_UD) {
+		rc = connect_ud(p, conn_param);
+		if (rc == 0)
+			p->state = DROCE_RCM_CONNECT;
+		pthread_mutex_unlock(&droce_rcm_lock);
+		if (rc != 0)
+			return ERR(rc);
+		return rcm_complete_sync(p);
+	}
+	ulen = conn_param && conn_param->private_data ? conn_param->private_data_len : 0;
+	if (ulen > DROCE_CM_REQ_PDATA - DROCE_RCM_HDR_LEN) {
+		pthread_mutex_unlock(&droce_rcm_lock);
+		return ERR(EINVAL);
+	}
+	p->initiator_depth = conn_param && conn_param->initiator_depth != RDMA_MAX_INIT_DEPTH ?
+			     conn_param->initiator_depth : droce_rcm_max_rd_atomic();
+	p->responder_resources =
+		conn_param && conn_param->responder_resources != RDMA_MAX_RESP_RES ?
+		conn_param->responder_resources : droce_rcm_max_rd_atomic();
+	memset(&r, 0, sizeof(r));
+	fill_cm_addr(p, &r.addr);
+	r.service_id = droce_rcm_service_id((uint16_t)p->id.ps,
+					    droce_rcm_sa_port(&p->id.route.addr.dst_addr));
+	r.qpn = id->qp ? id->qp->qp_num : (conn_param ? conn_param->qp_num : 0);
+	r.srq = id->qp ? id->qp->srq != NULL : (conn_param ? conn_param->srq != 0 : false);
+	p->local_psn = (uint32_t)(rte_rand() & 0xffffff);
+	r.starting_psn = p->local_psn;
+	r.qp_type = (uint8_t)id->qp_type;
+	r.responder_resources = p->responder_resources;
+	r.initiator_depth = p->initiator_depth;
+	r.path_mtu = (uint8_t)droce_verbs_port_mtu((unsigned int)p->port);
+	p->local_ack_timeout = p->ack_timeout ? p->ack_timeout : DROCE_RCM_DEFAULT_ACK_TIMEOUT;
+	r.local_ack_timeout = p->local_ack_timeout;
+	r.retry_count = conn_param ? conn_param->retry_count & 7 : 7;
+	r.rnr_retry_count = conn_param ? conn_param->rnr_retry_count & 7 : 7;
+	p->retry_count = r.retry_count;
+	p->rnr_retry_count = r.rnr_retry_count;
+	p->path_mtu = r.path_mtu;
+	hdr_put(pd, &id->route.addr.src_addr, &id->route.addr.dst_addr);
+	if (ulen)
+		memcpy(pd + DROCE_RCM_HDR_LEN, conn_param->private_data, ulen);
+	r.private_data = pd;
+	r.private_data_len = (uint8_t)(DROCE_RCM_HDR_LEN + ulen);
+	rc = droce_cm_connect(&r, conn_handler, p, &p->conn);
+	if (rc != 0) {
+		rc = errno ? errno : EIO;
+		pthread_mutex_unlock(&droce_rcm_lock);
+		return ERR(rc);
+	}
+	p->state = DROCE_RCM_CONNECT;
+	pthread_mutex_unlock(&droce_rcm_lock);
+	return rcm_complete_sync(p);
+}
+
+int
+rdma_listen(struct rdma_cm_id *id, int backlog)
+{
+	struct droce_rcm_id *p;
+	struct droce_rcm_bind *b;
+	struct droce_rcm_id *o;
+	int rc = 0;
+
+	if (id == NULL)
+		return ERR(EINVAL);
+	p = droce_rcm_id_of(id);
+	if (!p->bound) {
+		struct sockaddr_in any = { .sin_family = AF_INET };
+
+		/* the kernel binds an unbound listener to the wildcard */
+		if (rdma_bind_addr(id, (struct sockaddr *)&any) != 0)
+			return -1;
+	}
+	pthread_mutex_lock(&droce_rcm_lock);
+	if (p->state == DROCE_RCM_LISTEN) {
+		p->backlog = backlog > 0 && backlog < DROCE_RCM_MAX_BACKLOG ? backlog
+								       : DROCE_RCM_MAX_BACKLOG;
+		goto out;
+	}
+	if (p->state != DROCE_RCM_IDLE) {
+		rc = EINVAL;
+		goto out;
+	}
+	b = p->bind;
+	TAILQ_FOREACH(o, &b->ids, bind_link) {
+		if (o != p && o->state == DROCE_RCM_LISTEN) {
+			uint8_t g1[16], g2[16];
+			bool any1 = droce_rcm_sa_is_any(&o->id.route.addr.src_addr);
+			bool any2 = droce_rcm_sa_is_any(&id->route.addr.src_addr);
+
+			droce_rcm_sa_to_gid(&o->id.route.addr.src_addr, g1);
+			droce_rcm_sa_to_gid(&id->route.addr.src_addr, g2);
+			if (any1 || any2 || memcmp(g1, g2, 16) == 0) {
+				rc = EADDRINUSE;
+				goto out;
+			}
+		}
+	}
+	if (b->listener == NULL) {
+		if (droce_cm_listen(droce_rcm_service_id(b->ps, b->port), droce_rcm_listen_handler,
+				    b, &b->listener) != 0) {
+			rc = errno ? errno : EIO;
+			goto out;
+		}
+	}
+	p->backlog = backlog > 0 && backlog < DROCE_RCM_MAX_BACKLOG ? backlog
+							       : DROCE_RCM_MAX_BACKLOG;
+	p->state = DROCE_RCM_LISTEN;
+out:
+	pthread_mutex_unlock(&droce_rcm_lock);
+	return rc ? ERR(rc) : 0;
+}
+
+int
+rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
+{
+	struct droce_rcm_id *lp;
+	struct rdma_cm_event *ev;
+	int rc;
+
+	if (listen == NULL || id == NULL)
+		return ERR(EINVAL);
+	lp = droce_rcm_id_of(listen);
+	if (!lp->sync)
+		return ERR(EINVAL);
+	if (listen->event) {
+		rdma_ack_cm_event(listen->event);
+		listen->event = NULL;
+	}
+	if (rdma_get_cm_event(listen->channel, &ev) != 0)
+		return -1;
+	if (ev->event == RDMA_CM_EVENT_REJECTED) {
+		rc = ECONNREFUSED;
+		goto err;
+	}
+	if (ev->status) {
+		rc = ev->status < 0 ? -ev->status : ev->status;
+		goto err;
+	}
+	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+		rc = EINVAL;
+		goto err;
+	}
+	if (lp->qp_init_attr) {
+		struct ibv_qp_init_attr attr = *lp->qp_init_attr;
+
+		if (rdma_create_qp(ev->id, listen->pd, &attr) != 0) {
+			rc = errno;
+			goto err;
+		}
+	}
+	*id = ev->id;
+	(*id)->event = ev;
+	return 0;
+err:
+	listen->event = ev;
+	return ERR(rc);
+}
+
+int
+rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
+{
+	struct droce_rcm_id *p;
+	size_t ulen;
+	int rc;
+
+	if (id == NULL)
+		return ERR(EINVAL);
+	p = droce_rcm_id_of(id);
+	if (valid_param(p, conn_param) != 0)
+		return -1;
+	if (id->qp == NULL && conn_param == NULL)
+		return ERR(EINVAL);
+	ulen = conn_param && conn_param->private_data ? conn_param->private_data_len : 0;
+	pthread_mutex_lock(&droce_rcm_lock);
+	if (p->state != DROCE_RCM_REQ_RCVD || p->conn == NULL) {
+		pthread_mutex_unlock(&droce_rcm_lock);
+		return ERR(EINVAL);
+	}
+	if (id->qp_type == IBV_QPT_UD) {
+		struct droce_cm_sidr_rep rep;
+
+		if (ulen > DROCE_CM_SIDR_REP_PDATA) {
+			pthread_mutex_unlock(&droce_rcm_lock);
+			return ERR(EINVAL);
+		}
+		memset(&rep, 0, sizeof(rep));
+		rep.status = DROCE_CM_SIDR_SUCCESS;
+		rep.qpn = id->qp ? id->qp->qp_num : conn_param->qp_num;
+		rep.qkey = p->qkey;
+		rep.private_data = ulen ? conn_param->private_data : NULL;
+		rep.private_data_len = (uint8_t)ulen;
+		rc = droce_cm_sidr_rep(p->conn, &rep);
+		if (rc == 0)
+			p->state = DROCE_RCM_ESTABLISHED;
+		else
+			rc = errno ? errno : EIO;
+		pthread_mutex_unlock(&droce_rcm_lock);
+		if (rc)
+			return ERR(rc);
+		if (p->sync && id->event) {
+			rdma_ack_cm_event(id->event);
+			id->event = NULL;
+		}
+		return 0;
+	}
+	if (ulen > DROCE_CM_REP_PDATA) {
+		pthread_mutex_unlock(&droce_rcm_lock);
+		return ERR(EINVAL);
+	}
+	if (!conn_param || conn_param->initiator_depth == RDMA_MAX_INIT_DEPTH)
+		p->initiator_depth = clamp_rd(p->initiator_depth);
+	else
+		p->initiator_depth = conn_param->initiator_depth;
+	if (!conn_param || conn_param->responder_resources == RDMA_MAX_RESP_RES)
+		p->responder_resources = clamp_rd(p->responder_resources);
+	else
+		p->responder_resources = conn_param->responder_resources;
+	p->rnr_retry_count = conn_param ? conn_param->rnr_retry_count & 7 : 7;
+	pthread_mutex_unlock(&droce_rcm_lock);
+
+	/* RTR resolves the peer's MAC: outside the lock, in this thread */
+	if (rcm_modify_qp_rtr(p, p->responder_resources) != 0 ||
+	    rcm_modify_qp_rts(p, p->initiator_depth) != 0)
+		return -1;
+
+	pthread_mutex_lock(&droce_rcm_lock);
+	if (p->state != DROCE_RCM_REQ_RCVD || p->conn == NULL) {
+		pthread_mutex_unlock(&droce_rcm_lock);
+		rcm_modify_qp_err(p);
+		return ERR(ECONNABORTED);
+	}
+	{
+		struct droce_cm_rep rep;
+
+		memset(&rep, 0, sizeof(rep));
+		rep.qpn = id->qp ? id->qp->qp_num : conn_param->qp_num;
+		rep.starting_psn = p->local_psn;
+		rep.responder_resources = p->responder_resources;
+		rep.initiator_depth = p->initiator_depth;
+		rep.rnr_retry_count = p->rnr_retry_count;
+		rep.target_ack_delay = 15;
+		rep.srq = id->qp ? id->qp->srq != NULL : conn_param->srq != 0;
+		rep.private_data = ulen ? conn_param->private_data : NULL;
+		rep.private_data_len = (uint8_t)ulen;
+		rc = droce_cm_accept(p->conn, &rep);
+		if (rc == 0)
+			p->state = DROCE_RCM_ACCEPTED;
+		else
+			rc = errno ? errno : EIO;
+	}
+	pthread_mutex_unlock(&droce_rcm_lock);
+	if (rc) {
+		rcm_modify_qp_err(p);
+		return ERR(rc);
+	}
+	return rcm_complete_sync(p);
+}
+
+int
+rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)
+{
+	struct droce_rcm_id *p;
+	int rc;
+
+	if (id == NULL)
+		return ERR(EINVAL);
+	p = droce_rcm_id_of(id);
+	if (private_data == NULL)
+		private_data_len = 0;
+	pthread_mutex_lock(&droce_rcm_lock);
+	if (p->state != DROCE_RCM_REQ_RCVD || p->conn == NULL) {
+		pthread_mutex_unlock(&droce_rcm_lock);
+		return ERR(EINVAL);
+	}
+	if (id->qp_type == IBV_QPT_UD) {
+		struct droce_cm_sidr_rep rep;
+
+		if (private_data_len > DROCE_CM_SIDR_REP_PDATA) {
+			pthread_mutex_unlock(&droce_rcm_lock);
+			return ERR(EINVAL);
+		}
+		memset(&rep, 0, sizeof(rep));
+		rep.status = DROCE_CM_SIDR_REJECT;
+		rep.private_data = private_data;
+		rep.private_data_len = private_data_len;
+		rc = droce_cm_sidr_rep(p->conn, &rep);
+	} else {
+		if (private_data_len > DROCE_CM_REJ_PDATA) {
+			pthread_mutex_unlock(&droce_rcm_lock);
+			return ERR(EINVAL);
+		}
+		rc = droce_cm_reject(p->conn, DROCE_CM_REJ_CONSUMER_DEFINED, private_data,
+				     private_data_len);
+	}
+	if (rc == 0)
+		p->state = DROCE_RCM_ERROR;
+	else
+		rc = errno ? errno : EIO;
+	pthread_mutex_unlock(&droce_rcm_lock);
+	return rc ? ERR(rc) : 0;
+}
+
+int
+rdma_establish(struct rdma_cm_id *id)
+{
+	struct droce_rcm_id *p;
+	int rc = 0;
+
+	if (id == NULL || id->qp)
+		return ERR(EINVAL);
+	p = droce_rcm_id_of(id);
+	pthread_mutex_lock(&droce_rcm_lock);
+	if (p->state != DROCE_RCM_CONN_RESPONSE || p->conn == NULL) {
+		rc = EINVAL;
+	} else if (droce_cm_rtu(p->conn, NULL, 0) != 0) {
+		rc = errno ? errno : EIO;
+	} else {
+		p->state = DROCE_RCM_ESTABLISHED;
+	}
+	pthread_mutex_unlock(&droce_rcm_lock);
+	return rc ? ERR(rc) : 0;
+}
+
+int
+rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
+{
+	struct droce_rcm_id *p;
+	int rc = 0;
+
+	if (id == NULL)
+		return ERR(EINVAL);
+	p = droce_rcm_id_of(id);
+	if (event != IBV_EVENT_COMM_EST)
+		return 0; /* the kernel ignores every other event */
+	pthread_mutex_lock(&droce_rcm_lock);
+	if (p->state == DROCE_RCM_ACCEPTED && p->conn) {
+		if (droce_cm_establish(p->conn) != 0)
+			rc = errno ? errno : EIO;
+	} else if (p->state != DROCE_RCM_ESTABLISHED) {
+		rc = EINVAL;
+	}
+	pthread_mutex_unlock(&droce_rcm_lock);
+	return rc ? ERR(rc) : 0;
+}
+
+int
+rdma_disconnect(struct rdma_cm_id *id)
+{
+	struct droce_rcm_id *p;
+	bool wait = true;
+	int rc = 0;
+
+	if (id == NULL || id->verbs == NULL)
+		return ERR(EINVAL);
+	p = droce_rcm_id_of(id);
+	/* librdmacm's ucma_shutdown: the QP to ERR, so outstanding WRs flush */
+	if (rcm_modify_qp_err(p) != 0)
+		return -1;
+	pthread_mutex_lock(&droce_rcm_lock);
+	if (p->conn == NULL || id->qp_type == IBV_QPT_UD) {
+		rc = EINVAL;
+	} else if (p->dreq_rcvd) {
+		if (p->drep_sent)
+			rc = EINVAL;
+		else if (droce_cm_drep(p->conn, NULL, 0) != 0)
+			rc = errno ? errno : EIO;
+		else
+			p->drep_sent = true;
+	} else if (p->state == DROCE_RCM_ESTABLISHED) {
+		if (droce_cm_disconnect(p->conn, NULL, 0) != 0) {
+			rc = errno ? errno : EIO;
+		} else {
+			p->dreq_sent = true;
+			p->state = DROCE_RCM_DISCONNECTED;
+		}
+	} else if (p->state == DROCE_RCM_ACCEPTED || p->state == DROCE_RCM_CONNECT ||
+		   p->state == DROCE_RCM_CONN_RESPONSE) {
+		/* not established yet: the IB CM rejects (the kernel's
+		 * ib_send_cm_dreq fails, then the id is torn down) */
+		droce_cm_reject(p->conn, DROCE_CM_REJ_CONSUMER_DEFINED, NULL, 0);
+		p->state = DROCE_RCM_ERROR;
+		wait = false; /* no event answers a REJ */
+	} else {
+		rc = EINVAL;
+	}
+	pthread_mutex_unlock(&droce_rcm_lock);
+	if (rc)
+		return ERR(rc);
+	return wait ? rcm_complete_sync(p) : 0;
+}
+
+/* ---- CM handlers ---- */
+
+static void
+ud_ah_attr(struct droce_rcm_id *p, struct ibv_ah_attr *ah)
+{
+	memset(ah, 0, sizeof(*ah));
+	ah->is_global = 1;
+	memcpy(ah->grh.dgid.raw, p->id.route.addr.addr.ibaddr.dgid.raw, 16);
+	ah->grh.sgid_index = (uint8_t)rcm_gid_index_on(p->port, p->id.route.addr.addr.ibaddr.sgid.raw);
+	ah->grh.hop_limit = DROCE_RCM_DEFAULT_HOP_LIMIT;
+	ah->grh.traffic_class = p->tos;
+	ah->grh.flow_label = p->flow_label;
+	ah->port_num = DROCE_VERBS_PORT_NUM;
+}
+
+/* Marks the connection disconnected and queues DISCONNECTED once. */
+static void
+disconnected_locked(struct droce_rcm_id *p, int status)
+{
+	p->state = DROCE_RCM_DISCONNECTED;
+	if (p->disc_reported)
+		return;
+	p->disc_reported = true;
+	rcm_queue_simple(p, RDMA_CM_EVENT_DISCONNECTED, status);
+}
+
+static void
+conn_handler(const struct droce_cm_event *ev)
+{
+	struct droce_rcm_id *p = ev->ctx;
+	struct droce_rcm_event *e;
+
+	pthread_mutex_lock(&droce_rcm_lock);
+	if (p == NULL || p->destroying || p->conn != ev->conn) {
+		pthread_mutex_unlock(&droce_rcm_lock);
+		return;
+	}
+	switch (ev->type) {
+	case DROCE_CM_EV_REP:
+		if (p->state != DROCE_RCM_CONNECT)
+			break;
+		p->remote_qpn = ev->u.rep.qpn;
+		p->remote_psn = ev->u.rep.starting_psn;
+		/* never more than this side asked for in its REQ (a passive side
+		 * may answer with more: perftest -R on Linux rxe offers 128) */
+		if (ev->u.rep.responder_resources < p->initiator_depth)
+			p->initiator_depth = ev->u.rep.responder_resources;
+		if (ev->u.rep.initiator_depth < p->responder_resources)
+			p->responder_resources = ev->u.rep.initiator_depth;
+		p->have_remote = true;
+		p->state = DROCE_RCM_CONN_RESPONSE;
+		e = rcm_ev_new(p, p, RDMA_CM_EVENT_CONNECT_RESPONSE, 0);
+		if (e == NULL)
+			break;
+		e->kind = DROCE_RCM_EVK_CONN_RESP;
+		rcm_ev_conn_pdata(e, ev->private_data, ev->private_data_len);
+		e->ev.param.conn.responder_resources = ev->u.rep.initiator_depth;
+		e->ev.param.conn.initiator_depth = ev->u.rep.responder_resources;
+		e->ev.param.conn.rnr_retry_count = ev->u.rep.rnr_retry_count;
+		e->ev.param.conn.srq = ev->u.rep.srq;
+		e->ev.param.conn.qp_num = ev->u.rep.qpn;
+		e->ev.param.conn.flow_control = 1;
+		rcm_ev_queue(e);
+		break;
+	case DROCE_CM_EV_RTU:
+		if (p->state != DROCE_RCM_ACCEPTED)
+			break;
+		p->state = DROCE_RCM_ESTABLISHED;
+		rcm_queue_simple(p, RDMA_CM_EVENT_ESTABLISHED, 0);
+		break;
+	case DROCE_CM_EV_REJ:
+		if (p->state != DROCE_RCM_CONNECT && p->state != DROCE_RCM_CONN_RESPONSE &&
+		    p->state != DROCE_RCM_ACCEPTED && p->state != DROCE_RCM_REQ_RCVD)
+			break;
+		if (p->connect_error)
+			break; /* librdmacm drops a REJ after CONNECT_ERROR */
+		p->state = DROCE_RCM_ERROR;
+		e = rcm_ev_new(p, p, RDMA_CM_EVENT_REJECTED, ev->u.rej.reason);
+		if (e == NULL)
+			break;
+		e->kind = DROCE_RCM_EVK_REJECTED;
+		rcm_ev_conn_pdata(e, ev->private_data, ev->private_data_len);
+		rcm_ev_queue(e);
+		break;
+	case DROCE_CM_EV_REQ_TIMEOUT:
+	case DROCE_CM_EV_REP_TIMEOUT:
+	case DROCE_CM_EV_SIDR_TIMEOUT:
+		if (p->state != DROCE_RCM_CONNECT && p->state != DROCE_RCM_ACCEPTED)
+			break;
+		p->state = DROCE_RCM_ERROR;
+		rcm_queue_simple(p, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT);
+		break;
+	case DROCE_CM_EV_DREQ:
+		p->dreq_rcvd = true;
+		if (p->state == DROCE_RCM_ESTABLISHED || p->state == DROCE_RCM_ACCEPTED ||
+		    p->state == DROCE_RCM_CONN_RESPONSE) {
+			disconnected_locked(p, 0);
+		} else if (p->state == DROCE_RCM_DISCONNECTED && p->dreq_sent) {
+			/* both sides disconnected at once: answer, done */
+			if (!p->drep_sent && droce_cm_drep(p->conn, NULL, 0) == 0)
+				p->drep_sent = true;
+			disconnected_locked(p, 0);
+		}
+		break;
+	case DROCE_CM_EV_DREP:
+		if (p->state == DROCE_RCM_DISCONNECTED)
+			disconnected_locked(p, 0);
+		break;
+	case DROCE_CM_EV_DREQ_TIMEOUT:
+		if (p->state == DROCE_RCM_DISCONNECTED)
+			disconnected_locked(p, -ETIMEDOUT);
+		break;
+	case DROCE_CM_EV_TIMEWAIT_EXIT:
+		if (p->state == DROCE_RCM_DISCONNECTED || p->state == DROCE_RCM_ERROR)
+			rcm_queue_simple(p, RDMA_CM_EVENT_TIMEWAIT_EXIT, 0);
+		break;
+	case DROCE_CM_EV_SIDR_REP:
+		if (p->state != DROCE_RCM_CONNECT)
+			break;
+		if (ev->u.sidr_rep.status != DROCE_CM_SIDR_SUCCESS) {
+			p->state = DROCE_RCM_ERROR;
+			e = rcm_ev_new(p, p, RDMA_CM_EVENT_UNREACHABLE, ev->u.sidr_rep.status);
+			if (e == NULL)
+				break;
+			rcm_ev_ud_pdata(e, ev->private_data, ev->private_data_len);
+			rcm_ev_queue(e);
+			break;
+		}
+		p->state = DROCE_RCM_ESTABLISHED;
+		p->remote_qpn = ev->u.sidr_rep.qpn;
+		p->have_remote = true;
+		e = rcm_ev_new(p, p, RDMA_CM_EVENT_ESTABLISHED, 0);
+		if (e == NULL)
+			break;
+		rcm_ev_ud_pdata(e, ev->private_data, ev->private_data_len);
+		ud_ah_attr(p, &e->ev.param.ud.ah_attr);
+		e->ev.param.ud.qp_num = ev->u.sidr_rep.qpn;
+		e->ev.param.ud.qkey = ev->u.sidr_rep.qkey;
+		rcm_ev_queue(e);
+		break;
+	default:
+		break;
+	}
+	pthread_mutex_unlock(&droce_rcm_lock);
+}
+
+/* The local GID of a REQ's addresses (cm.h names them from the receiver's
+ * side: sgid ours, dgid the peer's). */
+static void
+req_gids(const struct droce_cm_addr *a, uint8_t local[16], uint8_t peer[16])
+{
+	memcpy(local, a->sgid, 16);
+	memcpy(peer, a->dgid, 16);
+	if (rcm_gid_index_on((int)a->port, local) < 0 && rcm_gid_index_on((int)a->port, peer) >= 0) {
+		memcpy(local, a->dgid, 16);
+		memcpy(peer, a->sgid, 16);
+	}
+}
+
+void
+droce_rcm_listen_handler(const struct droce_cm_event *ev)
+{
+	struct droce_rcm_bind *b = ev->ctx;
+	const struct droce_cm_addr *ca;
+	const uint8_t *pd = ev->private_data;
+	size_t pdlen = ev->private_data_len;
+	struct sockaddr_storage src, dst;
+	struct droce_rcm_id *l, *p;
+	struct droce_rcm_event *e;
+	struct ibv_context *vctx = NULL;
+	struct ibv_pd *vpd = NULL;
+	uint8_t lgid[16], pgid[16], hdst[16];
+	bool ud;
+
+	if (ev->type != DROCE_CM_EV_REQ && ev->type != DROCE_CM_EV_SIDR_REQ)
+		return;
+	ud = ev->type == DROCE_CM_EV_SIDR_REQ;
+	ca = ud ? &ev->u.sidr_req.addr : &ev->u.req.addr;
+	if (pd == NULL) {
+		pd = ud ? ev->u.sidr_req.private_data : ev->u.req.private_data;
+		pdlen = ud ? ev->u.sidr_req.private_data_len : ev->u.req.private_data_len;
+	}
+	/* the new id's device (opened once; the first time takes a while) */
+	if (droce_rcm_dev_get(ca->port, &vctx, &vpd) != 0) {
+		pthread_mutex_lock(&droce_rcm_lock);
+		goto reject;
+	}
+	pthread_mutex_lock(&droce_rcm_lock);
+	l = NULL;
+	if (hdr_get(pd, pdlen, &src, &dst, b->port)) {
+		droce_rcm_sa_to_gid((struct sockaddr *)&dst, hdst);
+		l = droce_rcm_find_listener(b, hdst);
+	}
+	if (l == NULL || l->pending >= l->backlog || (ud != (l->id.qp_type == IBV_QPT_UD)))
+		goto reject;
+	p = rcm_id_alloc(l->sync ? NULL : l->id.channel, l->id.context, l->id.ps, l->id.qp_type);
+	if (p == NULL)
+		goto reject;
+	e = rcm_ev_new(l, p, RDMA_CM_EVENT_CONNECT_REQUEST, 0);
+	if (e == NULL) {
+		rcm_id_free(p);
+		goto reject;
+	}
+	e->ev.listen_id = &l->id;
+	req_gids(ca, lgid, pgid);
+	p->port = (int)ca->port;
+	p->id.verbs = vctx;
+	p->id.pd = vpd;
+	p->id.port_num = DROCE_VERBS_PORT_NUM;
+	memcpy(&p->id.route.addr.src_storage, &dst, sizeof(dst));
+	memcpy(&p->id.route.addr.dst_storage, &src, sizeof(src));
+	memcpy(p->id.route.addr.addr.ibaddr.sgid.raw, lgid, 16);
+	memcpy(p->id.route.addr.addr.ibaddr.dgid.raw, pgid, 16);
+	p->tos = l->tos;
+	p->ack_timeout = l->ack_timeout;
+	p->conn = ev->conn;
+	p->state = DROCE_RCM_REQ_RCVD;
+	p->listener = l;
+	rcm_fill_path(p);
+	p->id.route.path_rec = malloc(sizeof(*p->id.route.path_rec));
+	if (p->id.route.path_rec) {
+		*p->id.route.path_rec = p->path;
+		p->id.route.num_paths = 1;
+	}
+	if (ud) {
+		rcm_ev_ud_pdata(e, pd + DROCE_RCM_HDR_LEN, pdlen - DROCE_RCM_HDR_LEN);
+		ud_ah_attr(p, &e->ev.param.ud.ah_attr);
+	} else {
+		const struct droce_cm_req *rq = &ev->u.req;
+		enum ibv_mtu mine = droce_verbs_port_mtu(ca->port);
+
+		rcm_ev_conn_pdata(e, pd + DROCE_RCM_HDR_LEN, pdlen - DROCE_RCM_HDR_LEN);
+		e->ev.param.conn.responder_resources = rq->initiator_depth;
+		e->ev.param.conn.initiator_depth = rq->responder_resources;
+		e->ev.param.conn.retry_count = rq->retry_count;
+		e->ev.param.conn.rnr_retry_count = rq->rnr_retry_count;
+		e->ev.param.conn.srq = rq->srq;
+		e->ev.param.conn.qp_num = rq->qpn;
+		e->ev.param.conn.flow_control = 1;
+		/* librdmacm: the new id starts from the request's values */
+		p->initiator_depth = rq->responder_resources;
+		p->responder_resources = rq->initiator_depth;
+		p->remote_qpn = rq->qpn;
+		p->remote_psn = rq->starting_psn;
+		p->local_psn = (uint32_t)(rte_rand() & 0xffffff);
+		p->path_mtu = rq->path_mtu && rq->path_mtu < mine ? rq->path_mtu : (uint8_t)mine;
+		p->retry_count = rq->retry_count;
+		p->local_ack_timeout = p->ack_timeout ? p->ack_timeout
+						      : DROCE_RCM_DEFAULT_ACK_TIMEOUT;
+		p->have_remote = true;
+	}
+	l->pending++;
+	droce_cm_conn_set_handler(ev->conn, conn_handler, p);
+	rcm_ev_queue(e);
+	pthread_mutex_unlock(&droce_rcm_lock);
+	return;
+reject:
+	/* no id for it (the kernel's cma): REJ consumer defined / SIDR reject */
+	if (ud) {
+		struct droce_cm_sidr_rep rep = { .status = DROCE_CM_SIDR_REJECT };
+
+		droce_cm_sidr_rep(ev->conn, &rep);
+	} else {
+		droce_cm_reject(ev->conn, DROCE_CM_REJ_CONSUMER_DEFINED, NULL, 0);
+	}
+	pthread_mutex_unlock(&droce_rcm_lock);
+	droce_cm_conn_release(ev->conn);
+}
