@@ -18,7 +18,8 @@ passed=0
 failed=0
 status=0
 # One meson run per line: build dir, LeakSanitizer on/off, suites.
-# LeakSanitizer runs on the unit suite, the dataplane suites and verbs_rc
+# LeakSanitizer runs on the unit suite, the dataplane suites, verbs_rc and
+# verbs_validation
 # (only the EAL's own interrupt instance suppressed, tests/lsan.supp); the
 # other EAL suites still leave test objects or DPDK allocations at exit, so
 # they run with ASan and UBSan only.
@@ -26,7 +27,7 @@ runs=(
   "build 0"
   "build-asan 1 --suite unit"
   "build-asan 1 --suite dataplane"
-  "build-asan 1 verbs_rc"
+  "build-asan 1 verbs_rc verbs_validation"
   "build-asan 0 --suite integration --suite verbs --suite verbs_ex --suite ud_uc --suite mw --suite srq --suite perf --suite progress --suite rdmacm --suite rdmacm_fakecm --suite mt"
 )
 for run in "${runs[@]}"; do

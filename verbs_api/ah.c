@@ -47,6 +47,9 @@ ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 	ah->ah.pd = pd;
 	ah->ah.handle = (uint32_t)ah->dah.serial;
 	atomic_fetch_add(&((struct droce_vpd *)pd)->users, 1);
+	pthread_mutex_lock(&((struct droce_vpd *)pd)->lock);
+	TAILQ_INSERT_TAIL(&((struct droce_vpd *)pd)->ahs, ah, pd_link);
+	pthread_mutex_unlock(&((struct droce_vpd *)pd)->lock);
 	return &ah->ah;
 }
 
@@ -54,12 +57,17 @@ int
 ibv_destroy_ah(struct ibv_ah *ibah)
 {
 	struct droce_vah *ah = (struct droce_vah *)ibah;
+	struct droce_vpd *pd;
 
 	if (ah == NULL)
 		return EINVAL;
 	if (droce_ah_busy(&ah->dah))
 		return EBUSY; /* a posted WR still names it */
-	atomic_fetch_sub(&((struct droce_vpd *)ibah->pd)->users, 1);
+	pd = (struct droce_vpd *)ibah->pd;
+	pthread_mutex_lock(&pd->lock);
+	TAILQ_REMOVE(&pd->ahs, ah, pd_link);
+	pthread_mutex_unlock(&pd->lock);
+	atomic_fetch_sub(&pd->users, 1);
 	free(ah);
 	return 0;
 }

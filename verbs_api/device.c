@@ -161,6 +161,7 @@ ibv_open_device(struct ibv_device *device)
 	x->async_wfd = fds[1];
 	pthread_mutex_init(&x->lock, NULL);
 	TAILQ_INIT(&x->cqs);
+	TAILQ_INIT(&x->pds);
 
 	x->vctx.sz = sizeof(struct verbs_context);
 	x->vctx.query_port = droce_verbs_query_port;
@@ -272,6 +273,31 @@ destroy_leftovers(struct droce_vctx *x)
 		cq->cq.async_events_completed = async;
 		pthread_mutex_unlock(&cq->cq.mutex);
 		rc = ibv_destroy_cq(&cq->cq);
+		if (rc != 0)
+			return rc;
+	}
+	/* then what the PDs hold (windows before the MRs they may be bound to),
+	 * and the PDs: an MR left registered would keep its memory reachable by
+	 * a peer's rkey after the program closed the device */
+	for (;;) {
+		struct droce_vpd *pd;
+		int rc;
+
+		pthread_mutex_lock(&x->lock);
+		pd = TAILQ_FIRST(&x->pds);
+		pthread_mutex_unlock(&x->lock);
+		if (pd == NULL)
+			break;
+		while (!TAILQ_EMPTY(&pd->mws))
+			if ((rc = droce_verbs_dealloc_mw(&TAILQ_FIRST(&pd->mws)->mw)) != 0)
+				return rc;
+		while (!TAILQ_EMPTY(&pd->mrs))
+			if ((rc = ibv_dereg_mr(&TAILQ_FIRST(&pd->mrs)->mr)) != 0)
+				return rc;
+		while (!TAILQ_EMPTY(&pd->ahs))
+			if ((rc = ibv_destroy_ah(&TAILQ_FIRST(&pd->ahs)->ah)) != 0)
+				return rc;
+		rc = ibv_dealloc_pd(&pd->pd);
 		if (rc != 0)
 			return rc;
 	}

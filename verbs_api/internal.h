@@ -50,24 +50,38 @@ struct droce_vctx {
 	TAILQ_HEAD(, droce_vcq) cqs;
 	TAILQ_HEAD(, droce_vqp) qps;
 	TAILQ_HEAD(, droce_vsrq) srqs;
+	TAILQ_HEAD(, droce_vpd) pds;
 	int port_up;               /* link state last reported (events.c monitor) */
 	TAILQ_ENTRY(droce_vctx) mon_link;
 };
 
+struct droce_vmr;
+struct droce_vmw;
+struct droce_vah;
+
 struct droce_vpd {
 	struct ibv_pd pd;
 	uint32_t id;
-	atomic_uint users;         /* MRs and QPs */
+	atomic_uint users;         /* MRs, MWs, AHs, QPs, SRQs */
+	/* its MRs, MWs and AHs, so that ibv_close_device() can free what a
+	 * program left (under lock) */
+	pthread_mutex_t lock;
+	TAILQ_HEAD(, droce_vmr) mrs;
+	TAILQ_HEAD(, droce_vmw) mws;
+	TAILQ_HEAD(, droce_vah) ahs;
+	TAILQ_ENTRY(droce_vpd) ctx_link; /* under the context lock */
 };
 
 struct droce_vmr {
 	struct ibv_mr mr;
 	struct droce_mr dmr;
+	TAILQ_ENTRY(droce_vmr) pd_link;
 };
 
 struct droce_vmw {
 	struct ibv_mw mw;          /* handle: the rkey at allocation (names the window) */
 	struct droce_mw *dmw;
+	TAILQ_ENTRY(droce_vmw) pd_link;
 };
 
 struct droce_vchan {
@@ -110,6 +124,7 @@ struct droce_vah {
 	struct ibv_ah ah;
 	struct droce_ah dah;       /* what the engines read */
 	struct ibv_ah_attr attr;   /* as created */
+	TAILQ_ENTRY(droce_vah) pd_link;
 };
 
 struct droce_vqp {

@@ -25,6 +25,7 @@ static atomic_uint next_pd_id = 1;
 struct ibv_pd *
 ibv_alloc_pd(struct ibv_context *context)
 {
+	struct droce_vctx *x;
 	struct droce_vpd *pd;
 
 	if (context == NULL || droce_vctx_of(context) == NULL) {
@@ -39,6 +40,14 @@ ibv_alloc_pd(struct ibv_context *context)
 	pd->pd.context = context;
 	pd->id = atomic_fetch_add(&next_pd_id, 1);
 	pd->pd.handle = pd->id;
+	pthread_mutex_init(&pd->lock, NULL);
+	TAILQ_INIT(&pd->mrs);
+	TAILQ_INIT(&pd->mws);
+	TAILQ_INIT(&pd->ahs);
+	x = droce_vctx_of(context);
+	pthread_mutex_lock(&x->lock);
+	TAILQ_INSERT_TAIL(&x->pds, pd, ctx_link);
+	pthread_mutex_unlock(&x->lock);
 	return &pd->pd;
 }
 
@@ -46,11 +55,17 @@ int
 ibv_dealloc_pd(struct ibv_pd *ibpd)
 {
 	struct droce_vpd *pd = (struct droce_vpd *)ibpd;
+	struct droce_vctx *x;
 
 	if (pd == NULL)
 		return EINVAL;
 	if (atomic_load(&pd->users) != 0)
 		return EBUSY;
+	x = droce_vctx_of(pd->pd.context);
+	pthread_mutex_lock(&x->lock);
+	TAILQ_REMOVE(&x->pds, pd, ctx_link);
+	pthread_mutex_unlock(&x->lock);
+	pthread_mutex_destroy(&pd->lock);
 	free(pd);
 	return 0;
 }
@@ -179,6 +194,9 @@ ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t iova,
 	mr->mr.handle = mr->dmr.lkey;
 	mr->mr.lkey = mr->dmr.lkey;
 	mr->mr.rkey = mr->dmr.rkey;
+	pthread_mutex_lock(&pd->lock);
+	TAILQ_INSERT_TAIL(&pd->mrs, mr, pd_link);
+	pthread_mutex_unlock(&pd->lock);
 	return &mr->mr;
 }
 
@@ -198,6 +216,7 @@ int
 ibv_dereg_mr(struct ibv_mr *ibmr)
 {
 	struct droce_vmr *mr = (struct droce_vmr *)ibmr;
+	struct droce_vpd *pd;
 
 	if (mr == NULL)
 		return EINVAL;
@@ -205,7 +224,11 @@ ibv_dereg_mr(struct ibv_mr *ibmr)
 		return EBUSY; /* ibv_alloc_mw(3): fails while a window is bound to it */
 	/* returns once no engine can still be reading the key */
 	droce_mr_unregister(&mr->dmr);
-	atomic_fetch_sub(&((struct droce_vpd *)ibmr->pd)->users, 1);
+	pd = (struct droce_vpd *)ibmr->pd;
+	pthread_mutex_lock(&pd->lock);
+	TAILQ_REMOVE(&pd->mrs, mr, pd_link);
+	pthread_mutex_unlock(&pd->lock);
+	atomic_fetch_sub(&pd->users, 1);
 	free(mr);
 	return 0;
 }

@@ -46,6 +46,9 @@ droce_verbs_alloc_mw(struct ibv_pd *ibpd, enum ibv_mw_type type)
 	mw->mw.rkey = droce_mw_rkey(mw->dmw);
 	mw->mw.handle = mw->mw.rkey;
 	mw->mw.type = type;
+	pthread_mutex_lock(&pd->lock);
+	TAILQ_INSERT_TAIL(&pd->mws, mw, pd_link);
+	pthread_mutex_unlock(&pd->lock);
 	return &mw->mw;
 }
 
@@ -53,12 +56,17 @@ int
 droce_verbs_dealloc_mw(struct ibv_mw *ibmw)
 {
 	struct droce_vmw *mw = (struct droce_vmw *)ibmw;
+	struct droce_vpd *pd;
 
 	if (mw == NULL)
 		return EINVAL;
 	/* unbinds, and returns once no engine can still be reading it */
 	droce_mw_free(mw->dmw);
-	atomic_fetch_sub(&((struct droce_vpd *)ibmw->pd)->users, 1);
+	pd = (struct droce_vpd *)ibmw->pd;
+	pthread_mutex_lock(&pd->lock);
+	TAILQ_REMOVE(&pd->mws, mw, pd_link);
+	pthread_mutex_unlock(&pd->lock);
+	atomic_fetch_sub(&pd->users, 1);
 	free(mw);
 	return 0;
 }

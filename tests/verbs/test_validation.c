@@ -815,7 +815,19 @@ Test(device, close_destroys_live_objects)
 	ia.srq = srq;
 	qp2 = ibv_create_qp(pd1, &ia);
 	cr_assert_not_null(qp2);
-	cr_assert_eq(ibv_close_device(c1), 0);
+	/* an MR and a window left too: unregistered with the device (a peer's
+	 * rkey must not reach the memory after close) */
+	{
+		static uint8_t mem[4096];
+		int mrs = fake_live_mrs;
+
+		cr_assert_not_null(ibv_reg_mr(pd1, mem, sizeof(mem), IBV_ACCESS_LOCAL_WRITE |
+					      IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_MW_BIND));
+		cr_assert_eq(fake_live_mrs, mrs + 1);
+		cr_assert_not_null(ibv_alloc_mw(pd1, IBV_MW_TYPE_2));
+		cr_assert_eq(ibv_close_device(c1), 0);
+		cr_assert_eq(fake_live_mrs, mrs, "the MR left registered after close");
+	}
 	/* the channel is the program's: it outlives the context's CQs */
 	cr_assert_eq(ibv_destroy_comp_channel(ch), 0);
 
