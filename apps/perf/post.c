@@ -18,8 +18,13 @@ post_recv_slot(struct pair *p, uint32_t pi, int side, uint32_t slot)
 		.wr_id = ((uint64_t)pi << WRID_SHIFT) | slot, .sg_list = &sge, .num_sge = 1,
 	};
 	struct ibv_recv_wr *bad;
-	int rc = ibv_post_recv(p->qp[side], &wr, &bad);
+	int rc;
 
+	/* teardown: completions of a destroyed QP may still sit in the shared
+	 * CQ (polled while the rdma_cm channel closes); nothing to repost */
+	if (p->qp[side] == NULL)
+		return;
+	rc = ibv_post_recv(p->qp[side], &wr, &bad);
 	if (rc != 0)
 		fail("ibv_post_recv (%s, QP pair %u): %s", R.s[side].role, pi, strerror(rc));
 }

@@ -550,6 +550,7 @@ teardown_two(void)
 		} else if (ibv_destroy_qp(R.p[i].qp[R.me]) != 0) {
 			fail("ibv_destroy_qp");
 		}
+		R.p[i].qp[R.me] = NULL; /* poll_side_cq must not repost on it */
 		if (R.p[i].ah[R.me] != NULL && ibv_destroy_ah(R.p[i].ah[R.me]) != 0)
 			fail("ibv_destroy_ah");
 	}
