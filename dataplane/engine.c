@@ -380,6 +380,9 @@ handle_msg_lc(struct droce_engine *eng, const struct droce_msg *m)
 		break;
 	case DROCE_MSG_SQ_BELL:
 	case DROCE_MSG_RQ_BELL:
+		/* the bell taken: later posts ring again; every slot published
+		 * before a post found it set is visible from here (acquire) */
+		atomic_exchange_explicit(&qp->bell, 0, memory_order_acq_rel);
 		droce_engine_activate_lc(eng, qp);
 		break;
 	case DROCE_MSG_ARP:

@@ -55,9 +55,11 @@ droce_qp_create_ex(enum droce_qp_type type, const struct droce_qp_caps *caps,
 		errno = EINVAL;
 		return NULL;
 	}
-	qp = calloc(1, sizeof(*qp));
+	/* cache-line aligned: application and engine fields on separate lines */
+	qp = aligned_alloc(RTE_CACHE_LINE_SIZE, RTE_ALIGN_CEIL(sizeof(*qp), RTE_CACHE_LINE_SIZE));
 	if (qp == NULL)
 		goto nomem;
+	memset(qp, 0, sizeof(*qp));
 	qp->type = type;
 	qp->caps = *caps;
 	qp->scq = send_cq;
@@ -157,6 +159,21 @@ droce_qp_modify(struct droce_qp *qp, const struct droce_qp_mod *mod)
 	return rc;
 }
 
+/*
+ * After publishing slots: true when the caller must ring (no bell is on its
+ * way to the engine), false when a bell already sent and not yet taken will
+ * make the engine look at the queues after these slots' release stores (the
+ * engine's exchange in handle_msg_lc reads this one's write and acquires).
+ */
+static inline bool
+droce_qp_bell_take(struct droce_qp *qp)
+{
+	/* an RMW always, never a plain load first: the exchange orders the slot
+	 * stores before it (a load could pass them) and the engine's exchange
+	 * reads its write */
+	return atomic_exchange_explicit(&qp->bell, 1, memory_order_acq_rel) == 0;
+}
+
 int
 droce_qp_post_send(struct droce_qp *qp, const struct droce_wqe *wqe)
 {
@@ -180,6 +197,8 @@ droce_qp_post_send(struct droce_qp *qp, const struct droce_wqe *wqe)
 	atomic_store_explicit(&slot->seq, idx + 1, memory_order_release);
 	qp->sq_posted = idx + 1;
 	rte_spinlock_unlock(&qp->sq_lock);
+	if (!droce_qp_bell_take(qp))
+		return 0; /* a bell not yet taken by the engine covers this slot too */
 	msg.arg = idx;
 	return droce_engine_send_msg(qp->eng, &msg);
 }
@@ -213,8 +232,8 @@ droce_qp_sq_commit(struct droce_qp *qp, uint32_t n)
 	}
 	qp->sq_posted = first + n;
 	rte_spinlock_unlock(&qp->sq_lock);
-	if (n == 0)
-		return 0;
+	if (n == 0 || !droce_qp_bell_take(qp))
+		return 0; /* a bell not yet taken by the engine covers these slots too */
 	msg.arg = first;
 	return droce_engine_send_msg(qp->eng, &msg);
 }
@@ -245,6 +264,8 @@ droce_qp_post_recv(struct droce_qp *qp, const struct droce_rqe *rqe)
 	atomic_store_explicit(&slot->seq, idx + 1, memory_order_release);
 	qp->rq_posted = idx + 1;
 	rte_spinlock_unlock(&qp->rq_lock);
+	if (!droce_qp_bell_take(qp))
+		return 0; /* a bell not yet taken by the engine covers this slot too */
 	msg.arg = idx;
 	return droce_engine_send_msg(qp->eng, &msg);
 }
@@ -275,7 +296,7 @@ droce_qp_rq_commit(struct droce_qp *qp, uint32_t n)
 				      memory_order_release);
 	qp->rq_posted = first + n;
 	rte_spinlock_unlock(&qp->rq_lock);
-	if (n == 0)
+	if (n == 0 || !droce_qp_bell_take(qp))
 		return 0;
 	msg.arg = first;
 	return droce_engine_send_msg(qp->eng, &msg);
