@@ -181,18 +181,20 @@ droce_build_headers(struct droce_hdr_tmpl *t, uint8_t *buf, size_t cap,
 	((struct rte_udp_hdr *)(buf + t->l4_off))->dgram_len =
 		rte_cpu_to_be_16((uint16_t)(total - t->l4_off));
 
+	/* the BTH as three big-endian words (TVer 0, reserved bits 0), no
+	 * read-modify-write of bit fields; the extended headers zeroed first */
 	bth = (struct droce_bth *)(buf + t->len);
-	memset(bth, 0, oi->hdr_len);
-	droce_bth_set_opcode(bth, f->opcode);
-	droce_bth_set_se(bth, f->se);
-	droce_bth_set_mig(bth, f->mig);
-	droce_bth_set_pad(bth, pad_for(payload_len));
-	droce_bth_set_pkey(bth, f->pkey);
-	droce_bth_set_fecn(bth, f->fecn);
-	droce_bth_set_becn(bth, f->becn);
-	droce_bth_set_qpn(bth, f->dqpn);
-	droce_bth_set_ackreq(bth, f->ackreq);
-	droce_bth_set_psn(bth, f->psn);
+	{
+		uint32_t w0 = (uint32_t)f->opcode << 24 | (uint32_t)f->se << 23 |
+			      (uint32_t)f->mig << 22 | (uint32_t)pad_for(payload_len) << 20 | f->pkey;
+		uint32_t w1 = (uint32_t)f->fecn << 31 | (uint32_t)f->becn << 30 | (f->dqpn & 0xffffffu);
+		uint32_t w2 = (uint32_t)f->ackreq << 31 | (f->psn & 0xffffffu);
+		rte_be32_t be[3] = { rte_cpu_to_be_32(w0), rte_cpu_to_be_32(w1), rte_cpu_to_be_32(w2) };
+
+		memcpy(bth, be, sizeof(be));
+	}
+	if (oi->hdr_len > sizeof(*bth))
+		memset((uint8_t *)bth + sizeof(*bth), 0, oi->hdr_len - sizeof(*bth));
 	write_ext_headers((uint8_t *)bth, oi, f);
 	return hdr_len;
 }
