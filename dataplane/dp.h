@@ -28,6 +28,7 @@
 #define DROCE_DP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <droce/droce.h>
@@ -308,9 +309,23 @@ struct droce_wqe {
 	struct droce_ah *ah;
 	uint32_t remote_qpn;
 	uint32_t remote_qkey;
-	struct droce_sge sge[DROCE_DP_MAX_SGE];
-	uint8_t inline_data[DROCE_DP_MAX_INLINE];
+	/* the gather list or the inline bytes (DROCE_WQE_INLINE says which), in
+	 * the room the QP's caps give: a send-queue slot holds max_send_sge SGEs
+	 * or max_inline_data bytes (droce_wqe_room), not the whole arrays */
+	union {
+		struct droce_sge sge[DROCE_DP_MAX_SGE];
+		uint8_t inline_data[DROCE_DP_MAX_INLINE];
+	};
 };
+
+/* Bytes of a WQE with room for @max_sge SGEs or @max_inline inline bytes. */
+static inline size_t
+droce_wqe_room(uint32_t max_sge, uint32_t max_inline)
+{
+	size_t data = (size_t)max_sge * sizeof(struct droce_sge);
+
+	return offsetof(struct droce_wqe, sge) + (data > max_inline ? data : max_inline);
+}
 
 struct droce_rqe {
 	uint64_t wr_id;
@@ -335,7 +350,8 @@ unsigned int droce_qp_engine(const struct droce_qp *qp);
 int droce_qp_modify(struct droce_qp *qp, const struct droce_qp_mod *mod);
 
 /*
- * Queues one WQE / RQE.  0, or ENOMEM when the queue is full (nothing queued).
+ * Queues one WQE / RQE.  0, or ENOMEM when the queue is full (nothing queued),
+ * EINVAL (send) when it has more SGEs or inline bytes than the QP's caps.
  * The caller validated it; the WQE is copied, so its buffers are free on return.
  */
 int droce_qp_post_send(struct droce_qp *qp, const struct droce_wqe *wqe);
@@ -356,7 +372,8 @@ int droce_qp_post_recv(struct droce_qp *qp, const struct droce_rqe *rqe);
 struct droce_sq_batch {
 	uint8_t *wqe0;              /* the WQE of slot 0 */
 	uint32_t stride;            /* bytes from one slot's WQE to the next */
-	uint32_t size;              /* slots */
+	uint32_t size;              /* WQEs the queue holds (its max_send_wr) */
+	uint32_t mask;              /* slots - 1: slot of index i is i & mask (a power of two) */
 	const uint32_t *retired;    /* WQEs the engine retired (read atomically) */
 	uint32_t first;             /* index of the batch's first slot */
 };
@@ -370,7 +387,7 @@ droce_sq_batch_slot(const struct droce_sq_batch *b, uint32_t idx)
 {
 	if (idx - __atomic_load_n(b->retired, __ATOMIC_ACQUIRE) >= b->size)
 		return NULL;
-	return (struct droce_wqe *)(b->wqe0 + (size_t)(idx % b->size) * b->stride);
+	return (struct droce_wqe *)(b->wqe0 + (size_t)(idx & b->mask) * b->stride);
 }
 
 /*

@@ -561,7 +561,17 @@ rx_phase_lc(struct droce_engine *eng)
 			dispatch_lc(eng, eng->ports[pkts[i]->port], pkts[i]);
 		got += n;
 	}
+	droce_engine_rx_free_flush_lc(eng);
 	return got;
+}
+
+void
+droce_engine_rx_free_flush_lc(struct droce_engine *eng)
+{
+	if (eng->nrxfree != 0) {
+		rte_pktmbuf_free_bulk(eng->rxfree, eng->nrxfree);
+		eng->nrxfree = 0;
+	}
 }
 
 /* ---- phases 3-5 ---- */
@@ -653,6 +663,7 @@ pass_lc(struct droce_engine *eng)
 	got += rx_phase_lc(eng);
 	work_phase_lc(eng);
 	flush_lc(eng);
+	droce_engine_rx_free_flush_lc(eng); /* frames injected as received */
 	if (got != 0 || !TAILQ_EMPTY(&eng->active))
 		return true;
 	for (unsigned int pi = 0; pi < eng->n_ports; pi++)

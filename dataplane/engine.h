@@ -71,7 +71,9 @@ static_assert(sizeof(struct droce_msg) == 32, "channel element size");
 
 /* ---- the QP ---- */
 
-/* A send WQE slot: written by the application, then published by seq. */
+/* A send WQE slot: written by the application, then published by seq.  Its
+ * WQE is cut to the QP's caps (droce_wqe_room): slots are qp->sq_stride bytes
+ * apart, so reach them through droce_qp_sq_slot(), never by indexing. */
 struct droce_sq_slot {
 	_Atomic uint32_t seq; /* posted index + 1 once the WQE is complete */
 	struct droce_wqe wqe;
@@ -120,7 +122,9 @@ struct droce_qp {
 	uint32_t pd_id;
 	struct droce_qp_caps caps;
 	uint32_t sq_size, rq_size; /* slots */
-	struct droce_sq_slot *sq;
+	uint32_t sq_stride;        /* bytes from one send slot to the next */
+	uint32_t sq_mask;          /* send slots - 1 (a power of two; sq_size WQEs fit) */
+	struct droce_sq_slot *sq;  /* droce_qp_sq_slot() */
 	struct droce_rq_slot *rq;
 	struct droce_swqe *swqe;   /* engine-side, parallel to sq */
 	struct droce_srq *srq;     /* receive WQEs come from here (rq: one staging slot) */
@@ -203,6 +207,13 @@ struct droce_qp {
 	uint32_t rd_resp_head, rd_resp_count;
 };
 
+/* Send slot @idx (any index: taken modulo the queue size). */
+static inline struct droce_sq_slot *
+droce_qp_sq_slot(const struct droce_qp *qp, uint32_t idx)
+{
+	return (struct droce_sq_slot *)((uint8_t *)qp->sq + (size_t)(idx & qp->sq_mask) * qp->sq_stride);
+}
+
 /* ---- engine ---- */
 
 struct droce_engine_stats {
@@ -273,6 +284,9 @@ struct droce_engine {
 	/* frames built and not yet taken by the PMD; they wait here (backpressure) */
 	struct rte_mbuf *txq[DROCE_MAX_PORTS][DROCE_TXBUF];
 	uint16_t ntx[DROCE_MAX_PORTS];
+	/* received frames done with, freed together (droce_engine_rx_free_lc) */
+	struct rte_mbuf *rxfree[DROCE_BURST];
+	uint16_t nrxfree;
 	uint64_t now;          /* TSC, read once per loop */
 	uint64_t tsc_hz;
 	struct droce_engine_stats stats;
@@ -299,6 +313,19 @@ void droce_engine_poll_lc(struct droce_engine *eng);
 
 /* Queues a frame for transmission on @port (flushed at the end of the pass). */
 void droce_engine_tx_lc(struct droce_engine *eng, unsigned int port, struct rte_mbuf *m);
+
+/* Frees the frames droce_engine_rx_free_lc() collected (one bulk free). */
+void droce_engine_rx_free_flush_lc(struct droce_engine *eng);
+
+/* Frees a received frame the transport is done with, in a bulk at the end of
+ * its receive burst (or pass), not one mempool round per frame. */
+static inline void
+droce_engine_rx_free_lc(struct droce_engine *eng, struct rte_mbuf *m)
+{
+	if (unlikely(eng->nrxfree == DROCE_BURST))
+		droce_engine_rx_free_flush_lc(eng);
+	eng->rxfree[eng->nrxfree++] = m;
+}
 
 /* Pushes a completion to @cq's sub-ring of @eng; false on overflow (counted, and
  * the CQ's error callback runs at its first overflow). */

@@ -76,9 +76,20 @@ droce_qp_create_ex(enum droce_qp_type type, const struct droce_qp_caps *caps,
 		if (qp->srq != NULL)
 			qp->rq_size = 1; /* the WQE taken from the SRQ for the open message */
 	}
-	qp->sq = calloc(qp->sq_size, sizeof(*qp->sq));
+	/* slots cut to the caps (584 bytes at the maximum, 128 for one SGE and
+	 * no inline data), each starting a cache line */
+	qp->sq_stride = (uint32_t)RTE_ALIGN_CEIL(offsetof(struct droce_sq_slot, wqe) +
+						 droce_wqe_room(caps->max_send_sge,
+								caps->max_inline_data),
+						 RTE_CACHE_LINE_SIZE);
+	/* a power of two of slots, so an index finds its slot by a mask, not a
+	 * division; the queue still holds sq_size WQEs (ENOMEM past them) */
+	qp->sq_mask = rte_align32pow2(qp->sq_size) - 1;
+	qp->sq = aligned_alloc(RTE_CACHE_LINE_SIZE, ((size_t)qp->sq_mask + 1) * qp->sq_stride);
+	if (qp->sq != NULL)
+		memset(qp->sq, 0, ((size_t)qp->sq_mask + 1) * qp->sq_stride);
 	qp->rq = calloc(qp->rq_size, sizeof(*qp->rq));
-	qp->swqe = calloc(qp->sq_size, sizeof(*qp->swqe));
+	qp->swqe = calloc((size_t)qp->sq_mask + 1, sizeof(*qp->swqe));
 	if (qp->sq == NULL || qp->rq == NULL || qp->swqe == NULL)
 		goto nomem;
 	rte_spinlock_init(&qp->sq_lock);
@@ -181,13 +192,16 @@ droce_qp_post_send(struct droce_qp *qp, const struct droce_wqe *wqe)
 	struct droce_sq_slot *slot;
 	uint32_t idx;
 
+	if (wqe->num_sge > qp->caps.max_send_sge ||
+	    ((wqe->flags & DROCE_WQE_INLINE) && wqe->length > qp->caps.max_inline_data))
+		return EINVAL; /* more than its slot has room for */
 	rte_spinlock_lock(&qp->sq_lock);
 	idx = qp->sq_posted;
 	if (idx - atomic_load_explicit(&qp->sq_retired, memory_order_acquire) >= qp->sq_size) {
 		rte_spinlock_unlock(&qp->sq_lock);
 		return ENOMEM;
 	}
-	slot = &qp->sq[idx % qp->sq_size];
+	slot = droce_qp_sq_slot(qp, idx);
 	/* copy what the WQE uses: the header, its SGEs, its inline bytes */
 	memcpy(&slot->wqe, wqe, offsetof(struct droce_wqe, sge) + wqe->num_sge * sizeof(wqe->sge[0]));
 	if (wqe->flags & DROCE_WQE_INLINE)
@@ -209,9 +223,10 @@ void
 droce_qp_sq_begin(struct droce_qp *qp, struct droce_sq_batch *b)
 {
 	rte_spinlock_lock(&qp->sq_lock);
-	b->wqe0 = (uint8_t *)&qp->sq[0].wqe;
-	b->stride = (uint32_t)sizeof(qp->sq[0]);
+	b->wqe0 = (uint8_t *)&droce_qp_sq_slot(qp, 0)->wqe;
+	b->stride = qp->sq_stride;
 	b->size = qp->sq_size;
+	b->mask = qp->sq_mask;
 	b->retired = (const uint32_t *)&qp->sq_retired;
 	b->first = qp->sq_posted;
 }
@@ -223,7 +238,7 @@ droce_qp_sq_commit(struct droce_qp *qp, uint32_t n)
 	uint32_t first = qp->sq_posted;
 
 	for (uint32_t i = 0; i < n; i++) {
-		struct droce_sq_slot *slot = &qp->sq[(first + i) % qp->sq_size];
+		struct droce_sq_slot *slot = droce_qp_sq_slot(qp, first + i);
 
 		if (slot->wqe.ah)
 			__atomic_fetch_add(&slot->wqe.ah->wqes, 1, __ATOMIC_RELAXED);
@@ -316,7 +331,7 @@ droce_qp_destroy(struct droce_qp *qp)
 	}
 	/* WQEs that never completed no longer hold their address handles */
 	for (uint32_t idx = qp->sq_head; idx != qp->sq_posted; idx++) {
-		struct droce_sq_slot *slot = &qp->sq[idx % qp->sq_size];
+		struct droce_sq_slot *slot = droce_qp_sq_slot(qp, idx);
 
 		if (atomic_load_explicit(&slot->seq, memory_order_acquire) == idx + 1)
 			droce_wqe_release_ah(&slot->wqe);
@@ -340,7 +355,7 @@ droce_qp_destroy(struct droce_qp *qp)
 void
 droce_qp_refresh_lc(struct droce_qp *qp)
 {
-	while (atomic_load_explicit(&qp->sq[qp->sq_avail % qp->sq_size].seq, memory_order_acquire) ==
+	while (atomic_load_explicit(&droce_qp_sq_slot(qp, qp->sq_avail)->seq, memory_order_acquire) ==
 		       qp->sq_avail + 1 &&
 	       qp->sq_avail - qp->sq_head < qp->sq_size)
 		qp->sq_avail++;
@@ -487,7 +502,7 @@ droce_qp_overrun_lc(struct droce_qp *qp)
 void
 droce_qp_complete_send_lc(struct droce_qp *qp, enum droce_wc_status status)
 {
-	const struct droce_wqe *w = &qp->sq[qp->sq_head % qp->sq_size].wqe;
+	const struct droce_wqe *w = &droce_qp_sq_slot(qp, qp->sq_head)->wqe;
 	bool report = (w->flags & DROCE_WQE_SIGNALED) || status != DROCE_WC_SUCCESS;
 	struct droce_cqe c = {
 		.wr_id = w->wr_id,
@@ -499,7 +514,7 @@ droce_qp_complete_send_lc(struct droce_qp *qp, enum droce_wc_status status)
 
 	droce_wqe_release_ah(w);
 	/* the slot's progress must not leak into the WQE that reuses it */
-	memset(&qp->swqe[qp->sq_head % qp->sq_size], 0, sizeof(qp->swqe[0]));
+	memset(droce_qp_swqe(qp, qp->sq_head), 0, sizeof(qp->swqe[0]));
 	qp->sq_head++;
 	if (qp->sq_cur < qp->sq_head)
 		qp->sq_cur = qp->sq_head;
@@ -546,7 +561,7 @@ reset_lc(struct droce_qp *qp)
 		droce_wqe_release_ah(droce_qp_wqe(qp, idx));
 	qp->sq_head = qp->sq_cur = qp->sq_next = qp->sq_avail;
 	atomic_store_explicit(&qp->sq_retired, qp->sq_head, memory_order_release);
-	memset(qp->swqe, 0, qp->sq_size * sizeof(qp->swqe[0]));
+	memset(qp->swqe, 0, ((size_t)qp->sq_mask + 1) * sizeof(qp->swqe[0]));
 	qp->rq_head = qp->rq_avail;
 	atomic_store_explicit(&qp->rq_retired, qp->rq_head, memory_order_release);
 	qp->rqe_open = false;

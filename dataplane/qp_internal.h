@@ -41,13 +41,13 @@ droce_wqe_release_ah(const struct droce_wqe *w)
 static inline struct droce_wqe *
 droce_qp_wqe(struct droce_qp *qp, uint32_t idx)
 {
-	return &qp->sq[idx % qp->sq_size].wqe;
+	return &droce_qp_sq_slot(qp, idx)->wqe;
 }
 
 static inline struct droce_swqe *
 droce_qp_swqe(struct droce_qp *qp, uint32_t idx)
 {
-	return &qp->swqe[idx % qp->sq_size];
+	return &qp->swqe[idx & qp->sq_mask];
 }
 
 static inline struct droce_rqe *

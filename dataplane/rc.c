@@ -1303,7 +1303,7 @@ droce_rc_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *
 		else
 			handle_ack(qp, psn, droce_aeth_syndrome(droce_pkt_hdr(p, frame, DROCE_HDR_AETH)));
 	}
-	rte_pktmbuf_free(m);
+	droce_engine_rx_free_lc(qp->eng, m);
 	droce_engine_activate_lc(qp->eng, qp);
 }
 

@@ -312,5 +312,5 @@ droce_uc_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *
 	else
 		recv_write(qp, p, frame);
 out:
-	rte_pktmbuf_free(m);
+	droce_engine_rx_free_lc(qp->eng, m);
 }

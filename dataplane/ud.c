@@ -188,5 +188,5 @@ droce_ud_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *
 	}
 	droce_qp_complete_recv_lc(qp, &c, droce_bth_se(bth));
 out:
-	rte_pktmbuf_free(m);
+	droce_engine_rx_free_lc(qp->eng, m);
 }

@@ -421,6 +421,7 @@ droce_qp_sq_begin(struct droce_qp *qp, struct droce_sq_batch *b)
 	b->wqe0 = (uint8_t *)&qp->batch[0];
 	b->stride = sizeof(qp->batch[0]);
 	b->size = FAKE_BATCH;
+	b->mask = FAKE_BATCH - 1;
 	b->retired = &qp->batch_retired;
 	b->first = qp->sq_posted;
 }

@@ -30,7 +30,7 @@ struct droce_cq {
 };
 
 /* WRs one post list (or ibv_wr_* batch) may hold in the fake: more is ENOMEM */
-#define FAKE_BATCH 64
+#define FAKE_BATCH 64 /* a power of two (struct droce_sq_batch.mask) */
 
 struct droce_qp {
 	enum droce_qp_type type;
