@@ -497,3 +497,53 @@ Test(verbs_rc, telemetry_serves_droce_counters)
 	cr_assert(strstr(buf, "\"mads_tx\":") != NULL, "%s", buf);
 	close(fd);
 }
+
+/* A send queue of 3 (slots cut to 2 SGEs / 64 inline bytes, a power of two
+ * of them inside): a list of 4 queues 3 and stops at the 4th with ENOMEM,
+ * round after round as the indices wrap the slots; SGE lists and inline
+ * bytes (sharing a slot's room) land byte for byte. */
+Test(verbs_rc, small_send_queue_wraps_its_slots)
+{
+	setup_pair(3);
+	for (uint32_t round = 0; round < 7; round++) {
+		struct ibv_sge sg[3][2];
+		struct ibv_send_wr w[4], *bad = NULL;
+		uint8_t want[3][96];
+
+		for (int i = 0; i < 3; i++) {
+			uint32_t src = 4096 + (uint32_t)i * 256, dst = 8192 + (uint32_t)i * 256;
+
+			for (int k = 0; k < 96; k++)
+				A.buf[src + k] = (char)(round * 31 + (uint32_t)i * 7 + (uint32_t)k);
+			/* WR 1 is inline: 64 bytes; the others two SGEs of 40 + 56 */
+			sg[i][0] = (struct ibv_sge){ .addr = (uintptr_t)A.buf + src, .length = i == 1 ? 64 : 40,
+						     .lkey = A.mr->lkey };
+			sg[i][1] = (struct ibv_sge){ .addr = (uintptr_t)A.buf + src + 40, .length = 56,
+						     .lkey = A.mr->lkey };
+			w[i] = (struct ibv_send_wr){ .wr_id = round * 4 + (uint32_t)i, .sg_list = sg[i],
+						     .num_sge = i == 1 ? 1 : 2, .opcode = IBV_WR_RDMA_WRITE,
+						     .send_flags = IBV_SEND_SIGNALED |
+								   (i == 1 ? IBV_SEND_INLINE : 0),
+						     .next = &w[i + 1] };
+			w[i].wr.rdma.remote_addr = (uintptr_t)B.buf + dst;
+			w[i].wr.rdma.rkey = B.mr->rkey;
+			memcpy(want[i], A.buf + src, 96);
+		}
+		w[3] = w[0];
+		w[3].wr_id = 99;
+		w[3].next = NULL;
+		cr_assert_eq(ibv_post_send(A.qp, w, &bad), ENOMEM, "round %u", round);
+		cr_assert_eq(bad, &w[3]);
+		/* the inline WR's bytes were copied at post time */
+		memset(A.buf + 4096 + 256, 0xee, 64);
+		for (int i = 0; i < 3; i++) {
+			struct ibv_wc wc = wait_wc(A.scq);
+
+			cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+			cr_assert_eq(wc.wr_id, round * 4 + (uint32_t)i, "in order");
+		}
+		for (int i = 0; i < 3; i++)
+			cr_assert_eq(memcmp(B.buf + 8192 + i * 256, want[i], i == 1 ? 64 : 96), 0,
+				     "round %u WR %d", round, i);
+	}
+}
