@@ -561,17 +561,34 @@ rx_phase_lc(struct droce_engine *eng)
 			dispatch_lc(eng, eng->ports[pkts[i]->port], pkts[i]);
 		got += n;
 	}
-	droce_engine_rx_free_flush_lc(eng);
+	if (eng->nrxfree != 0)
+		droce_engine_rx_free_flush_lc(eng);
 	return got;
 }
 
 void
 droce_engine_rx_free_flush_lc(struct droce_engine *eng)
 {
-	if (eng->nrxfree != 0) {
-		rte_pktmbuf_free_bulk(eng->rxfree, eng->nrxfree);
-		eng->nrxfree = 0;
+	/* rte_pktmbuf_free_bulk's work, inline: one-segment frames of one pool
+	 * (every frame, in practice) go back in one rte_mempool_put_bulk */
+	struct rte_mempool *mp = eng->rxfree[0]->pool;
+	void *objs[DROCE_BURST];
+	unsigned int k = 0;
+
+	for (unsigned int i = 0; i < eng->nrxfree; i++) {
+		struct rte_mbuf *m = eng->rxfree[i];
+
+		if (likely(m->nb_segs == 1 && m->pool == mp)) {
+			m = rte_pktmbuf_prefree_seg(m); /* NULL: still referenced */
+			if (m != NULL)
+				objs[k++] = m;
+		} else {
+			rte_pktmbuf_free(m);
+		}
 	}
+	if (k != 0)
+		rte_mempool_put_bulk(mp, objs, k);
+	eng->nrxfree = 0;
 }
 
 /* ---- phases 3-5 ---- */
@@ -663,7 +680,8 @@ pass_lc(struct droce_engine *eng)
 	got += rx_phase_lc(eng);
 	work_phase_lc(eng);
 	flush_lc(eng);
-	droce_engine_rx_free_flush_lc(eng); /* frames injected as received */
+	if (unlikely(eng->nrxfree != 0))
+		droce_engine_rx_free_flush_lc(eng); /* frames injected as received */
 	if (got != 0 || !TAILQ_EMPTY(&eng->active))
 		return true;
 	for (unsigned int pi = 0; pi < eng->n_ports; pi++)
