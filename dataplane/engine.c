@@ -586,7 +586,9 @@ droce_engine_rx_free_flush_lc(struct droce_engine *eng)
 			rte_pktmbuf_free(m);
 		}
 	}
-	if (k != 0)
+	if (k != 0 && mp == eng->mcache_mp)
+		rte_mempool_generic_put(mp, objs, k, eng->mcache);
+	else if (k != 0)
 		rte_mempool_put_bulk(mp, objs, k);
 	eng->nrxfree = 0;
 }
@@ -980,6 +982,11 @@ engine_free(struct droce_engine *eng)
 	for (unsigned int pg = 0; pg < DROCE_QPT_PAGES; pg++)
 		rte_free(atomic_load(&eng->qpt[pg]));
 	rte_free(eng->qp_freed);
+	if (eng->mcache != NULL) {
+		/* its mbufs back to the pool before the pool goes */
+		rte_mempool_cache_flush(eng->mcache, eng->mcache_mp);
+		rte_mempool_cache_free(eng->mcache);
+	}
 	rte_free(eng);
 }
 
@@ -1024,6 +1031,13 @@ droce_engines_start(void)
 		eng->n_ports = droce_port_count();
 		for (unsigned int pi = 0; pi < eng->n_ports; pi++)
 			eng->ports[pi] = droce_port_get(pi);
+		if (eng->n_ports > 0 && eng->ports[0]->mp->cache_size > 0) {
+			/* as large as the pool's per-lcore caches; none: the plain path */
+			eng->mcache = rte_mempool_cache_create(eng->ports[0]->mp->cache_size,
+							       SOCKET_ID_ANY);
+			if (eng->mcache != NULL)
+				eng->mcache_mp = eng->ports[0]->mp;
+		}
 		rte_rcu_qsbr_thread_register(engines.rcu, e);
 	}
 	for (unsigned int to = 0; to < engines.n; to++)

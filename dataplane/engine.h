@@ -284,6 +284,11 @@ struct droce_engine {
 	/* frames built and not yet taken by the PMD; they wait here (backpressure) */
 	struct rte_mbuf *txq[DROCE_MAX_PORTS][DROCE_TXBUF];
 	uint16_t ntx[DROCE_MAX_PORTS];
+	/* the engine's own mempool cache for its ports' pool (NULL: the pool has
+	 * no caches): whichever thread drives the engine allocates and frees
+	 * through it, an EAL lcore or not, with no per-lcore lookup */
+	struct rte_mempool_cache *mcache;
+	struct rte_mempool *mcache_mp;
 	/* received frames done with, freed together (droce_engine_rx_free_lc) */
 	struct rte_mbuf *rxfree[DROCE_BURST];
 	uint16_t nrxfree;
@@ -313,6 +318,22 @@ void droce_engine_poll_lc(struct droce_engine *eng);
 
 /* Queues a frame for transmission on @port (flushed at the end of the pass). */
 void droce_engine_tx_lc(struct droce_engine *eng, unsigned int port, struct rte_mbuf *m);
+
+/* An mbuf of @mp for a frame the engine builds (rte_pktmbuf_alloc through
+ * the engine's cache); NULL when the pool is empty. */
+static inline struct rte_mbuf *
+droce_engine_mbuf_lc(struct droce_engine *eng, struct rte_mempool *mp)
+{
+	struct rte_mbuf *m;
+
+	if (likely(mp == eng->mcache_mp)) {
+		if (rte_mempool_generic_get(mp, (void **)&m, 1, eng->mcache) != 0)
+			return NULL;
+		rte_pktmbuf_reset(m);
+		return m;
+	}
+	return rte_pktmbuf_alloc(mp);
+}
 
 /* Frees the frames droce_engine_rx_free_lc() collected (one bulk free). */
 void droce_engine_rx_free_flush_lc(struct droce_engine *eng);

@@ -126,7 +126,7 @@ static inline struct rte_mbuf *
 droce_xport_pkt_alloc_lc(struct droce_qp *qp, struct droce_pkt_fields *f, uint32_t plen,
 			 uint8_t **payload)
 {
-	struct rte_mbuf *m = rte_pktmbuf_alloc(qp->port->mp);
+	struct rte_mbuf *m = droce_engine_mbuf_lc(qp->eng, qp->port->mp);
 	size_t total = droce_frame_len(&qp->tmpl, f->opcode, plen);
 	uint8_t *buf;
 	size_t hdr;
