@@ -20,7 +20,7 @@ port_guid(unsigned int port)
 
 	if (p == NULL)
 		return 0;
-	m = p->mac.addr_bytes;
+	m = droce_port_mac(p)->addr_bytes;
 	/* EUI-64 from the MAC, as the device's node GUID (device.c) */
 	return (uint64_t)(m[0] ^ 0x02) << 56 | (uint64_t)m[1] << 48 | (uint64_t)m[2] << 40 |
 	       (uint64_t)0xfffe << 24 | (uint64_t)m[3] << 16 | (uint64_t)m[4] << 8 | m[5];
