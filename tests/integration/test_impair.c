@@ -23,6 +23,7 @@
 
 #include "dataplane/wire.h"
 #include "pmd_glue/port.h"
+#include "proc.h"
 
 #define N_FRAMES 20000u
 #define PAYLOAD 64u
@@ -710,19 +711,10 @@ run_loop(const char *args, char *out, size_t cap)
 {
 	const char *exe = getenv("DROCE_LOOP");
 	char cmd[1024];
-	size_t n = 0, k;
-	FILE *f;
-	int st;
 
 	cr_assert_not_null(exe, "DROCE_LOOP not set (run through meson test)");
 	snprintf(cmd, sizeof(cmd), "env -u DROCE_CONFIG %s %s 2>&1", exe, args);
-	f = popen(cmd, "r");
-	cr_assert_not_null(f);
-	while (n + 1 < cap && (k = fread(out + n, 1, cap - 1 - n, f)) != 0)
-		n += k;
-	out[n] = '\0';
-	st = pclose(f);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return tc_run(cmd, out, cap);
 }
 
 Test(impair_loop, loss_reported_not_failed, .timeout = 60)

@@ -15,6 +15,8 @@
 
 #include <criterion/criterion.h>
 
+#include "proc.h"
+
 #define OUT_CAP (64 * 1024)
 
 /* Runs droce-perf with @args under DROCE_CONFIG=@config (NULL: the embedded
@@ -24,9 +26,7 @@ run_perf_cfg(const char *config, const char *args, bool merge, char *out, size_t
 {
 	const char *exe = getenv("DROCE_PERF");
 	char cmd[1024], env[256];
-	size_t n = 0, k;
-	FILE *f;
-	int st;
+	int rc;
 
 	cr_assert_not_null(exe, "DROCE_PERF not set (run through meson test)");
 	if (config)
@@ -35,14 +35,9 @@ run_perf_cfg(const char *config, const char *args, bool merge, char *out, size_t
 		snprintf(env, sizeof(env), "env -u DROCE_CONFIG");
 	snprintf(cmd, sizeof(cmd), "%s %s %s%s", env, exe, args,
 		 merge ? " 2>&1" : " 2>/dev/null");
-	f = popen(cmd, "r");
-	cr_assert_not_null(f);
-	while (n + 1 < cap && (k = fread(out + n, 1, cap - 1 - n, f)) != 0)
-		n += k;
-	out[n] = '\0';
-	st = pclose(f);
-	cr_assert(WIFEXITED(st), "droce-perf %s did not exit normally:\n%s", args, out);
-	return WEXITSTATUS(st);
+	rc = tc_run(cmd, out, cap);
+	cr_assert(rc >= 0, "droce-perf %s did not exit normally:\n%s", args, out);
+	return rc;
 }
 
 static int
