@@ -288,6 +288,8 @@ void to_init(struct ibv_qp *qp);
 void to_rts(struct ibv_qp *qp, uint32_t psn, const struct ibv_qp *peer, uint32_t peer_psn, const union ibv_gid *peer_gid, uint32_t my_reads, uint32_t peer_reads);
 struct ibv_ah * make_ah(int side, const union ibv_gid *dgid);
 void side_alloc(struct side *s, uint64_t cqe);
+void plan_run(uint64_t size);
+uint64_t plan_cqe(void);
 void setup(uint64_t size);
 void qp_stats_add(struct ibv_qp *qp);
 void teardown(void);

@@ -272,11 +272,15 @@ side_alloc(struct side *s, uint64_t cqe)
 }
 
 
+/*
+ * The plan of a run of @size, the same in every topology: the slot layout,
+ * receives posted per QP (R.nrecv), send queue depth, WRs in flight and
+ * completion moderation.
+ */
 void
-setup(uint64_t size)
+plan_run(uint64_t size)
 {
 	uint32_t nrecv;
-	uint64_t cqe;
 
 	R.lay = layout_for(size);
 	/* receives posted per QP: one per slot with --check; without, -r of
@@ -303,14 +307,67 @@ setup(uint64_t size)
 	R.cq_mod = o.post_list > 1 ? o.post_list : o.cq_mod;
 	if (R.cq_mod > R.depth)
 		R.cq_mod = R.depth;
-
 	R.nrecv = nrecv;
-	cqe = (uint64_t)o.qps * (R.sq_depth + nrecv) + 16;
-	for (int k = 0; k < 2; k++) {
-		struct side *s = &R.s[k];
+}
 
-		side_alloc(s, cqe);
+/* CQ entries a side needs for the planned run. */
+uint64_t
+plan_cqe(void)
+{
+	return (uint64_t)o.qps * (R.sq_depth + R.nrecv) + 16;
+}
+
+void
+pair_post_recvs(uint32_t i, int side)
+{
+	/* receives first, so no SEND ever meets an empty queue */
+	for (uint32_t j = 0; j < R.nrecv; j++)
+		post_recv_slot(&R.p[i], i, side, j);
+}
+
+/* Creates @side's QP of pair @i (on rdma_cm id @id with -R, then rdma_cm
+ * moves it through its states; else in INIT), and with @recvs posts its
+ * receives. */
+void
+pair_qp(uint32_t i, int side, struct rdma_cm_id *id, bool recvs)
+{
+	struct pair *p = &R.p[i];
+	struct side *s = &R.s[side];
+	struct ibv_qp_init_attr ia = {
+		.send_cq = s->cq, .recv_cq = s->cq, .qp_type = o.qpt,
+		.cap = { .max_send_wr = R.sq_depth, .max_recv_wr = R.nrecv ? R.nrecv : 1,
+			 .max_send_sge = 1, .max_recv_sge = 1,
+			 .max_inline_data = (uint32_t)o.inline_size },
+	};
+
+	if (id != NULL) {
+		uint8_t t = o.qp_timeout;
+
+		/* -u with -R: the id's local ACK timeout (rdma_cm's own otherwise) */
+		if (o.qp_timeout_set &&
+		    rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t, 1) != 0)
+			fail("rdma_set_option ACK_TIMEOUT %u: %s", t, strerror(errno));
+		if (rdma_create_qp(id, s->pd, &ia) != 0)
+			fail("rdma_create_qp (%s, QP pair %u): %s", s->role, i, strerror(errno));
+		p->qp[side] = id->qp;
+		p->cm_id[side] = id;
+	} else {
+		p->qp[side] = create_qp(s->pd, &ia);
+		if (p->qp[side] == NULL)
+			fail("ibv_create_qp (send queue %u, receive queue %u, inline %d): %s",
+			     R.sq_depth, R.nrecv, o.inline_size, strerror(errno));
+		to_init(p->qp[side]);
 	}
+	if (recvs)
+		pair_post_recvs(i, side);
+}
+
+void
+setup(uint64_t size)
+{
+	plan_run(size);
+	for (int k = 0; k < 2; k++)
+		side_alloc(&R.s[k], plan_cqe());
 	if (o.rdma_cm) {
 		setup_loop_rdma_cm();
 		return;
@@ -320,31 +377,16 @@ setup(uint64_t size)
 
 		memset(p, 0, sizeof(*p));
 		for (int k = 0; k < 2; k++) {
-			struct side *s = &R.s[k];
-			struct ibv_qp_init_attr ia = {
-				.send_cq = s->cq, .recv_cq = s->cq, .qp_type = o.qpt,
-				.cap = { .max_send_wr = R.sq_depth,
-					 .max_recv_wr = nrecv ? nrecv : 1,
-					 .max_send_sge = 1, .max_recv_sge = 1,
-					 .max_inline_data = (uint32_t)o.inline_size },
-			};
-
-			p->qp[k] = create_qp(s->pd, &ia);
-			if (p->qp[k] == NULL)
-				fail("ibv_create_qp (send queue %u, receive queue %u, inline %d): %s",
-				     R.sq_depth, nrecv, o.inline_size, strerror(errno));
+			pair_qp(i, k, NULL, false);
 			p->psn[k] = (uint32_t)lrand48() & 0xffffff;
-			p->base[k] = s->buf + (uint64_t)i * R.lay.region;
-			to_init(p->qp[k]);
+			p->base[k] = R.s[k].buf + (uint64_t)i * R.lay.region;
 		}
 	}
 	for (uint32_t i = 0; i < o.qps; i++) {
 		struct pair *p = &R.p[i];
 
-		/* receives first, so no SEND ever meets an empty queue */
 		for (int k = 0; k < 2; k++)
-			for (uint32_t j = 0; j < nrecv; j++)
-				post_recv_slot(p, i, k, j);
+			pair_post_recvs(i, k);
 		to_rts(p->qp[0], p->psn[0], p->qp[1], p->psn[1], &R.s[1].gid, o.out_reads,
 		       o.out_reads);
 		to_rts(p->qp[1], p->psn[1], p->qp[0], p->psn[0], &R.s[0].gid, o.out_reads,

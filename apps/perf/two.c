@@ -172,81 +172,12 @@ connect_peer(void)
 }
 
 void
-pair_post_recvs(uint32_t i, int side)
-{
-	/* receives first, so no SEND ever meets an empty queue */
-	for (uint32_t j = 0; j < R.nrecv; j++)
-		post_recv_slot(&R.p[i], i, side, j);
-}
-
-/* Creates @side's QP of pair @i (on rdma_cm id @id with -R, then rdma_cm
- * moves it through its states; else in INIT), and with @recvs posts its
- * receives. */
-void
-pair_qp(uint32_t i, int side, struct rdma_cm_id *id, bool recvs)
-{
-	struct pair *p = &R.p[i];
-	struct side *s = &R.s[side];
-	struct ibv_qp_init_attr ia = {
-		.send_cq = s->cq, .recv_cq = s->cq, .qp_type = o.qpt,
-		.cap = { .max_send_wr = R.sq_depth, .max_recv_wr = R.nrecv ? R.nrecv : 1,
-			 .max_send_sge = 1, .max_recv_sge = 1,
-			 .max_inline_data = (uint32_t)o.inline_size },
-	};
-
-	if (id != NULL) {
-		uint8_t t = o.qp_timeout;
-
-		/* -u with -R: the id's local ACK timeout (rdma_cm's own otherwise) */
-		if (o.qp_timeout_set &&
-		    rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t, 1) != 0)
-			fail("rdma_set_option ACK_TIMEOUT %u: %s", t, strerror(errno));
-		if (rdma_create_qp(id, s->pd, &ia) != 0)
-			fail("rdma_create_qp (%s, QP pair %u): %s", s->role, i, strerror(errno));
-		p->qp[side] = id->qp;
-		p->cm_id[side] = id;
-	} else {
-		p->qp[side] = create_qp(s->pd, &ia);
-		if (p->qp[side] == NULL)
-			fail("ibv_create_qp (send queue %u, receive queue %u, inline %d): %s",
-			     R.sq_depth, R.nrecv, o.inline_size, strerror(errno));
-		to_init(p->qp[side]);
-	}
-	if (recvs)
-		pair_post_recvs(i, side);
-}
-
-void
 setup_two(uint64_t size)
 {
 	struct side *s = &R.s[R.me];
-	uint32_t nrecv;
-	uint64_t cqe;
 	int cb = (int)R.rem_nrx;
 
-	R.lay = layout_for(size);
-	nrecv = o.verb != V_SEND ? 0 : (o.mode == M_BW && !o.check) ? o.rx_depth : R.lay.nrx;
-	if (o.mode == M_LAT) {
-		R.sq_depth = LAT_SQ_DEPTH;
-		R.depth = 1;
-	} else {
-		R.sq_depth = o.tx_depth;
-		R.depth = o.tx_depth;
-		if (o.verb == V_SEND && R.depth > nrecv)
-			R.depth = nrecv;
-		if (o.check && R.depth > R.lay.ntx)
-			R.depth = R.lay.ntx;
-		if (o.check && o.verb != V_SEND && R.depth > R.lay.nrx)
-			R.depth = R.lay.nrx;
-		if (o.check && R.depth < o.post_list)
-			fail("--check with -l %u needs %u slots of %" PRIu64 " B; use a smaller -l "
-			     "or -s", o.post_list, o.post_list, size);
-		if (R.depth < o.post_list)
-			R.depth = o.post_list;
-	}
-	R.cq_mod = o.post_list > 1 ? o.post_list : o.cq_mod;
-	if (R.cq_mod > R.depth)
-		R.cq_mod = R.depth;
+	plan_run(size);
 	if (R.oob.peer_droce) {
 		R.rem_nrx = R.lay.nrx; /* same options, same layout */
 	} else {
@@ -262,9 +193,7 @@ setup_two(uint64_t size)
 		}
 	}
 
-	R.nrecv = nrecv;
-	cqe = (uint64_t)o.qps * (R.sq_depth + nrecv) + 16;
-	side_alloc(s, cqe);
+	side_alloc(s, plan_cqe());
 	for (uint32_t i = 0; i < o.qps; i++) {
 		struct pair *p = &R.p[i];
 
