@@ -290,7 +290,8 @@ struct ibv_ah * make_ah(int side, const union ibv_gid *dgid);
 void side_alloc(struct side *s, uint64_t cqe);
 void plan_run(uint64_t size);
 uint64_t plan_cqe(void);
-void setup(uint64_t size);
+void setup_loop(uint64_t size);
+void connect_loop(void);
 void qp_stats_add(struct ibv_qp *qp);
 void teardown(void);
 
@@ -392,6 +393,9 @@ void serve_lat(uint64_t size);
 unsigned int ud_fit_sizes(uint64_t *sizes, unsigned int n);
 void lat_samples_open(void);
 void lat_samples_close(void);
-void run_two(uint64_t size);
+/* ---- topology.c ---- */
+
+/* Runs the test on the topology: two processes (@two) or loopback, -R or not. */
+void run_topology(bool two, uint64_t *sizes, unsigned int n_sizes);
 
 #endif /* DROCE_PERF_PERF_H */

@@ -362,16 +362,19 @@ pair_qp(uint32_t i, int side, struct rdma_cm_id *id, bool recvs)
 		pair_post_recvs(i, side);
 }
 
+/* One process, both sides: buffers and CQs for a run of @size. */
 void
-setup(uint64_t size)
+setup_loop(uint64_t size)
 {
 	plan_run(size);
 	for (int k = 0; k < 2; k++)
 		side_alloc(&R.s[k], plan_cqe());
-	if (o.rdma_cm) {
-		setup_loop_rdma_cm();
-		return;
-	}
+}
+
+/* One process: -q QP pairs connected with ibv_modify_qp. */
+void
+connect_loop(void)
+{
 	for (uint32_t i = 0; i < o.qps; i++) {
 		struct pair *p = &R.p[i];
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * droce-perf: Two processes, like perftest: the TCP exchange (perftest_oob.h) or
  * rdma_cm (-R, perftest_rdmacm.h), one side's setup, bandwidth and latency
- * runs and the reports both sides swap.  Over 800 lines: its setup, runs and
- * exchange still repeat the one-process files' shape (the unification into
- * one path per topology is open, issue 14).
+ * runs and the reports both sides swap.  topology.c's table runs it; the
+ * bandwidth run and the latency server are still this side's own loops
+ * (run_bw_two, serve_lat), not bw.c's and lat.c's (issue 14).
  */
 #include "perf.h"
 
@@ -735,101 +735,4 @@ serve_lat(uint64_t size)
 		post_one(p, 1, i, sig, &w, size);
 	}
 	WAIT_UNTIL(p->sends_done[1] >= p->signaled[1], &w, size, "final completions");
-}
-
-/* UD: a message is one packet.  As perftest: an -s over the path MTU is
- * refused; the default size, and -a's sizes, are brought down to it. */
-unsigned int
-ud_fit_sizes(uint64_t *sizes, unsigned int n)
-{
-	uint32_t mtu = mtu_bytes(R.mtu);
-	unsigned int k = 0;
-
-	if (o.qpt != IBV_QPT_UD)
-		return n;
-	for (unsigned int i = 0; i < n; i++) {
-		if (sizes[i] <= mtu) {
-			sizes[k++] = sizes[i];
-		} else if (o.all) {
-			/* -a: the sizes stop at the MTU */
-		} else if (o.size_set) {
-			unsupported("-s %" PRIu64 ": max message size in UD is the path MTU, %u B "
-				    "(a UD message is one packet)", sizes[i], mtu);
-		} else {
-			fprintf(stderr, "droce-perf: max message size in UD is the path MTU, %u B: "
-				"using it\n", mtu);
-			sizes[k++] = mtu;
-		}
-	}
-	return k;
-}
-
-void
-lat_samples_open(void)
-{
-	if (o.lat_samples == NULL)
-		return;
-	R.lat_f = fopen(o.lat_samples, "w");
-	if (R.lat_f == NULL)
-		fail("--lat-samples %s: %s", o.lat_samples, strerror(errno));
-}
-
-void
-lat_samples_close(void)
-{
-	if (R.lat_f == NULL)
-		return;
-	if (fclose(R.lat_f) != 0)
-		fail("--lat-samples %s: %s", o.lat_samples, strerror(errno));
-	R.lat_f = NULL;
-}
-
-void
-run_two(uint64_t size)
-{
-	srand48((long)getpid() ^ (long)time(NULL)); /* two processes: distinct PSNs */
-	open_local();
-	connect_peer();
-	tsc_hz = rte_get_tsc_hz();
-	ud_fit_sizes(&size, 1); /* the agreed MTU: both sides decide alike */
-	if (R.me == 0)
-		lat_samples_open();
-	else if (o.lat_samples != NULL)
-		fprintf(stderr, "droce-perf: --lat-samples: the client measures latency; the "
-			"server writes no samples\n");
-	print_banner();
-	setup_two(size);
-	connect_qps();
-	R.run_start = rte_rdtsc();
-	R.last_recv = R.run_start;
-	print_addresses();
-	if (R.me == 0 || o.mode == M_BW)
-		print_header();
-	if (o.mode == M_BW) {
-		run_bw_two(size);
-	} else {
-		if (R.me == 0)
-			run_lat(size);
-		else
-			serve_lat(size);
-		if (R.oob.peer_droce) {
-			/* droce peers: a last barrier, so neither leaves early */
-			R.oob.timeout_ms = 0;
-			barrier("end of the run");
-		} else if (o.verb != V_WRITE) {
-			/* perftest 6.06: read_lat, send_lat, atomic_lat end with a
-			 * closing handshake (write_lat with none) */
-			R.oob.timeout_ms = 0;
-			barrier("closing");
-		}
-	}
-	pt_oob_close(&R.oob);
-	print_line();
-	lat_samples_close();
-	if (o.json)
-		print_json();
-	else if (o.stats)
-		print_stats(stdout);
-	fflush(stdout);
-	teardown_two();
 }
