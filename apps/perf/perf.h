@@ -282,6 +282,7 @@ uint32_t clamp_slots(uint64_t stride, uint32_t want);
 struct layout layout_for(uint64_t size);
 enum ibv_mtu mtu_enum(uint32_t bytes);
 uint32_t mtu_bytes(enum ibv_mtu m);
+void side_open(struct side *s, double wait_s);
 void open_devices(void);
 void close_devices(void);
 void to_init(struct ibv_qp *qp);

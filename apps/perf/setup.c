@@ -75,6 +75,42 @@ mtu_bytes(enum ibv_mtu m)
 }
 
 
+/*
+ * Opens side @s's device (s->dev): its context, the port up (waiting up to
+ * @wait_s seconds for it, driving droce meanwhile: a memif port is up once
+ * the peer process is there; 0: it must be up now), its MTU, GID and a PD.
+ */
+void
+side_open(struct side *s, double wait_s)
+{
+	struct ibv_port_attr pa;
+	uint64_t t0 = rte_rdtsc();
+
+	s->ctx = o.rdma_cm ? rcm_context_of(s->dev) : ibv_open_device(s->dev);
+	if (s->ctx == NULL)
+		fail("ibv_open_device %s: %s", ibv_get_device_name(s->dev), strerror(errno));
+	for (;;) {
+		if (ibv_query_port(s->ctx, 1, &pa) != 0)
+			fail("ibv_query_port %s", ibv_get_device_name(s->dev));
+		if (pa.state == IBV_PORT_ACTIVE)
+			break;
+		if (wait_s <= 0)
+			fail("%s: port is %s", ibv_get_device_name(s->dev),
+			     ibv_port_state_str(pa.state));
+		if (rte_rdtsc() - t0 > (uint64_t)(wait_s * (double)rte_get_tsc_hz()))
+			fail("%s: port is %s after %.0f s (is the peer process running?)",
+			     ibv_get_device_name(s->dev), ibv_port_state_str(pa.state), wait_s);
+		droce_progress();
+		usleep(1000);
+	}
+	s->active_mtu = pa.active_mtu;
+	if (ibv_query_gid(s->ctx, 1, o.gid_index, &s->gid) != 0)
+		fail("%s: no GID index %d", ibv_get_device_name(s->dev), o.gid_index);
+	s->pd = ibv_alloc_pd(s->ctx);
+	if (s->pd == NULL)
+		fail("ibv_alloc_pd: %s", strerror(errno));
+}
+
 void
 open_devices(void)
 {
@@ -98,25 +134,8 @@ open_devices(void)
 		fail("loopback needs two devices, the config has %d", n);
 	R.s[0].role = "client";
 	R.s[1].role = "server";
-	for (int k = 0; k < 2; k++) {
-		struct side *s = &R.s[k];
-		struct ibv_port_attr pa;
-
-		s->ctx = o.rdma_cm ? rcm_context_of(s->dev) : ibv_open_device(s->dev);
-		if (s->ctx == NULL)
-			fail("ibv_open_device %s: %s", ibv_get_device_name(s->dev), strerror(errno));
-		if (ibv_query_port(s->ctx, 1, &pa) != 0)
-			fail("ibv_query_port %s", ibv_get_device_name(s->dev));
-		if (pa.state != IBV_PORT_ACTIVE)
-			fail("%s: port is %s", ibv_get_device_name(s->dev),
-			     ibv_port_state_str(pa.state));
-		s->active_mtu = pa.active_mtu;
-		if (ibv_query_gid(s->ctx, 1, o.gid_index, &s->gid) != 0)
-			fail("%s: no GID index %d", ibv_get_device_name(s->dev), o.gid_index);
-		s->pd = ibv_alloc_pd(s->ctx);
-		if (s->pd == NULL)
-			fail("ibv_alloc_pd: %s", strerror(errno));
-	}
+	for (int k = 0; k < 2; k++)
+		side_open(&R.s[k], 0);
 	ibv_free_device_list(list);
 	stats_ready = true;
 

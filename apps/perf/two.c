@@ -56,8 +56,6 @@ open_local(void)
 {
 	struct ibv_device **list;
 	struct side *s = &R.s[R.me];
-	struct ibv_port_attr pa;
-	uint64_t t0;
 	int n;
 
 	list = ibv_get_device_list(&n);
@@ -71,28 +69,8 @@ open_local(void)
 	if (s->dev == NULL)
 		fail("no device %s (%d devices)", o.dev, n);
 	s->role = R.me ? "server" : "client";
-	s->ctx = o.rdma_cm ? rcm_context_of(s->dev) : ibv_open_device(s->dev);
-	if (s->ctx == NULL)
-		fail("ibv_open_device %s: %s", ibv_get_device_name(s->dev), strerror(errno));
-	t0 = rte_rdtsc();
-	for (;;) {
-		if (ibv_query_port(s->ctx, 1, &pa) != 0)
-			fail("ibv_query_port %s", ibv_get_device_name(s->dev));
-		if (pa.state == IBV_PORT_ACTIVE)
-			break;
-		if (rte_rdtsc() - t0 > (uint64_t)(o.timeout * (double)rte_get_tsc_hz()))
-			fail("%s: port is %s after %.0f s (is the peer process running?)",
-			     ibv_get_device_name(s->dev), ibv_port_state_str(pa.state), o.timeout);
-		droce_progress();
-		usleep(1000);
-	}
-	s->active_mtu = pa.active_mtu;
+	side_open(s, o.timeout);
 	stats_ready = true;
-	if (ibv_query_gid(s->ctx, 1, o.gid_index, &s->gid) != 0)
-		fail("%s: no GID index %d", ibv_get_device_name(s->dev), o.gid_index);
-	s->pd = ibv_alloc_pd(s->ctx);
-	if (s->pd == NULL)
-		fail("ibv_alloc_pd: %s", strerror(errno));
 	ibv_free_device_list(list);
 	R.mtu = s->active_mtu;
 	if (o.mtu && mtu_enum(o.mtu) < R.mtu)
