@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * The rdma_cm layer's connections: the rdma_cm private-data header, connect,
  * listen, get_request, accept, reject, establish, notify, disconnect, and
- * the CM's handlers (connection events, the listener's requests).
+ * the CM's handlers (connection events, the listener's requests).  About
+ * 800 lines: the calls and the handlers share the id states and the lock
+ * discipline; the handlers (from conn_handler on) are the seam to split at.
  */
 #include <errno.h>
 #include <fcntl.h>
