@@ -311,6 +311,11 @@ droce_vqp_real(struct ibv_qp *qp)
 
 	return q != NULL && q->real != NULL ? q->real : q;
 }
+/* The dataplane's QP type for the post-time opcode table (qp.c). */
+enum droce_qp_type droce_verbs_dp_type(enum ibv_qp_type t);
+/* The XRC role of @ia's type and its checks (xrcd.c): 0 or EINVAL. */
+int droce_verbs_xrc_role_of(struct ibv_context *c, struct ibv_pd *pd, struct ibv_qp_init_attr *ia,
+			    struct droce_vxrcd *xrcd, enum droce_xrc_role *role);
 /* QP creation for every type ibv_create_qp_ex makes (qp.c); @xrcd for XRC_RECV. */
 struct ibv_qp *droce_verbs_create_qp_in(struct ibv_context *c, struct ibv_pd *pd,
 					struct ibv_qp_init_attr *ia, uint64_t send_ops,

@@ -308,8 +308,8 @@ droce_verbs_resolve_path(unsigned int port, const struct ibv_ah_attr *ah, uint32
 
 /* ---- create / destroy / query ---- */
 
-static enum droce_qp_type
-dp_type(enum ibv_qp_type t)
+enum droce_qp_type
+droce_verbs_dp_type(enum ibv_qp_type t)
 {
 	switch (t) {
 	case IBV_QPT_UC:
@@ -337,38 +337,6 @@ droce_verbs_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, uint64_t s
 		return NULL;
 	}
 	return droce_verbs_create_qp_in(pd->context, pd, ia, send_ops, NULL);
-}
-
-/* The XRC role of a QP type, and whether @ia and @xrcd fit it: 0 or EINVAL. */
-static int
-xrc_role_of(struct ibv_context *c, struct ibv_pd *pd, struct ibv_qp_init_attr *ia,
-	    struct droce_vxrcd *xrcd, enum droce_xrc_role *role)
-{
-	*role = DROCE_XRC_NONE;
-	if (ia->qp_type == IBV_QPT_XRC_RECV) {
-		/* a target: its domain only; no PD, CQs, SRQ or queues of its own */
-		if (xrcd == NULL || xrcd->xrcd.context != c)
-			return EINVAL;
-		*role = DROCE_XRC_TGT;
-		ia->send_cq = ia->recv_cq = NULL;
-		ia->srq = NULL;
-		memset(&ia->cap, 0, sizeof(ia->cap));
-		return 0;
-	}
-	if (pd == NULL || pd->context != c || ia->send_cq == NULL || ia->send_cq->context != c)
-		return EINVAL;
-	if (ia->qp_type == IBV_QPT_XRC_SEND) {
-		/* an initiator: no receive side */
-		if (ia->srq != NULL)
-			return EINVAL;
-		*role = DROCE_XRC_INI;
-		ia->recv_cq = NULL;
-		ia->cap.max_recv_wr = ia->cap.max_recv_sge = 0;
-		return 0;
-	}
-	if (ia->recv_cq == NULL || ia->recv_cq->context != c)
-		return EINVAL;
-	return 0;
 }
 
 struct ibv_qp *
@@ -402,7 +370,7 @@ droce_verbs_create_qp_in(struct ibv_context *c, struct ibv_pd *pd, struct ibv_qp
 		errno = EINVAL;
 		return NULL;
 	}
-	rc = xrc_role_of(c, pd, ia, xrcd, &role);
+	rc = droce_verbs_xrc_role_of(c, pd, ia, xrcd, &role); /* xrcd.c */
 	if (rc != 0) {
 		errno = rc;
 		return NULL;
@@ -438,7 +406,7 @@ droce_verbs_create_qp_in(struct ibv_context *c, struct ibv_pd *pd, struct ibv_qp
 	caps.max_recv_sge = q->cap.max_recv_sge;
 	caps.max_inline_data = q->cap.max_inline_data;
 	caps.sq_sig_all = ia->sq_sig_all != 0;
-	q->type = dp_type(ia->qp_type);
+	q->type = droce_verbs_dp_type(ia->qp_type);
 	q->xrc_role = role;
 	q->sq_sig_all = caps.sq_sig_all;
 	scq = (struct droce_vcq *)ia->send_cq;
@@ -504,117 +472,6 @@ droce_verbs_create_qp_in(struct ibv_context *c, struct ibv_pd *pd, struct ibv_qp
 	pthread_mutex_unlock(&x->lock);
 	ia->cap = q->cap;
 	return &q->qp;
-}
-
-/* ---- ibv_create_qp_ex(3) ---- */
-
-/* The IBV_QP_EX_WITH_* flag of each send opcode droce executes. */
-static const struct {
-	uint64_t flag;
-	unsigned int op;
-} send_ops_tab[] = {
-	{ IBV_QP_EX_WITH_RDMA_WRITE, IBV_WR_RDMA_WRITE },
-	{ IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_WRITE_WITH_IMM },
-	{ IBV_QP_EX_WITH_SEND, IBV_WR_SEND },
-	{ IBV_QP_EX_WITH_SEND_WITH_IMM, IBV_WR_SEND_WITH_IMM },
-	{ IBV_QP_EX_WITH_RDMA_READ, IBV_WR_RDMA_READ },
-	{ IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_CMP_AND_SWP },
-	{ IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_FETCH_AND_ADD },
-	{ IBV_QP_EX_WITH_LOCAL_INV, IBV_WR_LOCAL_INV },
-	{ IBV_QP_EX_WITH_BIND_MW, IBV_WR_BIND_MW },
-	{ IBV_QP_EX_WITH_SEND_WITH_INV, IBV_WR_SEND_WITH_INV },
-	/* TSO (raw packet QPs), ATOMIC_WRITE, FLUSH: not executed by droce */
-};
-
-/* The send_ops_flags a QP of @type supports (the opcode table's view). */
-static uint64_t
-send_ops_supported(enum ibv_qp_type type)
-{
-	uint64_t m = 0;
-
-	for (size_t i = 0; i < RTE_DIM(send_ops_tab); i++)
-		if (droce_wr_opcode_allowed(dp_type(type), send_ops_tab[i].op))
-			m |= send_ops_tab[i].flag;
-	return m;
-}
-
-/* Comp mask bits droce knows: the PD, the XRC domain (XRC_RECV), send ops;
- * and those it has no use for: creation flags (none supported), TSO
- * headers, RSS indirection (no WQs). */
-#define QP_INIT_EX_KNOWN                                                                   \
-	(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS |       \
-	 IBV_QP_INIT_ATTR_MAX_TSO_HEADER | IBV_QP_INIT_ATTR_IND_TABLE |                       \
-	 IBV_QP_INIT_ATTR_RX_HASH | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
-
-struct ibv_qp *
-droce_verbs_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *ax)
-{
-	struct ibv_qp_init_attr ia;
-	struct droce_vxrcd *xrcd = NULL;
-	struct ibv_pd *pd = NULL;
-	struct ibv_qp *qp;
-	uint64_t ops = 0;
-
-	if (ax == NULL || (ax->comp_mask & ~(uint32_t)QP_INIT_EX_KNOWN)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if (ax->comp_mask & (IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
-			     IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH)) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
-	if ((ax->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && ax->create_flags != 0) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
-	if (ax->comp_mask & IBV_QP_INIT_ATTR_PD)
-		pd = ax->pd;
-	if (ax->comp_mask & IBV_QP_INIT_ATTR_XRCD)
-		xrcd = (struct droce_vxrcd *)ax->xrcd;
-	/* every type but XRC_RECV needs its PD; XRC_RECV needs its domain */
-	if (ax->qp_type == IBV_QPT_XRC_RECV ? xrcd == NULL
-					     : (pd == NULL || pd->context != context)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if (ax->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
-		/* the man page: a QP that cannot do every asked type is not created */
-		ops = ax->send_ops_flags;
-		if (ax->qp_type == IBV_QPT_RC || ax->qp_type == IBV_QPT_UC ||
-		    ax->qp_type == IBV_QPT_UD || ax->qp_type == IBV_QPT_XRC_SEND ||
-		    ax->qp_type == IBV_QPT_XRC_RECV) {
-			/* XRC_RECV sends nothing */
-			if (ops & ~(ax->qp_type == IBV_QPT_XRC_RECV ? 0
-								   : send_ops_supported(ax->qp_type))) {
-				errno = EOPNOTSUPP;
-				return NULL;
-			}
-		}
-	}
-	memset(&ia, 0, sizeof(ia));
-	ia.qp_context = ax->qp_context;
-	ia.send_cq = ax->send_cq;
-	ia.recv_cq = ax->recv_cq;
-	ia.srq = ax->srq;
-	ia.cap = ax->cap;
-	ia.qp_type = ax->qp_type;
-	ia.sq_sig_all = ax->sq_sig_all;
-	qp = droce_verbs_create_qp_in(context, pd, &ia, ops, xrcd);
-	if (qp != NULL)
-		ax->cap = ia.cap;
-	return qp;
-}
-
-/*
- * Every droce QP carries the WR builder (all its function pointers are set
- * whatever send_ops_flags asked; an operation the QP type cannot do fails
- * at ibv_wr_complete), so this never returns NULL for a droce QP.
- */
-struct ibv_qp_ex *
-ibv_qp_to_qp_ex(struct ibv_qp *qp)
-{
-	return qp ? &((struct droce_vqp *)qp)->qpx : NULL;
 }
 
 int

@@ -133,6 +133,41 @@ droce_verbs_close_xrcd(struct ibv_xrcd *xrcd)
 	return 0;
 }
 
+/* ---- XRC QPs ---- */
+
+/* The XRC role of a QP type (qp.c's create path), and whether @ia and @xrcd
+ * fit it: 0 or EINVAL.  Clears what the role has not (CQs, SRQ, caps). */
+int
+droce_verbs_xrc_role_of(struct ibv_context *c, struct ibv_pd *pd, struct ibv_qp_init_attr *ia,
+	    struct droce_vxrcd *xrcd, enum droce_xrc_role *role)
+{
+	*role = DROCE_XRC_NONE;
+	if (ia->qp_type == IBV_QPT_XRC_RECV) {
+		/* a target: its domain only; no PD, CQs, SRQ or queues of its own */
+		if (xrcd == NULL || xrcd->xrcd.context != c)
+			return EINVAL;
+		*role = DROCE_XRC_TGT;
+		ia->send_cq = ia->recv_cq = NULL;
+		ia->srq = NULL;
+		memset(&ia->cap, 0, sizeof(ia->cap));
+		return 0;
+	}
+	if (pd == NULL || pd->context != c || ia->send_cq == NULL || ia->send_cq->context != c)
+		return EINVAL;
+	if (ia->qp_type == IBV_QPT_XRC_SEND) {
+		/* an initiator: no receive side */
+		if (ia->srq != NULL)
+			return EINVAL;
+		*role = DROCE_XRC_INI;
+		ia->recv_cq = NULL;
+		ia->cap.max_recv_wr = ia->cap.max_recv_sge = 0;
+		return 0;
+	}
+	if (ia->recv_cq == NULL || ia->recv_cq->context != c)
+		return EINVAL;
+	return 0;
+}
+
 /* ---- XRC SRQs ---- */
 
 struct ibv_srq *
