@@ -13,7 +13,9 @@
  *  - the verbs' rules and errnos: ibv_open_xrcd's fd / oflags (sharing by
  *    inode in this process), EBUSY while objects use a domain, ibv_open_qp,
  *    post_recv / post_send on the wrong XRC side, the modify masks of both
- *    types, remote_srqn ignored on RC, IBV_DEVICE_XRC.
+ *    types, remote_srqn ignored on RC, IBV_DEVICE_XRC;
+ *  - memory windows: BIND_MW / LOCAL_INV on the XRC_SEND QP; SEND_WITH_INV
+ *    to the XRC_RECV QP, which has no window bound through it.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -58,7 +60,7 @@ side_open(struct side *s, const char *dev)
 	memset(s->buf, 0, BUF_LEN);
 	s->mr = ibv_reg_mr(s->pd, s->buf, BUF_LEN,
 			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
-				   IBV_ACCESS_REMOTE_ATOMIC);
+				   IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_MW_BIND);
 	cr_assert_not_null(s->mr);
 	s->cq = ibv_create_cq(s->ctx, 1024, NULL, NULL, 0);
 	cr_assert_not_null(s->cq);
@@ -689,4 +691,58 @@ Test(xrc, verbs_errnos)
 		cr_assert_eq(wc.byte_len, 64);
 		cr_assert(tc_check(B.buf, 64, 11));
 	}
+}
+
+Test(xrc, memory_window_ops_and_send_with_invalidate)
+{
+	struct ibv_mw *mw;
+	struct ibv_send_wr w = { .wr_id = 1, .opcode = IBV_WR_BIND_MW,
+				 .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_wc wc;
+
+	setup(NULL, 3);
+	/* BIND_MW and LOCAL_INV are local to the XRC_SEND QP (its PD's windows) */
+	mw = ibv_alloc_mw(A.pd, IBV_MW_TYPE_2);
+	cr_assert_not_null(mw);
+	w.bind_mw.mw = mw;
+	w.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	w.bind_mw.bind_info = (struct ibv_mw_bind_info){ .mr = A.mr, .addr = (uintptr_t)A.buf,
+							 .length = 4096,
+							 .mw_access_flags = IBV_ACCESS_REMOTE_READ };
+	w.qp_type.xrc.remote_srqn = srqn;
+	cr_assert_eq(ibv_post_send(snd, &w, &bad), 0);
+	sent_ok(1, IBV_WC_BIND_MW);
+	memset(&w, 0, sizeof(w));
+	w.wr_id = 2;
+	w.opcode = IBV_WR_LOCAL_INV;
+	w.send_flags = IBV_SEND_SIGNALED;
+	w.invalidate_rkey = ibv_inc_rkey(mw->rkey);
+	w.qp_type.xrc.remote_srqn = srqn;
+	cr_assert_eq(ibv_post_send(snd, &w, &bad), 0);
+	sent_ok(2, IBV_WC_LOCAL_INV);
+
+	/* SEND_WITH_INV reaches the target, which can invalidate no window: an
+	 * XRC_RECV QP binds none (droce invalidates only windows bound through
+	 * the receiving QP), so the request is invalid */
+	srq_recv(srq, 9, 0, 4096);
+	memset(&w, 0, sizeof(w));
+	{
+		struct ibv_sge sge = { (uintptr_t)A.buf, 16, A.mr->lkey };
+
+		w.wr_id = 3;
+		w.opcode = IBV_WR_SEND_WITH_INV;
+		w.send_flags = IBV_SEND_SIGNALED;
+		w.sg_list = &sge;
+		w.num_sge = 1;
+		w.invalidate_rkey = 0x1234;
+		w.qp_type.xrc.remote_srqn = srqn;
+		cr_assert_eq(ibv_post_send(snd, &w, &bad), 0);
+	}
+	wc = tc_wait(A.cq, 3000, "SEND_WITH_INV");
+	cr_assert_eq(wc.wr_id, 3);
+	cr_assert_eq(wc.status, IBV_WC_REM_INV_REQ_ERR, "%s", ibv_wc_status_str(wc.status));
+	wc = tc_wait(B.cq, 3000, "the receive it opened");
+	cr_assert_eq(wc.wr_id, 9);
+	cr_assert_neq(wc.status, IBV_WC_SUCCESS);
+	cr_assert_eq(wc.qp_num, rcv->qp_num);
 }
