@@ -1087,9 +1087,12 @@ resp_check_psn(struct droce_qp *qp, const struct resp_pkt *r)
 	if (d > 0)
 		return RESP_SEQ_NAK;
 	/* XRC target: the request's SRQ, of the QP's domain, is its receive side */
-	if (d <= 0 && qp->xrc_role == DROCE_XRC_TGT &&
-	    !droce_xrc_tgt_select_lc(qp, r->p, r->frame, d == 0))
-		return RESP_ERR_INV_REQ;
+	if (d <= 0 && qp->xrc_role == DROCE_XRC_TGT) {
+		enum droce_xrc_sel sel = droce_xrc_tgt_select_lc(qp, r->p, r->frame, d < 0);
+
+		if (sel != DROCE_XRC_SEL_OK)
+			return sel == DROCE_XRC_SEL_BUSY ? RESP_RNR_NAK : RESP_ERR_INV_REQ;
+	}
 	if (d < 0)
 		return RESP_DUPLICATE;
 	qp->nak_seq_sent = false;

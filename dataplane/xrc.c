@@ -94,27 +94,39 @@ lookup_lc(uint32_t srqn)
 	return atomic_load_explicit(&table[i], memory_order_acquire);
 }
 
-bool
+enum droce_xrc_sel
 droce_xrc_tgt_select_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame,
-			bool take)
+			bool dup)
 {
 	const struct droce_xrceth *x = droce_pkt_hdr(p, frame, DROCE_HDR_XRCETH);
 	const struct xrc_entry *e = lookup_lc(droce_xrceth_srqn(x));
 
-	if (e == NULL || e->xrcd != qp->xrcd || (take && e->srq != qp->srq && qp->rq_head != qp->rq_avail)) {
+	if (e == NULL || e->xrcd != qp->xrcd) {
 		qp->stats.xrc_srq_naks++;
-		return false;
+		return DROCE_XRC_SEL_INVALID;
 	}
-	if (!take || e->srq == qp->srq)
-		return true;
-	/* only between messages: a WQE taken from the SRQ completes where it came from */
+	if (e->srq == qp->srq)
+		return DROCE_XRC_SEL_OK;
+	/* a WQE taken from the current SRQ completes where it came from */
+	if (qp->rq_head != qp->rq_avail) {
+		if (!dup) {
+			qp->stats.xrc_srq_naks++; /* a new message inside an open one */
+			return DROCE_XRC_SEL_INVALID;
+		}
+		/* a duplicate is re-ACKed or re-read: only the PD matters */
+		return e->pd_id == qp->pd_id ? DROCE_XRC_SEL_OK : DROCE_XRC_SEL_BUSY;
+	}
+	/* queued READ responses were checked under the current PD and are
+	 * checked again when they go out: the PD changes once they are sent */
+	if (e->pd_id != qp->pd_id && qp->rd_resp_count != 0)
+		return DROCE_XRC_SEL_BUSY;
 	if (qp->srq != NULL)
 		droce_srq_detach(qp->srq);
 	droce_srq_attach(e->srq);
 	qp->srq = e->srq;
 	qp->rcq = e->cq;
 	qp->pd_id = e->pd_id;
-	return true;
+	return DROCE_XRC_SEL_OK;
 }
 
 void

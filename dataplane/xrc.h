@@ -24,15 +24,23 @@ droce_xrc_rx_ok(const struct droce_qp *qp, uint8_t tr, uint32_t flags)
 	return true;
 }
 
+enum droce_xrc_sel {
+	DROCE_XRC_SEL_OK,      /* the SRQ is the QP's receive side now */
+	DROCE_XRC_SEL_INVALID, /* NAK invalid request (counted) */
+	DROCE_XRC_SEL_BUSY,    /* not now: RNR NAK, the requester comes back */
+};
+
 /*
- * XRC target: checks the SRQ request @p names (its XRCETH) is one of the
- * QP's XRC domain; with @take, makes it the QP's receive side (SRQ, CQ, PD).
- * False (counted) when there is no such SRQ, it is of another domain, or a
- * message still open in another SRQ's WQE would change SRQ: the caller NAKs
- * invalid request.
+ * XRC target: the SRQ request @p names (its XRCETH) must be one of the QP's
+ * XRC domain (else INVALID: no such SRQ, another domain); between messages
+ * it becomes the QP's receive side (SRQ, its CQ, its PD).  A new message
+ * (@dup false) naming another SRQ while a WQE of the current one is open is
+ * INVALID; a change of PD while READ responses / atomic ACKs checked under
+ * the current PD wait to go out is BUSY, as is a duplicate (@dup) that needs
+ * another PD while a WQE is open.
  */
-bool droce_xrc_tgt_select_lc(struct droce_qp *qp, const struct droce_pkt *p,
-			     const uint8_t *frame, bool take);
+enum droce_xrc_sel droce_xrc_tgt_select_lc(struct droce_qp *qp, const struct droce_pkt *p,
+					   const uint8_t *frame, bool dup);
 
 /* Lets go of the SRQ a target holds (QP destroy). */
 void droce_xrc_tgt_release(struct droce_qp *qp);

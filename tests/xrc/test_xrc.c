@@ -14,6 +14,7 @@
  *    inode in this process), EBUSY while objects use a domain, ibv_open_qp,
  *    post_recv / post_send on the wrong XRC side, the modify masks of both
  *    types, remote_srqn ignored on RC, IBV_DEVICE_XRC;
+ *  - two SRQs of one domain, with their own CQs and PDs, used back to back;
  *  - memory windows: BIND_MW / LOCAL_INV on the XRC_SEND QP; SEND_WITH_INV
  *    to the XRC_RECV QP, which has no window bound through it.
  */
@@ -78,8 +79,10 @@ xrcd_open(struct ibv_context *ctx, int fd, int oflags)
 	return ibv_open_xrcd(ctx, &a);
 }
 
+/* An XRC SRQ of domain @d on B, in @pd, completing on @cq. */
 static struct ibv_srq *
-xrc_srq(struct ibv_xrcd *d, uint32_t max_wr, uint32_t *num)
+xrc_srq_in(struct ibv_xrcd *d, struct ibv_pd *pd, struct ibv_cq *cq, uint32_t max_wr,
+	   uint32_t *num)
 {
 	struct ibv_srq_init_attr_ex a = {
 		.attr = { .max_wr = max_wr, .max_sge = 2 },
@@ -87,8 +90,8 @@ xrc_srq(struct ibv_xrcd *d, uint32_t max_wr, uint32_t *num)
 			     IBV_SRQ_INIT_ATTR_PD,
 		.srq_type = IBV_SRQT_XRC,
 		.xrcd = d,
-		.cq = B.cq,
-		.pd = B.pd,
+		.cq = cq,
+		.pd = pd,
 	};
 	struct ibv_srq *s = ibv_create_srq_ex(B.ctx, &a);
 
@@ -96,6 +99,12 @@ xrc_srq(struct ibv_xrcd *d, uint32_t max_wr, uint32_t *num)
 	cr_assert_eq(ibv_get_srq_num(s, num), 0);
 	cr_assert_neq(*num, 0);
 	return s;
+}
+
+static struct ibv_srq *
+xrc_srq(struct ibv_xrcd *d, uint32_t max_wr, uint32_t *num)
+{
+	return xrc_srq_in(d, B.pd, B.cq, max_wr, num);
 }
 
 static struct ibv_qp *
@@ -216,9 +225,12 @@ qp_stat(struct ibv_qp *qp, const char *name)
 {
 	struct droce_stat s[64];
 	int n = droce_stats_qp(qp, s, 64);
+	uint64_t v;
 
 	cr_assert_gt(n, 0);
-	return droce_stat_find(s, (unsigned int)n, name);
+	v = droce_stat_find(s, (unsigned int)n, name);
+	cr_assert_neq(v, UINT64_MAX, "no counter %s", name);
+	return v;
 }
 
 Test(xrc, every_opcode_bytes_and_completions)
@@ -365,8 +377,8 @@ Test(xrc, empty_srq_rnr_then_delivery)
 	cr_assert_eq(post(IBV_WR_SEND, 1, 0, 2000, srqn, 0, 0, 0), 0);
 	t0 = tc_now_ms();
 	tc_expect_none(A.cq, 60, "SEND to an empty SRQ");
-	cr_assert_geq(qp_stat(rcv, "rnr_naks_tx"), 1);
-	cr_assert_geq(qp_stat(snd, "rnr_naks_rx"), 1);
+	cr_assert_geq(qp_stat(rcv, "naks_rnr_tx"), 1);
+	cr_assert_geq(qp_stat(snd, "naks_rnr_rx"), 1);
 	srq_recv(srq, 77, 0, 4096);
 	sent_ok(1, IBV_WC_SEND);
 	recvd(77, IBV_WC_RECV, 2000);
@@ -427,7 +439,7 @@ Test(xrc, loss_dup_reorder_every_message_once_in_order)
 	cr_assert_eq(sent, N_MSG, "sent %u of %u", sent, N_MSG);
 	cr_assert_eq(got, N_MSG, "delivered %u of %u", got, N_MSG);
 	/* the impairment did fire: the requester had to go back */
-	cr_assert_gt(qp_stat(snd, "retransmits") + qp_stat(rcv, "dup_reqs"), 0);
+	cr_assert_gt(qp_stat(snd, "retransmits") + qp_stat(rcv, "dup_requests"), 0);
 }
 
 Test(xrc, xrcd_open_rules_and_sharing_by_inode)
@@ -745,4 +757,84 @@ Test(xrc, memory_window_ops_and_send_with_invalidate)
 	cr_assert_eq(wc.wr_id, 9);
 	cr_assert_neq(wc.status, IBV_WC_SUCCESS);
 	cr_assert_eq(wc.qp_num, rcv->qp_num);
+}
+
+/* One WR with its rkey (post() uses B.mr's). */
+static void
+post_rkey(enum ibv_wr_opcode op, uint64_t id, size_t off, uint32_t len, uint32_t num,
+	  uint64_t raddr, uint32_t rkey)
+{
+	struct ibv_sge sge = { (uintptr_t)A.buf + off, len, A.mr->lkey };
+	struct ibv_send_wr w = { .wr_id = id, .sg_list = &sge, .num_sge = 1, .opcode = op,
+				 .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	w.qp_type.xrc.remote_srqn = num;
+	w.wr.rdma.remote_addr = raddr;
+	w.wr.rdma.rkey = rkey;
+	cr_assert_eq(ibv_post_send(snd, &w, &bad), 0);
+}
+
+Test(xrc, two_srqs_of_one_domain_own_cq_own_pd)
+{
+	struct ibv_pd *pd2;
+	struct ibv_mr *mr2;
+	struct ibv_cq *cq2;
+	struct ibv_srq *srq2;
+	uint8_t *buf2;
+	uint32_t num2;
+	struct ibv_wc wc;
+	struct ibv_sge sge;
+	struct ibv_recv_wr rw = { .sg_list = &sge, .num_sge = 1 }, *rbad;
+
+	setup(NULL, 7);
+	pd2 = ibv_alloc_pd(B.ctx);
+	cr_assert_not_null(pd2);
+	buf2 = aligned_alloc(4096, 1u << 20);
+	cr_assert_not_null(buf2);
+	memset(buf2, 0, 1u << 20);
+	mr2 = ibv_reg_mr(pd2, buf2, 1u << 20,
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	cr_assert_not_null(mr2);
+	cq2 = ibv_create_cq(B.ctx, 64, NULL, NULL, 0);
+	cr_assert_not_null(cq2);
+	srq2 = xrc_srq_in(xrcd, pd2, cq2, 16, &num2);
+	srq_recv(srq, 1, 0, 4096);
+	sge = (struct ibv_sge){ (uintptr_t)buf2, 4096, mr2->lkey };
+	rw.wr_id = 2;
+	cr_assert_eq(ibv_post_srq_recv(srq2, &rw, &rbad), 0);
+
+	/* back to back: the target changes SRQ, CQ and PD between messages
+	 * (a PD change waits, RNR, for READ responses checked under the last) */
+	tc_fill(A.buf, 64, 1);
+	tc_fill(A.buf + 4096, 64, 2);
+	tc_fill(buf2 + 65536, 3000, 3);
+	tc_fill(A.buf + 16384, 100, 4);
+	tc_fill(B.buf + 65536, 2000, 5);
+	post_rkey(IBV_WR_SEND, 1, 0, 64, srqn, 0, 0);
+	post_rkey(IBV_WR_SEND, 2, 4096, 64, num2, 0, 0);
+	post_rkey(IBV_WR_RDMA_READ, 3, 8192, 3000, num2, (uintptr_t)buf2 + 65536, mr2->rkey);
+	post_rkey(IBV_WR_RDMA_WRITE, 4, 16384, 100, srqn, (uintptr_t)B.buf + 8192, B.mr->rkey);
+	post_rkey(IBV_WR_RDMA_READ, 5, 20480, 2000, srqn, (uintptr_t)B.buf + 65536, B.mr->rkey);
+	sent_ok(1, IBV_WC_SEND);
+	sent_ok(2, IBV_WC_SEND);
+	sent_ok(3, IBV_WC_RDMA_READ);
+	sent_ok(4, IBV_WC_RDMA_WRITE);
+	sent_ok(5, IBV_WC_RDMA_READ);
+	recvd(1, IBV_WC_RECV, 64);
+	tc_expect_none(B.cq, 20, "the second SRQ's receive on the first CQ");
+	wc = tc_wait(cq2, 3000, "the second SRQ's CQ");
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+	cr_assert_eq(wc.wr_id, 2);
+	cr_assert_eq(wc.qp_num, rcv->qp_num);
+	cr_assert(tc_check(B.buf, 64, 1));
+	cr_assert(tc_check(buf2, 64, 2));
+	cr_assert(tc_check(A.buf + 8192, 3000, 3));
+	cr_assert(tc_check(B.buf + 8192, 100, 4));
+	cr_assert(tc_check(A.buf + 20480, 2000, 5));
+
+	/* memory is checked against the named SRQ's PD: mr2 through the first SRQ fails */
+	post_rkey(IBV_WR_RDMA_READ, 6, 0, 64, srqn, (uintptr_t)buf2, mr2->rkey);
+	wc = tc_wait(A.cq, 3000, "READ through the wrong PD");
+	cr_assert_eq(wc.wr_id, 6);
+	cr_assert_eq(wc.status, IBV_WC_REM_ACCESS_ERR, "%s", ibv_wc_status_str(wc.status));
 }
