@@ -410,7 +410,7 @@ droce_verbs_create_qp_in(struct ibv_context *c, struct ibv_pd *pd, struct ibv_qp
 	q->xrc_role = role;
 	q->sq_sig_all = caps.sq_sig_all;
 	scq = (struct droce_vcq *)ia->send_cq;
-	rcq = (struct droce_vcq *)ia->recv_cq;
+	rcq = role == DROCE_XRC_NONE ? (struct droce_vcq *)ia->recv_cq : NULL;
 	q->serial = droce_verbs_serial();
 	q->qp.context = c; /* the event callback reaches the context through it */
 	{
@@ -457,7 +457,7 @@ droce_verbs_create_qp_in(struct ibv_context *c, struct ibv_pd *pd, struct ibv_qp
 	q->qp.qp_context = ia->qp_context;
 	q->qp.pd = pd;
 	q->qp.send_cq = ia->send_cq;
-	q->qp.recv_cq = ia->recv_cq;
+	q->qp.recv_cq = rcq != NULL ? &rcq->cq : NULL;
 	q->qp.srq = ia->srq;
 	q->qp.qp_num = droce_qp_num(q->dqp);
 	q->qp.handle = q->qp.qp_num;

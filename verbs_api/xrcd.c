@@ -158,8 +158,7 @@ droce_verbs_xrc_role_of(struct ibv_context *c, struct ibv_pd *pd, struct ibv_qp_
 		/* an initiator: no receive side */
 		if (ia->srq != NULL)
 			return EINVAL;
-		*role = DROCE_XRC_INI;
-		ia->recv_cq = NULL;
+		*role = DROCE_XRC_INI; /* its recv_cq is ignored */
 		ia->cap.max_recv_wr = ia->cap.max_recv_sge = 0;
 		return 0;
 	}
