@@ -280,6 +280,13 @@ destroy_leftovers(struct droce_vctx *x)
 		if (rc != 0)
 			return rc;
 	}
+	/* XRC domain handles (their SRQs and XRC_RECV QPs are gone) */
+	{
+		int rc = droce_verbs_xrcd_close_all(&x->vctx.context);
+
+		if (rc != 0)
+			return rc;
+	}
 	/* then what the PDs hold (windows before the MRs they may be bound to),
 	 * and the PDs: an MR left registered would keep its memory reachable by
 	 * a peer's rkey after the program closed the device */

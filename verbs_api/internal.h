@@ -169,6 +169,7 @@ struct droce_vxrcd {
 	struct ibv_xrcd xrcd;      /* the handle */
 	struct droce_xrc_domain *dom;
 	atomic_uint users;         /* XRC SRQs and XRC_RECV QPs made with this handle */
+	TAILQ_ENTRY(droce_vxrcd) link; /* every open handle (xrcd.c) */
 };
 
 struct droce_vsrq {
@@ -296,6 +297,9 @@ uint64_t droce_verbs_tsc_to_ns(uint64_t tsc);
  * destroy_srq, the XRC QPs' part of create_qp_ex. */
 struct ibv_xrcd *droce_verbs_open_xrcd(struct ibv_context *c, struct ibv_xrcd_init_attr *a);
 int droce_verbs_close_xrcd(struct ibv_xrcd *xrcd);
+/* ibv_close_device: closes the handles left open on @c (after its QPs and
+ * SRQs are gone): 0 or the first close's errno. */
+int droce_verbs_xrcd_close_all(struct ibv_context *c);
 int droce_verbs_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
 struct ibv_qp *droce_verbs_open_qp(struct ibv_context *c, struct ibv_qp_open_attr *a);
 struct ibv_srq *droce_verbs_create_xrc_srq(struct ibv_context *c, struct ibv_srq_init_attr_ex *a);

@@ -31,8 +31,9 @@ struct droce_xrc_domain {
 	TAILQ_ENTRY(droce_xrc_domain) link;
 };
 
-static pthread_mutex_t dom_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_mutex_t dom_lock = PTHREAD_MUTEX_INITIALIZER; /* both lists */
 static TAILQ_HEAD(, droce_xrc_domain) domains = TAILQ_HEAD_INITIALIZER(domains);
+static TAILQ_HEAD(, droce_vxrcd) handles = TAILQ_HEAD_INITIALIZER(handles);
 static uint32_t next_id = 1;
 
 uint32_t
@@ -106,9 +107,10 @@ droce_verbs_open_xrcd(struct ibv_context *c, struct ibv_xrcd_init_attr *a)
 		TAILQ_INSERT_TAIL(&domains, d, link);
 	}
 	d->handles++;
-	pthread_mutex_unlock(&dom_lock);
 	h->dom = d;
 	h->xrcd.context = c;
+	TAILQ_INSERT_TAIL(&handles, h, link);
+	pthread_mutex_unlock(&dom_lock);
 	return &h->xrcd;
 }
 
@@ -124,6 +126,7 @@ droce_verbs_close_xrcd(struct ibv_xrcd *xrcd)
 		return EBUSY; /* XRC SRQs or XRC_RECV QPs made with it remain */
 	d = h->dom;
 	pthread_mutex_lock(&dom_lock);
+	TAILQ_REMOVE(&handles, h, link);
 	if (--d->handles == 0) {
 		TAILQ_REMOVE(&domains, d, link);
 		free(d);
@@ -131,6 +134,26 @@ droce_verbs_close_xrcd(struct ibv_xrcd *xrcd)
 	pthread_mutex_unlock(&dom_lock);
 	free(h);
 	return 0;
+}
+
+int
+droce_verbs_xrcd_close_all(struct ibv_context *c)
+{
+	for (;;) {
+		struct droce_vxrcd *h;
+		int rc;
+
+		pthread_mutex_lock(&dom_lock);
+		TAILQ_FOREACH(h, &handles, link)
+			if (h->xrcd.context == c)
+				break;
+		pthread_mutex_unlock(&dom_lock);
+		if (h == NULL)
+			return 0;
+		rc = droce_verbs_close_xrcd(&h->xrcd); /* only this thread closes c's handles now */
+		if (rc != 0)
+			return rc;
+	}
 }
 
 /* ---- XRC QPs ---- */

@@ -16,7 +16,8 @@
  *    types, remote_srqn ignored on RC, IBV_DEVICE_XRC;
  *  - two SRQs of one domain, with their own CQs and PDs, used back to back;
  *  - memory windows: BIND_MW / LOCAL_INV on the XRC_SEND QP; SEND_WITH_INV
- *    to the XRC_RECV QP, which has no window bound through it.
+ *    to the XRC_RECV QP, which has no window bound through it;
+ *  - ibv_close_device with every XRC object left open.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -837,4 +838,30 @@ Test(xrc, two_srqs_of_one_domain_own_cq_own_pd)
 	wc = tc_wait(A.cq, 3000, "READ through the wrong PD");
 	cr_assert_eq(wc.wr_id, 6);
 	cr_assert_eq(wc.status, IBV_WC_REM_ACCESS_ERR, "%s", ibv_wc_status_str(wc.status));
+}
+
+Test(xrc, close_device_with_xrc_objects_left)
+{
+	struct ibv_xrcd *second;
+	struct ibv_qp *opened;
+	struct ibv_qp_open_attr oa = {
+		.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD | IBV_QP_OPEN_ATTR_TYPE,
+		.qp_type = IBV_QPT_XRC_RECV,
+	};
+
+	setup(NULL, 3);
+	/* traffic first, so the target holds the SRQ */
+	srq_recv(srq, 1, 0, 4096);
+	cr_assert_eq(post(IBV_WR_SEND, 1, 0, 64, srqn, 0, 0, 0), 0);
+	sent_ok(1, IBV_WC_SEND);
+	recvd(1, IBV_WC_RECV, 64);
+	second = xrcd_open(B.ctx, -1, O_CREAT);
+	cr_assert_not_null(second);
+	oa.qp_num = rcv->qp_num;
+	oa.xrcd = xrcd;
+	opened = ibv_open_qp(B.ctx, &oa);
+	cr_assert_not_null(opened);
+	/* an opened handle, the QP, the SRQ, both domains: all go with the context */
+	cr_assert_eq(ibv_close_device(B.ctx), 0);
+	cr_assert_eq(ibv_close_device(A.ctx), 0);
 }
