@@ -511,7 +511,9 @@ Test(xrc, xrcd_open_rules_and_sharing_by_inode)
 	recvd(5, IBV_WC_RECV, 300);
 	cr_assert(tc_check(B.buf, 300, 3));
 
-	/* a domain in use cannot close; the target holds the SRQ it delivered into */
+	/* a domain in use cannot close, nor the SRQ's CQ; the target holds the
+	 * SRQ it delivered into */
+	cr_assert_eq(ibv_destroy_cq(B.cq), EBUSY);
 	cr_assert_eq(ibv_close_xrcd(h1), EBUSY);
 	cr_assert_eq(ibv_close_xrcd(h2), EBUSY);
 	cr_assert_eq(ibv_destroy_srq(s), EBUSY);
