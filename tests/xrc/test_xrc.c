@@ -17,7 +17,8 @@
  *  - two SRQs of one domain, with their own CQs and PDs, used back to back;
  *  - memory windows: BIND_MW / LOCAL_INV on the XRC_SEND QP; SEND_WITH_INV
  *    to the XRC_RECV QP, which has no window bound through it;
- *  - ibv_close_device with every XRC object left open.
+ *  - ibv_close_device with every XRC object left open;
+ *  - three initiators into one SRQ through three targets on two engines.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -140,9 +141,9 @@ xrc_recv_qp(struct ibv_xrcd *d)
 }
 
 static void
-setup(const char *port0_extra, uint8_t rnr_retry)
+setup_on(unsigned int engines, const char *port0_extra, uint8_t rnr_retry)
 {
-	struct tc_pair p = { .port0_extra = port0_extra };
+	struct tc_pair p = { .port0_extra = port0_extra, .engines = engines };
 	struct tc_conn c = { .rnr_retry = rnr_retry, .retry_cnt = 7 };
 
 	tc_start(&p);
@@ -159,6 +160,12 @@ setup(const char *port0_extra, uint8_t rnr_retry)
 	c.dgid = A.gid;
 	c.dest_qpn = snd->qp_num;
 	tc_qp_up(rcv, &c);
+}
+
+static void
+setup(const char *port0_extra, uint8_t rnr_retry)
+{
+	setup_on(1, port0_extra, rnr_retry);
 }
 
 static void
@@ -866,4 +873,83 @@ Test(xrc, close_device_with_xrc_objects_left)
 	/* an opened handle, the QP, the SRQ, both domains: all go with the context */
 	cr_assert_eq(ibv_close_device(B.ctx), 0);
 	cr_assert_eq(ibv_close_device(A.ctx), 0);
+}
+
+#define N_PAIRS 3u
+#define N_EACH 200u
+
+Test(xrc, several_initiators_into_one_srq_two_engines)
+{
+	struct ibv_qp *s[N_PAIRS], *r[N_PAIRS];
+	uint32_t posted[N_PAIRS] = { 0 }, done = 0, got[N_PAIRS] = { 0 }, total = 0;
+	uint64_t deadline;
+	struct tc_conn c = { .rnr_retry = 7, .retry_cnt = 7 };
+
+	/* the XRC point: one SRQ on the target host serves every connection;
+	 * QPs spread over two engines, so the SRQ is shared between engines */
+	setup_on(2, NULL, 7);
+	s[0] = snd;
+	r[0] = rcv;
+	for (unsigned int i = 1; i < N_PAIRS; i++) {
+		s[i] = xrc_send_qp();
+		r[i] = xrc_recv_qp(xrcd);
+		c.dgid = B.gid;
+		c.dest_qpn = r[i]->qp_num;
+		tc_qp_up(s[i], &c);
+		c.dgid = A.gid;
+		c.dest_qpn = s[i]->qp_num;
+		tc_qp_up(r[i], &c);
+	}
+	for (unsigned int i = 0; i < 128; i++)
+		srq_recv(srq, i, (size_t)i * SLOT, SLOT);
+	deadline = tc_now_ms() + 30000;
+	while ((done < N_PAIRS * N_EACH || total < N_PAIRS * N_EACH) && tc_now_ms() < deadline) {
+		struct ibv_wc wc[32];
+		int n;
+
+		for (unsigned int i = 0; i < N_PAIRS; i++) {
+			/* message k of pair i: 8 bytes naming it, then a pattern */
+			while (posted[i] < N_EACH && posted[i] - got[i] < 16) {
+				uint32_t k = posted[i], len = 8 + (k * 97u) % 2000u;
+				size_t off = (size_t)(64 + i * 32 + k % 32) * SLOT;
+				struct ibv_sge sge = { (uintptr_t)A.buf + off, len, A.mr->lkey };
+				struct ibv_send_wr w = { .wr_id = (uint64_t)i << 32 | k, .sg_list = &sge,
+							 .num_sge = 1, .opcode = IBV_WR_SEND,
+							 .send_flags = IBV_SEND_SIGNALED }, *bad;
+				uint32_t tag[2] = { i, k };
+
+				memcpy(A.buf + off, tag, 8);
+				tc_fill(A.buf + off + 8, len - 8, i * 1000 + k);
+				w.qp_type.xrc.remote_srqn = srqn;
+				cr_assert_eq(ibv_post_send(s[i], &w, &bad), 0);
+				posted[i]++;
+			}
+		}
+		n = ibv_poll_cq(A.cq, 32, wc);
+		for (int j = 0; j < n; j++) {
+			cr_assert_eq(wc[j].status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc[j].status));
+			done++;
+		}
+		n = ibv_poll_cq(B.cq, 32, wc);
+		for (int j = 0; j < n; j++) {
+			const uint8_t *m = B.buf + (size_t)wc[j].wr_id * SLOT;
+			uint32_t tag[2], i;
+
+			cr_assert_eq(wc[j].status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc[j].status));
+			memcpy(tag, m, 8);
+			i = tag[0];
+			cr_assert_lt(i, N_PAIRS);
+			cr_assert_eq(tag[1], got[i], "pair %u: in order", i);
+			cr_assert_eq(wc[j].qp_num, r[i]->qp_num, "completion names its XRC_RECV QP");
+			cr_assert_eq(wc[j].src_qp, s[i]->qp_num);
+			cr_assert_eq(wc[j].byte_len, 8 + (tag[1] * 97u) % 2000u);
+			cr_assert(tc_check(m + 8, wc[j].byte_len - 8, i * 1000 + tag[1]));
+			got[i]++;
+			total++;
+			/* its slot goes back to the SRQ */
+			srq_recv(srq, wc[j].wr_id, (size_t)wc[j].wr_id * SLOT, SLOT);
+		}
+	}
+	cr_assert_eq(done, N_PAIRS * N_EACH);
+	cr_assert_eq(total, N_PAIRS * N_EACH);
 }
