@@ -394,7 +394,7 @@ Test(xrc, empty_srq_rnr_then_delivery)
 	cr_assert_geq(tc_now_ms() - t0, 60);
 }
 
-#define N_MSG 600u
+#define N_MSG 2000u
 
 static uint32_t
 msg_len(uint32_t i)
