@@ -228,8 +228,8 @@ send_wqe(struct droce_qp *qp, uint32_t idx, unsigned int budget, bool *whole)
 			f.reth.len = w->length - s->got;
 		} else {
 			f.opcode = DROCE_OPC(qp->xport, w->opcode == DROCE_WR_ATOMIC_CMP_AND_SWP
-									 ? DROCE_OP_CMP_SWAP
-									 : DROCE_OP_FETCH_ADD);
+								? DROCE_OP_CMP_SWAP
+								: DROCE_OP_FETCH_ADD);
 			f.psn = s->first_psn;
 			f.atomic.va = w->remote_addr;
 			f.atomic.rkey = w->rkey;
