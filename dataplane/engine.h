@@ -106,6 +106,7 @@ struct droce_qp_stats {
 	uint64_t retransmits, timeouts, rnr_naks_rx, rnr_naks_tx;
 	uint64_t seq_naks_rx, seq_naks_tx, dup_reqs, dup_reads, dup_atomics;
 	uint64_t rem_err_naks_tx, rem_err_naks_rx, implicit_naks;
+	uint64_t xrc_srq_naks;     /* XRC target: requests naming no SRQ of its domain */
 };
 
 struct droce_qp {
@@ -123,6 +124,12 @@ struct droce_qp {
 	struct droce_rq_slot *rq;
 	struct droce_swqe *swqe;   /* engine-side, parallel to sq */
 	struct droce_srq *srq;     /* receive WQEs come from here (rq: one staging slot) */
+	/* XRC (xrc.c): an RC QP whose requests carry the XRCETH (initiator) or
+	 * whose responder takes its SRQ, CQ and PD from each request's XRCETH
+	 * (target: srq, rcq and pd_id then change on the engine) */
+	uint8_t xport;             /* transport bits of its opcodes: RC or XRC */
+	uint8_t xrc_role;          /* enum droce_xrc_role */
+	uint32_t xrcd;             /* the target's XRC domain */
 	droce_qp_event_fn event_fn; /* affiliated async events (engine thread) */
 	void *event_arg;
 

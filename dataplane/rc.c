@@ -20,6 +20,7 @@
 #include "internal.h"
 #include "qp_internal.h"
 #include "xport.h"
+#include "xrc.h"
 #include "pmd_glue/port.h"
 
 #define ACKREQ_EVERY 16 /* packets between AckReq bits inside a long message */
@@ -81,7 +82,7 @@ pkt_send(struct droce_qp *qp, struct rte_mbuf *m, uint32_t plen)
 static void
 send_aeth(struct droce_qp *qp, uint8_t syndrome, uint32_t psn)
 {
-	struct droce_pkt_fields f = { .opcode = DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_ACK) };
+	struct droce_pkt_fields f = { .opcode = DROCE_OPC(qp->xport, DROCE_OP_ACK) };
 	uint8_t *payload;
 	struct rte_mbuf *m;
 
@@ -217,17 +218,18 @@ send_wqe(struct droce_qp *qp, uint32_t idx, unsigned int budget, bool *whole)
 	if (wr_is_read(w->opcode) || wr_is_atomic(w->opcode)) {
 		memset(&f, 0, sizeof(f));
 		f.ackreq = true;
+		f.xrc_srqn = w->remote_qpn; /* XRC: the remote SRQ (XRCETH) */
 		if (wr_is_read(w->opcode)) {
 			/* a resumed READ asks only for what has not arrived */
-			f.opcode = DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_READ_REQ);
+			f.opcode = DROCE_OPC(qp->xport, DROCE_OP_READ_REQ);
 			f.psn = droce_psn_add(s->first_psn, s->got / pmtu);
 			f.reth.va = w->remote_addr + s->got;
 			f.reth.rkey = w->rkey;
 			f.reth.len = w->length - s->got;
 		} else {
-			f.opcode = DROCE_OPC(DROCE_TRANSPORT_RC, w->opcode == DROCE_WR_ATOMIC_CMP_AND_SWP
-									 ? DROCE_OP_CMP_SWAP
-									 : DROCE_OP_FETCH_ADD);
+			f.opcode = DROCE_OPC(qp->xport, w->opcode == DROCE_WR_ATOMIC_CMP_AND_SWP
+								? DROCE_OP_CMP_SWAP
+								: DROCE_OP_FETCH_ADD);
 			f.psn = s->first_psn;
 			f.atomic.va = w->remote_addr;
 			f.atomic.rkey = w->rkey;
@@ -251,7 +253,7 @@ send_wqe(struct droce_qp *qp, uint32_t idx, unsigned int budget, bool *whole)
 	while (n < budget && !window_full(qp)) {
 		bool last;
 
-		if (droce_xport_send_segment_lc(qp, w, s, DROCE_TRANSPORT_RC, ACKREQ_EVERY, &last) !=
+		if (droce_xport_send_segment_lc(qp, w, s, qp->xport, ACKREQ_EVERY, &last) !=
 		    DROCE_XPORT_TX_SENT)
 			break; /* no mbuf; or s->err */
 		note_sent(qp, droce_psn_add(s->first_psn, s->sent_pkts));
@@ -992,7 +994,7 @@ resp_atomic(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame
 		resp_error(qp, DROCE_ERR_REM_INV_REQ, psn);
 		return;
 	}
-	if (p->opcode == DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_FETCH_ADD)) {
+	if ((p->opcode & 0x1f) == DROCE_OP_FETCH_ADD) { /* RC or XRC */
 		orig = __atomic_fetch_add(target, droce_atmeth_swap_add(a), __ATOMIC_SEQ_CST);
 	} else {
 		orig = droce_atmeth_cmp(a);
@@ -1084,6 +1086,13 @@ resp_check_psn(struct droce_qp *qp, const struct resp_pkt *r)
 
 	if (d > 0)
 		return RESP_SEQ_NAK;
+	/* XRC target: the request's SRQ, of the QP's domain, is its receive side */
+	if (d <= 0 && qp->xrc_role == DROCE_XRC_TGT) {
+		enum droce_xrc_sel sel = droce_xrc_tgt_select_lc(qp, r->p, r->frame, d < 0);
+
+		if (sel != DROCE_XRC_SEL_OK)
+			return sel == DROCE_XRC_SEL_BUSY ? RESP_RNR_NAK : RESP_ERR_INV_REQ;
+	}
 	if (d < 0)
 		return RESP_DUPLICATE;
 	qp->nak_seq_sent = false;
@@ -1222,7 +1231,7 @@ responder_tx(struct droce_qp *qp, unsigned int budget)
 			return n + 1;
 		}
 		if (e->atomic) {
-			f.opcode = DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_ATOMIC_ACK);
+			f.opcode = DROCE_OPC(qp->xport, DROCE_OP_ATOMIC_ACK);
 			f.psn = e->psn;
 			f.atomic_orig = e->orig;
 			m = pkt_alloc(qp, &f, 0, &payload);
@@ -1238,7 +1247,7 @@ responder_tx(struct droce_qp *qp, unsigned int budget)
 					   : last	 ? DROCE_OP_READ_RESP_LAST
 							 : DROCE_OP_READ_RESP_MIDDLE;
 
-			f.opcode = DROCE_OPC(DROCE_TRANSPORT_RC, op);
+			f.opcode = DROCE_OPC(qp->xport, op);
 			f.psn = droce_psn_add(e->psn, e->off / pmtu);
 			m = pkt_alloc(qp, &f, len, &payload);
 			if (m == NULL)
@@ -1291,7 +1300,7 @@ droce_rc_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *
 	uint32_t flags = p->info->flags;
 	uint32_t psn = droce_bth_psn(droce_pkt_bth(p, frame));
 
-	if ((p->opcode & 0xe0) != DROCE_TRANSPORT_RC) {
+	if (!droce_xrc_rx_ok(qp, p->opcode & 0xe0, flags)) { /* RC, or XRC's side */
 		qp->eng->stats.seq_drops++;
 	} else if (flags & DROCE_OPF_REQ) {
 		responder_rx(qp, p, frame);
