@@ -330,6 +330,9 @@ struct droce_qp *droce_qp_create(enum droce_qp_type type, const struct droce_qp_
 				 struct droce_cq *send_cq, struct droce_cq *recv_cq,
 				 uint32_t pd_id, unsigned int port);
 uint32_t droce_qp_num(const struct droce_qp *qp);
+/* Bytes the QP's work queues take (send slots, receive slots, their per-WQE
+ * state): what a QP costs beyond its own state (the scale test's figure). */
+size_t droce_qp_queue_bytes(const struct droce_qp *qp);
 unsigned int droce_qp_engine(const struct droce_qp *qp);
 
 /* Applies validated attributes, in call order with the thread's posts. */

@@ -129,6 +129,13 @@ fail:
 	return NULL;
 }
 
+size_t
+droce_qp_queue_bytes(const struct droce_qp *qp)
+{
+	return qp->sq_size * (sizeof(qp->sq[0]) + sizeof(qp->swqe[0])) +
+	       qp->rq_size * sizeof(qp->rq[0]);
+}
+
 uint32_t
 droce_qp_num(const struct droce_qp *qp)
 {
@@ -317,6 +324,7 @@ droce_qp_destroy(struct droce_qp *qp)
 	else
 		droce_engine_del_qp(qp->eng, qp);
 	free(qp->stash); /* completions still waiting for room go with their QP */
+	free(qp->res);
 	free(qp->sq);
 	free(qp->rq);
 	free(qp->swqe);
@@ -546,7 +554,21 @@ reset_lc(struct droce_qp *qp)
 	qp->rto_deadline = qp->rnr_deadline = 0;
 	qp->req_state = DROCE_REQ_IDLE;
 	qp->msn = 0;
-	memset(qp->atomic_replay, 0, sizeof(qp->atomic_replay));
+	if (qp->atomic_replay != NULL)
+		memset(qp->atomic_replay, 0, DROCE_ATOMIC_REPLAY * sizeof(qp->atomic_replay[0]));
+}
+
+int
+droce_qp_resp_res_lc(struct droce_qp *qp)
+{
+	if (qp->res != NULL)
+		return 0;
+	qp->res = calloc(1, sizeof(*qp->res));
+	if (qp->res == NULL)
+		return ENOMEM;
+	qp->atomic_replay = qp->res->atomic_replay;
+	qp->rd_resp = qp->res->rd_resp;
+	return 0;
 }
 
 void

@@ -785,7 +785,7 @@ resp_error(struct droce_qp *qp, enum droce_err err, uint32_t psn)
 static uint32_t
 resp_new_count(const struct droce_qp *qp)
 {
-	uint32_t n = 0, cap = RTE_DIM(qp->rd_resp);
+	uint32_t n = 0, cap = DROCE_RD_RESP_CAP;
 
 	for (uint32_t i = 0; i < qp->rd_resp_count; i++)
 		n += !qp->rd_resp[(qp->rd_resp_head + i) % cap].dup;
@@ -795,10 +795,10 @@ resp_new_count(const struct droce_qp *qp)
 static bool
 resp_queue(struct droce_qp *qp, const struct droce_rd_resp *r)
 {
-	uint32_t cap = RTE_DIM(qp->rd_resp);
+	uint32_t cap = DROCE_RD_RESP_CAP;
 
-	if (qp->rd_resp_count == cap)
-		return false;
+	if (qp->rd_resp_count == cap || droce_qp_resp_res_lc(qp) != 0)
+		return false; /* full, or no memory for the first one: the caller NAKs */
 	qp->rd_resp[(qp->rd_resp_head + qp->rd_resp_count) % cap] = *r;
 	qp->rd_resp_count++;
 	return true;
@@ -832,7 +832,7 @@ resp_duplicate(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *fr
 		return;
 	}
 	if (flags & DROCE_OPF_ATOMIC) {
-		for (unsigned int i = 0; i < DROCE_ATOMIC_REPLAY; i++) {
+		for (unsigned int i = 0; qp->atomic_replay != NULL && i < DROCE_ATOMIC_REPLAY; i++) {
 			if (qp->atomic_replay[i].valid && qp->atomic_replay[i].psn == psn) {
 				struct droce_rd_resp e = { .psn = psn, .atomic = true, .dup = true,
 							   .orig = qp->atomic_replay[i].orig };
@@ -980,7 +980,8 @@ resp_atomic(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame
 		resp_error(qp, DROCE_ERR_REM_ACCESS, psn);
 		return;
 	}
-	if (resp_new_count(qp) >= RTE_MAX(qp->attr.max_dest_rd_atomic, 1)) {
+	if (resp_new_count(qp) >= RTE_MAX(qp->attr.max_dest_rd_atomic, 1) ||
+	    droce_qp_resp_res_lc(qp) != 0) {
 		resp_error(qp, DROCE_ERR_REM_INV_REQ, psn);
 		return;
 	}
@@ -1003,7 +1004,7 @@ resp_atomic(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame
 			/* orig now holds the value found */
 		}
 	}
-	qp->atomic_replay[qp->atomic_replay_next] = (typeof(qp->atomic_replay[0])){ psn, orig, true };
+	qp->atomic_replay[qp->atomic_replay_next] = (struct droce_atomic_replay){ psn, orig, true };
 	qp->atomic_replay_next = (qp->atomic_replay_next + 1) % DROCE_ATOMIC_REPLAY;
 	e.orig = orig;
 	resp_queue(qp, &e);
@@ -1115,7 +1116,7 @@ static enum resp_state
 resp_check_resource(struct droce_qp *qp, const struct resp_pkt *r)
 {
 	if ((r->flags & (DROCE_OPF_READ | DROCE_OPF_ATOMIC)) &&
-	    qp->rd_resp_count == RTE_DIM(qp->rd_resp)) {
+	    qp->rd_resp_count == DROCE_RD_RESP_CAP) {
 		/* replayed responses fill the queue: let the requester time out and ask again */
 		qp->eng->stats.seq_drops++;
 		return RESP_DONE;
@@ -1207,7 +1208,7 @@ responder_rx(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *fram
 static unsigned int
 responder_tx(struct droce_qp *qp, unsigned int budget)
 {
-	uint32_t pmtu = qp->attr.pmtu, cap = RTE_DIM(qp->rd_resp);
+	uint32_t pmtu = qp->attr.pmtu, cap = DROCE_RD_RESP_CAP;
 	uint8_t ack_syn = droce_aeth_make_syndrome(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID);
 	unsigned int n = 0;
 
