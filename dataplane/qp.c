@@ -60,11 +60,9 @@ droce_qp_create_ex(enum droce_qp_type type, const struct droce_qp_caps *caps,
 		errno = EINVAL;
 		return NULL;
 	}
-	/* cache-line aligned: application and engine fields on separate lines */
-	qp = aligned_alloc(RTE_CACHE_LINE_SIZE, RTE_ALIGN_CEIL(sizeof(*qp), RTE_CACHE_LINE_SIZE));
+	qp = calloc(1, sizeof(*qp));
 	if (qp == NULL)
 		goto nomem;
-	memset(qp, 0, sizeof(*qp));
 	qp->type = type;
 	qp->caps = *caps;
 	qp->scq = send_cq;
