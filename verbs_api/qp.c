@@ -183,6 +183,9 @@ droce_verbs_modify_ok(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_
 	const struct transition *t;
 	int ti = type_index(type);
 
+	if (type == IBV_QPT_RAW_PACKET)
+		return (unsigned int)cur <= IBV_QPS_ERR && (unsigned int)next <= IBV_QPS_ERR &&
+		       droce_verbs_raw_modify_ok(cur, next, mask);
 	if (ti < 0 || (unsigned int)cur > IBV_QPS_ERR || (unsigned int)next > IBV_QPS_ERR)
 		return false;
 	/* CUR_STATE only makes sense where the QP may have moved on its own */
@@ -299,6 +302,8 @@ dp_type(enum ibv_qp_type t)
 		return DROCE_QPT_UC;
 	case IBV_QPT_UD:
 		return DROCE_QPT_UD;
+	case IBV_QPT_RAW_PACKET:
+		return DROCE_QPT_RAW_PACKET;
 	default:
 		return DROCE_QPT_RC;
 	}
@@ -310,8 +315,19 @@ ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
 	return droce_verbs_create_qp(pd, ia, 0);
 }
 
+static struct ibv_qp *create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia,
+				uint64_t send_ops, uint16_t max_tso_header);
+
 struct ibv_qp *
 droce_verbs_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, uint64_t send_ops)
+{
+	return create_qp(pd, ia, send_ops, 0);
+}
+
+/* @max_tso_header: RAW_PACKET only (ibv_create_qp_ex checked it). */
+static struct ibv_qp *
+create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, uint64_t send_ops,
+	  uint16_t max_tso_header)
 {
 	struct droce_vctx *x;
 	struct droce_vqp *q;
@@ -331,8 +347,8 @@ droce_verbs_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, uint64_t s
 	case IBV_QPT_RC:
 	case IBV_QPT_UC:
 	case IBV_QPT_UD:
-		break;
 	case IBV_QPT_RAW_PACKET:
+		break;
 	case IBV_QPT_XRC_SEND:
 	case IBV_QPT_XRC_RECV:
 	case IBV_QPT_DRIVER:
@@ -373,6 +389,9 @@ droce_verbs_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, uint64_t s
 	caps.max_recv_sge = q->cap.max_recv_sge;
 	caps.max_inline_data = q->cap.max_inline_data;
 	caps.sq_sig_all = ia->sq_sig_all != 0;
+	caps.max_tso_header = max_tso_header;
+	q->max_tso_header = max_tso_header;
+	q->raw_max_frame = droce_raw_max_frame(x->port);
 	q->type = dp_type(ia->qp_type);
 	q->sq_sig_all = caps.sq_sig_all;
 	scq = (struct droce_vcq *)ia->send_cq;
@@ -446,7 +465,8 @@ static const struct {
 	{ IBV_QP_EX_WITH_LOCAL_INV, IBV_WR_LOCAL_INV },
 	{ IBV_QP_EX_WITH_BIND_MW, IBV_WR_BIND_MW },
 	{ IBV_QP_EX_WITH_SEND_WITH_INV, IBV_WR_SEND_WITH_INV },
-	/* TSO (raw packet QPs), ATOMIC_WRITE, FLUSH: not executed by droce */
+	{ IBV_QP_EX_WITH_TSO, IBV_WR_TSO }, /* RAW_PACKET only (not UD on droce) */
+	/* ATOMIC_WRITE, FLUSH: not executed by droce */
 };
 
 /* The send_ops_flags a QP of @type supports (the opcode table's view). */
@@ -456,13 +476,14 @@ send_ops_supported(enum ibv_qp_type type)
 	uint64_t m = 0;
 
 	for (size_t i = 0; i < RTE_DIM(send_ops_tab); i++)
-		if (droce_wr_opcode_allowed(dp_type(type), send_ops_tab[i].op))
+		if (droce_wr_opcode_allowed(dp_type(type), send_ops_tab[i].op) &&
+		    (send_ops_tab[i].op != IBV_WR_TSO || type == IBV_QPT_RAW_PACKET))
 			m |= send_ops_tab[i].flag;
 	return m;
 }
 
-/* Comp mask bits droce knows but has no use for: XRC domains, creation
- * flags (none supported), TSO headers, RSS indirection (no WQs). */
+/* Comp mask bits droce knows; it has no use for XRC domains, creation flags
+ * (none supported), RSS indirection (no WQs).  TSO headers: RAW_PACKET. */
 #define QP_INIT_EX_KNOWN                                                                   \
 	(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS |       \
 	 IBV_QP_INIT_ATTR_MAX_TSO_HEADER | IBV_QP_INIT_ATTR_IND_TABLE |                       \
@@ -474,15 +495,28 @@ droce_verbs_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex
 	struct ibv_qp_init_attr ia;
 	struct ibv_qp *qp;
 	uint64_t ops = 0;
+	uint16_t tso = 0;
 
 	if (ax == NULL || (ax->comp_mask & ~(uint32_t)QP_INIT_EX_KNOWN)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	if (ax->comp_mask & (IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
-			     IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH)) {
+	if (ax->comp_mask & (IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_IND_TABLE |
+			     IBV_QP_INIT_ATTR_RX_HASH)) {
 		errno = EOPNOTSUPP;
 		return NULL;
+	}
+	if (ax->comp_mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER) {
+		/* TSO is for RAW_PACKET QPs, with a header droce can carry in a WQE */
+		if (ax->qp_type != IBV_QPT_RAW_PACKET) {
+			errno = EOPNOTSUPP;
+			return NULL;
+		}
+		if (ax->max_tso_header > DROCE_DP_MAX_TSO_HEADER) {
+			errno = EINVAL;
+			return NULL;
+		}
+		tso = ax->max_tso_header;
 	}
 	if ((ax->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && ax->create_flags != 0) {
 		errno = EOPNOTSUPP;
@@ -497,7 +531,7 @@ droce_verbs_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex
 		/* the man page: a QP that cannot do every asked type is not created */
 		ops = ax->send_ops_flags;
 		if (ax->qp_type == IBV_QPT_RC || ax->qp_type == IBV_QPT_UC ||
-		    ax->qp_type == IBV_QPT_UD) {
+		    ax->qp_type == IBV_QPT_UD || ax->qp_type == IBV_QPT_RAW_PACKET) {
 			if (ops & ~send_ops_supported(ax->qp_type)) {
 				errno = EOPNOTSUPP;
 				return NULL;
@@ -512,7 +546,7 @@ droce_verbs_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex
 	ia.cap = ax->cap;
 	ia.qp_type = ax->qp_type;
 	ia.sq_sig_all = ax->sq_sig_all;
-	qp = droce_verbs_create_qp(ax->pd, &ia, ops);
+	qp = create_qp(ax->pd, &ia, ops, tso);
 	if (qp != NULL)
 		ax->cap = ia.cap;
 	return qp;
@@ -538,6 +572,8 @@ ibv_destroy_qp(struct ibv_qp *qp)
 
 	if (q == NULL)
 		return EINVAL;
+	if (qp->qp_type == IBV_QPT_RAW_PACKET && droce_flow_count_qp(q->dqp) != 0)
+		return EBUSY; /* its flows first (ibv_destroy_flow) */
 	/* counter readers (droce_verbs_qp_walk) stop seeing it before it goes */
 	x = droce_vctx_of(qp->context);
 	pthread_mutex_lock(&x->lock);
