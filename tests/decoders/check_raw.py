@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""check_raw.py [--min N] [--bad N] CAPTURE
+"""check_raw.py [--min N] [--bad N] [-q] CAPTURE
 
 Checks the IPv4 header checksum and the TCP / UDP checksum (IPv4 and IPv6)
 of every TCP or UDP frame in a capture that is not RoCEv2 (UDP 4791), with
@@ -73,6 +73,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--min", type=int, default=1)
     ap.add_argument("--bad", type=int, default=0)
+    ap.add_argument("-q", "--quiet", action="store_true", help="print failing frames only")
     ap.add_argument("capture")
     a = ap.parse_args()
     if shutil.which("tshark") is None:
@@ -103,7 +104,8 @@ def main():
         elif not good:
             bad += 1
             desc += "  bad checksum"
-        print(desc)
+        if not a.quiet or "DISAGREE" in desc or "bad" in desc:
+            print(desc)
     print(f"check_raw: {checked} frames, {bad} with bad checksums, {disagree} disagreements")
     if checked < a.min or bad != a.bad or disagree:
         return 1
