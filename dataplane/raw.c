@@ -5,8 +5,10 @@
  * per frame).  The frame is gathered into an mbuf chain from the port's pool;
  * TSO is DPDK's GSO library (rte_gso_segment: IP ids, lengths, sequence
  * numbers, FIN/PSH only on the last segment), and the checksums are DPDK's
- * software ones (rte_ipv4_cksum, rte_ipv4/ipv6_udptcp_cksum_mbuf): the ports
- * droce runs on today offer no TCP checksum or TSO offload.
+ * software ones (rte_ipv4_cksum, rte_ipv4/ipv6_udptcp_cksum_mbuf) - unless
+ * the port offers the offloads (DROCE_PORT_OFFLOAD_TX_*: net_tap does; the
+ * ring pair, memif, af_packet, af_xdp do not): then the frame goes to the PMD
+ * with its rte_mbuf offload flags, through rte_eth_tx_prepare.
  *
  * Receive: flow.c steers a frame here; it is copied whole into the receive
  * WQE (byte_len = frame length) and IBV_WC_IP_CSUM_OK is set only when the
@@ -208,11 +210,47 @@ nomem:
 	return NULL;
 }
 
+/*
+ * Asks the port to fill @m's checksums (and, with @mss, to cut it into TCP
+ * segments): true when it has the offloads for this frame and the PMD
+ * accepted it, false (flags cleared) when software has to do it.
+ */
+static bool
+hw_offload(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_raw_hdrs *h, uint16_t mss)
+{
+	uint32_t o = qp->port->offloads;
+	uint64_t f;
+
+	if (h->l4 == 0 || (h->ipv4 && !(o & DROCE_PORT_OFFLOAD_TX_IPV4_CSUM)) ||
+	    !(o & (h->l4 == IPPROTO_TCP ? DROCE_PORT_OFFLOAD_TX_TCP_CSUM
+					: DROCE_PORT_OFFLOAD_TX_UDP_CSUM)) ||
+	    (mss && !(o & DROCE_PORT_OFFLOAD_TX_TSO)) ||
+	    (m->nb_segs > 1 && !(o & DROCE_PORT_OFFLOAD_TX_MULTI_SEG)))
+		return false;
+	f = h->ipv4 ? RTE_MBUF_F_TX_IPV4 | RTE_MBUF_F_TX_IP_CKSUM : RTE_MBUF_F_TX_IPV6;
+	f |= h->l4 == IPPROTO_TCP ? RTE_MBUF_F_TX_TCP_CKSUM : RTE_MBUF_F_TX_UDP_CKSUM;
+	if (mss) {
+		/* a whole segment must fit in the IP MTU (net_tap's rule; the
+		 * frame limit checked at post time allows 18 bytes more): else GSO */
+		if ((uint32_t)h->l4_off + h->l4_len + mss > qp->port->mtu)
+			return false;
+		f |= RTE_MBUF_F_TX_TCP_SEG;
+		m->tso_segsz = mss;
+	}
+	m->l2_len = h->l3_off;
+	m->l3_len = (uint16_t)(h->l4_off - h->l3_off);
+	m->l4_len = h->l4_len;
+	m->ol_flags = (m->ol_flags & ~RTE_MBUF_F_TX_OFFLOAD_MASK) | f;
+	if (droce_port_tx_prepare(qp->port, qp->eng->queue, m) == 0)
+		return true;
+	m->ol_flags &= ~RTE_MBUF_F_TX_OFFLOAD_MASK;
+	return false;
+}
+
 /* Queues one frame on the QP's port, flat when the port sends no chains. */
 static void
 queue_frame(struct droce_qp *qp, struct rte_mbuf *m)
 {
-	m->ol_flags &= ~RTE_MBUF_F_TX_OFFLOAD_MASK;
 	if (m->nb_segs > 1 && !(qp->port->offloads & DROCE_PORT_OFFLOAD_TX_MULTI_SEG) &&
 	    rte_pktmbuf_linearize(m) != 0) {
 		qp->eng->stats.tx_drops++;
@@ -244,7 +282,8 @@ send_frame(struct droce_qp *qp, const struct droce_wqe *w)
 	}
 	if (w->flags & DROCE_WQE_IP_CSUM) {
 		droce_raw_parse(rte_pktmbuf_mtod(m, const uint8_t *), rte_pktmbuf_data_len(m), &h);
-		fill_csums(m, &h);
+		if (!hw_offload(qp, m, &h, 0))
+			fill_csums(m, &h);
 	}
 	queue_frame(qp, m);
 	droce_qp_complete_send_lc(qp, DROCE_WC_SUCCESS);
@@ -289,6 +328,11 @@ send_tso(struct droce_qp *qp, const struct droce_wqe *w)
 	/* the lengths as one packet (GSO rewrites them per segment) */
 	ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, h.l3_off);
 	ip->total_length = rte_cpu_to_be_16((uint16_t)(rte_pktmbuf_pkt_len(m) - h.l3_off));
+	if (w->length > mss && hw_offload(qp, m, &h, (uint16_t)mss)) {
+		queue_frame(qp, m); /* the port cuts it (and fills every checksum) */
+		droce_qp_complete_send_lc(qp, DROCE_WC_SUCCESS);
+		return true;
+	}
 	m->l2_len = h.l3_off;
 	m->l3_len = (uint16_t)(h.l4_off - h.l3_off);
 	m->l4_len = h.l4_len;
@@ -319,7 +363,9 @@ send_tso(struct droce_qp *qp, const struct droce_wqe *w)
 
 		droce_raw_parse(rte_pktmbuf_mtod(segs[i], const uint8_t *),
 				rte_pktmbuf_data_len(segs[i]), &sh);
-		fill_csums(segs[i], &sh);
+		segs[i]->ol_flags &= ~RTE_MBUF_F_TX_OFFLOAD_MASK;
+		if (!hw_offload(qp, segs[i], &sh, 0))
+			fill_csums(segs[i], &sh);
 		queue_frame(qp, segs[i]);
 	}
 	droce_qp_complete_send_lc(qp, DROCE_WC_SUCCESS);

@@ -25,6 +25,8 @@ enum droce_port_offload {
 	DROCE_PORT_OFFLOAD_TX_MULTI_SEG = 1u << 2,
 	DROCE_PORT_OFFLOAD_RX_IPV4_CSUM = 1u << 3,
 	DROCE_PORT_OFFLOAD_RX_UDP_CSUM = 1u << 4,
+	DROCE_PORT_OFFLOAD_TX_TCP_CSUM = 1u << 5, /* RAW_PACKET frames (raw.c) */
+	DROCE_PORT_OFFLOAD_TX_TSO = 1u << 6,      /* RAW_PACKET IBV_WR_TSO */
 };
 
 #define DROCE_ARP_TABLE_SIZE 64
@@ -107,6 +109,10 @@ uint16_t droce_port_rx_burst(struct droce_port *p, uint16_t queue, struct rte_mb
 			     uint16_t n);
 uint16_t droce_port_tx_burst(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
 			     uint16_t n);
+/* rte_eth_tx_prepare() of one frame whose ol_flags ask for checksum / TSO
+ * offloads the port has: 0, or the errno the PMD gave (the frame is then
+ * unchanged enough for the caller to do the work in software). */
+int droce_port_tx_prepare(struct droce_port *p, uint16_t queue, struct rte_mbuf *m);
 
 static inline const struct rte_ether_addr *
 droce_port_mac(const struct droce_port *p)
