@@ -564,3 +564,92 @@ Test(raw, query_and_states)
 	cr_assert_eq(ibv_post_send(q, &wr, &bad), EINVAL, "max_tso_header 0: no TSO");
 	cr_assert_eq(ibv_destroy_qp(q), 0);
 }
+
+Test(raw, ipv6_spec_and_dont_trap)
+{
+	struct raw_qp C;
+	struct raw_qp *qs[2] = { &B, &C };
+	struct raw_flow_attr f;
+	struct ibv_flow *v6, *copy;
+	unsigned int slot, fl;
+	uint32_t len;
+
+	raw_qp_open(&C, c1);
+	/* B: IPv6 to 2001:2::2 only (priority 1) */
+	raw_flow_init(&f, IBV_FLOW_ATTR_NORMAL, 1);
+	raw_flow_ipv6(&f, ad.dip6);
+	v6 = ibv_create_flow(B.qp, &f.attr);
+	cr_assert_not_null(v6, "%s", strerror(errno));
+	cr_assert_eq(which(qs, 2, MAC1, 9000, 0), -1, "IPv4 does not match an IPv6 spec");
+	ad.ipv6 = true;
+	cr_assert_eq(which(qs, 2, MAC1, 9000, 0), 0, "IPv6 to the address");
+	ad.dip6[15] = 3;
+	cr_assert_eq(which(qs, 2, MAC1, 9000, 0), -1, "IPv6 to another address");
+	ad.dip6[15] = 2;
+	/* C: a DONT_TRAP rule ahead of B's (priority 0) takes a copy; B still gets the frame */
+	raw_flow_init(&f, IBV_FLOW_ATTR_NORMAL, 0);
+	f.attr.flags = IBV_FLOW_ATTR_FLAGS_DONT_TRAP;
+	raw_flow_l4(&f, false, 0, 9000);
+	copy = ibv_create_flow(C.qp, &f.attr);
+	cr_assert_not_null(copy, "%s", strerror(errno));
+	{
+		size_t n = raw_udp_frame(A.sbuf, &ad, 1, 9000, 20, 1, 0, 0);
+
+		cr_assert_eq(raw_send(&A, 0, (uint32_t)n, IBV_SEND_IP_CSUM), 0);
+		raw_send_done(&A, IBV_WC_SUCCESS);
+		cr_assert(raw_recv(&B, 1000, &slot, &len, &fl), "B, behind the DONT_TRAP rule");
+		cr_assert_eq(len, n);
+		cr_assert(raw_recv(&C, 1000, &slot, &len, &fl), "C's copy");
+		cr_assert_eq(len, n);
+		cr_assert(raw_csums_valid(C.rbuf + (size_t)slot * RAW_BUF, len));
+	}
+	ad.ipv6 = false;
+	cr_assert_eq(ibv_destroy_flow(copy), 0);
+	cr_assert_eq(ibv_destroy_flow(v6), 0);
+	raw_qp_close(&C);
+}
+
+/* Two engines: RAW QPs on both; a frame one engine receives for the other's
+ * QP crosses over (the xfer ring, DROCE_XFER_RAW). */
+static void
+setup2(void)
+{
+	struct tc_pair o = { .engines = 2 };
+
+	tc_start(&o);
+	c0 = tc_open("droce0", NULL);
+	c1 = tc_open("droce1", NULL);
+	raw_qp_open(&A, c0);
+	raw_qp_open(&B, c1);
+	memset(&ad, 0, sizeof(ad));
+	memcpy(ad.smac, MAC0, 6);
+	memcpy(ad.dmac, MAC1, 6);
+	ad.sip = inet_addr("198.18.0.1");
+	ad.dip = inet_addr("198.18.0.2");
+}
+
+Test(raw2, flows_across_engines, .init = setup2, .timeout = 60)
+{
+	struct raw_qp Q[4];
+	struct ibv_flow *fl[4];
+	unsigned int engines_seen = 0;
+
+	for (int i = 0; i < 4; i++) {
+		raw_qp_open(&Q[i], c1);
+		fl[i] = flow_udp(&Q[i], 0, (uint16_t)(9100 + i));
+		engines_seen |= 1u << (Q[i].qp->qp_num & 0x3f);
+	}
+	cr_assert_eq(engines_seen, 3, "QPs on both engines (%#x)", engines_seen);
+	for (int round = 0; round < 3; round++) {
+		for (int i = 0; i < 4; i++) {
+			struct raw_qp *qs[1] = { &Q[i] };
+
+			cr_assert_eq(which(qs, 1, MAC1, (uint16_t)(9100 + i), 0), 0,
+				     "QP %d (engine %u), round %d", i, Q[i].qp->qp_num & 0x3f, round);
+		}
+	}
+	for (int i = 0; i < 4; i++) {
+		cr_assert_eq(ibv_destroy_flow(fl[i]), 0);
+		raw_qp_close(&Q[i]);
+	}
+}
