@@ -18,15 +18,24 @@ struct droce_vflow {
 	struct droce_vqp *qp;
 };
 
-/* Adds one spec to @s; 0 or errno. */
+/* Adds the spec at @p (packed after the attributes, so not necessarily
+ * aligned: read through an aligned copy) to @s; its size in *@used; 0 or errno. */
 static int
-add_spec(struct droce_flow_spec *s, const struct ibv_flow_spec *sp, size_t room)
+add_spec(struct droce_flow_spec *s, const uint8_t *p, size_t room, uint16_t *used)
 {
 	struct droce_flow_fields *v = &s->val, *m = &s->mask;
-	uint16_t size = sp->hdr.size;
+	struct ibv_flow_spec copy;
+	const struct ibv_flow_spec *sp = &copy;
+	uint16_t size;
 
-	if (room < sizeof(sp->hdr) || size > room || size < sizeof(sp->hdr))
+	if (room < sizeof(copy.hdr))
 		return EINVAL;
+	memcpy(&copy.hdr, p, sizeof(copy.hdr));
+	size = copy.hdr.size;
+	if (size > room || size < sizeof(copy.hdr))
+		return EINVAL;
+	memcpy(&copy, p, size < sizeof(copy) ? size : sizeof(copy));
+	*used = size;
 	switch (sp->hdr.type) {
 	case IBV_FLOW_SPEC_ETH:
 		if (size < sizeof(sp->eth) || (s->have & DROCE_FLOW_ETH))
@@ -153,15 +162,15 @@ droce_verbs_create_flow(struct ibv_qp *qp, struct ibv_flow_attr *attr)
 	p = (const uint8_t *)(attr + 1);
 	room = attr->size - sizeof(*attr);
 	for (unsigned int i = 0; i < attr->num_of_specs; i++) {
-		const struct ibv_flow_spec *sp = (const struct ibv_flow_spec *)p;
+		uint16_t used = 0;
 
-		rc = add_spec(&spec, sp, room);
+		rc = add_spec(&spec, p, room, &used);
 		if (rc != 0) {
 			errno = rc;
 			return NULL;
 		}
-		p += sp->hdr.size;
-		room -= sp->hdr.size;
+		p += used;
+		room -= used;
 	}
 	/* the defaults and the sniffer take no specs */
 	if (kind != DROCE_FLOW_NORMAL && attr->num_of_specs != 0) {

@@ -133,26 +133,27 @@ raw_flow_init(struct raw_flow_attr *f, enum ibv_flow_attr_type type, uint16_t pr
 	f->attr.port = 1;
 }
 
-static void *
-next_spec(struct raw_flow_attr *f, enum ibv_flow_spec_type type, uint16_t size)
+/* Appends spec @s (built aligned by the caller) right after the last one, as
+ * rdma-core lays them out (packed: not necessarily aligned). */
+static void
+put_spec(struct raw_flow_attr *f, struct ibv_flow_spec *s, enum ibv_flow_spec_type type,
+	 uint16_t size)
 {
-	struct ibv_flow_spec *s =
-		(struct ibv_flow_spec *)(f->specs + (f->attr.size - sizeof(f->attr)));
-
 	_Static_assert(offsetof(struct raw_flow_attr, specs) == sizeof(struct ibv_flow_attr),
 		       "specs follow the attributes");
 	cr_assert_leq(f->attr.size + size, sizeof(*f));
 	s->hdr.type = type;
 	s->hdr.size = size;
+	memcpy(f->specs + (f->attr.size - sizeof(f->attr)), s, size);
 	f->attr.size = (uint16_t)(f->attr.size + size);
 	f->attr.num_of_specs++;
-	return s;
 }
 
 void
 raw_flow_eth(struct raw_flow_attr *f, const uint8_t *dmac, uint16_t ether_type)
 {
-	struct ibv_flow_spec_eth *e = next_spec(f, IBV_FLOW_SPEC_ETH, sizeof(*e));
+	struct ibv_flow_spec sp = { 0 };
+	struct ibv_flow_spec_eth *e = &sp.eth;
 
 	if (dmac) {
 		memcpy(e->val.dst_mac, dmac, 6);
@@ -162,38 +163,44 @@ raw_flow_eth(struct raw_flow_attr *f, const uint8_t *dmac, uint16_t ether_type)
 		e->val.ether_type = htons(ether_type);
 		e->mask.ether_type = 0xffff;
 	}
+	put_spec(f, &sp, IBV_FLOW_SPEC_ETH, sizeof(*e));
 }
 
 void
 raw_flow_ipv4(struct raw_flow_attr *f, uint32_t src_be, uint32_t dst_be)
 {
-	struct ibv_flow_spec_ipv4 *s = next_spec(f, IBV_FLOW_SPEC_IPV4, sizeof(*s));
+	struct ibv_flow_spec sp = { 0 };
+	struct ibv_flow_spec_ipv4 *s = &sp.ipv4;
 
 	s->val.src_ip = src_be;
 	s->mask.src_ip = src_be ? 0xffffffff : 0;
 	s->val.dst_ip = dst_be;
 	s->mask.dst_ip = dst_be ? 0xffffffff : 0;
+	put_spec(f, &sp, IBV_FLOW_SPEC_IPV4, sizeof(*s));
 }
 
 void
 raw_flow_ipv6(struct raw_flow_attr *f, const uint8_t dst[16])
 {
-	struct ibv_flow_spec_ipv6 *s = next_spec(f, IBV_FLOW_SPEC_IPV6, sizeof(*s));
+	struct ibv_flow_spec sp = { 0 };
+	struct ibv_flow_spec_ipv6 *s = &sp.ipv6;
 
 	memcpy(s->val.dst_ip, dst, 16);
 	memset(s->mask.dst_ip, 0xff, 16);
+	put_spec(f, &sp, IBV_FLOW_SPEC_IPV6, sizeof(*s));
 }
 
 void
 raw_flow_l4(struct raw_flow_attr *f, bool tcp, uint16_t sport, uint16_t dport)
 {
-	struct ibv_flow_spec_tcp_udp *s =
-		next_spec(f, tcp ? IBV_FLOW_SPEC_TCP : IBV_FLOW_SPEC_UDP, sizeof(*s));
+	struct ibv_flow_spec sp = { 0 };
+	struct ibv_flow_spec_tcp_udp *s = &sp.tcp_udp;
 
 	s->val.src_port = htons(sport);
 	s->mask.src_port = sport ? 0xffff : 0;
 	s->val.dst_port = htons(dport);
 	s->mask.dst_port = dport ? 0xffff : 0;
+	put_spec(f, &sp, tcp ? IBV_FLOW_SPEC_TCP : IBV_FLOW_SPEC_UDP, sizeof(*s));
 }
 
 /* ---- frames ---- */

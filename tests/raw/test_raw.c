@@ -78,7 +78,7 @@ recv_one(struct raw_qp *r, uint32_t *len, unsigned int *flags, const char *what)
 {
 	unsigned int slot;
 
-	cr_assert(raw_recv(r, 2000, &slot, len, flags), "%s: no frame", what);
+	cr_assert(raw_recv(r, 5000, &slot, len, flags), "%s: no frame", what);
 	return r->rbuf + (size_t)slot * RAW_BUF;
 }
 
