@@ -152,8 +152,10 @@ put_spec(struct raw_flow_attr *f, struct ibv_flow_spec *s, enum ibv_flow_spec_ty
 void
 raw_flow_eth(struct raw_flow_attr *f, const uint8_t *dmac, uint16_t ether_type)
 {
-	struct ibv_flow_spec sp = { 0 };
+	struct ibv_flow_spec sp;
 	struct ibv_flow_spec_eth *e = &sp.eth;
+
+	memset(&sp, 0, sizeof(sp)); /* the whole union: masks left out are 0 */
 
 	if (dmac) {
 		memcpy(e->val.dst_mac, dmac, 6);
@@ -169,8 +171,10 @@ raw_flow_eth(struct raw_flow_attr *f, const uint8_t *dmac, uint16_t ether_type)
 void
 raw_flow_ipv4(struct raw_flow_attr *f, uint32_t src_be, uint32_t dst_be)
 {
-	struct ibv_flow_spec sp = { 0 };
+	struct ibv_flow_spec sp;
 	struct ibv_flow_spec_ipv4 *s = &sp.ipv4;
+
+	memset(&sp, 0, sizeof(sp));
 
 	s->val.src_ip = src_be;
 	s->mask.src_ip = src_be ? 0xffffffff : 0;
@@ -182,8 +186,10 @@ raw_flow_ipv4(struct raw_flow_attr *f, uint32_t src_be, uint32_t dst_be)
 void
 raw_flow_ipv6(struct raw_flow_attr *f, const uint8_t dst[16])
 {
-	struct ibv_flow_spec sp = { 0 };
+	struct ibv_flow_spec sp;
 	struct ibv_flow_spec_ipv6 *s = &sp.ipv6;
+
+	memset(&sp, 0, sizeof(sp));
 
 	memcpy(s->val.dst_ip, dst, 16);
 	memset(s->mask.dst_ip, 0xff, 16);
@@ -193,8 +199,10 @@ raw_flow_ipv6(struct raw_flow_attr *f, const uint8_t dst[16])
 void
 raw_flow_l4(struct raw_flow_attr *f, bool tcp, uint16_t sport, uint16_t dport)
 {
-	struct ibv_flow_spec sp = { 0 };
+	struct ibv_flow_spec sp;
 	struct ibv_flow_spec_tcp_udp *s = &sp.tcp_udp;
+
+	memset(&sp, 0, sizeof(sp));
 
 	s->val.src_port = htons(sport);
 	s->mask.src_port = sport ? 0xffff : 0;
