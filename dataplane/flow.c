@@ -139,7 +139,8 @@ droce_flow_rx_lc(struct droce_engine *eng, struct droce_port *port, struct rte_m
 
 	if (t == NULL)
 		return false;
-	if (m->nb_segs != 1 && rte_pktmbuf_linearize(m) != 0)
+	if ((m->nb_segs != 1 && rte_pktmbuf_linearize(m) != 0) ||
+	    rte_pktmbuf_data_len(m) < RTE_ETHER_HDR_LEN)
 		return false; /* the engine counts and drops it */
 	b = rte_pktmbuf_mtod(m, const uint8_t *);
 	droce_raw_parse(b, rte_pktmbuf_data_len(m), &h);

@@ -15,6 +15,7 @@
 
 #include <criterion/criterion.h>
 
+#include "dataplane/dp.h"
 #include "env.h"
 #include "raw_common.h"
 
@@ -651,5 +652,86 @@ Test(raw2, flows_across_engines, .init = setup2, .timeout = 60)
 	for (int i = 0; i < 4; i++) {
 		cr_assert_eq(ibv_destroy_flow(fl[i]), 0);
 		raw_qp_close(&Q[i]);
+	}
+}
+
+/* Hostile frames with rules in place: every truncation of a TCP/IPv4 frame,
+ * with header lengths that claim more than the frame has, is classified
+ * without reading past it: each one of at least an Ethernet header goes to
+ * exactly one QP, whole, and none is reported as checksum-verified unless it
+ * really is the complete frame. */
+Test(raw, truncated_frames)
+{
+	struct raw_flow_attr f;
+	struct ibv_flow *tcp, *def;
+	uint8_t frame[128];
+	unsigned int got_tcp = 0, got_def = 0, ok_flag = 0;
+	size_t full;
+
+	raw_flow_init(&f, IBV_FLOW_ATTR_NORMAL, 0);
+	raw_flow_l4(&f, true, 0, 8000);
+	tcp = ibv_create_flow(B.qp, &f.attr);
+	raw_flow_init(&f, IBV_FLOW_ATTR_ALL_DEFAULT, 0);
+	{
+		static struct raw_qp C;
+
+		raw_qp_open(&C, c1);
+		def = ibv_create_flow(C.qp, &f.attr);
+		cr_assert(tcp && def);
+		full = raw_tcp_hdr(frame, &ad, 1, 8000, 1, 1, 0x10, 100, 0, 40, 1);
+		tc_fill(frame + full, 40, 1);
+		full += 40;
+		/* checksums right for the whole frame */
+		{
+			uint32_t ph = 0;
+			uint16_t c;
+
+			frame[24] = frame[25] = 0;
+			c = raw_csum(frame + 14, 20, 0);
+			frame[24] = (uint8_t)(c >> 8);
+			frame[25] = (uint8_t)c;
+			for (int i = 26; i < 34; i += 2)
+				ph += (uint32_t)(frame[i] << 8 | frame[i + 1]);
+			ph += 6 + (uint32_t)(full - 34);
+			frame[50] = frame[51] = 0;
+			c = raw_csum(frame + 34, full - 34, ph);
+			frame[50] = (uint8_t)(c >> 8);
+			frame[51] = (uint8_t)c;
+			cr_assert(raw_csums_valid(frame, full));
+		}
+		for (size_t len = 1; len <= full; len++)
+			cr_assert_eq(droce_dp_inject(0, 1, DROCE_INJECT_RX, frame, (uint32_t)len), 0);
+		/* header lengths that lie: IHL 15, TCP data offset 15 */
+		frame[14] = 0x4f;
+		cr_assert_eq(droce_dp_inject(0, 1, DROCE_INJECT_RX, frame, (uint32_t)full), 0);
+		frame[14] = 0x45;
+		frame[46] = 0xf0;
+		cr_assert_eq(droce_dp_inject(0, 1, DROCE_INJECT_RX, frame, (uint32_t)full), 0);
+		for (;;) {
+			unsigned int slot, fl;
+			uint32_t len;
+
+			if (raw_recv(&B, 300, &slot, &len, &fl)) {
+				got_tcp++;
+				ok_flag += (fl & IBV_WC_IP_CSUM_OK) != 0;
+				cr_assert_eq(memcmp(B.rbuf + (size_t)slot * RAW_BUF, frame, 46), 0);
+				raw_post_recv(&B, slot);
+			} else if (raw_recv(&C, 50, &slot, &len, &fl)) {
+				got_def++;
+				cr_assert_geq(len, 14);
+				cr_assert_not(fl & IBV_WC_IP_CSUM_OK);
+				raw_post_recv(&C, slot);
+			} else {
+				break;
+			}
+		}
+		/* TCP rule: whole TCP headers (54 .. full) and the lying data offset */
+		cr_assert_eq(got_tcp, full - 54 + 1 + 1, "tcp rule got %u", got_tcp);
+		cr_assert_eq(ok_flag, 1, "only the complete frame is verified");
+		/* the rest of at least 14 bytes: the catch-all (the IHL 15 one too) */
+		cr_assert_eq(got_def, 54 - 14 + 1, "catch-all got %u", got_def);
+		cr_assert_eq(ibv_destroy_flow(def), 0);
+		cr_assert_eq(ibv_destroy_flow(tcp), 0);
+		raw_qp_close(&C);
 	}
 }
