@@ -15,7 +15,7 @@
 #include "engine.h"
 #include "icrc.h"
 #include "mw.h"
-#include "pmd_glue/port.h"
+#include "pmd_glue/port_struct.h"
 
 #define DROCE_XPORT_DEFAULT_PKEY 0xffff
 

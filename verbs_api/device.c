@@ -77,10 +77,10 @@ droce_verbs_runtime_up(void)
 			snprintf(d->dev.name, sizeof(d->dev.name), "droce%u", i);
 			snprintf(d->dev.dev_name, sizeof(d->dev.dev_name), "droce_uverbs%u", i);
 			snprintf(d->dev.dev_path, sizeof(d->dev.dev_path), "/droce/%s",
-				 p ? p->dev_name : "");
+				 p ? droce_port_name(p) : "");
 			snprintf(d->dev.ibdev_path, sizeof(d->dev.ibdev_path), "/droce/droce%u", i);
 			if (p)
-				make_guid(d, &p->mac);
+				make_guid(d, droce_port_mac(p));
 		}
 		n_devices = n;
 	}
@@ -434,7 +434,7 @@ droce_verbs_port_mtu(unsigned int port)
 {
 	struct droce_port *p = droce_port_get(port);
 
-	return p ? droce_verbs_mtu_of(p->mtu) : IBV_MTU_1024;
+	return p ? droce_verbs_mtu_of(droce_port_mtu(p)) : IBV_MTU_1024;
 }
 
 /* IB width and speed codes closest to a link speed in Mbps. */
@@ -483,10 +483,10 @@ droce_verbs_query_port(struct ibv_context *c, uint8_t port_num, struct ibv_port_
 	memset(&a, 0, sizeof(a));
 	droce_port_link_up(p);
 	/* a link cut by droce_port_set_link is down too (the PORT_ERR event says so) */
-	a.state = p->link_up && droce_port_link_is_set_up(p) ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
-	a.max_mtu = droce_verbs_mtu_of(p->mtu);
+	a.state = droce_port_link_cached(p) && droce_port_link_is_set_up(p) ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+	a.max_mtu = droce_verbs_mtu_of(droce_port_mtu(p));
 	a.active_mtu = a.max_mtu;
-	a.gid_tbl_len = (int)p->n_gids;
+	a.gid_tbl_len = (int)droce_port_gid_count(p);
 	/* a CM answers on QP1 (verbs_api/cm.c) */
 	a.port_cap_flags = IBV_PORT_IP_BASED_GIDS | IBV_PORT_CM_SUP;
 	/* RoCE addresses by GID: every address vector needs its GRH */
@@ -496,7 +496,7 @@ droce_verbs_query_port(struct ibv_context *c, uint8_t port_num, struct ibv_port_
 	a.max_vl_num = 1;
 	a.phys_state = a.state == IBV_PORT_ACTIVE ? 5 /* LinkUp */ : 3 /* Disabled */;
 	a.link_layer = IBV_LINK_LAYER_ETHERNET;
-	speed_of(p->link_speed, &a.active_width, &a.active_speed);
+	speed_of(droce_port_link_speed(p), &a.active_width, &a.active_speed);
 	/* the speeds port_cap_flags2 must announce when active_speed uses them */
 	if (a.active_speed == 64)
 		a.port_cap_flags2 |= IBV_PORT_LINK_SPEED_HDR_SUP;
@@ -525,11 +525,11 @@ ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ib
 		return -1;
 	}
 	p = ctx_port(context);
-	if (p == NULL || (unsigned int)index >= p->n_gids) {
+	if (p == NULL || (unsigned int)index >= droce_port_gid_count(p)) {
 		errno = EINVAL;
 		return -1;
 	}
-	memcpy(gid->raw, p->gids[index], 16);
+	memcpy(gid->raw, droce_port_gid(p, (unsigned int)index), 16);
 	return 0;
 }
 
@@ -543,10 +543,10 @@ _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t gid_i
 	if (flags != 0 || port_num != DROCE_VERBS_PORT_NUM)
 		return EINVAL;
 	p = ctx_port(context);
-	if (p == NULL || gid_index >= p->n_gids)
+	if (p == NULL || gid_index >= droce_port_gid_count(p))
 		return ENODATA;
 	memset(&e, 0, sizeof(e));
-	memcpy(e.gid.raw, p->gids[gid_index], 16);
+	memcpy(e.gid.raw, droce_port_gid(p, gid_index), 16);
 	e.gid_index = gid_index;
 	e.port_num = port_num;
 	e.gid_type = IBV_GID_TYPE_ROCE_V2;
@@ -602,14 +602,14 @@ _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries,
 		return -EINVAL;
 	if (p == NULL)
 		return -ENODEV;
-	n = p->n_gids < max_entries ? p->n_gids : max_entries;
-	if (n < p->n_gids)
+	n = droce_port_gid_count(p) < max_entries ? droce_port_gid_count(p) : max_entries;
+	if (n < droce_port_gid_count(p))
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++) {
 		struct ibv_gid_entry *e = (struct ibv_gid_entry *)((uint8_t *)entries + i * entry_size);
 
 		memset(e, 0, entry_size);
-		memcpy(e->gid.raw, p->gids[i], 16);
+		memcpy(e->gid.raw, droce_port_gid(p, i), 16);
 		e->gid_index = (uint32_t)i;
 		e->port_num = DROCE_VERBS_PORT_NUM;
 		e->gid_type = IBV_GID_TYPE_ROCE_V2;

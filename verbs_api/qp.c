@@ -249,9 +249,9 @@ droce_verbs_resolve_path(unsigned int port, const struct ibv_ah_attr *ah, uint32
 		return EINVAL;
 
 	memset(out, 0, sizeof(*out));
-	out->src_mac = p->mac;
-	out->vlan = p->vlan != 0;
-	out->vlan_id = p->vlan;
+	out->src_mac = *droce_port_mac(p);
+	out->vlan = droce_port_vlan(p) != 0;
+	out->vlan_id = droce_port_vlan(p);
 	out->vlan_pcp = ah->sl & 7;
 	out->ipv6 = !droce_gid_is_v4mapped(dgid);
 	memcpy(out->src_gid, sgid, 16);
@@ -266,7 +266,7 @@ droce_verbs_resolve_path(unsigned int port, const struct ibv_ah_attr *ah, uint32
 		struct droce_port *q = droce_port_get(i);
 
 		if (q != NULL && droce_port_find_gid(q, dgid) >= 0) {
-			out->dst_mac = q->mac;
+			out->dst_mac = *droce_port_mac(q);
 			found = true;
 		}
 	}

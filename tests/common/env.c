@@ -9,15 +9,6 @@
 #include "dataplane/dp.h"
 #include "env.h"
 
-uint64_t
-tc_now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
-}
-
 void
 tc_start(const struct tc_pair *o)
 {

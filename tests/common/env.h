@@ -14,10 +14,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "clock.h"
 #include "pair_config.h"
-
-/* Milliseconds of CLOCK_MONOTONIC. */
-uint64_t tc_now_ms(void);
 
 /* Starts droce on the pair described by @o (NULL: defaults); tc_stop() ends it. */
 void tc_start(const struct tc_pair *o);

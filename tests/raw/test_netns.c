@@ -445,7 +445,12 @@ tcp_stream(struct ibv_context *ctx, pid_t kid, int fd)
 	cr_assert(eof, "the stream ended with our FIN");
 	cr_assert_eq(ibv_destroy_flow(fl), 0);
 	raw_qp_close(&R);
-	K.tx_frames = droce_port_get(0)->qstats[0].tx_pkts;
+	{
+		struct droce_port_stats st;
+
+		droce_port_stats_get(droce_port_get(0), &st);
+		K.tx_frames = st.tx_pkts;
+	}
 	ibv_close_device(ctx);
 	tc_stop();
 }
@@ -540,14 +545,14 @@ start_droce_tap(void)
 	ctx = tc_open("droce0", NULL);
 	p = droce_port_get(0);
 	cr_assert_not_null(p);
-	cr_assert_eq(p->offloads & (DROCE_PORT_OFFLOAD_TX_IPV4_CSUM | DROCE_PORT_OFFLOAD_TX_UDP_CSUM |
+	cr_assert_eq(droce_port_offloads(p) & (DROCE_PORT_OFFLOAD_TX_IPV4_CSUM | DROCE_PORT_OFFLOAD_TX_UDP_CSUM |
 				    DROCE_PORT_OFFLOAD_TX_TCP_CSUM | DROCE_PORT_OFFLOAD_TX_TSO),
 		     DROCE_PORT_OFFLOAD_TX_IPV4_CSUM | DROCE_PORT_OFFLOAD_TX_UDP_CSUM |
 			     DROCE_PORT_OFFLOAD_TX_TCP_CSUM | DROCE_PORT_OFFLOAD_TX_TSO,
-		     "the tap offers the offloads (%#x)", p->offloads);
+		     "the tap offers the offloads (%#x)", droce_port_offloads(p));
 	cr_assert_eq(sh("ip -n %s link set %s address 02:00:c6:12:04:02 && ip -n %s link set %s up && "
 			"ip -n %s addr add 198.18.4.2/24 dev %s", nsD, K.kif, nsD, K.kif, nsD, K.kif), 0);
-	memcpy(K.a.smac, p->mac.addr_bytes, 6);
+	memcpy(K.a.smac, droce_port_mac(p)->addr_bytes, 6);
 	memcpy(K.a.dmac, (const uint8_t[6]){ 0x02, 0x00, 0xc6, 0x12, 0x04, 0x02 }, 6);
 	K.a.sip = inet_addr("198.18.4.1");
 	K.a.dip = inet_addr("198.18.4.2");
