@@ -800,5 +800,7 @@ ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 	qp->state = next;
 out:
 	pthread_mutex_unlock(&q->lock);
+	if (rc == 0 && qp->qp_type == IBV_QPT_RAW_PACKET)
+		droce_verbs_raw_settle(q);
 	return rc;
 }

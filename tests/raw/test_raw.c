@@ -15,6 +15,10 @@
 
 #include <criterion/criterion.h>
 
+#include <inttypes.h>
+
+#include <droce/stats.h>
+
 #include "dataplane/dp.h"
 #include "env.h"
 #include "raw_common.h"
@@ -73,13 +77,39 @@ flow_udp(struct raw_qp *r, uint16_t prio, uint16_t dport)
 	return fl;
 }
 
+/* Prints the counters droce has that say where a frame went. */
+static void
+dump_counters(struct raw_qp *r)
+{
+	struct droce_stat st[128];
+	int n = droce_stats_engine(0, st, 128);
+
+	for (int i = 0; i < n; i++)
+		if (st[i].value)
+			cr_log_info("engine0 %s = %" PRIu64, st[i].name, st[i].value);
+	for (unsigned int p = 0; p < 2; p++) {
+		n = droce_stats_port(p, st, 128);
+		for (int i = 0; i < n; i++)
+			if (st[i].value)
+				cr_log_info("port%u %s = %" PRIu64, p, st[i].name, st[i].value);
+	}
+	n = droce_stats_qp(r->qp, st, 128);
+	for (int i = 0; i < n; i++)
+		if (st[i].value)
+			cr_log_info("qp %s = %" PRIu64, st[i].name, st[i].value);
+}
+
 /* Receives one frame on @r and returns its bytes. */
 static const uint8_t *
 recv_one(struct raw_qp *r, uint32_t *len, unsigned int *flags, const char *what)
 {
 	unsigned int slot;
 
-	cr_assert(raw_recv(r, 5000, &slot, len, flags), "%s: no frame", what);
+	bool ok = raw_recv(r, 5000, &slot, len, flags);
+
+	if (!ok)
+		dump_counters(r);
+	cr_assert(ok, "%s: no frame", what);
 	return r->rbuf + (size_t)slot * RAW_BUF;
 }
 
