@@ -166,7 +166,7 @@ ibv_open_device(struct ibv_device *device)
 	x->vctx.sz = sizeof(struct verbs_context);
 	x->vctx.query_port = droce_verbs_query_port;
 	/* the extended verbs verbs.h's inline functions reach through here;
-	 * alloc_td, alloc_parent_domain, open_xrcd, create_wq,
+	 * alloc_td, alloc_parent_domain, create_wq,
 	 * modify_cq ... stay NULL, so verbs.h answers EOPNOTSUPP for them */
 	x->vctx.query_device_ex = droce_verbs_query_device_ex;
 	x->vctx.query_rt_values = droce_verbs_query_rt_values;
@@ -175,6 +175,10 @@ ibv_open_device(struct ibv_device *device)
 	x->vctx.create_srq_ex = droce_verbs_create_srq_ex;
 	x->vctx.ibv_create_flow = droce_verbs_create_flow;
 	x->vctx.ibv_destroy_flow = droce_verbs_destroy_flow;
+	x->vctx.open_xrcd = droce_verbs_open_xrcd;
+	x->vctx.close_xrcd = droce_verbs_close_xrcd;
+	x->vctx.get_srq_num = droce_verbs_get_srq_num;
+	x->vctx.open_qp = droce_verbs_open_qp;
 	c = &x->vctx.context;
 	c->device = device;
 	c->cmd_fd = -1;
@@ -278,6 +282,13 @@ destroy_leftovers(struct droce_vctx *x)
 		if (rc != 0)
 			return rc;
 	}
+	/* XRC domain handles (their SRQs and XRC_RECV QPs are gone) */
+	{
+		int rc = droce_verbs_xrcd_close_all(&x->vctx.context);
+
+		if (rc != 0)
+			return rc;
+	}
 	/* then what the PDs hold (windows before the MRs they may be bound to),
 	 * and the PDs: an MR left registered would keep its memory reachable by
 	 * a peer's rkey after the program closed the device */
@@ -356,7 +367,7 @@ ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 	a->max_qp = (int)droce_dp_max_qps(); /* 262,143 per engine: the QPN space */
 	a->max_qp_wr = DROCE_DP_MAX_QP_WR;
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
-			      IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B |
+			      IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_XRC |
 			      IBV_DEVICE_RAW_IP_CSUM | IBV_DEVICE_MANAGED_FLOW_STEERING;
 	a->max_mw = DROCE_VERBS_MAX_MR; /* windows share the MR key table */
 	a->max_sge = DROCE_DP_MAX_SGE;

@@ -57,6 +57,7 @@ Test(scale, many_rc_qps_connected_in_pairs)
 	struct h_buf lb, rb;
 	uint64_t t0, t_create, t_connect, t_data, t_destroy;
 	long rss0, rss1;
+	double queue_b = 0, beyond_b;
 	unsigned long step;
 
 	cr_assert_geq(n, 2);
@@ -92,8 +93,15 @@ Test(scale, many_rc_qps_connected_in_pairs)
 		h_settle(qp[i]);
 	t_connect = tc_now_ms() - t0;
 	rss1 = rss_kib();
-	for (unsigned long i = 0; i < n; i++)
+	for (unsigned long i = 0; i < n; i++) {
 		cr_assert_eq(h_qp_state(qp[i]), DROCE_QPS_RTS, "QP #%lu not in RTS", i);
+		queue_b += (double)droce_qp_queue_bytes(qp[i]);
+	}
+	/* issue 12 §2: an idle QP costs at most 2 KiB beyond its queues */
+	beyond_b = (1024.0 * (double)(rss1 - rss0) - queue_b) / (double)n;
+	if (n >= 10000)
+		cr_expect_leq(beyond_b, 2048.0, "%.0f bytes of RSS per idle QP beyond its queues (%.0f)",
+			      beyond_b, queue_b / (double)n);
 
 	/* every QPN distinct */
 	{
@@ -153,15 +161,15 @@ Test(scale, many_rc_qps_connected_in_pairs)
 	t_destroy = tc_now_ms() - t0;
 	cr_log_info("%lu RC QPs on 1 engine: create %" PRIu64 " ms (%.1f us/QP), connect %" PRIu64
 		    " ms (%.1f us/QP, 3 modifies each), sample of %d pairs %" PRIu64 " ms, destroy %" PRIu64
-		    " ms (%.1f us/QP); RSS %+ld KiB for the connected QPs (%.2f KiB/QP, queues of 2+2 WQEs)",
+		    " ms (%.1f us/QP); RSS %+ld KiB for the connected QPs (%.2f KiB/QP, queues of 2+2 WQEs: %.0f B/QP, the rest %.0f B/QP)",
 		    n, t_create, 1000.0 * (double)t_create / (double)n, t_connect,
 		    1000.0 * (double)t_connect / (double)n, SAMPLE_PAIRS, t_data, t_destroy,
 		    1000.0 * (double)t_destroy / (double)n, rss1 - rss0,
-		    (double)(rss1 - rss0) / (double)n);
+		    (double)(rss1 - rss0) / (double)n, queue_b / (double)n, beyond_b);
 	fprintf(stderr,
 		"scale: %lu QPs: create %" PRIu64 " ms, connect %" PRIu64 " ms, destroy %" PRIu64
-		" ms, RSS %.2f KiB/QP\n",
-		n, t_create, t_connect, t_destroy, (double)(rss1 - rss0) / (double)n);
+		" ms, RSS %.2f KiB/QP (%.0f B beyond its queues)\n",
+		n, t_create, t_connect, t_destroy, (double)(rss1 - rss0) / (double)n, beyond_b);
 
 	/* the indices came back: as many QPs can be created again */
 	for (unsigned long i = 0; i < n; i++) {
