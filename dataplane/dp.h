@@ -78,6 +78,7 @@ enum droce_wc_opcode {
 enum droce_wc_flags {
 	DROCE_WC_F_GRH = 1 << 0,
 	DROCE_WC_F_WITH_IMM = 1 << 1,
+	DROCE_WC_F_IP_CSUM_OK = 1 << 2, /* RAW_PACKET: IPv4 header and TCP/UDP checksums verified */
 	DROCE_WC_F_WITH_INV = 1 << 3,
 };
 
@@ -236,6 +237,7 @@ struct droce_qp_caps {
 	uint32_t max_send_wr, max_recv_wr;
 	uint32_t max_send_sge, max_recv_sge;
 	uint32_t max_inline_data;
+	uint32_t max_tso_header; /* RAW_PACKET: largest wr.tso.hdr_sz (0: no TSO) */
 	bool sq_sig_all;
 };
 
@@ -290,6 +292,7 @@ enum droce_wqe_flags {
 	DROCE_WQE_FENCE = 1 << 1,
 	DROCE_WQE_SOLICITED = 1 << 2,
 	DROCE_WQE_INLINE = 1 << 3,
+	DROCE_WQE_IP_CSUM = 1 << 4, /* RAW_PACKET: fill the IPv4 header and TCP/UDP checksums */
 };
 
 /* One send work request, validated by verbs_api. */
@@ -300,6 +303,9 @@ struct droce_wqe {
 	uint16_t num_sge;
 	rte_be32_t imm;         /* SEND/WRITE_WITH_IMM */
 	uint32_t invalidate_rkey;
+	/* RAW_PACKET TSO: the header (tso_hdr_sz bytes) is at the start of
+	 * inline_data, an inline payload follows it; length is the payload's */
+	uint16_t tso_mss, tso_hdr_sz;
 	uint64_t remote_addr;
 	uint32_t rkey;
 	uint32_t length;        /* sum of the SGEs, or inline_len */
@@ -553,5 +559,72 @@ struct droce_stat;
 /* @qp's counters (qpn, engine, frames, retransmits, NAKs ...): as
  * droce_stats_port() in stats.h; any thread, while @qp is alive. */
 int droce_dp_qp_stats(const struct droce_qp *qp, struct droce_stat *out, unsigned int n);
+
+/* ---- RAW_PACKET receive steering (flow.c) ----
+ *
+ * Rules per port, as ibv_create_flow(3) defines them.  A received frame is
+ * offered first to the NORMAL rules (lowest priority value first, then the
+ * oldest rule): the first that matches takes it into its QP's receive queue.
+ * A frame no NORMAL rule takes goes on to droce itself (RoCEv2 on UDP 4791 to
+ * the engines, ARP to the port); a NORMAL rule with dont_trap takes a copy
+ * and lets the frame go on.  Any other frame goes to the oldest
+ * ALL_DEFAULT rule, a multicast one (destination MAC bit 0) first to the
+ * oldest MC_DEFAULT rule.  SNIFFER rules get a copy of every received frame
+ * before all this.  Specs hold values and masks in network byte order; a
+ * match compares (frame & mask) == (value & mask) field by field.
+ */
+enum droce_flow_kind {
+	DROCE_FLOW_NORMAL,
+	DROCE_FLOW_ALL_DEFAULT,
+	DROCE_FLOW_MC_DEFAULT,
+	DROCE_FLOW_SNIFFER,
+};
+
+enum droce_flow_have {
+	DROCE_FLOW_ETH = 1 << 0,
+	DROCE_FLOW_IPV4 = 1 << 1,
+	DROCE_FLOW_IPV6 = 1 << 2,
+	DROCE_FLOW_TCP = 1 << 3,
+	DROCE_FLOW_UDP = 1 << 4,
+};
+
+struct droce_flow_fields {
+	uint8_t dmac[6], smac[6];
+	uint16_t ether_type, vlan_tag;
+	uint32_t src_ip, dst_ip;          /* IPv4 */
+	uint8_t proto, tos, ttl, ip_flags; /* IPv4 (ext spec) */
+	uint8_t src_ip6[16], dst_ip6[16];
+	uint32_t flow_label;              /* IPv6, low 20 bits (host order) */
+	uint8_t next_hdr, traffic_class, hop_limit;
+	uint16_t src_port, dst_port;      /* TCP / UDP */
+};
+
+struct droce_flow_spec {
+	uint32_t have;                    /* enum droce_flow_have: which layers must be present */
+	bool dont_trap;                   /* NORMAL: a copy to the QP, the frame goes on */
+	struct droce_flow_fields val, mask;
+};
+
+struct droce_flow;
+
+/* A rule on droce port @port for RAW_PACKET QP @qp; NULL with errno (EINVAL:
+ * not a RAW_PACKET QP of that port, bad spec; ENOMEM). */
+struct droce_flow *droce_flow_create(unsigned int port, struct droce_qp *qp,
+				     enum droce_flow_kind kind, uint16_t priority,
+				     const struct droce_flow_spec *spec);
+/* Removes the rule and waits until no engine can still use it; frees it. */
+void droce_flow_destroy(struct droce_flow *f);
+/* Rules naming @qp (ibv_destroy_qp refuses while there are any). */
+unsigned int droce_flow_count_qp(const struct droce_qp *qp);
+
+/* Largest frame payload droce sends by TSO in one WR, and the most bytes of
+ * header (max_tso_header) a RAW_PACKET QP may ask for. */
+#define DROCE_DP_MAX_TSO (256u * 1024)
+#define DROCE_DP_MAX_TSO_HEADER 128u
+/* The longest frame a RAW_PACKET QP sends on droce port @port: its MTU plus
+ * an Ethernet header and one 802.1Q tag (0 for no such port). */
+uint32_t droce_raw_max_frame(unsigned int port);
+/* The most segments one TSO WR may make (its port's waiting room). */
+#define DROCE_DP_MAX_TSO_SEGS 256u
 
 #endif /* DROCE_DP_H */

@@ -43,6 +43,7 @@
 #include "engine.h"
 #include "internal.h"
 #include "pmd_glue/port.h"
+#include "raw.h"
 #include "pmd_glue/stats_internal.h"
 
 RTE_LOG_REGISTER(droce_dp_logtype, droce.dp, NOTICE);
@@ -352,8 +353,10 @@ inject_lc(struct droce_engine *eng, struct rte_mbuf *m, unsigned int port, enum 
 		rte_pktmbuf_free(m);
 		return;
 	}
-	if (dir == DROCE_INJECT_RX)
-		dispatch_lc(eng, eng->ports[port], m);
+	if (dir == DROCE_INJECT_RX) {
+		if (!droce_flow_active(port) || !droce_flow_rx_lc(eng, eng->ports[port], m))
+			dispatch_lc(eng, eng->ports[port], m);
+	}
 	else
 		droce_engine_tx_lc(eng, port, m);
 }
@@ -433,6 +436,43 @@ droce_engine_activate_lc(struct droce_engine *eng, struct droce_qp *qp)
 
 /* ---- phase 2: receive ---- */
 
+/* Passes @m to engine @owner's xfer ring from this one; @tag is what m->port
+ * carries there (a port index, with DROCE_XFER_RAW for a RAW_PACKET QP). */
+static void
+hand_over_lc(struct droce_engine *eng, unsigned int owner, uint16_t tag, struct rte_mbuf *m)
+{
+	struct droce_engine *to = engines.eng[owner];
+
+	m->port = tag;
+	if (rte_ring_sp_enqueue(to->xfer_in[eng->id], m) != 0) {
+		eng->stats.tx_drops++;
+		rte_pktmbuf_free(m);
+	} else {
+		eng->stats.forwarded++;
+	}
+}
+
+void
+droce_engine_raw_deliver_lc(struct droce_engine *eng, struct droce_port *port, uint32_t qpn,
+			    struct rte_mbuf *m)
+{
+	unsigned int owner = droce_qpn_engine(qpn);
+	struct droce_qp *qp;
+
+	if (owner != eng->id && owner < engines.n) {
+		m->hash.usr = qpn;
+		hand_over_lc(eng, owner, (uint16_t)(port->index | DROCE_XFER_RAW), m);
+		return;
+	}
+	qp = qp_lookup_lc(eng, qpn);
+	if (qp == NULL || qp->type != DROCE_QPT_RAW_PACKET || qp->port != port) {
+		eng->stats.no_qp++; /* its rule went while the frame travelled */
+		rte_pktmbuf_free(m);
+		return;
+	}
+	droce_raw_rx_lc(qp, m);
+}
+
 static void
 dispatch_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *m)
 {
@@ -468,15 +508,7 @@ dispatch_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *
 	owner = qpn == DROCE_DP_GSI_QPN ? 0 : droce_qpn_engine(qpn);
 	if (owner != eng->id && owner < engines.n) {
 		/* another engine's QP: hand the frame over */
-		struct droce_engine *to = engines.eng[owner];
-
-		m->port = (uint16_t)port->index;
-		if (rte_ring_sp_enqueue(to->xfer_in[eng->id], m) != 0) {
-			eng->stats.tx_drops++;
-			rte_pktmbuf_free(m);
-		} else {
-			eng->stats.forwarded++;
-		}
+		hand_over_lc(eng, owner, (uint16_t)port->index, m);
 		return;
 	}
 	if (qpn == DROCE_DP_GSI_QPN) {
@@ -540,11 +572,15 @@ rx_phase_lc(struct droce_engine *eng)
 		/* drain up to a few bursts, so receiving keeps up with what a pass sends */
 		for (unsigned int b = 0; b < DROCE_RX_BURSTS; b++) {
 			uint16_t n = droce_port_rx_burst(eng->ports[pi], eng->queue, pkts, DROCE_BURST);
+			/* RAW_PACKET steering: one load per burst while the port has no rule */
+			bool flows = n != 0 && droce_flow_active(eng->ports[pi]->index);
 
 			got += n;
 			for (uint16_t i = 0; i < n; i++) {
 				if (i + 1 < n)
 					rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
+				if (unlikely(flows) && droce_flow_rx_lc(eng, eng->ports[pi], pkts[i]))
+					continue;
 				dispatch_lc(eng, eng->ports[pi], pkts[i]);
 			}
 			if (n < DROCE_BURST)
@@ -557,8 +593,15 @@ rx_phase_lc(struct droce_engine *eng)
 		if (eng->xfer_in[e] == NULL)
 			continue;
 		n = rte_ring_sc_dequeue_burst(eng->xfer_in[e], (void **)pkts, DROCE_BURST, NULL);
-		for (unsigned int i = 0; i < n; i++)
-			dispatch_lc(eng, eng->ports[pkts[i]->port], pkts[i]);
+		for (unsigned int i = 0; i < n; i++) {
+			uint16_t tag = pkts[i]->port;
+
+			if (unlikely(tag & DROCE_XFER_RAW))
+				droce_engine_raw_deliver_lc(eng, eng->ports[tag & ~DROCE_XFER_RAW],
+							    pkts[i]->hash.usr, pkts[i]);
+			else
+				dispatch_lc(eng, eng->ports[tag], pkts[i]);
+		}
 		got += n;
 	}
 	if (eng->nrxfree != 0)
@@ -660,6 +703,8 @@ work_phase_lc(struct droce_engine *eng)
 			droce_uc_tx_lc(qp, budget);
 		} else if (qp->type == DROCE_QPT_UD) {
 			droce_ud_tx_lc(qp, budget);
+		} else if (qp->type == DROCE_QPT_RAW_PACKET) {
+			droce_raw_tx_lc(qp, budget);
 		}
 		droce_qp_overrun_check_lc(qp);
 		if (!droce_qp_busy_lc(qp)) {

@@ -42,6 +42,12 @@ const struct droce_err_info droce_err_table[DROCE_ERR_COUNT] = {
 	 * completions wait in order for room, none is dropped: see qp.c) */
 	[DROCE_ERR_CQ_OVERRUN] = { "CQ overrun", DROCE_ERR_NO_NAK, DROCE_WC_GENERAL_ERR,
 				   DROCE_WC_GENERAL_ERR, DROCE_QPS_ERR },
+	/* RAW_PACKET: a frame over the port's MTU, a TSO of too many segments */
+	[DROCE_ERR_SEND_LEN] = { "local length", DROCE_ERR_NO_NAK, DROCE_WC_LOC_LEN_ERR,
+				 DROCE_WC_SUCCESS, DROCE_QPS_ERR },
+	/* RAW_PACKET: a TSO header that is not Ethernet / IPv4 / TCP */
+	[DROCE_ERR_SEND_OP] = { "local QP operation", DROCE_ERR_NO_NAK, DROCE_WC_LOC_QP_OP_ERR,
+				DROCE_WC_SUCCESS, DROCE_QPS_ERR },
 };
 
 /* A NAK code received by a requester, as an internal error. */

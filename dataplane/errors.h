@@ -18,6 +18,8 @@ enum droce_err {
 	DROCE_ERR_FLUSH,
 	DROCE_ERR_MW_OP,
 	DROCE_ERR_CQ_OVERRUN,
+	DROCE_ERR_SEND_LEN,   /* requester: a message too long for what it goes out as (RAW_PACKET) */
+	DROCE_ERR_SEND_OP,    /* requester: a WR the QP cannot execute (RAW_PACKET TSO header) */
 	DROCE_ERR_COUNT
 };
 

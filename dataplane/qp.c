@@ -46,7 +46,8 @@ droce_qp_create_ex(enum droce_qp_type type, const struct droce_qp_caps *caps,
 		errno = ENODEV;
 		return NULL;
 	}
-	if (type != DROCE_QPT_RC && type != DROCE_QPT_UC && type != DROCE_QPT_UD) {
+	if (type != DROCE_QPT_RC && type != DROCE_QPT_UC && type != DROCE_QPT_UD &&
+	    type != DROCE_QPT_RAW_PACKET) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
@@ -54,6 +55,7 @@ droce_qp_create_ex(enum droce_qp_type type, const struct droce_qp_caps *caps,
 	if (caps->max_send_wr > DROCE_DP_MAX_QP_WR || caps->max_recv_wr > DROCE_DP_MAX_QP_WR ||
 	    caps->max_send_sge > DROCE_DP_MAX_SGE || caps->max_recv_sge > DROCE_DP_MAX_SGE ||
 	    caps->max_inline_data > DROCE_DP_MAX_INLINE ||
+	    caps->max_tso_header > (type == DROCE_QPT_RAW_PACKET ? DROCE_DP_MAX_TSO_HEADER : 0) ||
 	    (send_cq == NULL && xrc != DROCE_XRC_TGT) || (recv_cq == NULL && xrc == DROCE_XRC_NONE) ||
 	    (xrc != DROCE_XRC_NONE && (type != DROCE_QPT_RC || ext->srq != NULL || ext->gsi)) ||
 	    port >= droce_port_count()) {

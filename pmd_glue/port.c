@@ -236,6 +236,14 @@ discover_offloads(const struct rte_eth_dev_info *info, uint64_t *rx_off, uint64_
 		o |= DROCE_PORT_OFFLOAD_TX_UDP_CSUM;
 		*tx_off |= RTE_ETH_TX_OFFLOAD_UDP_CKSUM;
 	}
+	if (info->tx_offload_capa & RTE_ETH_TX_OFFLOAD_TCP_CKSUM) {
+		o |= DROCE_PORT_OFFLOAD_TX_TCP_CSUM;
+		*tx_off |= RTE_ETH_TX_OFFLOAD_TCP_CKSUM;
+	}
+	if (info->tx_offload_capa & RTE_ETH_TX_OFFLOAD_TCP_TSO) {
+		o |= DROCE_PORT_OFFLOAD_TX_TSO;
+		*tx_off |= RTE_ETH_TX_OFFLOAD_TCP_TSO;
+	}
 	if (info->tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) {
 		o |= DROCE_PORT_OFFLOAD_TX_MULTI_SEG;
 		*tx_off |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;

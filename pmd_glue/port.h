@@ -23,6 +23,8 @@ enum droce_port_offload {
 	DROCE_PORT_OFFLOAD_TX_MULTI_SEG = 1u << 2,
 	DROCE_PORT_OFFLOAD_RX_IPV4_CSUM = 1u << 3,
 	DROCE_PORT_OFFLOAD_RX_UDP_CSUM = 1u << 4,
+	DROCE_PORT_OFFLOAD_TX_TCP_CSUM = 1u << 5, /* RAW_PACKET frames (raw.c) */
+	DROCE_PORT_OFFLOAD_TX_TSO = 1u << 6,      /* RAW_PACKET IBV_WR_TSO */
 };
 
 /* What the impaired link did to frames in one direction. */
@@ -67,6 +69,10 @@ uint16_t droce_port_rx_burst(struct droce_port *p, uint16_t queue, struct rte_mb
 			     uint16_t n);
 uint16_t droce_port_tx_burst(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
 			     uint16_t n);
+/* rte_eth_tx_prepare() of one frame whose ol_flags ask for checksum / TSO
+ * offloads the port has: 0, or the errno the PMD gave (the frame is then
+ * unchanged enough for the caller to do the work in software). */
+int droce_port_tx_prepare(struct droce_port *p, uint16_t queue, struct rte_mbuf *m);
 
 /*
  * What a port is, for the slow path (verbs queries, rdma_cm, tools); the
@@ -77,6 +83,7 @@ const char *droce_port_name(const struct droce_port *p);        /* DPDK device n
 const struct droce_port_config *droce_port_cfg(const struct droce_port *p);
 const struct rte_ether_addr *droce_port_mac(const struct droce_port *p);
 uint16_t droce_port_mtu(const struct droce_port *p);            /* IP MTU */
+uint32_t droce_port_offloads(const struct droce_port *p);       /* enum droce_port_offload bits in use */
 uint16_t droce_port_vlan(const struct droce_port *p);           /* 0 = untagged */
 uint32_t droce_port_link_speed(const struct droce_port *p);     /* Mbps */
 /* The link status last read (droce_port_link_up reads a fresh one). */

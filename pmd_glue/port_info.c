@@ -37,6 +37,12 @@ droce_port_mtu(const struct droce_port *p)
 	return p->mtu;
 }
 
+uint32_t
+droce_port_offloads(const struct droce_port *p)
+{
+	return p->offloads;
+}
+
 uint16_t
 droce_port_vlan(const struct droce_port *p)
 {

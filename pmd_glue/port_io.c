@@ -104,6 +104,15 @@ droce_port_xmit_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
 	return sent;
 }
 
+int
+droce_port_tx_prepare(struct droce_port *p, uint16_t queue, struct rte_mbuf *m)
+{
+	rte_errno = 0;
+	if (rte_eth_tx_prepare(p->eth_port, queue, &m, 1) == 1)
+		return 0;
+	return rte_errno != 0 ? rte_errno : EINVAL;
+}
+
 uint16_t
 droce_port_tx_burst(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
 {

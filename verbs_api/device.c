@@ -166,13 +166,15 @@ ibv_open_device(struct ibv_device *device)
 	x->vctx.sz = sizeof(struct verbs_context);
 	x->vctx.query_port = droce_verbs_query_port;
 	/* the extended verbs verbs.h's inline functions reach through here;
-	 * alloc_td, alloc_parent_domain, create_wq, create_flow,
+	 * alloc_td, alloc_parent_domain, create_wq,
 	 * modify_cq ... stay NULL, so verbs.h answers EOPNOTSUPP for them */
 	x->vctx.query_device_ex = droce_verbs_query_device_ex;
 	x->vctx.query_rt_values = droce_verbs_query_rt_values;
 	x->vctx.create_cq_ex = droce_verbs_create_cq_ex;
 	x->vctx.create_qp_ex = droce_verbs_create_qp_ex;
 	x->vctx.create_srq_ex = droce_verbs_create_srq_ex;
+	x->vctx.ibv_create_flow = droce_verbs_create_flow;
+	x->vctx.ibv_destroy_flow = droce_verbs_destroy_flow;
 	x->vctx.open_xrcd = droce_verbs_open_xrcd;
 	x->vctx.close_xrcd = droce_verbs_close_xrcd;
 	x->vctx.get_srq_num = droce_verbs_get_srq_num;
@@ -365,7 +367,8 @@ ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 	a->max_qp = (int)droce_dp_max_qps(); /* 262,143 per engine: the QPN space */
 	a->max_qp_wr = DROCE_DP_MAX_QP_WR;
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
-			      IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_XRC;
+			      IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_XRC |
+			      IBV_DEVICE_RAW_IP_CSUM | IBV_DEVICE_MANAGED_FLOW_STEERING;
 	a->max_mw = DROCE_VERBS_MAX_MR; /* windows share the MR key table */
 	a->max_sge = DROCE_DP_MAX_SGE;
 	a->max_sge_rd = DROCE_DP_MAX_SGE;
@@ -390,7 +393,7 @@ ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 
 /*
  * ibv_query_device_ex(3): the legacy attributes plus what droce has of the
- * extended ones.  No ODP, TSO, RSS, WQs, packet pacing, tag matching, CQ
+ * extended ones (TSO and the checksum capability for RAW_PACKET QPs).  No ODP, RSS, WQs, packet pacing, tag matching, CQ
  * moderation, device memory or PCIe atomics: those are 0.  Completion
  * timestamps are nanoseconds of the engines' clock: a 1 GHz "HCA clock"
  * with all 64 bits valid.
@@ -411,7 +414,11 @@ droce_verbs_query_device_ex(struct ibv_context *c, const struct ibv_query_device
 	a.hca_core_clock = 1000000; /* kHz: timestamps count nanoseconds */
 	a.device_cap_flags_ex = (uint64_t)a.orig_attr.device_cap_flags;
 	a.max_wq_type_rq = 0;
-	a.raw_packet_caps = 0;
+	/* RAW_PACKET QPs: checksums filled (IBV_SEND_IP_CSUM) and verified
+	 * (IBV_WC_IP_CSUM_OK); TSO of TCP over IPv4 */
+	a.raw_packet_caps = IBV_RAW_PACKET_CAP_IP_CSUM;
+	a.tso_caps.max_tso = DROCE_DP_MAX_TSO;
+	a.tso_caps.supported_qpts = 1u << IBV_QPT_RAW_PACKET;
 	a.phys_port_cnt_ex = a.orig_attr.phys_port_cnt;
 	memcpy(out, &a, attr_size < sizeof(a) ? attr_size : sizeof(a));
 	return 0;

@@ -136,6 +136,8 @@ struct droce_vqp {
 	enum droce_qp_type type;
 	struct ibv_qp_cap cap;     /* what the QP enforces */
 	bool sq_sig_all;
+	uint16_t max_tso_header;   /* RAW_PACKET: largest wr.tso.hdr_sz */
+	uint32_t raw_max_frame;    /* RAW_PACKET: longest frame its port sends */
 	int state;                 /* enum ibv_qp_state, atomic loads on the post path */
 	pthread_mutex_t lock;      /* serialises modify and query */
 	struct ibv_qp_attr attr;   /* last values set */
@@ -327,5 +329,19 @@ struct ibv_qp *droce_verbs_create_qp_in(struct ibv_context *c, struct ibv_pd *pd
 
 /* Starts the runtime once (droce_start(NULL) + engines); 0 or -1 with errno. */
 int droce_verbs_runtime_up(void);
+
+/* RAW_PACKET QPs (raw.c) and their flows (flow.c) */
+bool droce_verbs_raw_modify_ok(enum ibv_qp_state cur, enum ibv_qp_state next, int mask);
+/* Returns once the engine applied @q's modifies (frames from the wire meet the new state). */
+void droce_verbs_raw_settle(struct droce_vqp *q);
+int droce_verbs_encode_raw(const struct droce_vqp *q, const struct ibv_send_wr *wr,
+			   struct droce_wqe *wqe);
+/* Checks @hdr_sz / @mss and copies the TSO header into @w; 0 or EINVAL. */
+int droce_verbs_raw_tso_hdr(const struct droce_vqp *q, struct droce_wqe *w, const void *hdr,
+			    uint16_t hdr_sz, uint16_t mss);
+/* The lengths of a complete RAW_PACKET WQE; 0 or EINVAL. */
+int droce_verbs_raw_check(const struct droce_vqp *q, const struct droce_wqe *w);
+struct ibv_flow *droce_verbs_create_flow(struct ibv_qp *qp, struct ibv_flow_attr *attr);
+int droce_verbs_destroy_flow(struct ibv_flow *flow);
 
 #endif /* DROCE_VERBS_API_INTERNAL_H */

@@ -44,6 +44,8 @@ droce_verbs_encode_send(const struct droce_vqp *q, const struct ibv_send_wr *wr,
 	uint8_t flags = 0;
 	bool rdma = false, atomic = false, local = false;
 
+	if (q->type == DROCE_QPT_RAW_PACKET)
+		return droce_verbs_encode_raw(q, wr, wqe);
 	if (!droce_wr_opcode_allowed(q->type, op))
 		return EINVAL;
 	switch (op) {
@@ -65,7 +67,7 @@ droce_verbs_encode_send(const struct droce_vqp *q, const struct ibv_send_wr *wr,
 		atomic = true;
 		break;
 	default:
-		/* TSO: no raw QPs */
+		/* TSO: RAW_PACKET QPs only (raw.c), not UD on droce */
 		return EINVAL;
 	}
 	wqe->ah = NULL;

@@ -200,6 +200,9 @@ droce_verbs_modify_ok(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_
 	const struct transition *t;
 	int ti = type_index(type), strip = xrc_strip(type);
 
+	if (type == IBV_QPT_RAW_PACKET)
+		return (unsigned int)cur <= IBV_QPS_ERR && (unsigned int)next <= IBV_QPS_ERR &&
+		       droce_verbs_raw_modify_ok(cur, next, mask);
 	if (ti < 0 || (unsigned int)cur > IBV_QPS_ERR || (unsigned int)next > IBV_QPS_ERR)
 		return false;
 	/* CUR_STATE only makes sense where the QP may have moved on its own */
@@ -316,6 +319,8 @@ droce_verbs_dp_type(enum ibv_qp_type t)
 		return DROCE_QPT_UC;
 	case IBV_QPT_UD:
 		return DROCE_QPT_UD;
+	case IBV_QPT_RAW_PACKET:
+		return DROCE_QPT_RAW_PACKET;
 	case IBV_QPT_XRC_SEND:
 		return DROCE_QPT_XRC_SEND; /* the post-time opcode table's row; an RC QP below */
 	default:
@@ -361,8 +366,8 @@ droce_verbs_create_qp_in(struct ibv_context *c, struct ibv_pd *pd, struct ibv_qp
 	case IBV_QPT_UD:
 	case IBV_QPT_XRC_SEND:
 	case IBV_QPT_XRC_RECV:
-		break;
 	case IBV_QPT_RAW_PACKET:
+		break;
 	case IBV_QPT_DRIVER:
 		errno = EOPNOTSUPP;
 		return NULL;
@@ -408,6 +413,8 @@ droce_verbs_create_qp_in(struct ibv_context *c, struct ibv_pd *pd, struct ibv_qp
 	caps.sq_sig_all = ia->sq_sig_all != 0;
 	q->type = droce_verbs_dp_type(ia->qp_type);
 	q->xrc_role = role;
+	q->max_tso_header = 0; /* ibv_create_qp_ex sets it (qp_ex.c) */
+	q->raw_max_frame = droce_raw_max_frame(x->port);
 	q->sq_sig_all = caps.sq_sig_all;
 	scq = (struct droce_vcq *)ia->send_cq;
 	rcq = role == DROCE_XRC_NONE ? (struct droce_vcq *)ia->recv_cq : NULL;
@@ -499,6 +506,8 @@ ibv_destroy_qp(struct ibv_qp *qp)
 	}
 	if (atomic_load(&q->opened) != 0)
 		return EBUSY; /* ibv_open_qp handles on it remain */
+	if (qp->qp_type == IBV_QPT_RAW_PACKET && droce_flow_count_qp(q->dqp) != 0)
+		return EBUSY; /* its flows first (ibv_destroy_flow) */
 	/* counter readers (droce_verbs_qp_walk) stop seeing it before it goes */
 	pthread_mutex_lock(&x->lock);
 	q->dying = true;
@@ -730,5 +739,7 @@ ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 	qp->state = next;
 out:
 	pthread_mutex_unlock(&q->lock);
+	if (rc == 0 && qp->qp_type == IBV_QPT_RAW_PACKET)
+		droce_verbs_raw_settle(q);
 	return rc;
 }

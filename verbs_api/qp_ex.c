@@ -26,7 +26,8 @@ static const struct {
 	{ IBV_QP_EX_WITH_LOCAL_INV, IBV_WR_LOCAL_INV },
 	{ IBV_QP_EX_WITH_BIND_MW, IBV_WR_BIND_MW },
 	{ IBV_QP_EX_WITH_SEND_WITH_INV, IBV_WR_SEND_WITH_INV },
-	/* TSO (raw packet QPs), ATOMIC_WRITE, FLUSH: not executed by droce */
+	{ IBV_QP_EX_WITH_TSO, IBV_WR_TSO }, /* RAW_PACKET only (not UD on droce) */
+	/* ATOMIC_WRITE, FLUSH: not executed by droce */
 };
 
 /* The send_ops_flags a QP of @type supports (the opcode table's view). */
@@ -36,14 +37,15 @@ send_ops_supported(enum ibv_qp_type type)
 	uint64_t m = 0;
 
 	for (size_t i = 0; i < RTE_DIM(send_ops_tab); i++)
-		if (droce_wr_opcode_allowed(droce_verbs_dp_type(type), send_ops_tab[i].op))
+		if (droce_wr_opcode_allowed(droce_verbs_dp_type(type), send_ops_tab[i].op) &&
+		    (send_ops_tab[i].op != IBV_WR_TSO || type == IBV_QPT_RAW_PACKET))
 			m |= send_ops_tab[i].flag;
 	return m;
 }
 
-/* Comp mask bits droce knows: the PD, the XRC domain (XRC_RECV), send ops;
- * and those it has no use for: creation flags (none supported), TSO
- * headers, RSS indirection (no WQs). */
+/* Comp mask bits droce knows: the PD, the XRC domain (XRC_RECV), send ops,
+ * TSO headers (RAW_PACKET); and those it has no use for: creation flags
+ * (none supported), RSS indirection (no WQs). */
 #define QP_INIT_EX_KNOWN                                                                   \
 	(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS |       \
 	 IBV_QP_INIT_ATTR_MAX_TSO_HEADER | IBV_QP_INIT_ATTR_IND_TABLE |                       \
@@ -57,15 +59,27 @@ droce_verbs_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex
 	struct ibv_pd *pd = NULL;
 	struct ibv_qp *qp;
 	uint64_t ops = 0;
+	uint16_t tso = 0;
 
 	if (ax == NULL || (ax->comp_mask & ~(uint32_t)QP_INIT_EX_KNOWN)) {
 		errno = EINVAL;
 		return NULL;
 	}
-	if (ax->comp_mask & (IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
-			     IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH)) {
+	if (ax->comp_mask & (IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH)) {
 		errno = EOPNOTSUPP;
 		return NULL;
+	}
+	if (ax->comp_mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER) {
+		/* TSO is for RAW_PACKET QPs, with a header droce can carry in a WQE */
+		if (ax->qp_type != IBV_QPT_RAW_PACKET) {
+			errno = EOPNOTSUPP;
+			return NULL;
+		}
+		if (ax->max_tso_header > DROCE_DP_MAX_TSO_HEADER) {
+			errno = EINVAL;
+			return NULL;
+		}
+		tso = ax->max_tso_header;
 	}
 	if ((ax->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && ax->create_flags != 0) {
 		errno = EOPNOTSUPP;
@@ -86,7 +100,7 @@ droce_verbs_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex
 		ops = ax->send_ops_flags;
 		if (ax->qp_type == IBV_QPT_RC || ax->qp_type == IBV_QPT_UC ||
 		    ax->qp_type == IBV_QPT_UD || ax->qp_type == IBV_QPT_XRC_SEND ||
-		    ax->qp_type == IBV_QPT_XRC_RECV) {
+		    ax->qp_type == IBV_QPT_XRC_RECV || ax->qp_type == IBV_QPT_RAW_PACKET) {
 			/* XRC_RECV sends nothing */
 			if (ops & ~(ax->qp_type == IBV_QPT_XRC_RECV ? 0
 								   : send_ops_supported(ax->qp_type))) {
@@ -104,8 +118,10 @@ droce_verbs_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex
 	ia.qp_type = ax->qp_type;
 	ia.sq_sig_all = ax->sq_sig_all;
 	qp = droce_verbs_create_qp_in(context, pd, &ia, ops, xrcd);
-	if (qp != NULL)
+	if (qp != NULL) {
 		ax->cap = ia.cap;
+		((struct droce_vqp *)qp)->max_tso_header = tso; /* before the QP is shared */
+	}
 	return qp;
 }
 

@@ -38,6 +38,7 @@ enum {
 	W_INLINE = 1 << 2, /* takes the inline setters */
 	W_ATOMIC = 1 << 3, /* needs exactly one 8-byte SGE */
 	W_XRC = 1 << 4,    /* XRC_SEND QP: ibv_wr_set_xrc_srqn not called yet */
+	W_RAW = 1 << 5,    /* RAW_PACKET: lengths checked when complete */
 };
 
 static inline struct droce_vqp *
@@ -65,6 +66,8 @@ finish(struct droce_vqp *q)
 		return EINVAL; /* a UD WR without its destination, XRC without its SRQ */
 	if ((q->wr_need & W_ATOMIC) && unlikely(w->num_sge != 1 || w->sge[0].length != 8))
 		return EINVAL; /* one 8-byte buffer receives the original value */
+	if (q->wr_need & W_RAW)
+		return droce_verbs_raw_check(q, w);
 	return 0;
 }
 
@@ -86,7 +89,9 @@ wr_new(struct droce_vqp *q, unsigned int op, uint8_t need)
 			return NULL;
 		}
 	}
-	if (unlikely(!(q->wr_ops_ok & (1u << op)) || (f & ~(unsigned int)WR_FLAGS))) {
+	if (unlikely(!(q->wr_ops_ok & (1u << op)) ||
+		     (f & ~(unsigned int)(q->type == DROCE_QPT_RAW_PACKET ? WR_FLAGS | IBV_SEND_IP_CSUM
+									 : WR_FLAGS)))) {
 		fail(q, EINVAL);
 		return NULL;
 	}
@@ -102,12 +107,16 @@ wr_new(struct droce_vqp *q, unsigned int op, uint8_t need)
 		flags |= DROCE_WQE_FENCE;
 	if (f & IBV_SEND_SOLICITED)
 		flags |= DROCE_WQE_SOLICITED;
+	if (f & IBV_SEND_IP_CSUM)
+		flags |= DROCE_WQE_IP_CSUM;
 	w->wr_id = q->qpx.wr_id;
 	w->opcode = (uint8_t)op;
 	w->flags = flags;
 	w->num_sge = 0;
 	w->imm = 0;
 	w->invalidate_rkey = 0;
+	w->tso_hdr_sz = 0;
+	w->tso_mss = 0;
 	w->remote_addr = 0;
 	w->rkey = 0;
 	w->length = 0;
@@ -117,7 +126,8 @@ wr_new(struct droce_vqp *q, unsigned int op, uint8_t need)
 	w->remote_qpn = 0;
 	w->remote_qkey = 0;
 	q->wr_need = need | (q->type == DROCE_QPT_UD ? W_UD : 0) |
-		     (q->type == DROCE_QPT_XRC_SEND ? W_XRC : 0);
+		     (q->type == DROCE_QPT_XRC_SEND ? W_XRC : 0) |
+		     (q->type == DROCE_QPT_RAW_PACKET ? W_RAW : 0);
 	q->wr_cur = w;
 	return w;
 }
@@ -259,14 +269,24 @@ wr_local_inv(struct ibv_qp_ex *x, uint32_t invalidate_rkey)
 		w->invalidate_rkey = invalidate_rkey;
 }
 
-/* No raw packet QPs, no atomic write on droce: each fails the batch. */
+/* RAW_PACKET QPs only (UD TSO is not done on droce: EINVAL). */
 static void
 wr_send_tso(struct ibv_qp_ex *x, void *hdr, uint16_t hdr_sz, uint16_t mss)
 {
-	RTE_SET_USED(hdr);
-	RTE_SET_USED(hdr_sz);
-	RTE_SET_USED(mss);
-	fail(vqp(x), EINVAL);
+	struct droce_vqp *q = vqp(x);
+	struct droce_wqe *w;
+	int rc;
+
+	if (q->type != DROCE_QPT_RAW_PACKET) {
+		fail(q, EINVAL);
+		return;
+	}
+	w = wr_new(q, IBV_WR_TSO, W_DATA | W_INLINE);
+	if (w == NULL)
+		return;
+	rc = droce_verbs_raw_tso_hdr(q, w, hdr, hdr_sz, mss);
+	if (rc != 0)
+		fail(q, rc);
 }
 
 /* XRC_SEND QPs only (anything else fails the batch): the remote XRC SRQ. */
@@ -349,13 +369,15 @@ wr_set_inline_data(struct ibv_qp_ex *x, void *addr, size_t length)
 
 	if (w == NULL)
 		return;
-	if (unlikely(length > q->cap.max_inline_data || (length && addr == NULL))) {
+	if (unlikely(length > q->cap.max_inline_data || (length && addr == NULL) ||
+		     w->tso_hdr_sz + length > DROCE_DP_MAX_INLINE)) {
 		fail(q, EINVAL);
 		return;
 	}
-	/* copied now: the caller may reuse its buffer on return */
+	/* copied now: the caller may reuse its buffer on return (a TSO header
+	 * sits in front: the payload follows it) */
 	if (length)
-		memcpy(w->inline_data, addr, length);
+		memcpy(w->inline_data + w->tso_hdr_sz, addr, length);
 	w->num_sge = 0;
 	w->length = (uint32_t)length;
 	w->flags |= DROCE_WQE_INLINE;
@@ -376,12 +398,13 @@ wr_set_inline_data_list(struct ibv_qp_ex *x, size_t num_buf, const struct ibv_da
 	}
 	for (size_t i = 0; i < num_buf; i++) {
 		if (unlikely(buf[i].length > q->cap.max_inline_data - total ||
+			     w->tso_hdr_sz + total + buf[i].length > DROCE_DP_MAX_INLINE ||
 			     (buf[i].length && buf[i].addr == NULL))) {
 			fail(q, EINVAL);
 			return;
 		}
 		if (buf[i].length)
-			memcpy(w->inline_data + total, buf[i].addr, buf[i].length);
+			memcpy(w->inline_data + w->tso_hdr_sz + total, buf[i].addr, buf[i].length);
 		total += buf[i].length;
 	}
 	w->num_sge = 0;

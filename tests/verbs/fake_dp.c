@@ -489,3 +489,44 @@ fake_qp_retire(struct droce_qp *qp, uint32_t n_send, uint32_t n_recv)
 	qp->sq_retired += n_send;
 	qp->rq_retired += n_recv;
 }
+
+/* RAW_PACKET steering and frame sizes: the validation suite makes no flows */
+uint32_t
+droce_raw_max_frame(unsigned int port)
+{
+	(void)port;
+	return 1500 + 18;
+}
+
+struct droce_flow *
+droce_flow_create(unsigned int port, struct droce_qp *qp, enum droce_flow_kind kind,
+		  uint16_t priority, const struct droce_flow_spec *spec)
+{
+	(void)port;
+	(void)qp;
+	(void)kind;
+	(void)priority;
+	(void)spec;
+	errno = EOPNOTSUPP;
+	return NULL;
+}
+
+void
+droce_flow_destroy(struct droce_flow *f)
+{
+	(void)f;
+}
+
+unsigned int
+droce_flow_count_qp(const struct droce_qp *qp)
+{
+	(void)qp;
+	return 0;
+}
+
+bool
+droce_qp_settled(const struct droce_qp *qp)
+{
+	(void)qp;
+	return true; /* the fake applies modifies at once */
+}

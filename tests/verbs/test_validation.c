@@ -716,7 +716,6 @@ Test(qp, caps_over_limits_einval)
 	TRY(cap.max_inline_data, DROCE_DP_MAX_INLINE + 1, EINVAL);
 	TRY(send_cq, NULL, EINVAL);
 	TRY(recv_cq, NULL, EINVAL);
-	TRY(qp_type, IBV_QPT_RAW_PACKET, EOPNOTSUPP);
 	TRY(qp_type, IBV_QPT_XRC_RECV, EINVAL); /* no XRC domain through ibv_create_qp */
 	TRY(qp_type, (enum ibv_qp_type)77, EINVAL);
 #undef TRY
@@ -994,8 +993,19 @@ Test(modify, transition_table)
 					IBV_QP_STATE | IBV_QP_SQ_PSN));
 	cr_assert_not(droce_verbs_modify_ok(IBV_QPT_UD, IBV_QPS_RTR, IBV_QPS_RTS,
 					    IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT));
+	/* RAW_PACKET: RESET -> INIT needs the port, the rest nothing */
+	cr_assert(droce_verbs_modify_ok(IBV_QPT_RAW_PACKET, IBV_QPS_RESET, IBV_QPS_INIT,
+					IBV_QP_STATE | IBV_QP_PORT));
 	cr_assert_not(droce_verbs_modify_ok(IBV_QPT_RAW_PACKET, IBV_QPS_RESET, IBV_QPS_INIT,
-					    IBV_QP_STATE | IBV_QP_PORT));
+					    IBV_QP_STATE | IBV_QP_PORT | IBV_QP_PKEY_INDEX));
+	cr_assert_not(droce_verbs_modify_ok(IBV_QPT_RAW_PACKET, IBV_QPS_RESET, IBV_QPS_INIT,
+					    IBV_QP_STATE));
+	cr_assert(droce_verbs_modify_ok(IBV_QPT_RAW_PACKET, IBV_QPS_INIT, IBV_QPS_RTR, IBV_QP_STATE));
+	cr_assert_not(droce_verbs_modify_ok(IBV_QPT_RAW_PACKET, IBV_QPS_INIT, IBV_QPS_RTR,
+					    IBV_QP_STATE | IBV_QP_AV));
+	cr_assert(droce_verbs_modify_ok(IBV_QPT_RAW_PACKET, IBV_QPS_RTR, IBV_QPS_RTS, IBV_QP_STATE));
+	cr_assert_not(droce_verbs_modify_ok(IBV_QPT_RAW_PACKET, IBV_QPS_RTR, IBV_QPS_RTS,
+					    IBV_QP_STATE | IBV_QP_SQ_PSN));
 }
 
 Test(modify, invalid_transitions_through_the_verb)

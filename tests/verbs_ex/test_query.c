@@ -38,10 +38,13 @@ Test(query, device_ex)
 	cr_assert_eq(ax.completion_timestamp_mask, UINT64_MAX);
 	cr_assert_eq(ax.hca_core_clock, 1000000, "kHz: timestamps are nanoseconds");
 	cr_assert_eq(ax.device_cap_flags_ex & 0xffffffffu, (uint64_t)(unsigned int)a.device_cap_flags);
-	cr_assert_eq(ax.tso_caps.max_tso, 0);
+	/* RAW_PACKET QPs: TSO and checksums (tests/raw) */
+	cr_assert_eq(ax.tso_caps.max_tso, 256 * 1024);
+	cr_assert_eq(ax.tso_caps.supported_qpts, 1u << IBV_QPT_RAW_PACKET);
+	cr_assert(a.device_cap_flags & IBV_DEVICE_RAW_IP_CSUM);
 	cr_assert_eq(ax.rss_caps.max_rwq_indirection_tables, 0);
 	cr_assert_eq(ax.max_wq_type_rq, 0);
-	cr_assert_eq(ax.raw_packet_caps, 0);
+	cr_assert_eq(ax.raw_packet_caps, IBV_RAW_PACKET_CAP_IP_CSUM);
 	cr_assert_eq(ax.tm_caps.max_num_tags, 0);
 	cr_assert_eq(ax.cq_mod_caps.max_cq_count, 0);
 	cr_assert_eq(ax.max_dm_size, 0);
@@ -130,6 +133,8 @@ qp_ex_fails(enum ibv_qp_type type, uint32_t comp_mask, uint64_t ops, int err, co
 
 	if (comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS)
 		qa.create_flags = IBV_QP_CREATE_SCATTER_FCS;
+	if (comp_mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER)
+		qa.max_tso_header = 129; /* one more than droce carries */
 	errno = 0;
 	cr_assert_null(ibv_create_qp_ex(A.ctx, &qa), "%s", what);
 	cr_assert_eq(errno, err, "%s: errno %d", what, errno);
@@ -167,7 +172,8 @@ Test(query, create_qp_ex_checks)
 	qp_ex_fails(IBV_QPT_RC, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, IBV_QP_EX_WITH_SEND, EINVAL,
 		    "no PD");
 	qp_ex_fails(IBV_QPT_XRC_SEND, pd_ops, IBV_QP_EX_WITH_TSO, EOPNOTSUPP, "TSO on XRC_SEND");
-	qp_ex_fails(IBV_QPT_RAW_PACKET, pd_ops, 0, EOPNOTSUPP, "raw packet QP");
+	qp_ex_fails(IBV_QPT_RAW_PACKET, IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_MAX_TSO_HEADER, 0,
+		    EINVAL, "TSO header over 128 bytes");
 
 	/* create_flags 0 is fine; caps come back */
 	qa.pd = A.pd;
