@@ -303,8 +303,8 @@ struct droce_wqe {
 	uint16_t num_sge;
 	rte_be32_t imm;         /* SEND/WRITE_WITH_IMM */
 	uint32_t invalidate_rkey;
-	/* RAW_PACKET TSO: the header (tso_hdr_sz bytes) is at the start of
-	 * inline_data, an inline payload follows it; length is the payload's */
+	/* RAW_PACKET TSO: the header (tso_hdr_sz bytes) is after the WQE's data
+	 * room (droce_wqe_tso_hdr); length is the payload's */
 	uint16_t tso_mss, tso_hdr_sz;
 	uint64_t remote_addr;
 	uint32_t rkey;
@@ -323,15 +323,33 @@ struct droce_wqe {
 		struct droce_sge sge[DROCE_DP_MAX_SGE];
 		uint8_t inline_data[DROCE_DP_MAX_INLINE];
 	};
+	uint8_t tso_room[128];  /* a full-size WQE's room for a TSO header */
 };
 
-/* Bytes of a WQE with room for @max_sge SGEs or @max_inline inline bytes. */
+/* Where a WQE's data room (SGEs or inline bytes) ends: a RAW_PACKET QP keeps
+ * a TSO header there, so that it overlaps neither. */
 static inline size_t
-droce_wqe_room(uint32_t max_sge, uint32_t max_inline)
+droce_wqe_data_room(uint32_t max_sge, uint32_t max_inline)
 {
 	size_t data = (size_t)max_sge * sizeof(struct droce_sge);
 
-	return offsetof(struct droce_wqe, sge) + (data > max_inline ? data : max_inline);
+	return data > max_inline ? data : max_inline;
+}
+
+/* Bytes of a WQE with room for @max_sge SGEs or @max_inline inline bytes, and
+ * a TSO header of @max_tso_header bytes after them. */
+static inline size_t
+droce_wqe_room(uint32_t max_sge, uint32_t max_inline, uint32_t max_tso_header)
+{
+	return offsetof(struct droce_wqe, sge) + droce_wqe_data_room(max_sge, max_inline) +
+	       max_tso_header;
+}
+
+/* The TSO header of a WQE of a QP with these caps. */
+static inline uint8_t *
+droce_wqe_tso_hdr(struct droce_wqe *w, uint32_t max_sge, uint32_t max_inline)
+{
+	return w->inline_data + droce_wqe_data_room(max_sge, max_inline);
 }
 
 struct droce_rqe {
@@ -621,6 +639,8 @@ unsigned int droce_flow_count_qp(const struct droce_qp *qp);
  * header (max_tso_header) a RAW_PACKET QP may ask for. */
 #define DROCE_DP_MAX_TSO (256u * 1024)
 #define DROCE_DP_MAX_TSO_HEADER 128u
+static_assert(DROCE_DP_MAX_TSO_HEADER <= sizeof(((struct droce_wqe *)0)->tso_room),
+	      "a full-size WQE holds the largest TSO header after its data room");
 /* The longest frame a RAW_PACKET QP sends on droce port @port: its MTU plus
  * an Ethernet header and one 802.1Q tag (0 for no such port). */
 uint32_t droce_raw_max_frame(unsigned int port);

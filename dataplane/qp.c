@@ -88,7 +88,8 @@ droce_qp_create_ex(enum droce_qp_type type, const struct droce_qp_caps *caps,
 	 * no inline data), a whole number of cache lines each */
 	qp->sq_stride = (uint32_t)RTE_ALIGN_CEIL(offsetof(struct droce_sq_slot, wqe) +
 						 droce_wqe_room(caps->max_send_sge,
-								caps->max_inline_data),
+								caps->max_inline_data,
+								caps->max_tso_header),
 						 RTE_CACHE_LINE_SIZE);
 	/* a power of two of slots, so an index finds its slot by a mask, not a
 	 * division; the queue still holds sq_size WQEs (ENOMEM past them) */

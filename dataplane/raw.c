@@ -300,10 +300,13 @@ send_tso(struct droce_qp *qp, const struct droce_wqe *w)
 	struct rte_gso_ctx ctx;
 	struct rte_ipv4_hdr *ip;
 	struct rte_mbuf *m;
+	/* the header after the WQE's data room (a const WQE: read only) */
+	const uint8_t *hdr = droce_wqe_tso_hdr((struct droce_wqe *)(uintptr_t)w,
+					       qp->caps.max_send_sge, qp->caps.max_inline_data);
 	bool prot;
 	int n;
 
-	droce_raw_parse(w->inline_data, hdr_sz, &h);
+	droce_raw_parse(hdr, hdr_sz, &h);
 	/* DPDK 22.11's GSO cuts TCP over IPv4 only; the header is exactly L2-L4 */
 	if (!h.ipv4 || h.l4 != IPPROTO_TCP || (uint32_t)h.l4_off + h.l4_len != hdr_sz ||
 	    mss == 0) {
@@ -317,8 +320,7 @@ send_tso(struct droce_qp *qp, const struct droce_wqe *w)
 	}
 	if ((uint32_t)(DROCE_TXBUF - qp->eng->ntx[qp->port_index]) < nseg)
 		return false; /* the port's waiting room first has to drain */
-	m = build_chain(qp, w, w->inline_data, hdr_sz,
-			(w->flags & DROCE_WQE_INLINE) ? hdr_sz : 0, w->length, &prot);
+	m = build_chain(qp, w, hdr, hdr_sz, 0, w->length, &prot);
 	if (m == NULL) {
 		if (!prot)
 			return false;

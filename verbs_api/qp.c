@@ -341,12 +341,12 @@ droce_verbs_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, uint64_t s
 		errno = EINVAL;
 		return NULL;
 	}
-	return droce_verbs_create_qp_in(pd->context, pd, ia, send_ops, NULL);
+	return droce_verbs_create_qp_in(pd->context, pd, ia, send_ops, NULL, 0);
 }
 
 struct ibv_qp *
 droce_verbs_create_qp_in(struct ibv_context *c, struct ibv_pd *pd, struct ibv_qp_init_attr *ia,
-			 uint64_t send_ops, struct droce_vxrcd *xrcd)
+			 uint64_t send_ops, struct droce_vxrcd *xrcd, uint32_t max_tso_header)
 {
 	struct droce_vctx *x;
 	struct droce_vqp *q;
@@ -413,7 +413,8 @@ droce_verbs_create_qp_in(struct ibv_context *c, struct ibv_pd *pd, struct ibv_qp
 	caps.sq_sig_all = ia->sq_sig_all != 0;
 	q->type = droce_verbs_dp_type(ia->qp_type);
 	q->xrc_role = role;
-	q->max_tso_header = 0; /* ibv_create_qp_ex sets it (qp_ex.c) */
+	caps.max_tso_header = max_tso_header; /* the send slots keep room for it */
+	q->max_tso_header = max_tso_header;
 	q->raw_max_frame = droce_raw_max_frame(x->port);
 	q->sq_sig_all = caps.sq_sig_all;
 	scq = (struct droce_vcq *)ia->send_cq;

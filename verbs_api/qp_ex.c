@@ -117,11 +117,9 @@ droce_verbs_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex
 	ia.cap = ax->cap;
 	ia.qp_type = ax->qp_type;
 	ia.sq_sig_all = ax->sq_sig_all;
-	qp = droce_verbs_create_qp_in(context, pd, &ia, ops, xrcd);
-	if (qp != NULL) {
+	qp = droce_verbs_create_qp_in(context, pd, &ia, ops, xrcd, tso);
+	if (qp != NULL)
 		ax->cap = ia.cap;
-		((struct droce_vqp *)qp)->max_tso_header = tso; /* before the QP is shared */
-	}
 	return qp;
 }
 

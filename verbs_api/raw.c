@@ -78,7 +78,8 @@ droce_verbs_raw_tso_hdr(const struct droce_vqp *q, struct droce_wqe *w, const vo
 	if (hdr == NULL || hdr_sz == 0 || hdr_sz > q->max_tso_header || mss == 0 ||
 	    (uint32_t)hdr_sz + mss > q->raw_max_frame)
 		return EINVAL;
-	memcpy(w->inline_data, hdr, hdr_sz);
+	/* after the WQE's data room, as the QP's send slots were cut for it */
+	memcpy(droce_wqe_tso_hdr(w, q->cap.max_send_sge, q->cap.max_inline_data), hdr, hdr_sz);
 	w->tso_hdr_sz = hdr_sz;
 	w->tso_mss = mss;
 	return 0;
@@ -98,7 +99,6 @@ droce_verbs_encode_raw(const struct droce_vqp *q, const struct ibv_send_wr *wr,
 		       struct droce_wqe *wqe)
 {
 	unsigned int op = (unsigned int)wr->opcode;
-	uint32_t base = 0;
 	uint64_t total = 0;
 	uint8_t flags = 0;
 	int rc;
@@ -127,14 +127,13 @@ droce_verbs_encode_raw(const struct droce_vqp *q, const struct ibv_send_wr *wr,
 		rc = droce_verbs_raw_tso_hdr(q, wqe, wr->tso.hdr, wr->tso.hdr_sz, wr->tso.mss);
 		if (rc != 0)
 			return rc;
-		base = wr->tso.hdr_sz;
 	}
 	for (int i = 0; i < wr->num_sge; i++)
 		total += wr->sg_list[i].length;
 	if (wr->send_flags & IBV_SEND_INLINE) {
-		uint8_t *dst = wqe->inline_data + base;
+		uint8_t *dst = wqe->inline_data;
 
-		if (total > q->cap.max_inline_data || base + total > DROCE_DP_MAX_INLINE)
+		if (total > q->cap.max_inline_data)
 			return EINVAL;
 		for (int i = 0; i < wr->num_sge; i++) {
 			uint32_t len = wr->sg_list[i].length;

@@ -369,15 +369,14 @@ wr_set_inline_data(struct ibv_qp_ex *x, void *addr, size_t length)
 
 	if (w == NULL)
 		return;
-	if (unlikely(length > q->cap.max_inline_data || (length && addr == NULL) ||
-		     w->tso_hdr_sz + length > DROCE_DP_MAX_INLINE)) {
+	if (unlikely(length > q->cap.max_inline_data || (length && addr == NULL))) {
 		fail(q, EINVAL);
 		return;
 	}
 	/* copied now: the caller may reuse its buffer on return (a TSO header
-	 * sits in front: the payload follows it) */
+	 * has its own place, after the data room) */
 	if (length)
-		memcpy(w->inline_data + w->tso_hdr_sz, addr, length);
+		memcpy(w->inline_data, addr, length);
 	w->num_sge = 0;
 	w->length = (uint32_t)length;
 	w->flags |= DROCE_WQE_INLINE;
@@ -398,13 +397,12 @@ wr_set_inline_data_list(struct ibv_qp_ex *x, size_t num_buf, const struct ibv_da
 	}
 	for (size_t i = 0; i < num_buf; i++) {
 		if (unlikely(buf[i].length > q->cap.max_inline_data - total ||
-			     w->tso_hdr_sz + total + buf[i].length > DROCE_DP_MAX_INLINE ||
 			     (buf[i].length && buf[i].addr == NULL))) {
 			fail(q, EINVAL);
 			return;
 		}
 		if (buf[i].length)
-			memcpy(w->inline_data + w->tso_hdr_sz + total, buf[i].addr, buf[i].length);
+			memcpy(w->inline_data + total, buf[i].addr, buf[i].length);
 		total += buf[i].length;
 	}
 	w->num_sge = 0;
