@@ -358,8 +358,10 @@ requester_tx(struct droce_qp *qp, unsigned int budget)
 				break;
 			if (!s->started && (w->flags & DROCE_WQE_FENCE) && qp->rd_atomic_out > 0)
 				break;
-			/* after losses, a READ's responses must fit in the loss window */
-			if (!s->started && rd && qp->rd_atomic_out > 0 && qp->cwnd &&
+			/* after losses, a READ's responses must fit in the loss window
+			 * (two may be out whatever it is: the second's answers show
+			 * the first's last ones lost without waiting for the timer) */
+			if (!s->started && rd && qp->rd_atomic_out > 1 && qp->cwnd &&
 			    (uint32_t)droce_psn_diff(qp->psn_next, qp->psn_una) +
 					    droce_seq_npkts(w->length, qp->attr.pmtu) > qp->cwnd)
 				break;

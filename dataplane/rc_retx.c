@@ -6,7 +6,7 @@
  * duplicate and NAKs a PSN gap), so it holds against any peer.
  *
  * The timer.  The QP's `timeout` attribute T = 4.096 us * 2^timeout is the
- * longest the requester waits; it also waits no less than T / 256 (at least
+ * longest the requester waits; it also waits no less than T / 1024 (at least
  * 20 us).  Between the two it waits RTO = SRTT + 4 * RTTVAR (RFC 6298's
  * estimator, one timed PSN at a time, never a re-sent one: Karn), doubled
  * per timeout in a row.  With no sample yet it waits T.
@@ -41,7 +41,7 @@
 #include "internal.h"
 
 #define RTO_MIN_US 20      /* the floor's floor */
-#define RTO_MIN_SHIFT 8    /* floor: T / 256 */
+#define RTO_MIN_SHIFT 10   /* floor: T / 1024 */
 #define RTO_BACKOFF_MAX 10
 #define CWND_MIN 16u       /* the loss window's floor, in PSNs */
 
