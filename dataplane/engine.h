@@ -174,6 +174,8 @@ struct droce_qp {
 	uint64_t retry_epoch;   /* start of the current attribute-timeout period without progress */
 	uint32_t rtt_psn;       /* the PSN being timed (never a retransmitted one) */
 	uint8_t rto_backoff;    /* adaptive timeouts in a row (doubles the timer) */
+	bool peer_heard;        /* an answer in the window arrived since the last timeout */
+	uint8_t alive_defers;   /* retries not spent since progress: the peer was answering */
 	uint32_t cwnd;          /* PSNs that may be unacknowledged (0: the whole window) */
 	uint32_t cwnd_una, cwnd_acc; /* additive increase: acknowledged since */
 	uint32_t goback_psn;    /* where the last sequence NAK sent us back to ... */

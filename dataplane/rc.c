@@ -529,6 +529,7 @@ comp_check_window(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 static enum comp_state
 comp_check_ghost(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 {
+	qp->peer_heard = true; /* in the window: the peer answers (rc_retx.c) */
 	/*
 	 * A NAK names the request that failed (or, for a sequence NAK, the
 	 * PSN the responder expects): one in [una, max - 1].  A NAK at una - 1
@@ -690,6 +691,7 @@ handle_read_resp(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *
 		qp->eng->stats.seq_drops++;
 		return;
 	}
+	qp->peer_heard = true;
 	expect = droce_psn_add(s->first_psn, s->got / pmtu);
 	if (psn != expect) {
 		if (droce_rc_read_gap_lc(qp, s, expect, psn)) {

@@ -15,7 +15,13 @@
  * `retry_cnt` is spent only when a whole T has passed without progress (the
  * oldest request still unacknowledged), so short adaptive timeouts never
  * exhaust the counter, and a peer that answers nothing fails the QP with
- * RETRY_EXC after (retry_cnt + 1) * T, as with a fixed timer of T.
+ * RETRY_EXC after (retry_cnt + 1) * T, as with a fixed timer of T.  A T
+ * without progress in which the peer did answer (ACKs, NAKs or READ
+ * responses inside the window, such as a slow responder's queue of
+ * responses sent before the lost one) is not a retry, up to retry_cnt + 1 of
+ * them in a row: Linux rxe under TCG answers a resumed READ only after the
+ * 16 x 64 KiB of responses it had queued, longer than the default 67 ms.
+ * A QP whose peer keeps answering without progress fails after twice that.
  *
  * On a timeout the requester first re-sends only its last packet (a probe,
  * AckReq set): a responder that has everything answers it with an ACK (a lost
@@ -148,6 +154,7 @@ droce_rc_progress_lc(struct droce_qp *qp)
 		qp->stats.srtt_ns = qp->srtt * 1000000000ull / qp->eng->tsc_hz;
 	}
 	window_grow(qp);
+	qp->alive_defers = 0;
 	qp->rto_backoff = 0;
 	qp->retry_epoch = qp->psn_una == qp->psn_next && qp->psn_una == qp->psn_max ? 0 : now;
 }
@@ -170,7 +177,13 @@ droce_rc_timers_lc(struct droce_qp *qp)
 	qp->stats.timeouts++;
 	if (qp->retry_epoch == 0)
 		qp->retry_epoch = now;
-	if (now - qp->retry_epoch >= droce_rc_rto_attr(qp)) {
+	if (now - qp->retry_epoch >= droce_rc_rto_attr(qp) && qp->peer_heard &&
+	    qp->alive_defers <= qp->attr.retry_cnt) {
+		/* no progress, but the peer answers (responses queued before
+		 * the lost one): not a retry, up to retry_cnt + 1 times */
+		qp->alive_defers++;
+		qp->retry_epoch = now;
+	} else if (now - qp->retry_epoch >= droce_rc_rto_attr(qp)) {
 		/* a whole timeout attribute without progress: one retry spent */
 		if (qp->retry_left == 0) {
 			droce_rc_fail_head_lc(qp, DROCE_ERR_RETRY_EXC);
@@ -181,6 +194,7 @@ droce_rc_timers_lc(struct droce_qp *qp)
 		qp->retry_epoch = now;
 	}
 	last = droce_psn_add(qp->psn_next, DROCE_PSN_MASK);
+	qp->peer_heard = false;
 	droce_rc_window_loss_lc(qp);
 	if (qp->rto_backoff++ == 0 && qp->psn_next == qp->psn_max && last != qp->psn_una &&
 	    droce_psn_diff(last, qp->psn_una) > 0) {

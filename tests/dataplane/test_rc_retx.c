@@ -318,3 +318,46 @@ Test(rc_retx, responder_naks_once_per_round)
 	cr_assert_eq(memcmp(rb.p, lb.p, len), 0, "WRITE bytes");
 	cr_assert_eq(s->seq_naks_tx, 3);
 }
+
+/* A peer that keeps answering (responses past a lost one) spends no retry
+ * while it does: retry_cnt 1 with a 16.8 ms attribute outlives 50 ms of
+ * them, then the READ completes. */
+Test(rc_retx, answering_peer_spends_no_retry)
+{
+	struct h_conn_opts o = h_conn_defaults(PMTU);
+	const struct droce_qp_stats *s;
+	struct droce_wqe w;
+	struct droce_cqe c;
+	static uint8_t src[16 * PMTU];
+	uint64_t until;
+
+	o.timeout = 12;
+	o.retry_cnt = 1;
+	setup(&o);
+	s = h_qp_stats(p.qp[0]);
+	h_fill(src, sizeof(src), 78);
+	w = h_wqe(0x61, DROCE_WR_RDMA_READ, DROCE_WQE_SIGNALED);
+	h_wqe_sge(&w, &lb, 0, sizeof(src));
+	w.remote_addr = h_va(&rb, 0);
+	w.rkey = rb.mr.rkey;
+	h_post_send(p.qp[0], &w);
+	wait_tx(p.qp[0], 1, "READ request");
+	read_resp(psn(H_PSN_A, 0), DROCE_OP_READ_RESP_FIRST, src, PMTU);
+	until = h_now_ms() + 50;
+	while (h_now_ms() < until) {
+		/* response 1 is lost; the responder is busy with later ones */
+		read_resp(psn(H_PSN_A, 2 + (uint32_t)(h_now_ms() % 10)), DROCE_OP_READ_RESP_MIDDLE,
+			  src + 2 * PMTU, PMTU);
+		h_spin(4);
+	}
+	cr_assert_eq(h_qp_state(p.qp[0]), DROCE_QPS_RTS, "failed after %" PRIu64 " retries",
+		     s->retries);
+	cr_assert_geq(s->timeouts, 2);
+	for (uint32_t i = 1; i < 16; i++)
+		read_resp(psn(H_PSN_A, i), i == 1 ? DROCE_OP_READ_RESP_FIRST :
+					 i == 15 ? DROCE_OP_READ_RESP_LAST : DROCE_OP_READ_RESP_MIDDLE,
+			  src + i * PMTU, PMTU);
+	c = h_poll1(p.scq[0], POLL_MS, "READ");
+	cr_assert_eq(c.status, DROCE_WC_SUCCESS, "status %u", c.status);
+	cr_assert_eq(memcmp(lb.p, src, sizeof(src)), 0, "READ bytes");
+}
