@@ -22,7 +22,7 @@ import struct
 import sys
 import time
 
-NS = "droce-hv%d" % os.getpid()
+NS = os.environ.get("DROCE_HV_NS") or "droce-hv%d" % os.getpid()  # inner: the outer's
 DROCE_IP, PEER_IP = "198.18.3.1", "198.18.3.2"
 DROCE_MAC = "02:00:c6:12:03:01"
 RQ_PSN = 0x1000
@@ -53,7 +53,7 @@ def outer(build):
             run("ip", "-n", NS, "link", "set", dev, "up")
         run("ip", "-n", NS, "addr", "add", PEER_IP + "/24", "dev", "hv1")
         rc = subprocess.run(["ip", "netns", "exec", NS, sys.executable, __file__, "--inner",
-                             build]).returncode
+                             build], env=dict(os.environ, DROCE_HV_NS=NS)).returncode
     finally:
         subprocess.run(["ip", "netns", "del", NS])
         if os.path.exists("/tmp/%s.ini" % NS):
