@@ -284,6 +284,7 @@ struct droce_engine {
 	struct rte_mbuf *txq[DROCE_MAX_PORTS][DROCE_TXBUF];
 	uint16_t ntx[DROCE_MAX_PORTS];
 	uint64_t now;          /* TSC, read once per loop */
+	uint64_t pass_gap;     /* TSC since the pass before (the engine was not running) */
 	uint64_t tsc_hz;
 	struct droce_engine_stats stats;
 	_Atomic bool stop;

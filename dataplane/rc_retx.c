@@ -7,7 +7,8 @@
  *
  * The timer.  The QP's `timeout` attribute T = 4.096 us * 2^timeout is the
  * longest the requester waits; it also waits no less than T / 1024 (at least
- * 20 us).  Between the two it waits RTO = SRTT + 4 * RTTVAR (RFC 6298's
+ * 500 us), and a pause of the engine itself (more than 100 us between two
+ * passes: descheduled, or nobody drove it) does not count as waiting.  Between the two it waits RTO = SRTT + 4 * RTTVAR (RFC 6298's
  * estimator, one timed PSN at a time, never a re-sent one: Karn), doubled
  * per timeout in a row.  With no sample yet it waits T.
  *
@@ -46,7 +47,8 @@
 #include "rc_internal.h"
 #include "internal.h"
 
-#define RTO_MIN_US 20      /* the floor's floor */
+#define RTO_MIN_US 500     /* the floor's floor */
+#define STALL_US 100       /* an engine pause longer than this is not waiting time */
 #define RTO_MIN_SHIFT 10   /* floor: T / 1024 */
 #define RTO_BACKOFF_MAX 10
 #define CWND_MIN 16u       /* the loss window's floor, in PSNs */
@@ -165,6 +167,17 @@ droce_rc_timers_lc(struct droce_qp *qp)
 	uint64_t now = qp->eng->now;
 	uint32_t last;
 
+	if (qp->eng->pass_gap > qp->eng->tsc_hz / 1000000 * STALL_US) {
+		/* the engine did not run (descheduled, or nobody drove it): the
+		 * peer's answers may be arriving only now, after this pass's
+		 * receive phase; that pause is neither RTT nor a stall */
+		uint64_t shift = qp->eng->pass_gap - qp->eng->tsc_hz / 1000000 * STALL_US;
+
+		if (qp->rto_deadline)
+			qp->rto_deadline += shift;
+		if (qp->retry_epoch)
+			qp->retry_epoch += RTE_MIN(shift, now - qp->retry_epoch);
+	}
 	if (qp->req_state == DROCE_REQ_RNR_WAIT && now >= qp->rnr_deadline) {
 		qp->req_state = DROCE_REQ_IDLE;
 		qp->rnr_deadline = 0;
