@@ -114,7 +114,7 @@ resolve(struct droce_port *from, struct droce_port *to, struct rte_ether_addr *m
 		return;
 	memcpy(&ip, gid + 12, 4);
 	if (droce_port_arp_request(from, 0, ip) < 0) {
-		fprintf(stderr, "droce-loop: %s: ARP request failed: %s\n", from->cfg->name,
+		fprintf(stderr, "droce-loop: %s: ARP request failed: %s\n", droce_port_cfg(from)->name,
 			strerror(errno));
 		return;
 	}
@@ -132,13 +132,13 @@ resolve(struct droce_port *from, struct droce_port *to, struct rte_ether_addr *m
 
 			rte_ether_format_addr(s, sizeof(s), mac);
 			if (!quiet)
-				printf("arp: %s resolved %u.%u.%u.%u (%s) to %s\n", from->cfg->name,
-				       gid[12], gid[13], gid[14], gid[15], to->cfg->name, s);
+				printf("arp: %s resolved %u.%u.%u.%u (%s) to %s\n", droce_port_cfg(from)->name,
+				       gid[12], gid[13], gid[14], gid[15], droce_port_cfg(to)->name, s);
 			return;
 		}
 	}
 	fprintf(stderr, "droce-loop: %s: no ARP reply from %s; using its configured MAC\n",
-		from->cfg->name, to->cfg->name);
+		droce_port_cfg(from)->name, droce_port_cfg(to)->name);
 }
 
 static void
@@ -159,9 +159,9 @@ setup_direction(struct direction *d, const char *name, struct droce_port *tx,
 	memcpy(path.src_gid, droce_port_gid(tx, 0), 16);
 	memcpy(path.dst_gid, droce_port_gid(rx, 0), 16);
 	path.ipv6 = !droce_gid_is_v4mapped(path.src_gid) || !droce_gid_is_v4mapped(path.dst_gid);
-	if (tx->vlan) {
+	if (droce_port_vlan(tx) != 0) {
 		path.vlan = true;
-		path.vlan_id = tx->vlan;
+		path.vlan_id = droce_port_vlan(tx);
 	}
 	path.udp_sport = (uint16_t)(0xc000 | dqpn);
 	path.ip_id = 1;
@@ -500,10 +500,10 @@ main(int argc, char **argv)
 	if (!quiet)
 		printf("droce-loop: config %s: %s <-> %s, %" PRIu64 " frames of %" PRIu64
 		       " payload bytes each way\n",
-		       droce_get_config()->source, p0->dev_name, p1->dev_name, count, size);
+		       droce_get_config()->source, droce_port_name(p0), droce_port_name(p1), count, size);
 	if (!droce_port_link_up(p0) || !droce_port_link_up(p1))
-		fprintf(stderr, "droce-loop: warning: link down (%s %s, %s %s)\n", p0->cfg->name,
-			p0->link_up ? "up" : "down", p1->cfg->name, p1->link_up ? "up" : "down");
+		fprintf(stderr, "droce-loop: warning: link down (%s %s, %s %s)\n", droce_port_cfg(p0)->name,
+			droce_port_link_cached(p0) ? "up" : "down", droce_port_cfg(p1)->name, droce_port_link_cached(p1) ? "up" : "down");
 
 	resolve(p0, p1, &mac01, quiet);
 	resolve(p1, p0, &mac10, quiet);
@@ -587,7 +587,7 @@ done:
 				printf("%s: impair %s: dropped %" PRIu64 " duplicated %" PRIu64
 				       " reordered %" PRIu64 " delayed %" PRIu64 " corrupted %" PRIu64
 				       " link-down %" PRIu64 "\n",
-				       p->cfg->name, k == 0 ? "tx" : "rx", is[k]->dropped,
+				       droce_port_cfg(p)->name, k == 0 ? "tx" : "rx", is[k]->dropped,
 				       is[k]->duplicated, is[k]->reordered, is[k]->delayed,
 				       is[k]->corrupted, is[k]->link_down);
 		}

@@ -5,35 +5,13 @@
  * is not an EFA device: EOPNOTSUPP, returned or in errno.  perftest calls
  * them only for SRD QPs.
  */
-#include <errno.h>
 #include <stddef.h>
 
 #include <infiniband/efadv.h>
 
-struct ibv_qp *
-efadv_create_driver_qp(struct ibv_pd *ibvpd, struct ibv_qp_init_attr *attr,
-		       uint32_t driver_qp_type)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
+#include "standin.h"
 
-struct ibv_qp *
-efadv_create_qp_ex(struct ibv_context *ibvctx, struct ibv_qp_init_attr_ex *attr_ex,
-		   struct efadv_qp_init_attr *efa_attr, uint32_t inlen)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-int
-efadv_query_device(struct ibv_context *ibvctx, struct efadv_device_attr *attr, uint32_t inlen)
-{
-	return EOPNOTSUPP;
-}
-
-int
-efadv_query_ah(struct ibv_ah *ibvah, struct efadv_ah_attr *attr, uint32_t inlen)
-{
-	return EOPNOTSUPP;
-}
+STANDIN_ERRNO(struct ibv_qp *, NULL, efadv_create_driver_qp, struct ibv_pd *ibvpd, struct ibv_qp_init_attr *attr, uint32_t driver_qp_type)
+STANDIN_ERRNO(struct ibv_qp *, NULL, efadv_create_qp_ex, struct ibv_context *ibvctx, struct ibv_qp_init_attr_ex *attr_ex, struct efadv_qp_init_attr *efa_attr, uint32_t inlen)
+STANDIN_RETURN(int, EOPNOTSUPP, efadv_query_device, struct ibv_context *ibvctx, struct efadv_device_attr *attr, uint32_t inlen)
+STANDIN_RETURN(int, EOPNOTSUPP, efadv_query_ah, struct ibv_ah *ibvah, struct efadv_ah_attr *attr, uint32_t inlen)

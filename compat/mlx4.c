@@ -6,34 +6,13 @@
  * functions (MLX4_1.0), answering as libmlx4 does for a device that is not
  * a Mellanox one: EOPNOTSUPP.
  */
-#include <errno.h>
 #include <stddef.h>
 
 #include <infiniband/mlx4dv.h>
 
-int
-mlx4dv_init_obj(struct mlx4dv_obj *obj, uint64_t obj_type)
-{
-	return EOPNOTSUPP;
-}
+#include "standin.h"
 
-struct ibv_qp *
-mlx4dv_create_qp(struct ibv_context *context, struct ibv_qp_init_attr_ex *attr,
-		 struct mlx4dv_qp_init_attr *mlx4_qp_attr)
-{
-	errno = EOPNOTSUPP;
-	return NULL;
-}
-
-int
-mlx4dv_query_device(struct ibv_context *ctx_in, struct mlx4dv_context *attrs_out)
-{
-	return EOPNOTSUPP;
-}
-
-int
-mlx4dv_set_context_attr(struct ibv_context *context, enum mlx4dv_set_ctx_attr_type attr_type,
-			void *attr)
-{
-	return EOPNOTSUPP;
-}
+STANDIN_RETURN(int, EOPNOTSUPP, mlx4dv_init_obj, struct mlx4dv_obj *obj, uint64_t obj_type)
+STANDIN_ERRNO(struct ibv_qp *, NULL, mlx4dv_create_qp, struct ibv_context *context, struct ibv_qp_init_attr_ex *attr, struct mlx4dv_qp_init_attr *mlx4_qp_attr)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx4dv_query_device, struct ibv_context *ctx_in, struct mlx4dv_context *attrs_out)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx4dv_set_context_attr, struct ibv_context *context, enum mlx4dv_set_ctx_attr_type attr_type, void *attr)

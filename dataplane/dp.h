@@ -304,7 +304,8 @@ struct droce_wqe {
 	uint32_t length;        /* sum of the SGEs, or inline_len */
 	uint64_t compare_add, swap;
 	/* UD only (NULL / 0 otherwise): destination and its QPN and Q_Key; a
-	 * remote_qkey with the high bit set means the sending QP's own qkey */
+	 * remote_qkey with the high bit set means the sending QP's own qkey.
+	 * XRC initiator: remote_qpn is the remote XRC SRQ number (XRCETH). */
 	struct droce_ah *ah;
 	uint32_t remote_qpn;
 	uint32_t remote_qkey;
@@ -329,6 +330,9 @@ struct droce_qp *droce_qp_create(enum droce_qp_type type, const struct droce_qp_
 				 struct droce_cq *send_cq, struct droce_cq *recv_cq,
 				 uint32_t pd_id, unsigned int port);
 uint32_t droce_qp_num(const struct droce_qp *qp);
+/* Bytes the QP's work queues take (send slots, receive slots, their per-WQE
+ * state): what a QP costs beyond its own state (the scale test's figure). */
+size_t droce_qp_queue_bytes(const struct droce_qp *qp);
 unsigned int droce_qp_engine(const struct droce_qp *qp);
 
 /* Applies validated attributes, in call order with the thread's posts. */
@@ -443,6 +447,11 @@ struct droce_qp_ext {
 	 * 0, which every engine hands QP1 frames to.  Its receives also teach
 	 * the port's ARP table the sender's MAC, so replies need no ARP. */
 	bool gsi;
+	/* XRC (type RC): an initiator (XRC_SEND: no receive side, recv_cq
+	 * unused) or a target (XRC_RECV: no send side, CQs unused; each request
+	 * names an XRC SRQ of domain @xrcd, published by droce_xrc_srq_publish) */
+	enum droce_xrc_role { DROCE_XRC_NONE, DROCE_XRC_INI, DROCE_XRC_TGT } xrc;
+	uint32_t xrcd;
 };
 
 #define DROCE_DP_GSI_QPN 1
@@ -452,6 +461,20 @@ struct droce_qp *droce_qp_create_ex(enum droce_qp_type type, const struct droce_
 				    struct droce_cq *send_cq, struct droce_cq *recv_cq,
 				    uint32_t pd_id, unsigned int port,
 				    const struct droce_qp_ext *ext);
+
+/* ---- XRC SRQ numbers (xrc.c) ----
+ *
+ * An XRC SRQ is a droce_srq published under a 24-bit SRQ number with its XRC
+ * domain, the PD its memory checks use and the CQ its receives complete on.
+ * Engines look numbers up without locks; a target QP holds the SRQ it last
+ * delivered into (attached) until it moves on or is destroyed.
+ */
+/* 0 and the number in *@srqn, or ENOMEM when every number is taken. */
+int droce_xrc_srq_publish(struct droce_srq *srq, uint32_t xrcd, uint32_t pd_id,
+			  struct droce_cq *cq, uint32_t *srqn);
+/* Withdraws @srqn and waits until no engine can look it up: 0, or EBUSY (it
+ * stays published) while a target QP still holds its SRQ. */
+int droce_xrc_srq_unpublish(uint32_t srqn);
 
 /* ---- neighbours ---- */
 

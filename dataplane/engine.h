@@ -114,6 +114,36 @@ struct droce_qp_stats {
 	uint64_t resp_cut;     /* queued READ responses dropped: the requester went back */
 	uint64_t srtt_ns;      /* a gauge: the smoothed RTT (0: no sample yet) */
 	uint64_t rto_ns;       /* a gauge: the retransmission timer now */
+	uint64_t xrc_srq_naks;     /* XRC target: requests naming no SRQ of its domain */
+};
+
+/* READ responses and atomic ACKs, sent in PSN order by the tx phase */
+struct droce_rd_resp {
+	uint32_t psn, len, off, rkey;
+	uint64_t va;      /* READ */
+	uint64_t orig;    /* atomic: the value before */
+	bool atomic;
+	bool dup;         /* answers a duplicate request */
+	uint8_t nak_err;  /* a NAK for this enum droce_err (0: a response) */
+};
+#define DROCE_RD_RESP_CAP (2 * DROCE_DP_MAX_RD_ATOMIC + 2)
+
+/* Results of recent atomics, replayed to a duplicate request. */
+struct droce_atomic_replay {
+	uint32_t psn;
+	uint64_t orig;
+	bool valid;
+};
+
+/*
+ * A responder's READ / atomic resources (1.7 KiB).  Most QPs never receive a
+ * READ or an atomic, so the engine allocates them at the first one
+ * (droce_qp_resp_res_lc) and they go with the QP; a QP holds no memory for
+ * them before.
+ */
+struct droce_resp_res {
+	struct droce_atomic_replay atomic_replay[DROCE_ATOMIC_REPLAY];
+	struct droce_rd_resp rd_resp[DROCE_RD_RESP_CAP];
 };
 
 struct droce_qp {
@@ -131,6 +161,12 @@ struct droce_qp {
 	struct droce_rq_slot *rq;
 	struct droce_swqe *swqe;   /* engine-side, parallel to sq */
 	struct droce_srq *srq;     /* receive WQEs come from here (rq: one staging slot) */
+	/* XRC (xrc.c): an RC QP whose requests carry the XRCETH (initiator) or
+	 * whose responder takes its SRQ, CQ and PD from each request's XRCETH
+	 * (target: srq, rcq and pd_id then change on the engine) */
+	uint8_t xport;             /* transport bits of its opcodes: RC or XRC */
+	uint8_t xrc_role;          /* enum droce_xrc_role */
+	uint32_t xrcd;             /* the target's XRC domain */
 	droce_qp_event_fn event_fn; /* affiliated async events (engine thread) */
 	void *event_arg;
 
@@ -199,17 +235,12 @@ struct droce_qp {
 	bool ack_pending;
 	uint32_t ack_psn;
 	uint8_t ack_syndrome;
-	struct { uint32_t psn; uint64_t orig; bool valid; } atomic_replay[DROCE_ATOMIC_REPLAY];
+	/* READ / atomic resources (struct droce_resp_res): NULL until the first
+	 * READ or atomic request; the two pointers are into res */
+	struct droce_resp_res *res;
+	struct droce_atomic_replay *atomic_replay; /* DROCE_ATOMIC_REPLAY entries */
+	struct droce_rd_resp *rd_resp;             /* DROCE_RD_RESP_CAP entries */
 	uint32_t atomic_replay_next;
-	/* READ responses and atomic ACKs, sent in PSN order by the tx phase */
-	struct droce_rd_resp {
-		uint32_t psn, len, off, rkey;
-		uint64_t va;      /* READ */
-		uint64_t orig;    /* atomic: the value before */
-		bool atomic;
-		bool dup;         /* answers a duplicate request */
-		uint8_t nak_err;  /* a NAK for this enum droce_err (0: a response) */
-	} rd_resp[2 * DROCE_DP_MAX_RD_ATOMIC + 2];
 	uint32_t rd_resp_head, rd_resp_count;
 };
 
@@ -337,6 +368,8 @@ unsigned int droce_uc_tx_lc(struct droce_qp *qp, unsigned int budget);
 void droce_ud_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *p);
 unsigned int droce_ud_tx_lc(struct droce_qp *qp, unsigned int budget);
 void droce_qp_set_state_lc(struct droce_qp *qp, enum droce_qp_state state);
+/* Allocates the QP's READ / atomic resources if it has none yet: 0 or ENOMEM. */
+int droce_qp_resp_res_lc(struct droce_qp *qp);
 void droce_qp_apply_mod_lc(struct droce_qp *qp, const struct droce_qp_mod *mod);
 /* True while the QP still has something to send or a timer running. */
 bool droce_qp_busy_lc(const struct droce_qp *qp);

@@ -6,6 +6,9 @@
 
 #include <rte_log.h>
 
+/* The port fields the fast path reads without a call (mp, mtu, vlan, index). */
+#include "pmd_glue/port_struct.h"
+
 extern int droce_dp_logtype;
 #define DP_LOG(level, fmt, ...) \
 	rte_log(RTE_LOG_##level, droce_dp_logtype, "droce.dp: " fmt "\n", ##__VA_ARGS__)

@@ -10,6 +10,7 @@
 
 const uint8_t droce_hdr_size[DROCE_HDR_COUNT] = {
 	[DROCE_HDR_DETH] = sizeof(struct droce_deth),
+	[DROCE_HDR_XRCETH] = sizeof(struct droce_xrceth),
 	[DROCE_HDR_RETH] = sizeof(struct droce_reth),
 	[DROCE_HDR_ATMETH] = sizeof(struct droce_atmeth),
 	[DROCE_HDR_AETH] = sizeof(struct droce_aeth),
@@ -21,6 +22,7 @@ const uint8_t droce_hdr_size[DROCE_HDR_COUNT] = {
 
 const char *const droce_hdr_name[DROCE_HDR_COUNT] = {
 	[DROCE_HDR_DETH] = "DETH",
+	[DROCE_HDR_XRCETH] = "XRCETH",
 	[DROCE_HDR_RETH] = "RETH",
 	[DROCE_HDR_ATMETH] = "AtomicETH",
 	[DROCE_HDR_AETH] = "AETH",
@@ -36,7 +38,8 @@ const char *const droce_hdr_name[DROCE_HDR_COUNT] = {
 /* Bytes of the headers present in mask m that come before header h (IBTA order). */
 #define PRESENT(m, h) (((m) >> DROCE_HDR_##h) & 1u)
 #define BEFORE_DETH(m) 0u
-#define BEFORE_RETH(m) (BEFORE_DETH(m) + PRESENT(m, DETH) * sizeof(struct droce_deth))
+#define BEFORE_XRCETH(m) (BEFORE_DETH(m) + PRESENT(m, DETH) * sizeof(struct droce_deth))
+#define BEFORE_RETH(m) (BEFORE_XRCETH(m) + PRESENT(m, XRCETH) * sizeof(struct droce_xrceth))
 #define BEFORE_ATMETH(m) (BEFORE_RETH(m) + PRESENT(m, RETH) * sizeof(struct droce_reth))
 #define BEFORE_AETH(m) (BEFORE_ATMETH(m) + PRESENT(m, ATMETH) * sizeof(struct droce_atmeth))
 #define BEFORE_ATMACK(m) (BEFORE_AETH(m) + PRESENT(m, AETH) * sizeof(struct droce_aeth))
@@ -47,66 +50,77 @@ const char *const droce_hdr_name[DROCE_HDR_COUNT] = {
 #define OFF(m, h) [DROCE_HDR_##h] = \
 	(uint8_t)(PRESENT(m, h) ? sizeof(struct droce_bth) + BEFORE_##h(m) : 0)
 
-static_assert(DROCE_HDR_COUNT == 8, "ROW() lists every extended header");
+static_assert(DROCE_HDR_COUNT == 9, "ROW() lists every extended header");
 
 #define ROW(nm, fl, hm) { \
 	.name = (nm), .flags = F(VALID) | (fl), .hdr_mask = (hm), \
 	.hdr_len = (uint8_t)(sizeof(struct droce_bth) + EXT_LEN(hm)), \
-	.off = { OFF(hm, DETH), OFF(hm, RETH), OFF(hm, ATMETH), OFF(hm, AETH), \
+	.off = { OFF(hm, DETH), OFF(hm, XRCETH), OFF(hm, RETH), OFF(hm, ATMETH), OFF(hm, AETH), \
 		 OFF(hm, ATMACK), OFF(hm, IMMDT), OFF(hm, IETH), OFF(hm, CNP) } }
 
 /* Operation rows shared by the RC and UC transports (UC has no read/atomic/inv). */
 #define OP(tr, op, nm, fl, hm) \
 	[DROCE_OPC(DROCE_TRANSPORT_##tr, DROCE_OP_##op)] = ROW(#tr "_" nm, fl, hm)
 
-#define SEND_ROWS(tr)                                                               \
-	OP(tr, SEND_FIRST, "SEND_FIRST", F(REQ) | F(SEND) | F(FIRST) | F(PAYLOAD) | F(RWQE), 0), \
-	OP(tr, SEND_MIDDLE, "SEND_MIDDLE", F(REQ) | F(SEND) | F(MIDDLE) | F(PAYLOAD) | F(RWQE), 0), \
-	OP(tr, SEND_LAST, "SEND_LAST", F(REQ) | F(SEND) | F(LAST) | F(PAYLOAD) | F(RWQE), 0), \
+/* Request rows carry the extra headers @x right after the BTH (XRC: the
+ * XRCETH, IBTA 9.2: BTH, XRCETH, then RETH / AtomicETH / ImmDt / IETH). */
+#define SEND_ROWS(tr, x)                                                            \
+	OP(tr, SEND_FIRST, "SEND_FIRST", F(REQ) | F(SEND) | F(FIRST) | F(PAYLOAD) | F(RWQE), (x)), \
+	OP(tr, SEND_MIDDLE, "SEND_MIDDLE", F(REQ) | F(SEND) | F(MIDDLE) | F(PAYLOAD) | F(RWQE), (x)), \
+	OP(tr, SEND_LAST, "SEND_LAST", F(REQ) | F(SEND) | F(LAST) | F(PAYLOAD) | F(RWQE), (x)), \
 	OP(tr, SEND_LAST_IMM, "SEND_LAST_WITH_IMMEDIATE",                             \
-	   F(REQ) | F(SEND) | F(LAST) | F(PAYLOAD) | F(RWQE) | F(IMM), H(IMMDT)),     \
-	OP(tr, SEND_ONLY, "SEND_ONLY", F(REQ) | F(SEND) | F(ONLY) | F(PAYLOAD) | F(RWQE), 0), \
+	   F(REQ) | F(SEND) | F(LAST) | F(PAYLOAD) | F(RWQE) | F(IMM), (x) | H(IMMDT)), \
+	OP(tr, SEND_ONLY, "SEND_ONLY", F(REQ) | F(SEND) | F(ONLY) | F(PAYLOAD) | F(RWQE), (x)), \
 	OP(tr, SEND_ONLY_IMM, "SEND_ONLY_WITH_IMMEDIATE",                             \
-	   F(REQ) | F(SEND) | F(ONLY) | F(PAYLOAD) | F(RWQE) | F(IMM), H(IMMDT))
+	   F(REQ) | F(SEND) | F(ONLY) | F(PAYLOAD) | F(RWQE) | F(IMM), (x) | H(IMMDT))
 
-#define WRITE_ROWS(tr)                                                              \
-	OP(tr, WRITE_FIRST, "RDMA_WRITE_FIRST", F(REQ) | F(WRITE) | F(FIRST) | F(PAYLOAD), H(RETH)), \
-	OP(tr, WRITE_MIDDLE, "RDMA_WRITE_MIDDLE", F(REQ) | F(WRITE) | F(MIDDLE) | F(PAYLOAD), 0), \
-	OP(tr, WRITE_LAST, "RDMA_WRITE_LAST", F(REQ) | F(WRITE) | F(LAST) | F(PAYLOAD), 0), \
+#define WRITE_ROWS(tr, x)                                                           \
+	OP(tr, WRITE_FIRST, "RDMA_WRITE_FIRST", F(REQ) | F(WRITE) | F(FIRST) | F(PAYLOAD), (x) | H(RETH)), \
+	OP(tr, WRITE_MIDDLE, "RDMA_WRITE_MIDDLE", F(REQ) | F(WRITE) | F(MIDDLE) | F(PAYLOAD), (x)), \
+	OP(tr, WRITE_LAST, "RDMA_WRITE_LAST", F(REQ) | F(WRITE) | F(LAST) | F(PAYLOAD), (x)), \
 	OP(tr, WRITE_LAST_IMM, "RDMA_WRITE_LAST_WITH_IMMEDIATE",                      \
-	   F(REQ) | F(WRITE) | F(LAST) | F(PAYLOAD) | F(RWQE) | F(IMM), H(IMMDT)),    \
-	OP(tr, WRITE_ONLY, "RDMA_WRITE_ONLY", F(REQ) | F(WRITE) | F(ONLY) | F(PAYLOAD), H(RETH)), \
+	   F(REQ) | F(WRITE) | F(LAST) | F(PAYLOAD) | F(RWQE) | F(IMM), (x) | H(IMMDT)), \
+	OP(tr, WRITE_ONLY, "RDMA_WRITE_ONLY", F(REQ) | F(WRITE) | F(ONLY) | F(PAYLOAD), (x) | H(RETH)), \
 	OP(tr, WRITE_ONLY_IMM, "RDMA_WRITE_ONLY_WITH_IMMEDIATE",                      \
-	   F(REQ) | F(WRITE) | F(ONLY) | F(PAYLOAD) | F(RWQE) | F(IMM), H(RETH) | H(IMMDT))
+	   F(REQ) | F(WRITE) | F(ONLY) | F(PAYLOAD) | F(RWQE) | F(IMM), (x) | H(RETH) | H(IMMDT))
+
+/* READ, atomics, responses and SEND with invalidate: RC and XRC (responses
+ * carry no XRCETH). */
+#define RELIABLE_ROWS(tr, x)                                                        \
+	OP(tr, READ_REQ, "RDMA_READ_REQUEST", F(REQ) | F(READ) | F(ONLY), (x) | H(RETH)), \
+	OP(tr, READ_RESP_FIRST, "RDMA_READ_RESPONSE_FIRST",                           \
+	   F(RESP) | F(READ) | F(FIRST) | F(PAYLOAD), H(AETH)),                       \
+	OP(tr, READ_RESP_MIDDLE, "RDMA_READ_RESPONSE_MIDDLE",                         \
+	   F(RESP) | F(READ) | F(MIDDLE) | F(PAYLOAD), 0),                            \
+	OP(tr, READ_RESP_LAST, "RDMA_READ_RESPONSE_LAST",                             \
+	   F(RESP) | F(READ) | F(LAST) | F(PAYLOAD), H(AETH)),                        \
+	OP(tr, READ_RESP_ONLY, "RDMA_READ_RESPONSE_ONLY",                             \
+	   F(RESP) | F(READ) | F(ONLY) | F(PAYLOAD), H(AETH)),                        \
+	OP(tr, ACK, "ACKNOWLEDGE", F(RESP) | F(ACK) | F(ONLY), H(AETH)),              \
+	OP(tr, ATOMIC_ACK, "ATOMIC_ACKNOWLEDGE",                                      \
+	   F(RESP) | F(ACK) | F(ATOMIC) | F(ONLY), H(AETH) | H(ATMACK)),              \
+	OP(tr, CMP_SWAP, "COMPARE_SWAP", F(REQ) | F(ATOMIC) | F(ONLY), (x) | H(ATMETH)), \
+	OP(tr, FETCH_ADD, "FETCH_ADD", F(REQ) | F(ATOMIC) | F(ONLY), (x) | H(ATMETH)), \
+	OP(tr, SEND_LAST_INV, "SEND_LAST_WITH_INVALIDATE",                            \
+	   F(REQ) | F(SEND) | F(LAST) | F(PAYLOAD) | F(RWQE) | F(INV), (x) | H(IETH)), \
+	OP(tr, SEND_ONLY_INV, "SEND_ONLY_WITH_INVALIDATE",                            \
+	   F(REQ) | F(SEND) | F(ONLY) | F(PAYLOAD) | F(RWQE) | F(INV), (x) | H(IETH))
 
 const struct droce_opcode_info droce_opcode_table[256] = {
-	SEND_ROWS(RC),
-	WRITE_ROWS(RC),
-	OP(RC, READ_REQ, "RDMA_READ_REQUEST", F(REQ) | F(READ) | F(ONLY), H(RETH)),
-	OP(RC, READ_RESP_FIRST, "RDMA_READ_RESPONSE_FIRST",
-	   F(RESP) | F(READ) | F(FIRST) | F(PAYLOAD), H(AETH)),
-	OP(RC, READ_RESP_MIDDLE, "RDMA_READ_RESPONSE_MIDDLE",
-	   F(RESP) | F(READ) | F(MIDDLE) | F(PAYLOAD), 0),
-	OP(RC, READ_RESP_LAST, "RDMA_READ_RESPONSE_LAST",
-	   F(RESP) | F(READ) | F(LAST) | F(PAYLOAD), H(AETH)),
-	OP(RC, READ_RESP_ONLY, "RDMA_READ_RESPONSE_ONLY",
-	   F(RESP) | F(READ) | F(ONLY) | F(PAYLOAD), H(AETH)),
-	OP(RC, ACK, "ACKNOWLEDGE", F(RESP) | F(ACK) | F(ONLY), H(AETH)),
-	OP(RC, ATOMIC_ACK, "ATOMIC_ACKNOWLEDGE",
-	   F(RESP) | F(ACK) | F(ATOMIC) | F(ONLY), H(AETH) | H(ATMACK)),
-	OP(RC, CMP_SWAP, "COMPARE_SWAP", F(REQ) | F(ATOMIC) | F(ONLY), H(ATMETH)),
-	OP(RC, FETCH_ADD, "FETCH_ADD", F(REQ) | F(ATOMIC) | F(ONLY), H(ATMETH)),
-	OP(RC, SEND_LAST_INV, "SEND_LAST_WITH_INVALIDATE",
-	   F(REQ) | F(SEND) | F(LAST) | F(PAYLOAD) | F(RWQE) | F(INV), H(IETH)),
-	OP(RC, SEND_ONLY_INV, "SEND_ONLY_WITH_INVALIDATE",
-	   F(REQ) | F(SEND) | F(ONLY) | F(PAYLOAD) | F(RWQE) | F(INV), H(IETH)),
+	SEND_ROWS(RC, 0),
+	WRITE_ROWS(RC, 0),
+	RELIABLE_ROWS(RC, 0),
 
-	SEND_ROWS(UC),
-	WRITE_ROWS(UC),
+	SEND_ROWS(UC, 0),
+	WRITE_ROWS(UC, 0),
 
 	OP(UD, SEND_ONLY, "SEND_ONLY", F(REQ) | F(SEND) | F(ONLY) | F(PAYLOAD) | F(RWQE), H(DETH)),
 	OP(UD, SEND_ONLY_IMM, "SEND_ONLY_WITH_IMMEDIATE",
 	   F(REQ) | F(SEND) | F(ONLY) | F(PAYLOAD) | F(RWQE) | F(IMM), H(DETH) | H(IMMDT)),
+
+	SEND_ROWS(XRC, H(XRCETH)),
+	WRITE_ROWS(XRC, H(XRCETH)),
+	RELIABLE_ROWS(XRC, H(XRCETH)),
 
 	[DROCE_OP_CNP] = ROW("CNP", F(CNP) | F(ONLY), H(CNP)),
 };

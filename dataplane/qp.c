@@ -16,6 +16,7 @@
 #include "internal.h"
 #include "qp_internal.h"
 #include "srq.h"
+#include "xrc.h"
 
 static _Atomic unsigned int next_engine;
 
@@ -38,6 +39,7 @@ droce_qp_create_ex(enum droce_qp_type type, const struct droce_qp_caps *caps,
 	struct droce_qp *qp;
 	struct droce_msg msg = { .type = DROCE_MSG_ATTACH };
 	unsigned int n = droce_engine_count();
+	enum droce_xrc_role xrc;
 	int rc;
 
 	if (n == 0) {
@@ -48,9 +50,12 @@ droce_qp_create_ex(enum droce_qp_type type, const struct droce_qp_caps *caps,
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
+	xrc = ext != NULL ? ext->xrc : DROCE_XRC_NONE;
 	if (caps->max_send_wr > DROCE_DP_MAX_QP_WR || caps->max_recv_wr > DROCE_DP_MAX_QP_WR ||
 	    caps->max_send_sge > DROCE_DP_MAX_SGE || caps->max_recv_sge > DROCE_DP_MAX_SGE ||
-	    caps->max_inline_data > DROCE_DP_MAX_INLINE || send_cq == NULL || recv_cq == NULL ||
+	    caps->max_inline_data > DROCE_DP_MAX_INLINE ||
+	    (send_cq == NULL && xrc != DROCE_XRC_TGT) || (recv_cq == NULL && xrc == DROCE_XRC_NONE) ||
+	    (xrc != DROCE_XRC_NONE && (type != DROCE_QPT_RC || ext->srq != NULL || ext->gsi)) ||
 	    port >= droce_port_count()) {
 		errno = EINVAL;
 		return NULL;
@@ -61,7 +66,10 @@ droce_qp_create_ex(enum droce_qp_type type, const struct droce_qp_caps *caps,
 	qp->type = type;
 	qp->caps = *caps;
 	qp->scq = send_cq;
-	qp->rcq = recv_cq;
+	qp->rcq = xrc == DROCE_XRC_NONE ? recv_cq : NULL; /* a target's: its SRQ's */
+	qp->xport = xrc == DROCE_XRC_NONE ? DROCE_TRANSPORT_RC : DROCE_TRANSPORT_XRC;
+	qp->xrc_role = (uint8_t)xrc;
+	qp->xrcd = xrc == DROCE_XRC_TGT ? ext->xrcd : 0;
 	qp->pd_id = pd_id;
 	qp->port_index = port;
 	qp->port = droce_port_get(port);
@@ -119,6 +127,13 @@ fail:
 		free(qp);
 	}
 	return NULL;
+}
+
+size_t
+droce_qp_queue_bytes(const struct droce_qp *qp)
+{
+	return qp->sq_size * (sizeof(qp->sq[0]) + sizeof(qp->swqe[0])) +
+	       qp->rq_size * sizeof(qp->rq[0]);
 }
 
 uint32_t
@@ -300,13 +315,16 @@ droce_qp_destroy(struct droce_qp *qp)
 		if (atomic_load_explicit(&slot->seq, memory_order_acquire) == idx + 1)
 			droce_wqe_release_ah(&slot->wqe);
 	}
-	if (qp->srq != NULL)
+	if (qp->xrc_role == DROCE_XRC_TGT)
+		droce_xrc_tgt_release(qp); /* the SRQ it delivered into last */
+	else if (qp->srq != NULL)
 		droce_srq_detach(qp->srq);
 	if (qp->qpn == DROCE_DP_GSI_QPN)
 		droce_engine_del_gsi(qp->port_index);
 	else
 		droce_engine_del_qp(qp->eng, qp);
 	free(qp->stash); /* completions still waiting for room go with their QP */
+	free(qp->res);
 	free(qp->sq);
 	free(qp->rq);
 	free(qp->swqe);
@@ -536,7 +554,21 @@ reset_lc(struct droce_qp *qp)
 	qp->rto_deadline = qp->rnr_deadline = 0;
 	qp->req_state = DROCE_REQ_IDLE;
 	qp->msn = 0;
-	memset(qp->atomic_replay, 0, sizeof(qp->atomic_replay));
+	if (qp->atomic_replay != NULL)
+		memset(qp->atomic_replay, 0, DROCE_ATOMIC_REPLAY * sizeof(qp->atomic_replay[0]));
+}
+
+int
+droce_qp_resp_res_lc(struct droce_qp *qp)
+{
+	if (qp->res != NULL)
+		return 0;
+	qp->res = calloc(1, sizeof(*qp->res));
+	if (qp->res == NULL)
+		return ENOMEM;
+	qp->atomic_replay = qp->res->atomic_replay;
+	qp->rd_resp = qp->res->rd_resp;
+	return 0;
 }
 
 void

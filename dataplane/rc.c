@@ -21,6 +21,7 @@
 #include "qp_internal.h"
 #include "rc_internal.h"
 #include "xport.h"
+#include "xrc.h"
 #include "pmd_glue/port.h"
 
 #define ACKREQ_EVERY 16 /* packets between AckReq bits inside a long message */
@@ -81,7 +82,7 @@ pkt_send(struct droce_qp *qp, struct rte_mbuf *m, uint32_t plen)
 static void
 send_aeth(struct droce_qp *qp, uint8_t syndrome, uint32_t psn)
 {
-	struct droce_pkt_fields f = { .opcode = DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_ACK) };
+	struct droce_pkt_fields f = { .opcode = DROCE_OPC(qp->xport, DROCE_OP_ACK) };
 	uint8_t *payload;
 	struct rte_mbuf *m;
 
@@ -220,17 +221,18 @@ send_wqe(struct droce_qp *qp, uint32_t idx, unsigned int budget, bool *whole)
 	if (wr_is_read(w->opcode) || wr_is_atomic(w->opcode)) {
 		memset(&f, 0, sizeof(f));
 		f.ackreq = true;
+		f.xrc_srqn = w->remote_qpn; /* XRC: the remote SRQ (XRCETH) */
 		if (wr_is_read(w->opcode)) {
 			/* a resumed READ asks only for what has not arrived */
-			f.opcode = DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_READ_REQ);
+			f.opcode = DROCE_OPC(qp->xport, DROCE_OP_READ_REQ);
 			f.psn = droce_psn_add(s->first_psn, s->got / pmtu);
 			f.reth.va = w->remote_addr + s->got;
 			f.reth.rkey = w->rkey;
 			f.reth.len = w->length - s->got;
 		} else {
-			f.opcode = DROCE_OPC(DROCE_TRANSPORT_RC, w->opcode == DROCE_WR_ATOMIC_CMP_AND_SWP
-									 ? DROCE_OP_CMP_SWAP
-									 : DROCE_OP_FETCH_ADD);
+			f.opcode = DROCE_OPC(qp->xport, w->opcode == DROCE_WR_ATOMIC_CMP_AND_SWP
+								? DROCE_OP_CMP_SWAP
+								: DROCE_OP_FETCH_ADD);
 			f.psn = s->first_psn;
 			f.atomic.va = w->remote_addr;
 			f.atomic.rkey = w->rkey;
@@ -255,7 +257,7 @@ send_wqe(struct droce_qp *qp, uint32_t idx, unsigned int budget, bool *whole)
 		bool last;
 
 		/* at least four AckReqs per loss window: one lost ACK stalls nothing */
-		if (droce_xport_send_segment_lc(qp, w, s, DROCE_TRANSPORT_RC,
+		if (droce_xport_send_segment_lc(qp, w, s, qp->xport,
 						RTE_MIN((uint32_t)ACKREQ_EVERY, droce_rc_window(qp) / 4),
 						&last) !=
 		    DROCE_XPORT_TX_SENT)
@@ -780,7 +782,7 @@ resp_error(struct droce_qp *qp, enum droce_err err, uint32_t psn)
 static uint32_t
 resp_new_count(const struct droce_qp *qp)
 {
-	uint32_t n = 0, cap = RTE_DIM(qp->rd_resp);
+	uint32_t n = 0, cap = DROCE_RD_RESP_CAP;
 
 	for (uint32_t i = 0; i < qp->rd_resp_count; i++)
 		n += !qp->rd_resp[(qp->rd_resp_head + i) % cap].dup;
@@ -790,10 +792,10 @@ resp_new_count(const struct droce_qp *qp)
 static bool
 resp_queue(struct droce_qp *qp, const struct droce_rd_resp *r)
 {
-	uint32_t cap = RTE_DIM(qp->rd_resp);
+	uint32_t cap = DROCE_RD_RESP_CAP;
 
-	if (qp->rd_resp_count == cap)
-		return false;
+	if (qp->rd_resp_count == cap || droce_qp_resp_res_lc(qp) != 0)
+		return false; /* full, or no memory for the first one: the caller NAKs */
 	qp->rd_resp[(qp->rd_resp_head + qp->rd_resp_count) % cap] = *r;
 	qp->rd_resp_count++;
 	return true;
@@ -828,7 +830,7 @@ resp_duplicate(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *fr
 		return;
 	}
 	if (flags & DROCE_OPF_ATOMIC) {
-		for (unsigned int i = 0; i < DROCE_ATOMIC_REPLAY; i++) {
+		for (unsigned int i = 0; qp->atomic_replay != NULL && i < DROCE_ATOMIC_REPLAY; i++) {
 			if (qp->atomic_replay[i].valid && qp->atomic_replay[i].psn == psn) {
 				struct droce_rd_resp e = { .psn = psn, .atomic = true, .dup = true,
 							   .orig = qp->atomic_replay[i].orig };
@@ -976,7 +978,8 @@ resp_atomic(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame
 		resp_error(qp, DROCE_ERR_REM_ACCESS, psn);
 		return;
 	}
-	if (resp_new_count(qp) >= RTE_MAX(qp->attr.max_dest_rd_atomic, 1)) {
+	if (resp_new_count(qp) >= RTE_MAX(qp->attr.max_dest_rd_atomic, 1) ||
+	    droce_qp_resp_res_lc(qp) != 0) {
 		resp_error(qp, DROCE_ERR_REM_INV_REQ, psn);
 		return;
 	}
@@ -990,7 +993,7 @@ resp_atomic(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame
 		resp_error(qp, DROCE_ERR_REM_INV_REQ, psn);
 		return;
 	}
-	if (p->opcode == DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_FETCH_ADD)) {
+	if ((p->opcode & 0x1f) == DROCE_OP_FETCH_ADD) { /* RC or XRC */
 		orig = __atomic_fetch_add(target, droce_atmeth_swap_add(a), __ATOMIC_SEQ_CST);
 	} else {
 		orig = droce_atmeth_cmp(a);
@@ -999,7 +1002,7 @@ resp_atomic(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame
 			/* orig now holds the value found */
 		}
 	}
-	qp->atomic_replay[qp->atomic_replay_next] = (typeof(qp->atomic_replay[0])){ psn, orig, true };
+	qp->atomic_replay[qp->atomic_replay_next] = (struct droce_atomic_replay){ psn, orig, true };
 	qp->atomic_replay_next = (qp->atomic_replay_next + 1) % DROCE_ATOMIC_REPLAY;
 	e.orig = orig;
 	resp_queue(qp, &e);
@@ -1082,6 +1085,13 @@ resp_check_psn(struct droce_qp *qp, const struct resp_pkt *r)
 
 	if (d > 0)
 		return RESP_SEQ_NAK;
+	/* XRC target: the request's SRQ, of the QP's domain, is its receive side */
+	if (d <= 0 && qp->xrc_role == DROCE_XRC_TGT) {
+		enum droce_xrc_sel sel = droce_xrc_tgt_select_lc(qp, r->p, r->frame, d < 0);
+
+		if (sel != DROCE_XRC_SEL_OK)
+			return sel == DROCE_XRC_SEL_BUSY ? RESP_RNR_NAK : RESP_ERR_INV_REQ;
+	}
 	if (d < 0)
 		return RESP_DUPLICATE;
 	qp->nak_seq_sent = false;
@@ -1102,7 +1112,7 @@ static enum resp_state
 resp_check_resource(struct droce_qp *qp, const struct resp_pkt *r)
 {
 	if ((r->flags & (DROCE_OPF_READ | DROCE_OPF_ATOMIC)) &&
-	    qp->rd_resp_count == RTE_DIM(qp->rd_resp)) {
+	    qp->rd_resp_count == DROCE_RD_RESP_CAP) {
 		/* replayed responses fill the queue: let the requester time out and ask again */
 		qp->eng->stats.seq_drops++;
 		return RESP_DONE;
@@ -1194,7 +1204,7 @@ responder_rx(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *fram
 static unsigned int
 responder_tx(struct droce_qp *qp, unsigned int budget)
 {
-	uint32_t pmtu = qp->attr.pmtu, cap = RTE_DIM(qp->rd_resp);
+	uint32_t pmtu = qp->attr.pmtu, cap = DROCE_RD_RESP_CAP;
 	uint8_t ack_syn = droce_aeth_make_syndrome(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID);
 	unsigned int n = 0;
 
@@ -1218,7 +1228,7 @@ responder_tx(struct droce_qp *qp, unsigned int budget)
 			return n + 1;
 		}
 		if (e->atomic) {
-			f.opcode = DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_ATOMIC_ACK);
+			f.opcode = DROCE_OPC(qp->xport, DROCE_OP_ATOMIC_ACK);
 			f.psn = e->psn;
 			f.atomic_orig = e->orig;
 			m = pkt_alloc(qp, &f, 0, &payload);
@@ -1234,7 +1244,7 @@ responder_tx(struct droce_qp *qp, unsigned int budget)
 					   : last	 ? DROCE_OP_READ_RESP_LAST
 							 : DROCE_OP_READ_RESP_MIDDLE;
 
-			f.opcode = DROCE_OPC(DROCE_TRANSPORT_RC, op);
+			f.opcode = DROCE_OPC(qp->xport, op);
 			f.psn = droce_psn_add(e->psn, e->off / pmtu);
 			m = pkt_alloc(qp, &f, len, &payload);
 			if (m == NULL)
@@ -1287,7 +1297,7 @@ droce_rc_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *
 	uint32_t flags = p->info->flags;
 	uint32_t psn = droce_bth_psn(droce_pkt_bth(p, frame));
 
-	if ((p->opcode & 0xe0) != DROCE_TRANSPORT_RC) {
+	if (!droce_xrc_rx_ok(qp, p->opcode & 0xe0, flags)) { /* RC, or XRC's side */
 		qp->eng->stats.seq_drops++;
 	} else if (flags & DROCE_OPF_REQ) {
 		responder_rx(qp, p, frame);

@@ -285,7 +285,7 @@ droce_rc_read_gap_lc(struct droce_qp *qp, struct droce_swqe *s, uint32_t expect,
 bool
 droce_rc_resp_cut_lc(struct droce_qp *qp, uint32_t psn, uint64_t va, uint32_t len)
 {
-	uint32_t cap = RTE_DIM(qp->rd_resp), pmtu = qp->attr.pmtu;
+	uint32_t cap = DROCE_RD_RESP_CAP, pmtu = qp->attr.pmtu;
 
 	for (uint32_t i = 0; i < qp->rd_resp_count; i++) {
 		struct droce_rd_resp *e = &qp->rd_resp[(qp->rd_resp_head + i) % cap];

@@ -95,7 +95,8 @@ droce_seq_tx_sent(struct droce_seq_tx *s, const struct droce_pkt_fields *f, uint
 	uint32_t npsn = 1;
 
 	RTE_SET_USED(payload_len);
-	if (f->opcode == DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_READ_REQ)) {
+	if ((droce_opcode_info(f->opcode)->flags & (DROCE_OPF_READ | DROCE_OPF_REQ)) ==
+	    (DROCE_OPF_READ | DROCE_OPF_REQ)) { /* RC or XRC */
 		struct droce_seq_read *r;
 
 		if (s->read_count == DROCE_SEQ_MAX_READS)

@@ -151,6 +151,12 @@ droce_srq_attach(struct droce_srq *s)
 	atomic_fetch_add_explicit(&s->qps, 1, memory_order_relaxed);
 }
 
+bool
+droce_srq_in_use(const struct droce_srq *s)
+{
+	return atomic_load_explicit(&s->qps, memory_order_acquire) != 0;
+}
+
 void
 droce_srq_detach(struct droce_srq *s)
 {

@@ -20,5 +20,7 @@ bool droce_srq_take_lc(struct droce_srq *srq, struct droce_rqe *out);
 /* A QP attached to / detached from @srq (droce_srq_destroy fails while any are). */
 void droce_srq_attach(struct droce_srq *srq);
 void droce_srq_detach(struct droce_srq *srq);
+/* True while a QP is attached. */
+bool droce_srq_in_use(const struct droce_srq *srq);
 
 #endif /* DROCE_SRQ_H */

@@ -63,6 +63,7 @@ static const struct {
 	QS(rem_err_naks_rx, "naks_error_rx"),
 	QS(rem_err_naks_tx, "naks_error_tx"),
 	QS(implicit_naks, "naks_implicit"),
+	QS(xrc_srq_naks, "naks_xrc_srq_tx"),
 	QS(dup_reqs, "dup_requests"),
 	QS(dup_reads, "dup_reads"),
 	QS(dup_atomics, "dup_atomics"),

@@ -116,6 +116,9 @@ write_ext_headers(uint8_t *bth0, const struct droce_opcode_info *oi,
 		droce_deth_set_qkey(d, f->deth.qkey);
 		droce_deth_set_sqp(d, f->deth.src_qp);
 	}
+	if (oi->hdr_mask & DROCE_HDRM(XRCETH))
+		droce_xrceth_set_srqn((struct droce_xrceth *)(bth0 + oi->off[DROCE_HDR_XRCETH]),
+				      f->xrc_srqn);
 	if (oi->hdr_mask & DROCE_HDRM(RETH)) {
 		struct droce_reth *r = (struct droce_reth *)(bth0 + oi->off[DROCE_HDR_RETH]);
 		droce_reth_set_va(r, f->reth.va);
@@ -398,6 +401,8 @@ droce_pkt_read_fields(const struct droce_pkt *p, const uint8_t *frame, struct dr
 		f->deth.qkey = droce_deth_qkey(d);
 		f->deth.src_qp = droce_deth_sqp(d);
 	}
+	if (oi->hdr_mask & DROCE_HDRM(XRCETH))
+		f->xrc_srqn = droce_xrceth_srqn(droce_pkt_hdr(p, frame, DROCE_HDR_XRCETH));
 	if (oi->hdr_mask & DROCE_HDRM(RETH)) {
 		const struct droce_reth *r = droce_pkt_hdr(p, frame, DROCE_HDR_RETH);
 		f->reth.va = droce_reth_va(r);

@@ -63,6 +63,11 @@ struct droce_deth {
 	rte_be32_t sqp; /* resv:8 SrcQP:24 */
 } __rte_packed;
 
+/* XRC extended transport header: the XRC SRQ the request is for. */
+struct droce_xrceth {
+	rte_be32_t srqn; /* resv:8 XRCSRQ:24 */
+} __rte_packed;
+
 /* CNP (opcode 0x81) carries 16 reserved bytes after the BTH. */
 struct droce_cnp_pad {
 	uint8_t resv[16];
@@ -76,10 +81,12 @@ static_assert(sizeof(struct droce_atmack) == 8, "AtomicAckETH is 8 bytes");
 static_assert(sizeof(struct droce_immdt) == 4, "ImmDt is 4 bytes");
 static_assert(sizeof(struct droce_ieth) == 4, "IETH is 4 bytes");
 static_assert(sizeof(struct droce_deth) == 8, "DETH is 8 bytes");
+static_assert(sizeof(struct droce_xrceth) == 4, "XRCETH is 4 bytes");
 
 /* Extended headers in the order IBTA places them after the BTH. */
 enum droce_hdr {
 	DROCE_HDR_DETH,
+	DROCE_HDR_XRCETH,
 	DROCE_HDR_RETH,
 	DROCE_HDR_ATMETH,
 	DROCE_HDR_AETH,
@@ -312,6 +319,9 @@ static inline void droce_immdt_set_imm(struct droce_immdt *i, rte_be32_t v) { i-
 static inline uint32_t droce_ieth_rkey(const struct droce_ieth *i) { return rte_be_to_cpu_32(i->rkey); }
 static inline void droce_ieth_set_rkey(struct droce_ieth *i, uint32_t v) { i->rkey = rte_cpu_to_be_32(v); }
 
+static inline uint32_t droce_xrceth_srqn(const struct droce_xrceth *x) { return rte_be_to_cpu_32(x->srqn) & 0xffffffu; }
+static inline void droce_xrceth_set_srqn(struct droce_xrceth *x, uint32_t v) { x->srqn = rte_cpu_to_be_32(v & 0xffffffu); }
+
 static inline uint32_t droce_deth_qkey(const struct droce_deth *d) { return rte_be_to_cpu_32(d->qkey); }
 static inline void droce_deth_set_qkey(struct droce_deth *d, uint32_t v) { d->qkey = rte_cpu_to_be_32(v); }
 static inline uint32_t droce_deth_sqp(const struct droce_deth *d) { return rte_be_to_cpu_32(d->sqp) & 0xffffffu; }
@@ -381,6 +391,7 @@ struct droce_pkt_fields {
 	rte_be32_t imm;
 	uint32_t ieth_rkey;
 	struct { uint32_t qkey, src_qp; } deth;
+	uint32_t xrc_srqn;
 };
 
 /* Total frame length for @payload_len bytes of payload (pad and ICRC included). */

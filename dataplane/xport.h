@@ -15,7 +15,7 @@
 #include "engine.h"
 #include "icrc.h"
 #include "mw.h"
-#include "pmd_glue/port.h"
+#include "pmd_glue/port_struct.h"
 
 #define DROCE_XPORT_DEFAULT_PKEY 0xffff
 
@@ -253,6 +253,7 @@ droce_xport_send_segment_lc(struct droce_qp *qp, const struct droce_wqe *w,
 	f.se = *last && (w->flags & DROCE_WQE_SOLICITED);
 	f.imm = w->imm;
 	f.ieth_rkey = w->invalidate_rkey;
+	f.xrc_srqn = w->remote_qpn; /* XRC: the remote SRQ (read only for XRC opcodes) */
 	f.reth.va = w->remote_addr;
 	f.reth.rkey = w->rkey;
 	f.reth.len = w->length;

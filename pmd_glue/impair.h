@@ -8,7 +8,7 @@
 
 #include <rte_mbuf.h>
 
-#include "port.h"
+#include "port_struct.h"
 
 /* Allocates the per-queue state of @p (after its queues are configured). */
 int droce_impair_port_init(struct droce_port *p);

@@ -57,17 +57,6 @@ droce_port_count(void)
 	return nb_ports;
 }
 
-int
-droce_port_find_gid(const struct droce_port *p, const uint8_t gid[16])
-{
-	unsigned int i;
-
-	for (i = 0; i < p->n_gids; i++)
-		if (memcmp(p->gids[i], gid, 16) == 0)
-			return (int)i;
-	return -1;
-}
-
 /* ---- device creation per kind ---- */
 
 static int

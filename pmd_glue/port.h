@@ -13,8 +13,6 @@
 
 #include <rte_ether.h>
 #include <rte_mbuf.h>
-#include <rte_seqlock.h>
-#include <rte_spinlock.h>
 
 #include <droce/config.h>
 
@@ -25,14 +23,6 @@ enum droce_port_offload {
 	DROCE_PORT_OFFLOAD_TX_MULTI_SEG = 1u << 2,
 	DROCE_PORT_OFFLOAD_RX_IPV4_CSUM = 1u << 3,
 	DROCE_PORT_OFFLOAD_RX_UDP_CSUM = 1u << 4,
-};
-
-#define DROCE_ARP_TABLE_SIZE 64
-
-struct droce_arp_entry {
-	rte_be32_t ip;  /* 0 = free */
-	struct rte_ether_addr mac;
-	uint64_t tsc;   /* when last learnt */
 };
 
 /* What the impaired link did to frames in one direction. */
@@ -57,42 +47,12 @@ struct droce_port_stats {
 	struct droce_impair_stats impair_rx, impair_tx;
 };
 
-struct droce_capture;
-struct droce_impair_q;
-
-struct droce_port {
-	uint16_t index;          /* droce port index (portN) */
-	uint16_t eth_port;       /* DPDK ethdev port id */
-	const struct droce_port_config *cfg;
-	char dev_name[64];       /* DPDK device name */
-	struct rte_ether_addr mac;
-	unsigned int n_gids;
-	uint8_t gids[DROCE_MAX_GIDS][16];
-	uint16_t mtu;
-	uint16_t nb_rxq, nb_txq;
-	uint16_t vlan;           /* 0 = untagged */
-	uint32_t offloads;       /* enabled enum droce_port_offload bits */
-	uint32_t offload_capa;   /* what the PMD offers */
-	uint32_t max_rx_pktlen;
-	bool started;
-	bool link_up;
-	uint32_t link_speed;     /* Mbps */
-	struct rte_mempool *mp;  /* receive / build pool */
-	struct droce_capture *capture; /* NULL when off */
-	struct rte_ring *rings[2][DROCE_MAX_QUEUES]; /* ring kind: [0] rx, [1] tx; owned by port0 side */
-	bool owns_rings;
-	rte_spinlock_t arp_lock; /* slow path only */
-	struct droce_arp_entry arp[DROCE_ARP_TABLE_SIZE];
-	struct droce_port_stats qstats[DROCE_MAX_QUEUES];
-	/* The impaired link (impair.c). */
-	struct droce_port *ring_peer;   /* ring kind: the other port of the pair */
-	bool impair_used;               /* impairment or link-down was ever set */
-	bool link_set_down;             /* droce_port_set_link(p, false) */
-	uint32_t impair_gen;            /* bumped by each change of impair */
-	rte_seqlock_t impair_lock;      /* writers: droce_port_impair_set */
-	struct droce_impair_config impair;
-	struct droce_impair_q *impq[2][DROCE_MAX_QUEUES]; /* [0] rx, [1] tx */
-};
+/*
+ * Opaque outside pmd_glue: its fields are in port_struct.h, for pmd_glue and
+ * the dataplane's fast path only (dataplane/internal.h, xport.h).  Everyone
+ * else goes through the functions below.
+ */
+struct droce_port;
 
 /* Port lookup (NULL if @index is out of range or droce is not running). */
 struct droce_port *droce_port_get(unsigned int index);
@@ -108,23 +68,30 @@ uint16_t droce_port_rx_burst(struct droce_port *p, uint16_t queue, struct rte_mb
 uint16_t droce_port_tx_burst(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
 			     uint16_t n);
 
-static inline const struct rte_ether_addr *
-droce_port_mac(const struct droce_port *p)
-{
-	return &p->mac;
-}
+/*
+ * What a port is, for the slow path (verbs queries, rdma_cm, tools); the
+ * dataplane reads the same fields straight from port_struct.h.
+ */
+unsigned int droce_port_index(const struct droce_port *p);
+const char *droce_port_name(const struct droce_port *p);        /* DPDK device name */
+const struct droce_port_config *droce_port_cfg(const struct droce_port *p);
+const struct rte_ether_addr *droce_port_mac(const struct droce_port *p);
+uint16_t droce_port_mtu(const struct droce_port *p);            /* IP MTU */
+uint16_t droce_port_vlan(const struct droce_port *p);           /* 0 = untagged */
+uint32_t droce_port_link_speed(const struct droce_port *p);     /* Mbps */
+/* The link status last read (droce_port_link_up reads a fresh one). */
+bool droce_port_link_cached(const struct droce_port *p);
+unsigned int droce_port_gid_count(const struct droce_port *p);
+uint16_t droce_port_rx_queues(const struct droce_port *p);
+bool droce_port_capturing(const struct droce_port *p);         /* capture file open */
 
 /* GID @idx of the port (NULL if out of range). */
-static inline const uint8_t *
-droce_port_gid(const struct droce_port *p, unsigned int idx)
-{
-	return idx < p->n_gids ? p->gids[idx] : NULL;
-}
+const uint8_t *droce_port_gid(const struct droce_port *p, unsigned int idx);
 
 /* Index of @gid in the port's GID table, or -1. */
 int droce_port_find_gid(const struct droce_port *p, const uint8_t gid[16]);
 
-/* Fresh link status (also refreshes p->link_up). */
+/* Fresh link status (also refreshes the cached one). */
 bool droce_port_link_up(struct droce_port *p);
 
 /*
@@ -179,11 +146,7 @@ void droce_port_impair_get(struct droce_port *p, struct droce_impair_config *out
 void droce_port_set_link(struct droce_port *p, bool up);
 
 /* False while droce_port_set_link(p, false) is in force. */
-static inline bool
-droce_port_link_is_set_up(const struct droce_port *p)
-{
-	return !__atomic_load_n(&p->link_set_down, __ATOMIC_RELAXED);
-}
+bool droce_port_link_is_set_up(const struct droce_port *p);
 
 /*
  * Releases tx queue @queue's held frames that are due (for a thread that

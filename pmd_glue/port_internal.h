@@ -8,6 +8,8 @@
 
 #include <droce/config.h>
 
+#include "port_struct.h"
+
 /* Creates, configures and starts every port of @cfg (kept by reference). */
 int droce_ports_create(const struct droce_config *cfg, struct rte_mempool *mp);
 

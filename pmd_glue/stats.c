@@ -15,7 +15,7 @@
 
 #include <droce/droce.h>
 
-#include "port.h"
+#include "port_struct.h"
 #include "stats_internal.h"
 
 /* ---- the runtime's lifetime lock ---- */

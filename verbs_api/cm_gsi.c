@@ -20,7 +20,7 @@ port_guid(unsigned int port)
 
 	if (p == NULL)
 		return 0;
-	m = p->mac.addr_bytes;
+	m = droce_port_mac(p)->addr_bytes;
 	/* EUI-64 from the MAC, as the device's node GUID (device.c) */
 	return (uint64_t)(m[0] ^ 0x02) << 56 | (uint64_t)m[1] << 48 | (uint64_t)m[2] << 40 |
 	       (uint64_t)0xfffe << 24 | (uint64_t)m[3] << 16 | (uint64_t)m[4] << 8 | m[5];
@@ -93,38 +93,30 @@ gsi_send_locked(const struct droce_cm_addr *a, const uint8_t *mad)
 	return 0;
 }
 
-static void
-count_tx(uint16_t attr)
-{
-	switch (attr) {
-	case DROCE_CM_ATTR_REQ: cm.stats.req_tx++; break;
-	case DROCE_CM_ATTR_REP: cm.stats.rep_tx++; break;
-	case DROCE_CM_ATTR_RTU: cm.stats.rtu_tx++; break;
-	case DROCE_CM_ATTR_REJ: cm.stats.rej_tx++; break;
-	case DROCE_CM_ATTR_DREQ: cm.stats.dreq_tx++; break;
-	case DROCE_CM_ATTR_DREP: cm.stats.drep_tx++; break;
-	case DROCE_CM_ATTR_MRA: cm.stats.mra_tx++; break;
-	case DROCE_CM_ATTR_SIDR_REQ: cm.stats.sidr_req_tx++; break;
-	case DROCE_CM_ATTR_SIDR_REP: cm.stats.sidr_rep_tx++; break;
-	default: break;
-	}
-}
+/* Each CM message kind's sent and received counters in cm.stats. */
+#define CM_COUNTERS(attr, f)                                                          \
+	{ DROCE_CM_ATTR_##attr, offsetof(struct droce_cm_stats, f##_tx),                 \
+	  offsetof(struct droce_cm_stats, f##_rx) }
+static const struct {
+	uint16_t attr;
+	size_t tx, rx;
+} cm_counters[] = {
+	CM_COUNTERS(REQ, req), CM_COUNTERS(REP, rep), CM_COUNTERS(RTU, rtu),
+	CM_COUNTERS(REJ, rej), CM_COUNTERS(DREQ, dreq), CM_COUNTERS(DREP, drep),
+	CM_COUNTERS(MRA, mra), CM_COUNTERS(SIDR_REQ, sidr_req), CM_COUNTERS(SIDR_REP, sidr_rep),
+};
+#undef CM_COUNTERS
 
+/* Counts one message of kind @attr sent (@rx false) or received. */
 static void
-count_rx(uint16_t attr)
+count_msg(uint16_t attr, bool rx)
 {
-	switch (attr) {
-	case DROCE_CM_ATTR_REQ: cm.stats.req_rx++; break;
-	case DROCE_CM_ATTR_REP: cm.stats.rep_rx++; break;
-	case DROCE_CM_ATTR_RTU: cm.stats.rtu_rx++; break;
-	case DROCE_CM_ATTR_REJ: cm.stats.rej_rx++; break;
-	case DROCE_CM_ATTR_DREQ: cm.stats.dreq_rx++; break;
-	case DROCE_CM_ATTR_DREP: cm.stats.drep_rx++; break;
-	case DROCE_CM_ATTR_MRA: cm.stats.mra_rx++; break;
-	case DROCE_CM_ATTR_SIDR_REQ: cm.stats.sidr_req_rx++; break;
-	case DROCE_CM_ATTR_SIDR_REP: cm.stats.sidr_rep_rx++; break;
-	default: break;
-	}
+	for (size_t i = 0; i < RTE_DIM(cm_counters); i++)
+		if (cm_counters[i].attr == attr) {
+			(*(uint64_t *)((char *)&cm.stats +
+				       (rx ? cm_counters[i].rx : cm_counters[i].tx)))++;
+			return;
+		}
 }
 
 /* Encodes @m and sends it to @a; when @c is given it becomes c's last MAD. */
@@ -141,7 +133,7 @@ send_msg_locked(struct droce_cm_conn *c, const struct droce_cm_addr *a,
 		memcpy(c->last_mad, mad, sizeof(mad));
 		c->has_last = true;
 	}
-	count_tx(m->attr);
+	count_msg(m->attr, false);
 	rc = gsi_send_locked(a, mad);
 	if (rc != 0)
 		CM_LOG(DEBUG, "MAD 0x%x not sent: %s\n", m->attr, strerror(rc));
@@ -219,7 +211,7 @@ rx_mad_locked(unsigned int port, const uint8_t *buf, uint32_t len)
 		cm.stats.drops_rx++;
 		return;
 	}
-	count_rx(m.attr);
+	count_msg(m.attr, true);
 	switch (m.attr) {
 	case DROCE_CM_ATTR_REQ: rx_req(&rx, &m); break;
 	case DROCE_CM_ATTR_REP: rx_rep(&rx, &m); break;

@@ -34,6 +34,41 @@ reject_stateless(const struct rx_info *rx, const struct droce_cm_msg *in, uint16
 	send_msg_locked(NULL, &rx->addr, &m);
 }
 
+/* A connection for a REQ / SIDR REQ @m that a listener takes: passive, in
+ * @state, addressed back to the sender; NULL when out of memory. */
+static struct droce_cm_conn *
+passive_conn_locked(const struct rx_info *rx, const struct droce_cm_msg *m, enum cm_state state)
+{
+	struct droce_cm_conn *c = conn_new_locked(state);
+
+	if (c == NULL)
+		return NULL;
+	c->passive = true;
+	c->addr = rx->addr;
+	c->remote_id = m->local_comm_id;
+	c->tid = m->tid;
+	return c;
+}
+
+/* The event of type @t announcing @c to listener @l (the connection is not
+ * the user's until it answers: no conn on the event); NULL, and @c dropped,
+ * when out of memory.  The caller fills the event's union and queues it. */
+static struct cm_qev *
+listener_event_locked(struct droce_cm_conn *c, struct droce_cm_listener *l,
+		      enum droce_cm_event_type t, const struct droce_cm_msg *m)
+{
+	struct cm_qev *q = ev_new(c, t, m);
+
+	if (q == NULL) {
+		c->released = true;
+		set_state(c, CM_DEAD);
+		return NULL;
+	}
+	q->conn = NULL;
+	q->l = l;
+	return q;
+}
+
 void
 rx_req(const struct rx_info *rx, const struct droce_cm_msg *m)
 {
@@ -64,28 +99,19 @@ rx_req(const struct rx_info *rx, const struct droce_cm_msg *m)
 		reject_stateless(rx, m, DROCE_CM_REJ_INVALID_SERVICE_ID, DROCE_CM_MSG_REF_REQ);
 		return;
 	}
-	c = conn_new_locked(CM_REQ_RCVD);
+	c = passive_conn_locked(rx, m, CM_REQ_RCVD);
 	if (c == NULL)
 		return;
-	c->passive = true;
-	c->addr = rx->addr;
 	c->addr.flow_label = r->addr.flow_label;
 	c->addr.traffic_class = r->addr.traffic_class;
 	c->addr.hop_limit = r->addr.hop_limit;
-	c->remote_id = m->local_comm_id;
-	c->tid = m->tid;
 	c->remote_qpn = r->qpn;
 	c->ack_timeout = r->local_ack_timeout;
 	c->peer_resp_timeout = m->u.req.local_cm_response_timeout;
 	c->peer_max_retries = r->max_cm_retries;
-	q = ev_new(c, DROCE_CM_EV_REQ, m);
-	if (q == NULL) {
-		c->released = true;
-		set_state(c, CM_DEAD);
+	q = listener_event_locked(c, l, DROCE_CM_EV_REQ, m);
+	if (q == NULL)
 		return;
-	}
-	q->conn = NULL;
-	q->l = l;
 	q->ev.u.req = *r;
 	q->ev.u.req.addr = c->addr;
 	q->ev.u.req.private_data = q->ev.private_data;
@@ -282,23 +308,14 @@ rx_sidr_req(const struct rx_info *rx, const struct droce_cm_msg *m)
 		send_msg_locked(NULL, &rx->addr, &a);
 		return;
 	}
-	c = conn_new_locked(CM_SIDR_REQ_RCVD);
+	c = passive_conn_locked(rx, m, CM_SIDR_REQ_RCVD);
 	if (c == NULL)
 		return;
-	c->passive = true;
-	c->addr = rx->addr;
-	c->remote_id = m->local_comm_id;
 	c->local_qpn = UINT32_MAX; /* marks a SIDR connection once it lingers */
-	c->tid = m->tid;
 	c->service_id = r->service_id;
-	q = ev_new(c, DROCE_CM_EV_SIDR_REQ, m);
-	if (q == NULL) {
-		c->released = true;
-		set_state(c, CM_DEAD);
+	q = listener_event_locked(c, l, DROCE_CM_EV_SIDR_REQ, m);
+	if (q == NULL)
 		return;
-	}
-	q->conn = NULL;
-	q->l = l;
 	q->ev.u.sidr_req = *r;
 	q->ev.u.sidr_req.addr = c->addr;
 	q->ev.u.sidr_req.private_data = q->ev.private_data;

@@ -77,10 +77,10 @@ droce_verbs_runtime_up(void)
 			snprintf(d->dev.name, sizeof(d->dev.name), "droce%u", i);
 			snprintf(d->dev.dev_name, sizeof(d->dev.dev_name), "droce_uverbs%u", i);
 			snprintf(d->dev.dev_path, sizeof(d->dev.dev_path), "/droce/%s",
-				 p ? p->dev_name : "");
+				 p ? droce_port_name(p) : "");
 			snprintf(d->dev.ibdev_path, sizeof(d->dev.ibdev_path), "/droce/droce%u", i);
 			if (p)
-				make_guid(d, &p->mac);
+				make_guid(d, droce_port_mac(p));
 		}
 		n_devices = n;
 	}
@@ -166,13 +166,17 @@ ibv_open_device(struct ibv_device *device)
 	x->vctx.sz = sizeof(struct verbs_context);
 	x->vctx.query_port = droce_verbs_query_port;
 	/* the extended verbs verbs.h's inline functions reach through here;
-	 * alloc_td, alloc_parent_domain, open_xrcd, create_wq, create_flow,
+	 * alloc_td, alloc_parent_domain, create_wq, create_flow,
 	 * modify_cq ... stay NULL, so verbs.h answers EOPNOTSUPP for them */
 	x->vctx.query_device_ex = droce_verbs_query_device_ex;
 	x->vctx.query_rt_values = droce_verbs_query_rt_values;
 	x->vctx.create_cq_ex = droce_verbs_create_cq_ex;
 	x->vctx.create_qp_ex = droce_verbs_create_qp_ex;
 	x->vctx.create_srq_ex = droce_verbs_create_srq_ex;
+	x->vctx.open_xrcd = droce_verbs_open_xrcd;
+	x->vctx.close_xrcd = droce_verbs_close_xrcd;
+	x->vctx.get_srq_num = droce_verbs_get_srq_num;
+	x->vctx.open_qp = droce_verbs_open_qp;
 	c = &x->vctx.context;
 	c->device = device;
 	c->cmd_fd = -1;
@@ -276,6 +280,13 @@ destroy_leftovers(struct droce_vctx *x)
 		if (rc != 0)
 			return rc;
 	}
+	/* XRC domain handles (their SRQs and XRC_RECV QPs are gone) */
+	{
+		int rc = droce_verbs_xrcd_close_all(&x->vctx.context);
+
+		if (rc != 0)
+			return rc;
+	}
 	/* then what the PDs hold (windows before the MRs they may be bound to),
 	 * and the PDs: an MR left registered would keep its memory reachable by
 	 * a peer's rkey after the program closed the device */
@@ -354,7 +365,7 @@ ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 	a->max_qp = (int)droce_dp_max_qps(); /* 262,143 per engine: the QPN space */
 	a->max_qp_wr = DROCE_DP_MAX_QP_WR;
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
-			      IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+			      IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_XRC;
 	a->max_mw = DROCE_VERBS_MAX_MR; /* windows share the MR key table */
 	a->max_sge = DROCE_DP_MAX_SGE;
 	a->max_sge_rd = DROCE_DP_MAX_SGE;
@@ -427,7 +438,7 @@ droce_verbs_port_mtu(unsigned int port)
 {
 	struct droce_port *p = droce_port_get(port);
 
-	return p ? droce_verbs_mtu_of(p->mtu) : IBV_MTU_1024;
+	return p ? droce_verbs_mtu_of(droce_port_mtu(p)) : IBV_MTU_1024;
 }
 
 /* IB width and speed codes closest to a link speed in Mbps. */
@@ -476,10 +487,10 @@ droce_verbs_query_port(struct ibv_context *c, uint8_t port_num, struct ibv_port_
 	memset(&a, 0, sizeof(a));
 	droce_port_link_up(p);
 	/* a link cut by droce_port_set_link is down too (the PORT_ERR event says so) */
-	a.state = p->link_up && droce_port_link_is_set_up(p) ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
-	a.max_mtu = droce_verbs_mtu_of(p->mtu);
+	a.state = droce_port_link_cached(p) && droce_port_link_is_set_up(p) ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
+	a.max_mtu = droce_verbs_mtu_of(droce_port_mtu(p));
 	a.active_mtu = a.max_mtu;
-	a.gid_tbl_len = (int)p->n_gids;
+	a.gid_tbl_len = (int)droce_port_gid_count(p);
 	/* a CM answers on QP1 (verbs_api/cm.c) */
 	a.port_cap_flags = IBV_PORT_IP_BASED_GIDS | IBV_PORT_CM_SUP;
 	/* RoCE addresses by GID: every address vector needs its GRH */
@@ -489,7 +500,7 @@ droce_verbs_query_port(struct ibv_context *c, uint8_t port_num, struct ibv_port_
 	a.max_vl_num = 1;
 	a.phys_state = a.state == IBV_PORT_ACTIVE ? 5 /* LinkUp */ : 3 /* Disabled */;
 	a.link_layer = IBV_LINK_LAYER_ETHERNET;
-	speed_of(p->link_speed, &a.active_width, &a.active_speed);
+	speed_of(droce_port_link_speed(p), &a.active_width, &a.active_speed);
 	/* the speeds port_cap_flags2 must announce when active_speed uses them */
 	if (a.active_speed == 64)
 		a.port_cap_flags2 |= IBV_PORT_LINK_SPEED_HDR_SUP;
@@ -518,11 +529,11 @@ ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ib
 		return -1;
 	}
 	p = ctx_port(context);
-	if (p == NULL || (unsigned int)index >= p->n_gids) {
+	if (p == NULL || (unsigned int)index >= droce_port_gid_count(p)) {
 		errno = EINVAL;
 		return -1;
 	}
-	memcpy(gid->raw, p->gids[index], 16);
+	memcpy(gid->raw, droce_port_gid(p, (unsigned int)index), 16);
 	return 0;
 }
 
@@ -536,10 +547,10 @@ _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t gid_i
 	if (flags != 0 || port_num != DROCE_VERBS_PORT_NUM)
 		return EINVAL;
 	p = ctx_port(context);
-	if (p == NULL || gid_index >= p->n_gids)
+	if (p == NULL || gid_index >= droce_port_gid_count(p))
 		return ENODATA;
 	memset(&e, 0, sizeof(e));
-	memcpy(e.gid.raw, p->gids[gid_index], 16);
+	memcpy(e.gid.raw, droce_port_gid(p, gid_index), 16);
 	e.gid_index = gid_index;
 	e.port_num = port_num;
 	e.gid_type = IBV_GID_TYPE_ROCE_V2;
@@ -595,14 +606,14 @@ _ibv_query_gid_table(struct ibv_context *context, struct ibv_gid_entry *entries,
 		return -EINVAL;
 	if (p == NULL)
 		return -ENODEV;
-	n = p->n_gids < max_entries ? p->n_gids : max_entries;
-	if (n < p->n_gids)
+	n = droce_port_gid_count(p) < max_entries ? droce_port_gid_count(p) : max_entries;
+	if (n < droce_port_gid_count(p))
 		return -EINVAL;
 	for (size_t i = 0; i < n; i++) {
 		struct ibv_gid_entry *e = (struct ibv_gid_entry *)((uint8_t *)entries + i * entry_size);
 
 		memset(e, 0, entry_size);
-		memcpy(e->gid.raw, p->gids[i], 16);
+		memcpy(e->gid.raw, droce_port_gid(p, i), 16);
 		e->gid_index = (uint32_t)i;
 		e->port_num = DROCE_VERBS_PORT_NUM;
 		e->gid_type = IBV_GID_TYPE_ROCE_V2;

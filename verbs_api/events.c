@@ -136,7 +136,8 @@ droce_verbs_qp_walk(int (*fn)(struct droce_vqp *q, void *arg), void *arg)
 
 		pthread_mutex_lock(&x->lock);
 		TAILQ_FOREACH(q, &x->qps, ctx_link) {
-			if (!q->dying && (rc = fn(q, arg)) != 0)
+			/* ibv_open_qp handles stand for a QP listed on its own */
+			if (!q->dying && q->real == NULL && (rc = fn(q, arg)) != 0)
 				break;
 		}
 		pthread_mutex_unlock(&x->lock);

@@ -153,11 +153,32 @@ struct droce_vqp {
 	int wr_err;                /* first error in the batch, 0 if none */
 	uint8_t wr_need;           /* what wr_cur still lacks (wr.c) */
 	bool wr_open;              /* between ibv_wr_start and complete/abort */
+	/* XRC (xrcd.c): the role, the domain handle an XRC_RECV QP was created
+	 * in; an ibv_open_qp handle forwards to the QP it opened (real) */
+	enum droce_xrc_role xrc_role;
+	struct droce_vxrcd *xrcd;
+	struct droce_vqp *real;    /* NULL: this is the QP itself */
+	atomic_uint opened;        /* ibv_open_qp handles alive on this QP */
+};
+
+/* An XRC domain (xrcd.c): one per inode (or per fd -1 open) in this process,
+ * shared by every handle ibv_open_xrcd returned for it. */
+struct droce_xrc_domain;
+
+struct droce_vxrcd {
+	struct ibv_xrcd xrcd;      /* the handle */
+	struct droce_xrc_domain *dom;
+	atomic_uint users;         /* XRC SRQs and XRC_RECV QPs made with this handle */
+	TAILQ_ENTRY(droce_vxrcd) link; /* every open handle (xrcd.c) */
 };
 
 struct droce_vsrq {
 	struct ibv_srq srq;
 	struct droce_srq *dsrq;
+	/* XRC SRQs: the published number, the handle and CQ it was made with */
+	uint32_t srqn;             /* 0: a basic SRQ */
+	struct droce_vxrcd *xrcd;
+	struct droce_vcq *cq;
 	uint32_t max_wr, max_sge;  /* what it enforces */
 	uint64_t serial;
 	uint32_t async_reported;   /* under the context lock */
@@ -271,6 +292,38 @@ struct droce_vcq *droce_verbs_create_cq(struct ibv_context *context, int cqe, vo
 					uint32_t dp_flags);
 /* The engines' clock: a TSC value in nanoseconds (cq_ex.c). */
 uint64_t droce_verbs_tsc_to_ns(uint64_t tsc);
+
+/* XRC (xrcd.c): the context ops, the XRC SRQ part of create_srq_ex and
+ * destroy_srq, the XRC QPs' part of create_qp_ex. */
+struct ibv_xrcd *droce_verbs_open_xrcd(struct ibv_context *c, struct ibv_xrcd_init_attr *a);
+int droce_verbs_close_xrcd(struct ibv_xrcd *xrcd);
+/* ibv_close_device: closes the handles left open on @c (after its QPs and
+ * SRQs are gone): 0 or the first close's errno. */
+int droce_verbs_xrcd_close_all(struct ibv_context *c);
+int droce_verbs_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num);
+struct ibv_qp *droce_verbs_open_qp(struct ibv_context *c, struct ibv_qp_open_attr *a);
+struct ibv_srq *droce_verbs_create_xrc_srq(struct ibv_context *c, struct ibv_srq_init_attr_ex *a);
+/* Withdraws an XRC SRQ's number before it is destroyed: 0 or EBUSY. */
+int droce_verbs_xrc_srq_retire(struct droce_vsrq *s);
+/* The domain id of an XRC handle (what the dataplane compares). */
+uint32_t droce_verbs_xrcd_id(const struct droce_vxrcd *x);
+/* The QP an ibv_open_qp handle stands for (the QP itself otherwise). */
+static inline struct droce_vqp *
+droce_vqp_real(struct ibv_qp *qp)
+{
+	struct droce_vqp *q = (struct droce_vqp *)qp;
+
+	return q != NULL && q->real != NULL ? q->real : q;
+}
+/* The dataplane's QP type for the post-time opcode table (qp.c). */
+enum droce_qp_type droce_verbs_dp_type(enum ibv_qp_type t);
+/* The XRC role of @ia's type and its checks (xrcd.c): 0 or EINVAL. */
+int droce_verbs_xrc_role_of(struct ibv_context *c, struct ibv_pd *pd, struct ibv_qp_init_attr *ia,
+			    struct droce_vxrcd *xrcd, enum droce_xrc_role *role);
+/* QP creation for every type ibv_create_qp_ex makes (qp.c); @xrcd for XRC_RECV. */
+struct ibv_qp *droce_verbs_create_qp_in(struct ibv_context *c, struct ibv_pd *pd,
+					struct ibv_qp_init_attr *ia, uint64_t send_ops,
+					struct droce_vxrcd *xrcd);
 
 /* Starts the runtime once (droce_start(NULL) + engines); 0 or -1 with errno. */
 int droce_verbs_runtime_up(void);

@@ -81,6 +81,9 @@ droce_verbs_encode_send(const struct droce_vqp *q, const struct ibv_send_wr *wr,
 		wqe->remote_qpn = wr->wr.ud.remote_qpn & 0xffffff;
 		/* the high bit: the engine uses the QP's own qkey (ibv_post_send(3)) */
 		wqe->remote_qkey = wr->wr.ud.remote_qkey;
+	} else if (q->type == DROCE_QPT_XRC_SEND) {
+		/* the remote XRC SRQ (XRCETH); other types ignore the field */
+		wqe->remote_qpn = wr->qp_type.xrc.remote_srqn & 0xffffff;
 	}
 	if (wr->send_flags & ~(unsigned int)SEND_FLAGS)
 		return EINVAL;
@@ -183,7 +186,8 @@ droce_verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send
 	if (wr == NULL)
 		return 0;
 	/* RESET, INIT and RTR cannot send; SQD queues, SQE and ERR flush */
-	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT || state == IBV_QPS_RTR) {
+	if (state == IBV_QPS_RESET || state == IBV_QPS_INIT || state == IBV_QPS_RTR ||
+	    q->xrc_role == DROCE_XRC_TGT) { /* an XRC_RECV QP has no send queue */
 		*bad_wr = wr;
 		return EINVAL;
 	}
@@ -244,7 +248,7 @@ droce_verbs_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv
 
 	if (wr == NULL)
 		return 0;
-	if (qp->srq != NULL || droce_vqp_state(q) == IBV_QPS_RESET) {
+	if (qp->srq != NULL || droce_vqp_state(q) == IBV_QPS_RESET || q->xrc_role != DROCE_XRC_NONE) {
 		*bad_wr = wr; /* an SRQ QP's receive WQEs go to the SRQ (ibv_post_srq_recv) */
 		return EINVAL;
 	}

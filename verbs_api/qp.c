@@ -166,6 +166,8 @@ type_index(enum ibv_qp_type t)
 {
 	switch (t) {
 	case IBV_QPT_RC:
+	case IBV_QPT_XRC_SEND:
+	case IBV_QPT_XRC_RECV:
 		return T_RC;
 	case IBV_QPT_UC:
 		return T_UC;
@@ -176,12 +178,27 @@ type_index(enum ibv_qp_type t)
 	}
 }
 
+/*
+ * XRC QPs use RC's rows without the other side's attributes (the kernel's
+ * table): XRC_SEND (initiator) has no responder attributes, XRC_RECV
+ * (target) no requester ones.
+ */
+static int
+xrc_strip(enum ibv_qp_type t)
+{
+	if (t == IBV_QPT_XRC_SEND)
+		return IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	if (t == IBV_QPT_XRC_RECV)
+		return IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+	return 0;
+}
+
 bool
 droce_verbs_modify_ok(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_state next,
 		      int mask)
 {
 	const struct transition *t;
-	int ti = type_index(type);
+	int ti = type_index(type), strip = xrc_strip(type);
 
 	if (ti < 0 || (unsigned int)cur > IBV_QPS_ERR || (unsigned int)next > IBV_QPS_ERR)
 		return false;
@@ -192,9 +209,9 @@ droce_verbs_modify_ok(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_
 	t = &table[cur][next];
 	if (!t->valid)
 		return false;
-	if ((mask & t->req[ti]) != t->req[ti])
+	if ((mask & t->req[ti] & ~strip) != (t->req[ti] & ~strip))
 		return false;
-	if (mask & ~(t->req[ti] | t->opt[ti] | IBV_QP_STATE))
+	if (mask & ~(((t->req[ti] | t->opt[ti]) & ~strip) | IBV_QP_STATE))
 		return false;
 	return true;
 }
@@ -246,9 +263,9 @@ droce_verbs_resolve_path(unsigned int port, const struct ibv_ah_attr *ah, uint32
 		return EINVAL;
 
 	memset(out, 0, sizeof(*out));
-	out->src_mac = p->mac;
-	out->vlan = p->vlan != 0;
-	out->vlan_id = p->vlan;
+	out->src_mac = *droce_port_mac(p);
+	out->vlan = droce_port_vlan(p) != 0;
+	out->vlan_id = droce_port_vlan(p);
 	out->vlan_pcp = ah->sl & 7;
 	out->ipv6 = !droce_gid_is_v4mapped(dgid);
 	memcpy(out->src_gid, sgid, 16);
@@ -263,7 +280,7 @@ droce_verbs_resolve_path(unsigned int port, const struct ibv_ah_attr *ah, uint32
 		struct droce_port *q = droce_port_get(i);
 
 		if (q != NULL && droce_port_find_gid(q, dgid) >= 0) {
-			out->dst_mac = q->mac;
+			out->dst_mac = *droce_port_mac(q);
 			found = true;
 		}
 	}
@@ -291,14 +308,16 @@ droce_verbs_resolve_path(unsigned int port, const struct ibv_ah_attr *ah, uint32
 
 /* ---- create / destroy / query ---- */
 
-static enum droce_qp_type
-dp_type(enum ibv_qp_type t)
+enum droce_qp_type
+droce_verbs_dp_type(enum ibv_qp_type t)
 {
 	switch (t) {
 	case IBV_QPT_UC:
 		return DROCE_QPT_UC;
 	case IBV_QPT_UD:
 		return DROCE_QPT_UD;
+	case IBV_QPT_XRC_SEND:
+		return DROCE_QPT_XRC_SEND; /* the post-time opcode table's row; an RC QP below */
 	default:
 		return DROCE_QPT_RC;
 	}
@@ -313,28 +332,37 @@ ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
 struct ibv_qp *
 droce_verbs_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, uint64_t send_ops)
 {
+	if (pd == NULL) {
+		errno = EINVAL;
+		return NULL;
+	}
+	return droce_verbs_create_qp_in(pd->context, pd, ia, send_ops, NULL);
+}
+
+struct ibv_qp *
+droce_verbs_create_qp_in(struct ibv_context *c, struct ibv_pd *pd, struct ibv_qp_init_attr *ia,
+			 uint64_t send_ops, struct droce_vxrcd *xrcd)
+{
 	struct droce_vctx *x;
 	struct droce_vqp *q;
 	struct droce_qp_caps caps;
 	struct droce_vcq *scq, *rcq;
+	enum droce_xrc_role role;
+	int rc;
 
-	if (pd == NULL || ia == NULL || ia->send_cq == NULL || ia->recv_cq == NULL) {
+	if (c == NULL || ia == NULL) {
 		errno = EINVAL;
 		return NULL;
 	}
-	x = droce_vctx_of(pd->context);
-	if (ia->send_cq->context != pd->context || ia->recv_cq->context != pd->context) {
-		errno = EINVAL;
-		return NULL;
-	}
+	x = droce_vctx_of(c);
 	switch (ia->qp_type) {
 	case IBV_QPT_RC:
 	case IBV_QPT_UC:
 	case IBV_QPT_UD:
-		break;
-	case IBV_QPT_RAW_PACKET:
 	case IBV_QPT_XRC_SEND:
 	case IBV_QPT_XRC_RECV:
+		break;
+	case IBV_QPT_RAW_PACKET:
 	case IBV_QPT_DRIVER:
 		errno = EOPNOTSUPP;
 		return NULL;
@@ -342,7 +370,12 @@ droce_verbs_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, uint64_t s
 		errno = EINVAL;
 		return NULL;
 	}
-	if (ia->srq != NULL && ia->srq->context != pd->context) {
+	rc = droce_verbs_xrc_role_of(c, pd, ia, xrcd, &role); /* xrcd.c */
+	if (rc != 0) {
+		errno = rc;
+		return NULL;
+	}
+	if (ia->srq != NULL && ia->srq->context != c) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -362,9 +395,9 @@ droce_verbs_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, uint64_t s
 	}
 	/* what droce enforces: at least one slot per queue */
 	q->cap = ia->cap;
-	if (q->cap.max_send_wr == 0)
+	if (q->cap.max_send_wr == 0 && role != DROCE_XRC_TGT)
 		q->cap.max_send_wr = 1;
-	if (q->cap.max_recv_wr == 0 && ia->srq == NULL)
+	if (q->cap.max_recv_wr == 0 && ia->srq == NULL && role == DROCE_XRC_NONE)
 		q->cap.max_recv_wr = 1;
 	memset(&caps, 0, sizeof(caps));
 	caps.max_send_wr = q->cap.max_send_wr;
@@ -373,21 +406,26 @@ droce_verbs_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, uint64_t s
 	caps.max_recv_sge = q->cap.max_recv_sge;
 	caps.max_inline_data = q->cap.max_inline_data;
 	caps.sq_sig_all = ia->sq_sig_all != 0;
-	q->type = dp_type(ia->qp_type);
+	q->type = droce_verbs_dp_type(ia->qp_type);
+	q->xrc_role = role;
 	q->sq_sig_all = caps.sq_sig_all;
 	scq = (struct droce_vcq *)ia->send_cq;
-	rcq = (struct droce_vcq *)ia->recv_cq;
+	rcq = role == DROCE_XRC_NONE ? (struct droce_vcq *)ia->recv_cq : NULL;
 	q->serial = droce_verbs_serial();
-	q->qp.context = pd->context; /* the event callback reaches the context through it */
+	q->qp.context = c; /* the event callback reaches the context through it */
 	{
 		struct droce_qp_ext ext = {
 			.srq = ia->srq ? ((struct droce_vsrq *)ia->srq)->dsrq : NULL,
 			.event = droce_verbs_qp_event,
 			.event_arg = q,
+			.xrc = role,
+			.xrcd = xrcd != NULL ? droce_verbs_xrcd_id(xrcd) : 0,
 		};
 
-		q->dqp = droce_qp_create_ex(q->type, &caps, scq->dcq, rcq->dcq,
-					    ((struct droce_vpd *)pd)->id, x->port, &ext);
+		/* XRC QPs are RC QPs in the dataplane (dataplane/xrc.c) */
+		q->dqp = droce_qp_create_ex(role == DROCE_XRC_NONE ? q->type : DROCE_QPT_RC, &caps,
+					    scq ? scq->dcq : NULL, rcq ? rcq->dcq : NULL,
+					    pd ? ((struct droce_vpd *)pd)->id : 0, x->port, &ext);
 	}
 	if (q->dqp == NULL) {
 		int e = errno ? errno : ENOMEM;
@@ -396,9 +434,16 @@ droce_verbs_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, uint64_t s
 		errno = e;
 		return NULL;
 	}
-	atomic_fetch_add(&((struct droce_vpd *)pd)->users, 1);
-	atomic_fetch_add(&scq->users, 1);
-	atomic_fetch_add(&rcq->users, 1);
+	if (pd != NULL)
+		atomic_fetch_add(&((struct droce_vpd *)pd)->users, 1);
+	if (scq != NULL)
+		atomic_fetch_add(&scq->users, 1);
+	if (rcq != NULL)
+		atomic_fetch_add(&rcq->users, 1);
+	if (role == DROCE_XRC_TGT) {
+		q->xrcd = xrcd;
+		atomic_fetch_add(&xrcd->users, 1);
+	}
 	if (ia->srq != NULL)
 		atomic_fetch_add(&((struct droce_vsrq *)ia->srq)->users, 1);
 	pthread_mutex_init(&q->lock, NULL);
@@ -408,11 +453,11 @@ droce_verbs_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, uint64_t s
 	q->attr.port_num = DROCE_VERBS_PORT_NUM;
 	q->attr.cap = q->cap;
 
-	q->qp.context = pd->context;
+	q->qp.context = c;
 	q->qp.qp_context = ia->qp_context;
 	q->qp.pd = pd;
 	q->qp.send_cq = ia->send_cq;
-	q->qp.recv_cq = ia->recv_cq;
+	q->qp.recv_cq = rcq != NULL ? &rcq->cq : NULL;
 	q->qp.srq = ia->srq;
 	q->qp.qp_num = droce_qp_num(q->dqp);
 	q->qp.handle = q->qp.qp_num;
@@ -429,106 +474,6 @@ droce_verbs_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia, uint64_t s
 	return &q->qp;
 }
 
-/* ---- ibv_create_qp_ex(3) ---- */
-
-/* The IBV_QP_EX_WITH_* flag of each send opcode droce executes. */
-static const struct {
-	uint64_t flag;
-	unsigned int op;
-} send_ops_tab[] = {
-	{ IBV_QP_EX_WITH_RDMA_WRITE, IBV_WR_RDMA_WRITE },
-	{ IBV_QP_EX_WITH_RDMA_WRITE_WITH_IMM, IBV_WR_RDMA_WRITE_WITH_IMM },
-	{ IBV_QP_EX_WITH_SEND, IBV_WR_SEND },
-	{ IBV_QP_EX_WITH_SEND_WITH_IMM, IBV_WR_SEND_WITH_IMM },
-	{ IBV_QP_EX_WITH_RDMA_READ, IBV_WR_RDMA_READ },
-	{ IBV_QP_EX_WITH_ATOMIC_CMP_AND_SWP, IBV_WR_ATOMIC_CMP_AND_SWP },
-	{ IBV_QP_EX_WITH_ATOMIC_FETCH_AND_ADD, IBV_WR_ATOMIC_FETCH_AND_ADD },
-	{ IBV_QP_EX_WITH_LOCAL_INV, IBV_WR_LOCAL_INV },
-	{ IBV_QP_EX_WITH_BIND_MW, IBV_WR_BIND_MW },
-	{ IBV_QP_EX_WITH_SEND_WITH_INV, IBV_WR_SEND_WITH_INV },
-	/* TSO (raw packet QPs), ATOMIC_WRITE, FLUSH: not executed by droce */
-};
-
-/* The send_ops_flags a QP of @type supports (the opcode table's view). */
-static uint64_t
-send_ops_supported(enum ibv_qp_type type)
-{
-	uint64_t m = 0;
-
-	for (size_t i = 0; i < RTE_DIM(send_ops_tab); i++)
-		if (droce_wr_opcode_allowed(dp_type(type), send_ops_tab[i].op))
-			m |= send_ops_tab[i].flag;
-	return m;
-}
-
-/* Comp mask bits droce knows but has no use for: XRC domains, creation
- * flags (none supported), TSO headers, RSS indirection (no WQs). */
-#define QP_INIT_EX_KNOWN                                                                   \
-	(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS |       \
-	 IBV_QP_INIT_ATTR_MAX_TSO_HEADER | IBV_QP_INIT_ATTR_IND_TABLE |                       \
-	 IBV_QP_INIT_ATTR_RX_HASH | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)
-
-struct ibv_qp *
-droce_verbs_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex *ax)
-{
-	struct ibv_qp_init_attr ia;
-	struct ibv_qp *qp;
-	uint64_t ops = 0;
-
-	if (ax == NULL || (ax->comp_mask & ~(uint32_t)QP_INIT_EX_KNOWN)) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if (ax->comp_mask & (IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
-			     IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH)) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
-	if ((ax->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && ax->create_flags != 0) {
-		errno = EOPNOTSUPP;
-		return NULL;
-	}
-	if (!(ax->comp_mask & IBV_QP_INIT_ATTR_PD) || ax->pd == NULL ||
-	    ax->pd->context != context) {
-		errno = EINVAL;
-		return NULL;
-	}
-	if (ax->comp_mask & IBV_QP_INIT_ATTR_SEND_OPS_FLAGS) {
-		/* the man page: a QP that cannot do every asked type is not created */
-		ops = ax->send_ops_flags;
-		if (ax->qp_type == IBV_QPT_RC || ax->qp_type == IBV_QPT_UC ||
-		    ax->qp_type == IBV_QPT_UD) {
-			if (ops & ~send_ops_supported(ax->qp_type)) {
-				errno = EOPNOTSUPP;
-				return NULL;
-			}
-		}
-	}
-	memset(&ia, 0, sizeof(ia));
-	ia.qp_context = ax->qp_context;
-	ia.send_cq = ax->send_cq;
-	ia.recv_cq = ax->recv_cq;
-	ia.srq = ax->srq;
-	ia.cap = ax->cap;
-	ia.qp_type = ax->qp_type;
-	ia.sq_sig_all = ax->sq_sig_all;
-	qp = droce_verbs_create_qp(ax->pd, &ia, ops);
-	if (qp != NULL)
-		ax->cap = ia.cap;
-	return qp;
-}
-
-/*
- * Every droce QP carries the WR builder (all its function pointers are set
- * whatever send_ops_flags asked; an operation the QP type cannot do fails
- * at ibv_wr_complete), so this never returns NULL for a droce QP.
- */
-struct ibv_qp_ex *
-ibv_qp_to_qp_ex(struct ibv_qp *qp)
-{
-	return qp ? &((struct droce_vqp *)qp)->qpx : NULL;
-}
-
 int
 ibv_destroy_qp(struct ibv_qp *qp)
 {
@@ -538,8 +483,23 @@ ibv_destroy_qp(struct ibv_qp *qp)
 
 	if (q == NULL)
 		return EINVAL;
-	/* counter readers (droce_verbs_qp_walk) stop seeing it before it goes */
 	x = droce_vctx_of(qp->context);
+	if (q->real != NULL) {
+		/* an ibv_open_qp handle: the QP stays with its creator */
+		pthread_mutex_lock(&x->lock);
+		TAILQ_REMOVE(&x->qps, q, ctx_link);
+		pthread_mutex_unlock(&x->lock);
+		atomic_fetch_sub(&q->real->opened, 1);
+		atomic_fetch_sub(&q->xrcd->users, 1);
+		pthread_mutex_destroy(&q->lock);
+		pthread_cond_destroy(&qp->cond);
+		pthread_mutex_destroy(&qp->mutex);
+		free(q);
+		return 0;
+	}
+	if (atomic_load(&q->opened) != 0)
+		return EBUSY; /* ibv_open_qp handles on it remain */
+	/* counter readers (droce_verbs_qp_walk) stop seeing it before it goes */
 	pthread_mutex_lock(&x->lock);
 	q->dying = true;
 	pthread_mutex_unlock(&x->lock);
@@ -554,9 +514,14 @@ ibv_destroy_qp(struct ibv_qp *qp)
 	droce_verbs_qp_events_drain(q);
 	if (qp->srq != NULL)
 		atomic_fetch_sub(&((struct droce_vsrq *)qp->srq)->users, 1);
-	atomic_fetch_sub(&((struct droce_vpd *)qp->pd)->users, 1);
-	atomic_fetch_sub(&((struct droce_vcq *)qp->send_cq)->users, 1);
-	atomic_fetch_sub(&((struct droce_vcq *)qp->recv_cq)->users, 1);
+	if (qp->pd != NULL)
+		atomic_fetch_sub(&((struct droce_vpd *)qp->pd)->users, 1);
+	if (qp->send_cq != NULL)
+		atomic_fetch_sub(&((struct droce_vcq *)qp->send_cq)->users, 1);
+	if (qp->recv_cq != NULL)
+		atomic_fetch_sub(&((struct droce_vcq *)qp->recv_cq)->users, 1);
+	if (q->xrcd != NULL)
+		atomic_fetch_sub(&q->xrcd->users, 1);
 	pthread_mutex_destroy(&q->lock);
 	pthread_cond_destroy(&qp->cond);
 	pthread_mutex_destroy(&qp->mutex);
@@ -568,7 +533,7 @@ int
 ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 	     struct ibv_qp_init_attr *init_attr)
 {
-	struct droce_vqp *q = (struct droce_vqp *)qp;
+	struct droce_vqp *q = droce_vqp_real(qp); /* an ibv_open_qp handle: its QP */
 
 	RTE_SET_USED(attr_mask); /* everything is cheap: fill it all */
 	if (q == NULL || attr == NULL || init_attr == NULL)
@@ -582,11 +547,11 @@ ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 	attr->sq_draining = 0;
 	memset(init_attr, 0, sizeof(*init_attr));
 	init_attr->qp_context = qp->qp_context;
-	init_attr->send_cq = qp->send_cq;
-	init_attr->recv_cq = qp->recv_cq;
-	init_attr->srq = qp->srq;
+	init_attr->send_cq = q->qp.send_cq;
+	init_attr->recv_cq = q->qp.recv_cq;
+	init_attr->srq = q->qp.srq;
 	init_attr->cap = q->cap;
-	init_attr->qp_type = qp->qp_type;
+	init_attr->qp_type = q->qp.qp_type;
 	init_attr->sq_sig_all = q->sq_sig_all;
 	return 0;
 }
@@ -726,7 +691,7 @@ remember(struct droce_vqp *q, const struct ibv_qp_attr *a, int mask)
 int
 ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 {
-	struct droce_vqp *q = (struct droce_vqp *)qp;
+	struct droce_vqp *q = droce_vqp_real(qp); /* an ibv_open_qp handle: its QP */
 	struct droce_qp_mod mod;
 	enum ibv_qp_state cur, next;
 	int rc;
@@ -761,6 +726,7 @@ ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 		q->attr = fresh;
 	}
 	__atomic_store_n(&q->state, (int)next, __ATOMIC_RELEASE);
+	q->qp.state = next;
 	qp->state = next;
 out:
 	pthread_mutex_unlock(&q->lock);

@@ -296,9 +296,9 @@ pick_sgid(int port, const uint8_t dgid[16], uint8_t sgid[16])
 
 	if (dp == NULL)
 		return -1;
-	for (unsigned int g = 0; g < dp->n_gids; g++) {
-		if ((memcmp(dp->gids[g], v4m, 12) == 0) == want4) {
-			memcpy(sgid, dp->gids[g], 16);
+	for (unsigned int g = 0; g < droce_port_gid_count(dp); g++) {
+		if ((memcmp(droce_port_gid(dp, g), v4m, 12) == 0) == want4) {
+			memcpy(sgid, droce_port_gid(dp, g), 16);
 			return (int)g;
 		}
 	}

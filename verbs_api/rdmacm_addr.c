@@ -284,12 +284,12 @@ droce_rcm_route(const uint8_t dgid[16], int bound_port)
 
 		if (p == NULL)
 			continue;
-		for (unsigned int g = 0; g < p->n_gids; g++) {
-			if (!same_subnet(p->gids[g], dgid))
+		for (unsigned int g = 0; g < droce_port_gid_count(p); g++) {
+			if (!same_subnet(droce_port_gid(p, g), dgid))
 				continue;
 			/* a port does not reach its own address over its link:
 			 * prefer another port on the subnet (the ring pair's peer) */
-			if (memcmp(p->gids[g], dgid, 16) == 0 || droce_port_find_gid(p, dgid) >= 0) {
+			if (memcmp(droce_port_gid(p, g), dgid, 16) == 0 || droce_port_find_gid(p, dgid) >= 0) {
 				if (local < 0)
 					local = (int)i;
 				continue;

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * The rdma_cm layer's connections: the rdma_cm private-data header, connect,
  * listen, get_request, accept, reject, establish, notify, disconnect, and
- * the CM's handlers (connection events, the listener's requests).
+ * the CM's handlers (connection events, the listener's requests).  About
+ * 800 lines: the calls and the handlers share the id states and the lock
+ * discipline; the handlers (from conn_handler on) are the seam to split at.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -118,16 +120,59 @@ fill_cm_addr(struct droce_rcm_id *p, struct droce_cm_addr *a)
 	a->hop_limit = DROCE_RCM_DEFAULT_HOP_LIMIT;
 }
 
+/* Bytes of private data the user passes in @c. */
+static size_t
+user_pdata_len(const struct rdma_conn_param *c)
+{
+	return c && c->private_data ? c->private_data_len : 0;
+}
+
+/*
+ * The prologue rdma_connect, rdma_accept and rdma_reject share: takes
+ * droce_rcm_lock and checks that @p is in @state (with its CM connection when
+ * @need_conn) and that @len bytes of private data fit (@max_ud for a UD id,
+ * @max_rc else).  0 with the lock held, or -1 with errno = EINVAL and the
+ * lock released.
+ */
+static int
+answer_begin(struct droce_rcm_id *p, enum droce_rcm_state state, bool need_conn, size_t len,
+	     size_t max_ud, size_t max_rc)
+{
+	pthread_mutex_lock(&droce_rcm_lock);
+	if (p->state != state || (need_conn && p->conn == NULL) ||
+	    len > (p->id.qp_type == IBV_QPT_UD ? max_ud : max_rc)) {
+		pthread_mutex_unlock(&droce_rcm_lock);
+		return ERR(EINVAL);
+	}
+	return 0;
+}
+
+/* Answers a SIDR REQ with @status (the QPN and Q_Key on success); 0 or an errno. */
+static int
+sidr_answer_locked(struct droce_rcm_id *p, uint8_t status, uint32_t qpn, const void *pdata,
+		   size_t len)
+{
+	struct droce_cm_sidr_rep rep;
+
+	memset(&rep, 0, sizeof(rep));
+	rep.status = status;
+	if (status == DROCE_CM_SIDR_SUCCESS) {
+		rep.qpn = qpn;
+		rep.qkey = p->qkey;
+	}
+	rep.private_data = len ? pdata : NULL;
+	rep.private_data_len = (uint8_t)len;
+	return droce_cm_sidr_rep(p->conn, &rep) == 0 ? 0 : (errno ? errno : EIO);
+}
+
 static int
 connect_ud(struct droce_rcm_id *p, const struct rdma_conn_param *c)
 {
 	struct droce_cm_sidr_req r;
 	uint8_t pd[DROCE_CM_SIDR_REQ_PDATA];
-	size_t ulen = c && c->private_data ? c->private_data_len : 0;
+	size_t ulen = user_pdata_len(c);
 	int rc;
 
-	if (ulen > DROCE_CM_SIDR_REQ_PDATA - DROCE_RCM_HDR_LEN)
-		return EINVAL;
 	memset(&r, 0, sizeof(r));
 	fill_cm_addr(p, &r.addr);
 	r.service_id = droce_rcm_service_id((uint16_t)p->id.ps,
@@ -156,11 +201,11 @@ rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 	p = droce_rcm_id_of(id);
 	if (valid_param(p, conn_param) != 0)
 		return -1;
-	pthread_mutex_lock(&droce_rcm_lock);
-	if (p->state != DROCE_RCM_ROUTE_RESOLVED) {
-		pthread_mutex_unlock(&droce_rcm_lock);
-		return ERR(EINVAL);
-	}
+	ulen = user_pdata_len(conn_param);
+	if (answer_begin(p, DROCE_RCM_ROUTE_RESOLVED, false, ulen,
+			 DROCE_CM_SIDR_REQ_PDATA - DROCE_RCM_HDR_LEN,
+			 DROCE_CM_REQ_PDATA - DROCE_RCM_HDR_LEN) != 0)
+		return -1;
 	if (id->qp_type == IBV_QPT_UD) {
 		rc = connect_ud(p, conn_param);
 		if (rc == 0)
@@ -169,11 +214,6 @@ rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 		if (rc != 0)
 			return ERR(rc);
 		return rcm_complete_sync(p);
-	}
-	ulen = conn_param && conn_param->private_data ? conn_param->private_data_len : 0;
-	if (ulen > DROCE_CM_REQ_PDATA - DROCE_RCM_HDR_LEN) {
-		pthread_mutex_unlock(&droce_rcm_lock);
-		return ERR(EINVAL);
 	}
 	p->initiator_depth = conn_param && conn_param->initiator_depth != RDMA_MAX_INIT_DEPTH ?
 			     conn_param->initiator_depth : droce_rcm_max_rd_atomic();
@@ -333,30 +373,16 @@ rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 		return -1;
 	if (id->qp == NULL && conn_param == NULL)
 		return ERR(EINVAL);
-	ulen = conn_param && conn_param->private_data ? conn_param->private_data_len : 0;
-	pthread_mutex_lock(&droce_rcm_lock);
-	if (p->state != DROCE_RCM_REQ_RCVD || p->conn == NULL) {
-		pthread_mutex_unlock(&droce_rcm_lock);
-		return ERR(EINVAL);
-	}
+	ulen = user_pdata_len(conn_param);
+	if (answer_begin(p, DROCE_RCM_REQ_RCVD, true, ulen, DROCE_CM_SIDR_REP_PDATA,
+			 DROCE_CM_REP_PDATA) != 0)
+		return -1;
 	if (id->qp_type == IBV_QPT_UD) {
-		struct droce_cm_sidr_rep rep;
-
-		if (ulen > DROCE_CM_SIDR_REP_PDATA) {
-			pthread_mutex_unlock(&droce_rcm_lock);
-			return ERR(EINVAL);
-		}
-		memset(&rep, 0, sizeof(rep));
-		rep.status = DROCE_CM_SIDR_SUCCESS;
-		rep.qpn = id->qp ? id->qp->qp_num : conn_param->qp_num;
-		rep.qkey = p->qkey;
-		rep.private_data = ulen ? conn_param->private_data : NULL;
-		rep.private_data_len = (uint8_t)ulen;
-		rc = droce_cm_sidr_rep(p->conn, &rep);
+		rc = sidr_answer_locked(p, DROCE_CM_SIDR_SUCCESS,
+					id->qp ? id->qp->qp_num : conn_param->qp_num,
+					ulen ? conn_param->private_data : NULL, ulen);
 		if (rc == 0)
 			p->state = DROCE_RCM_ESTABLISHED;
-		else
-			rc = errno ? errno : EIO;
 		pthread_mutex_unlock(&droce_rcm_lock);
 		if (rc)
 			return ERR(rc);
@@ -365,10 +391,6 @@ rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 			id->event = NULL;
 		}
 		return 0;
-	}
-	if (ulen > DROCE_CM_REP_PDATA) {
-		pthread_mutex_unlock(&droce_rcm_lock);
-		return ERR(EINVAL);
 	}
 	if (!conn_param || conn_param->initiator_depth == RDMA_MAX_INIT_DEPTH)
 		p->initiator_depth = clamp_rd(p->initiator_depth);
@@ -430,35 +452,19 @@ rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_dat
 	p = droce_rcm_id_of(id);
 	if (private_data == NULL)
 		private_data_len = 0;
-	pthread_mutex_lock(&droce_rcm_lock);
-	if (p->state != DROCE_RCM_REQ_RCVD || p->conn == NULL) {
-		pthread_mutex_unlock(&droce_rcm_lock);
-		return ERR(EINVAL);
-	}
+	if (answer_begin(p, DROCE_RCM_REQ_RCVD, true, private_data_len, DROCE_CM_SIDR_REP_PDATA,
+			 DROCE_CM_REJ_PDATA) != 0)
+		return -1;
 	if (id->qp_type == IBV_QPT_UD) {
-		struct droce_cm_sidr_rep rep;
-
-		if (private_data_len > DROCE_CM_SIDR_REP_PDATA) {
-			pthread_mutex_unlock(&droce_rcm_lock);
-			return ERR(EINVAL);
-		}
-		memset(&rep, 0, sizeof(rep));
-		rep.status = DROCE_CM_SIDR_REJECT;
-		rep.private_data = private_data;
-		rep.private_data_len = private_data_len;
-		rc = droce_cm_sidr_rep(p->conn, &rep);
+		rc = sidr_answer_locked(p, DROCE_CM_SIDR_REJECT, 0, private_data, private_data_len);
 	} else {
-		if (private_data_len > DROCE_CM_REJ_PDATA) {
-			pthread_mutex_unlock(&droce_rcm_lock);
-			return ERR(EINVAL);
-		}
 		rc = droce_cm_reject(p->conn, DROCE_CM_REJ_CONSUMER_DEFINED, private_data,
 				     private_data_len);
+		if (rc != 0)
+			rc = errno ? errno : EIO;
 	}
 	if (rc == 0)
 		p->state = DROCE_RCM_ERROR;
-	else
-		rc = errno ? errno : EIO;
 	pthread_mutex_unlock(&droce_rcm_lock);
 	return rc ? ERR(rc) : 0;
 }

@@ -297,7 +297,7 @@ rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
 	if (id == NULL || attr == NULL || !(attr->comp_mask & IBV_SRQ_INIT_ATTR_TYPE))
 		return ERR(EINVAL);
 	if (attr->srq_type != IBV_SRQT_BASIC)
-		return ERR(EOPNOTSUPP); /* no XRC on droce */
+		return ERR(EOPNOTSUPP); /* XRC through rdma_cm: not done (README) */
 	if (id->verbs == NULL || id->srq)
 		return ERR(EINVAL);
 	pd = (attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) && attr->pd ? attr->pd : id->pd;

@@ -100,6 +100,9 @@ ibv_destroy_srq(struct ibv_srq *srq)
 		return EINVAL;
 	if (atomic_load(&s->users) != 0)
 		return EBUSY;
+	/* an XRC SRQ's number goes first (EBUSY while an XRC_RECV QP holds it) */
+	if (s->srqn != 0 && droce_verbs_xrc_srq_retire(s) != 0)
+		return EBUSY;
 	x = droce_vctx_of(srq->context);
 	/* unlink first: no event can be handed out for it from now on */
 	pthread_mutex_lock(&x->lock);
@@ -163,9 +166,9 @@ droce_verbs_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ib
 
 /*
  * ibv_create_srq_ex(3), reached for what verbs.h does not hand to
- * ibv_create_srq itself: basic SRQs only.  XRC SRQs (and their XRC domain)
- * and tag-matching SRQs are EOPNOTSUPP; the CQ attribute belongs to XRC SRQs
- * and is ignored on a basic one.
+ * ibv_create_srq itself: basic SRQs, and XRC SRQs (xrcd.c).  Tag-matching
+ * SRQs are EOPNOTSUPP; the CQ and XRCD attributes belong to XRC SRQs and are
+ * ignored on a basic one.
  */
 struct ibv_srq *
 droce_verbs_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_ex *a)
@@ -184,6 +187,7 @@ droce_verbs_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_
 		case IBV_SRQT_BASIC:
 			break;
 		case IBV_SRQT_XRC:
+			return droce_verbs_create_xrc_srq(context, a);
 		case IBV_SRQT_TM:
 			errno = EOPNOTSUPP;
 			return NULL;
@@ -192,7 +196,7 @@ droce_verbs_create_srq_ex(struct ibv_context *context, struct ibv_srq_init_attr_
 			return NULL;
 		}
 	}
-	if (a->comp_mask & (IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_TM)) {
+	if (a->comp_mask & IBV_SRQ_INIT_ATTR_TM) {
 		errno = EOPNOTSUPP;
 		return NULL;
 	}

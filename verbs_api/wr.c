@@ -37,6 +37,7 @@ enum {
 	W_DATA = 1 << 1,   /* takes the SGE setters */
 	W_INLINE = 1 << 2, /* takes the inline setters */
 	W_ATOMIC = 1 << 3, /* needs exactly one 8-byte SGE */
+	W_XRC = 1 << 4,    /* XRC_SEND QP: ibv_wr_set_xrc_srqn not called yet */
 };
 
 static inline struct droce_vqp *
@@ -60,8 +61,8 @@ finish(struct droce_vqp *q)
 	const struct droce_wqe *w = q->wr_cur;
 
 	q->wr_cur = NULL;
-	if (unlikely(q->wr_need & W_UD))
-		return EINVAL; /* a UD WR without its destination */
+	if (unlikely(q->wr_need & (W_UD | W_XRC)))
+		return EINVAL; /* a UD WR without its destination, XRC without its SRQ */
 	if ((q->wr_need & W_ATOMIC) && unlikely(w->num_sge != 1 || w->sge[0].length != 8))
 		return EINVAL; /* one 8-byte buffer receives the original value */
 	return 0;
@@ -115,7 +116,8 @@ wr_new(struct droce_vqp *q, unsigned int op, uint8_t need)
 	w->ah = NULL;
 	w->remote_qpn = 0;
 	w->remote_qkey = 0;
-	q->wr_need = need | (q->type == DROCE_QPT_UD ? W_UD : 0);
+	q->wr_need = need | (q->type == DROCE_QPT_UD ? W_UD : 0) |
+		     (q->type == DROCE_QPT_XRC_SEND ? W_XRC : 0);
 	q->wr_cur = w;
 	return w;
 }
@@ -257,7 +259,7 @@ wr_local_inv(struct ibv_qp_ex *x, uint32_t invalidate_rkey)
 		w->invalidate_rkey = invalidate_rkey;
 }
 
-/* No raw packet QPs, no XRC, no atomic write on droce: each fails the batch. */
+/* No raw packet QPs, no atomic write on droce: each fails the batch. */
 static void
 wr_send_tso(struct ibv_qp_ex *x, void *hdr, uint16_t hdr_sz, uint16_t mss)
 {
@@ -267,11 +269,17 @@ wr_send_tso(struct ibv_qp_ex *x, void *hdr, uint16_t hdr_sz, uint16_t mss)
 	fail(vqp(x), EINVAL);
 }
 
+/* XRC_SEND QPs only (anything else fails the batch): the remote XRC SRQ. */
 static void
 wr_set_xrc_srqn(struct ibv_qp_ex *x, uint32_t remote_srqn)
 {
-	RTE_SET_USED(remote_srqn);
-	fail(vqp(x), EINVAL);
+	struct droce_vqp *q = vqp(x);
+	struct droce_wqe *w = cur(q, W_XRC);
+
+	if (w == NULL)
+		return;
+	w->remote_qpn = remote_srqn & 0xffffff;
+	q->wr_need &= (uint8_t)~W_XRC;
 }
 
 static void
@@ -475,7 +483,7 @@ droce_verbs_wr_init(struct droce_vqp *q)
 	close_batch(q); /* no batch open: builders outside one do nothing */
 	q->wr_ops_ok = 0;
 	for (unsigned int op = 0; op < 32; op++)
-		if (droce_wr_opcode_allowed(q->type, op))
+		if (droce_wr_opcode_allowed(q->type, op) && q->xrc_role != DROCE_XRC_TGT)
 			q->wr_ops_ok |= 1u << op;
 	x->comp_mask = 0;
 	x->wr_id = 0;

@@ -5,8 +5,10 @@
  *     droce-perf send_lat -a                 (like ib_send_lat -a)
  *     droce-perf atomic_bw -A CMP_AND_SWAP   (like ib_atomic_bw)
  *
- * Topology: loopback.  One process opens two devices (droce0 and droce1 of the
- * embedded in-memory config, or whatever DROCE_CONFIG names), plays client on
+ * Topologies (topology.c, one table entry each): loopback below, two
+ * processes (two.c), either with -R.  Loopback: one process opens two
+ * devices (droce0 and droce1 of the embedded in-memory config, or whatever
+ * DROCE_CONFIG names), plays client on
  * the first and server on the second, connects -q QP pairs with
  * ibv_modify_qp, and drives both ends from one thread: in co-located mode the
  * engines make progress inside ibv_poll_cq / ibv_post_send (with -e, droce's
@@ -94,49 +96,8 @@ main(int argc, char **argv)
 		ibv_free_device_list(list);
 		o.server = n == 1;
 	}
-	if (o.host != NULL || o.server) {
-		R.two = true;
+	if (o.host != NULL || o.server)
 		R.me = o.server ? 1 : 0;
-		if (n_sizes != 1)
-			unsupported("two processes run one message size at a time (no -a or -s "
-				    "lists yet)");
-		if (o.duration > 0 && o.mode == M_LAT)
-			unsupported("-D: latency tests across two processes run -n iterations");
-		if (o.qps > 1 && o.mode == M_LAT)
-			unsupported("-q: latency tests use one QP");
-		run_two(sizes[0]);
-		return 0;
-	}
-	if (o.rdma_cm && n_sizes > 1)
-		unsupported("-R on the loopback topology runs one message size (no -a or -s lists "
-			    "yet: the next size's connections meet the last ones' CM time wait)");
-	open_devices();
-	tsc_hz = rte_get_tsc_hz();
-	if (tsc_hz == 0)
-		fail("no TSC frequency");
-	n_sizes = ud_fit_sizes(sizes, n_sizes);
-	R.multi_size = n_sizes > 1;
-	lat_samples_open();
-	print_banner();
-	for (unsigned int i = 0; i < n_sizes; i++) {
-		setup(sizes[i]);
-		if (i == 0) {
-			print_addresses();
-			print_header();
-		}
-		if (o.mode == M_BW)
-			run_bw(sizes[i]);
-		else
-			run_lat(sizes[i]);
-		teardown();
-	}
-	print_line();
-	lat_samples_close();
-	if (o.json)
-		print_json();
-	else if (o.stats)
-		print_stats(stdout);
-	fflush(stdout);
-	close_devices();
+	run_topology(o.host != NULL || o.server, sizes, n_sizes);
 	return 0;
 }

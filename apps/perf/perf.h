@@ -283,13 +283,17 @@ uint32_t clamp_slots(uint64_t stride, uint32_t want);
 struct layout layout_for(uint64_t size);
 enum ibv_mtu mtu_enum(uint32_t bytes);
 uint32_t mtu_bytes(enum ibv_mtu m);
+void side_open(struct side *s, double wait_s);
 void open_devices(void);
 void close_devices(void);
 void to_init(struct ibv_qp *qp);
 void to_rts(struct ibv_qp *qp, uint32_t psn, const struct ibv_qp *peer, uint32_t peer_psn, const union ibv_gid *peer_gid, uint32_t my_reads, uint32_t peer_reads);
 struct ibv_ah * make_ah(int side, const union ibv_gid *dgid);
 void side_alloc(struct side *s, uint64_t cqe);
-void setup(uint64_t size);
+void plan_run(uint64_t size);
+uint64_t plan_cqe(void);
+void setup_loop(uint64_t size);
+void connect_loop(void);
 void qp_stats_add(struct ibv_qp *qp);
 void teardown(void);
 
@@ -392,6 +396,9 @@ void serve_lat(uint64_t size);
 unsigned int ud_fit_sizes(uint64_t *sizes, unsigned int n);
 void lat_samples_open(void);
 void lat_samples_close(void);
-void run_two(uint64_t size);
+/* ---- topology.c ---- */
+
+/* Runs the test on the topology: two processes (@two) or loopback, -R or not. */
+void run_topology(bool two, uint64_t *sizes, unsigned int n_sizes);
 
 #endif /* DROCE_PERF_PERF_H */

@@ -75,6 +75,42 @@ mtu_bytes(enum ibv_mtu m)
 }
 
 
+/*
+ * Opens side @s's device (s->dev): its context, the port up (waiting up to
+ * @wait_s seconds for it, driving droce meanwhile: a memif port is up once
+ * the peer process is there; 0: it must be up now), its MTU, GID and a PD.
+ */
+void
+side_open(struct side *s, double wait_s)
+{
+	struct ibv_port_attr pa;
+	uint64_t t0 = rte_rdtsc();
+
+	s->ctx = o.rdma_cm ? rcm_context_of(s->dev) : ibv_open_device(s->dev);
+	if (s->ctx == NULL)
+		fail("ibv_open_device %s: %s", ibv_get_device_name(s->dev), strerror(errno));
+	for (;;) {
+		if (ibv_query_port(s->ctx, 1, &pa) != 0)
+			fail("ibv_query_port %s", ibv_get_device_name(s->dev));
+		if (pa.state == IBV_PORT_ACTIVE)
+			break;
+		if (wait_s <= 0)
+			fail("%s: port is %s", ibv_get_device_name(s->dev),
+			     ibv_port_state_str(pa.state));
+		if (rte_rdtsc() - t0 > (uint64_t)(wait_s * (double)rte_get_tsc_hz()))
+			fail("%s: port is %s after %.0f s (is the peer process running?)",
+			     ibv_get_device_name(s->dev), ibv_port_state_str(pa.state), wait_s);
+		droce_progress();
+		usleep(1000);
+	}
+	s->active_mtu = pa.active_mtu;
+	if (ibv_query_gid(s->ctx, 1, o.gid_index, &s->gid) != 0)
+		fail("%s: no GID index %d", ibv_get_device_name(s->dev), o.gid_index);
+	s->pd = ibv_alloc_pd(s->ctx);
+	if (s->pd == NULL)
+		fail("ibv_alloc_pd: %s", strerror(errno));
+}
+
 void
 open_devices(void)
 {
@@ -98,25 +134,8 @@ open_devices(void)
 		fail("loopback needs two devices, the config has %d", n);
 	R.s[0].role = "client";
 	R.s[1].role = "server";
-	for (int k = 0; k < 2; k++) {
-		struct side *s = &R.s[k];
-		struct ibv_port_attr pa;
-
-		s->ctx = o.rdma_cm ? rcm_context_of(s->dev) : ibv_open_device(s->dev);
-		if (s->ctx == NULL)
-			fail("ibv_open_device %s: %s", ibv_get_device_name(s->dev), strerror(errno));
-		if (ibv_query_port(s->ctx, 1, &pa) != 0)
-			fail("ibv_query_port %s", ibv_get_device_name(s->dev));
-		if (pa.state != IBV_PORT_ACTIVE)
-			fail("%s: port is %s", ibv_get_device_name(s->dev),
-			     ibv_port_state_str(pa.state));
-		s->active_mtu = pa.active_mtu;
-		if (ibv_query_gid(s->ctx, 1, o.gid_index, &s->gid) != 0)
-			fail("%s: no GID index %d", ibv_get_device_name(s->dev), o.gid_index);
-		s->pd = ibv_alloc_pd(s->ctx);
-		if (s->pd == NULL)
-			fail("ibv_alloc_pd: %s", strerror(errno));
-	}
+	for (int k = 0; k < 2; k++)
+		side_open(&R.s[k], 0);
 	ibv_free_device_list(list);
 	stats_ready = true;
 
@@ -272,11 +291,15 @@ side_alloc(struct side *s, uint64_t cqe)
 }
 
 
+/*
+ * The plan of a run of @size, the same in every topology: the slot layout,
+ * receives posted per QP (R.nrecv), send queue depth, WRs in flight and
+ * completion moderation.
+ */
 void
-setup(uint64_t size)
+plan_run(uint64_t size)
 {
 	uint32_t nrecv;
-	uint64_t cqe;
 
 	R.lay = layout_for(size);
 	/* receives posted per QP: one per slot with --check; without, -r of
@@ -303,48 +326,89 @@ setup(uint64_t size)
 	R.cq_mod = o.post_list > 1 ? o.post_list : o.cq_mod;
 	if (R.cq_mod > R.depth)
 		R.cq_mod = R.depth;
-
 	R.nrecv = nrecv;
-	cqe = (uint64_t)o.qps * (R.sq_depth + nrecv) + 16;
-	for (int k = 0; k < 2; k++) {
-		struct side *s = &R.s[k];
+}
 
-		side_alloc(s, cqe);
+/* CQ entries a side needs for the planned run. */
+uint64_t
+plan_cqe(void)
+{
+	return (uint64_t)o.qps * (R.sq_depth + R.nrecv) + 16;
+}
+
+void
+pair_post_recvs(uint32_t i, int side)
+{
+	/* receives first, so no SEND ever meets an empty queue */
+	for (uint32_t j = 0; j < R.nrecv; j++)
+		post_recv_slot(&R.p[i], i, side, j);
+}
+
+/* Creates @side's QP of pair @i (on rdma_cm id @id with -R, then rdma_cm
+ * moves it through its states; else in INIT), and with @recvs posts its
+ * receives. */
+void
+pair_qp(uint32_t i, int side, struct rdma_cm_id *id, bool recvs)
+{
+	struct pair *p = &R.p[i];
+	struct side *s = &R.s[side];
+	struct ibv_qp_init_attr ia = {
+		.send_cq = s->cq, .recv_cq = s->cq, .qp_type = o.qpt,
+		.cap = { .max_send_wr = R.sq_depth, .max_recv_wr = R.nrecv ? R.nrecv : 1,
+			 .max_send_sge = 1, .max_recv_sge = 1,
+			 .max_inline_data = (uint32_t)o.inline_size },
+	};
+
+	if (id != NULL) {
+		uint8_t t = o.qp_timeout;
+
+		/* -u with -R: the id's local ACK timeout (rdma_cm's own otherwise) */
+		if (o.qp_timeout_set &&
+		    rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t, 1) != 0)
+			fail("rdma_set_option ACK_TIMEOUT %u: %s", t, strerror(errno));
+		if (rdma_create_qp(id, s->pd, &ia) != 0)
+			fail("rdma_create_qp (%s, QP pair %u): %s", s->role, i, strerror(errno));
+		p->qp[side] = id->qp;
+		p->cm_id[side] = id;
+	} else {
+		p->qp[side] = create_qp(s->pd, &ia);
+		if (p->qp[side] == NULL)
+			fail("ibv_create_qp (send queue %u, receive queue %u, inline %d): %s",
+			     R.sq_depth, R.nrecv, o.inline_size, strerror(errno));
+		to_init(p->qp[side]);
 	}
-	if (o.rdma_cm) {
-		setup_loop_rdma_cm();
-		return;
-	}
+	if (recvs)
+		pair_post_recvs(i, side);
+}
+
+/* One process, both sides: buffers and CQs for a run of @size. */
+void
+setup_loop(uint64_t size)
+{
+	plan_run(size);
+	for (int k = 0; k < 2; k++)
+		side_alloc(&R.s[k], plan_cqe());
+}
+
+/* One process: -q QP pairs connected with ibv_modify_qp. */
+void
+connect_loop(void)
+{
 	for (uint32_t i = 0; i < o.qps; i++) {
 		struct pair *p = &R.p[i];
 
 		memset(p, 0, sizeof(*p));
 		for (int k = 0; k < 2; k++) {
-			struct side *s = &R.s[k];
-			struct ibv_qp_init_attr ia = {
-				.send_cq = s->cq, .recv_cq = s->cq, .qp_type = o.qpt,
-				.cap = { .max_send_wr = R.sq_depth,
-					 .max_recv_wr = nrecv ? nrecv : 1,
-					 .max_send_sge = 1, .max_recv_sge = 1,
-					 .max_inline_data = (uint32_t)o.inline_size },
-			};
-
-			p->qp[k] = create_qp(s->pd, &ia);
-			if (p->qp[k] == NULL)
-				fail("ibv_create_qp (send queue %u, receive queue %u, inline %d): %s",
-				     R.sq_depth, nrecv, o.inline_size, strerror(errno));
+			pair_qp(i, k, NULL, false);
 			p->psn[k] = (uint32_t)lrand48() & 0xffffff;
-			p->base[k] = s->buf + (uint64_t)i * R.lay.region;
-			to_init(p->qp[k]);
+			p->base[k] = R.s[k].buf + (uint64_t)i * R.lay.region;
 		}
 	}
 	for (uint32_t i = 0; i < o.qps; i++) {
 		struct pair *p = &R.p[i];
 
-		/* receives first, so no SEND ever meets an empty queue */
 		for (int k = 0; k < 2; k++)
-			for (uint32_t j = 0; j < nrecv; j++)
-				post_recv_slot(p, i, k, j);
+			pair_post_recvs(i, k);
 		to_rts(p->qp[0], p->psn[0], p->qp[1], p->psn[1], &R.s[1].gid, o.out_reads,
 		       o.out_reads);
 		to_rts(p->qp[1], p->psn[1], p->qp[0], p->psn[0], &R.s[0].gid, o.out_reads,

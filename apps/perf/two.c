@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * droce-perf: Two processes, like perftest: the TCP exchange (perftest_oob.h) or
  * rdma_cm (-R, perftest_rdmacm.h), one side's setup, bandwidth and latency
- * runs and the reports both sides swap.  Over 800 lines: its setup, runs and
- * exchange still repeat the one-process files' shape (the unification into
- * one path per topology is open, issue 14).
+ * runs and the reports both sides swap.  topology.c's table runs it; the
+ * bandwidth run and the latency server are still this side's own loops
+ * (run_bw_two, serve_lat), not bw.c's and lat.c's (issue 14).
  */
 #include "perf.h"
 
@@ -56,8 +56,6 @@ open_local(void)
 {
 	struct ibv_device **list;
 	struct side *s = &R.s[R.me];
-	struct ibv_port_attr pa;
-	uint64_t t0;
 	int n;
 
 	list = ibv_get_device_list(&n);
@@ -71,28 +69,8 @@ open_local(void)
 	if (s->dev == NULL)
 		fail("no device %s (%d devices)", o.dev, n);
 	s->role = R.me ? "server" : "client";
-	s->ctx = o.rdma_cm ? rcm_context_of(s->dev) : ibv_open_device(s->dev);
-	if (s->ctx == NULL)
-		fail("ibv_open_device %s: %s", ibv_get_device_name(s->dev), strerror(errno));
-	t0 = rte_rdtsc();
-	for (;;) {
-		if (ibv_query_port(s->ctx, 1, &pa) != 0)
-			fail("ibv_query_port %s", ibv_get_device_name(s->dev));
-		if (pa.state == IBV_PORT_ACTIVE)
-			break;
-		if (rte_rdtsc() - t0 > (uint64_t)(o.timeout * (double)rte_get_tsc_hz()))
-			fail("%s: port is %s after %.0f s (is the peer process running?)",
-			     ibv_get_device_name(s->dev), ibv_port_state_str(pa.state), o.timeout);
-		droce_progress();
-		usleep(1000);
-	}
-	s->active_mtu = pa.active_mtu;
+	side_open(s, o.timeout);
 	stats_ready = true;
-	if (ibv_query_gid(s->ctx, 1, o.gid_index, &s->gid) != 0)
-		fail("%s: no GID index %d", ibv_get_device_name(s->dev), o.gid_index);
-	s->pd = ibv_alloc_pd(s->ctx);
-	if (s->pd == NULL)
-		fail("ibv_alloc_pd: %s", strerror(errno));
 	ibv_free_device_list(list);
 	R.mtu = s->active_mtu;
 	if (o.mtu && mtu_enum(o.mtu) < R.mtu)
@@ -172,81 +150,12 @@ connect_peer(void)
 }
 
 void
-pair_post_recvs(uint32_t i, int side)
-{
-	/* receives first, so no SEND ever meets an empty queue */
-	for (uint32_t j = 0; j < R.nrecv; j++)
-		post_recv_slot(&R.p[i], i, side, j);
-}
-
-/* Creates @side's QP of pair @i (on rdma_cm id @id with -R, then rdma_cm
- * moves it through its states; else in INIT), and with @recvs posts its
- * receives. */
-void
-pair_qp(uint32_t i, int side, struct rdma_cm_id *id, bool recvs)
-{
-	struct pair *p = &R.p[i];
-	struct side *s = &R.s[side];
-	struct ibv_qp_init_attr ia = {
-		.send_cq = s->cq, .recv_cq = s->cq, .qp_type = o.qpt,
-		.cap = { .max_send_wr = R.sq_depth, .max_recv_wr = R.nrecv ? R.nrecv : 1,
-			 .max_send_sge = 1, .max_recv_sge = 1,
-			 .max_inline_data = (uint32_t)o.inline_size },
-	};
-
-	if (id != NULL) {
-		uint8_t t = o.qp_timeout;
-
-		/* -u with -R: the id's local ACK timeout (rdma_cm's own otherwise) */
-		if (o.qp_timeout_set &&
-		    rdma_set_option(id, RDMA_OPTION_ID, RDMA_OPTION_ID_ACK_TIMEOUT, &t, 1) != 0)
-			fail("rdma_set_option ACK_TIMEOUT %u: %s", t, strerror(errno));
-		if (rdma_create_qp(id, s->pd, &ia) != 0)
-			fail("rdma_create_qp (%s, QP pair %u): %s", s->role, i, strerror(errno));
-		p->qp[side] = id->qp;
-		p->cm_id[side] = id;
-	} else {
-		p->qp[side] = create_qp(s->pd, &ia);
-		if (p->qp[side] == NULL)
-			fail("ibv_create_qp (send queue %u, receive queue %u, inline %d): %s",
-			     R.sq_depth, R.nrecv, o.inline_size, strerror(errno));
-		to_init(p->qp[side]);
-	}
-	if (recvs)
-		pair_post_recvs(i, side);
-}
-
-void
 setup_two(uint64_t size)
 {
 	struct side *s = &R.s[R.me];
-	uint32_t nrecv;
-	uint64_t cqe;
 	int cb = (int)R.rem_nrx;
 
-	R.lay = layout_for(size);
-	nrecv = o.verb != V_SEND ? 0 : (o.mode == M_BW && !o.check) ? o.rx_depth : R.lay.nrx;
-	if (o.mode == M_LAT) {
-		R.sq_depth = LAT_SQ_DEPTH;
-		R.depth = 1;
-	} else {
-		R.sq_depth = o.tx_depth;
-		R.depth = o.tx_depth;
-		if (o.verb == V_SEND && R.depth > nrecv)
-			R.depth = nrecv;
-		if (o.check && R.depth > R.lay.ntx)
-			R.depth = R.lay.ntx;
-		if (o.check && o.verb != V_SEND && R.depth > R.lay.nrx)
-			R.depth = R.lay.nrx;
-		if (o.check && R.depth < o.post_list)
-			fail("--check with -l %u needs %u slots of %" PRIu64 " B; use a smaller -l "
-			     "or -s", o.post_list, o.post_list, size);
-		if (R.depth < o.post_list)
-			R.depth = o.post_list;
-	}
-	R.cq_mod = o.post_list > 1 ? o.post_list : o.cq_mod;
-	if (R.cq_mod > R.depth)
-		R.cq_mod = R.depth;
+	plan_run(size);
 	if (R.oob.peer_droce) {
 		R.rem_nrx = R.lay.nrx; /* same options, same layout */
 	} else {
@@ -262,9 +171,7 @@ setup_two(uint64_t size)
 		}
 	}
 
-	R.nrecv = nrecv;
-	cqe = (uint64_t)o.qps * (R.sq_depth + nrecv) + 16;
-	side_alloc(s, cqe);
+	side_alloc(s, plan_cqe());
 	for (uint32_t i = 0; i < o.qps; i++) {
 		struct pair *p = &R.p[i];
 
@@ -806,101 +713,4 @@ serve_lat(uint64_t size)
 		post_one(p, 1, i, sig, &w, size);
 	}
 	WAIT_UNTIL(p->sends_done[1] >= p->signaled[1], &w, size, "final completions");
-}
-
-/* UD: a message is one packet.  As perftest: an -s over the path MTU is
- * refused; the default size, and -a's sizes, are brought down to it. */
-unsigned int
-ud_fit_sizes(uint64_t *sizes, unsigned int n)
-{
-	uint32_t mtu = mtu_bytes(R.mtu);
-	unsigned int k = 0;
-
-	if (o.qpt != IBV_QPT_UD)
-		return n;
-	for (unsigned int i = 0; i < n; i++) {
-		if (sizes[i] <= mtu) {
-			sizes[k++] = sizes[i];
-		} else if (o.all) {
-			/* -a: the sizes stop at the MTU */
-		} else if (o.size_set) {
-			unsupported("-s %" PRIu64 ": max message size in UD is the path MTU, %u B "
-				    "(a UD message is one packet)", sizes[i], mtu);
-		} else {
-			fprintf(stderr, "droce-perf: max message size in UD is the path MTU, %u B: "
-				"using it\n", mtu);
-			sizes[k++] = mtu;
-		}
-	}
-	return k;
-}
-
-void
-lat_samples_open(void)
-{
-	if (o.lat_samples == NULL)
-		return;
-	R.lat_f = fopen(o.lat_samples, "w");
-	if (R.lat_f == NULL)
-		fail("--lat-samples %s: %s", o.lat_samples, strerror(errno));
-}
-
-void
-lat_samples_close(void)
-{
-	if (R.lat_f == NULL)
-		return;
-	if (fclose(R.lat_f) != 0)
-		fail("--lat-samples %s: %s", o.lat_samples, strerror(errno));
-	R.lat_f = NULL;
-}
-
-void
-run_two(uint64_t size)
-{
-	srand48((long)getpid() ^ (long)time(NULL)); /* two processes: distinct PSNs */
-	open_local();
-	connect_peer();
-	tsc_hz = rte_get_tsc_hz();
-	ud_fit_sizes(&size, 1); /* the agreed MTU: both sides decide alike */
-	if (R.me == 0)
-		lat_samples_open();
-	else if (o.lat_samples != NULL)
-		fprintf(stderr, "droce-perf: --lat-samples: the client measures latency; the "
-			"server writes no samples\n");
-	print_banner();
-	setup_two(size);
-	connect_qps();
-	R.run_start = rte_rdtsc();
-	R.last_recv = R.run_start;
-	print_addresses();
-	if (R.me == 0 || o.mode == M_BW)
-		print_header();
-	if (o.mode == M_BW) {
-		run_bw_two(size);
-	} else {
-		if (R.me == 0)
-			run_lat(size);
-		else
-			serve_lat(size);
-		if (R.oob.peer_droce) {
-			/* droce peers: a last barrier, so neither leaves early */
-			R.oob.timeout_ms = 0;
-			barrier("end of the run");
-		} else if (o.verb != V_WRITE) {
-			/* perftest 6.06: read_lat, send_lat, atomic_lat end with a
-			 * closing handshake (write_lat with none) */
-			R.oob.timeout_ms = 0;
-			barrier("closing");
-		}
-	}
-	pt_oob_close(&R.oob);
-	print_line();
-	lat_samples_close();
-	if (o.json)
-		print_json();
-	else if (o.stats)
-		print_stats(stdout);
-	fflush(stdout);
-	teardown_two();
 }

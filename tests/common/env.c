@@ -9,15 +9,6 @@
 #include "dataplane/dp.h"
 #include "env.h"
 
-uint64_t
-tc_now_ms(void)
-{
-	struct timespec t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t);
-	return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
-}
-
 void
 tc_start(const struct tc_pair *o)
 {
@@ -70,6 +61,9 @@ void
 tc_qp_up(struct ibv_qp *qp, const struct tc_conn *c)
 {
 	const bool rc = qp->qp_type == IBV_QPT_RC, ud = qp->qp_type == IBV_QPT_UD;
+	/* XRC: the requester's side of RC (XRC_SEND), the responder's (XRC_RECV) */
+	const bool req = rc || qp->qp_type == IBV_QPT_XRC_SEND;
+	const bool resp = rc || qp->qp_type == IBV_QPT_XRC_RECV;
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
 	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT;
 
@@ -79,7 +73,7 @@ tc_qp_up(struct ibv_qp *qp, const struct tc_conn *c)
 	} else {
 		a.qp_access_flags = c->access ? c->access
 				    : IBV_ACCESS_REMOTE_WRITE |
-					      (rc ? IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC : 0);
+					      (resp ? IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC : 0);
 		mask |= IBV_QP_ACCESS_FLAGS;
 	}
 	cr_assert_eq(ibv_modify_qp(qp, &a, mask), 0, "QP %u to INIT: %s", qp->qp_num, strerror(errno));
@@ -97,7 +91,7 @@ tc_qp_up(struct ibv_qp *qp, const struct tc_conn *c)
 		a.ah_attr.grh.sgid_index = c->sgid_index;
 		a.ah_attr.grh.hop_limit = 64;
 		mask |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
-		if (rc) {
+		if (resp) {
 			a.max_dest_rd_atomic = c->rd_atomic ? c->rd_atomic : 4;
 			a.min_rnr_timer = 1;
 			mask |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
@@ -109,12 +103,15 @@ tc_qp_up(struct ibv_qp *qp, const struct tc_conn *c)
 	a.qp_state = IBV_QPS_RTS;
 	a.sq_psn = c->psn;
 	mask = IBV_QP_STATE | IBV_QP_SQ_PSN;
-	if (rc) {
+	if (req || resp) {
 		a.timeout = c->timeout ? c->timeout : 10;
+		mask |= IBV_QP_TIMEOUT;
+	}
+	if (req) {
 		a.retry_cnt = c->retry_cnt ? c->retry_cnt : 3;
 		a.rnr_retry = c->rnr_retry ? c->rnr_retry : 3;
 		a.max_rd_atomic = c->rd_atomic ? c->rd_atomic : 4;
-		mask |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
+		mask |= IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
 	}
 	cr_assert_eq(ibv_modify_qp(qp, &a, mask), 0, "QP %u to RTS: %s", qp->qp_num, strerror(errno));
 }

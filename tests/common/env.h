@@ -14,10 +14,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "clock.h"
 #include "pair_config.h"
-
-/* Milliseconds of CLOCK_MONOTONIC. */
-uint64_t tc_now_ms(void);
 
 /* Starts droce on the pair described by @o (NULL: defaults); tc_stop() ends it. */
 void tc_start(const struct tc_pair *o);
@@ -41,7 +39,8 @@ struct tc_conn {
 	uint32_t qkey;            /* UD; 0: 0x11111111 */
 };
 
-/* RESET (or INIT) -> INIT -> RTR -> RTS with the masks the QP's type needs. */
+/* RESET (or INIT) -> INIT -> RTR -> RTS with the masks the QP's type needs
+ * (XRC_SEND: RC's requester attributes, XRC_RECV: RC's responder ones). */
 void tc_qp_up(struct ibv_qp *qp, const struct tc_conn *c);
 /* Moves @qp to @state (ERR, RESET, SQD ...): only the state changes. */
 void tc_qp_state(struct ibv_qp *qp, enum ibv_qp_state state);

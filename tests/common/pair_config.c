@@ -26,7 +26,7 @@ tc_pair_config(char *buf, size_t cap, const struct tc_pair *o)
 		snprintf(engines, sizeof(engines), "mode = colocated\ncount = %u\n", q);
 	n = snprintf(buf, cap,
 		     "[eal]\n"
-		     "args = --no-huge --no-pci -m 256 --log-level=lib.eal:warning %s\n"
+		     "args = --no-huge --no-pci -m %u --log-level=lib.eal:warning %s\n"
 		     "[engines]\n"
 		     "%s"
 		     "%s"
@@ -34,6 +34,7 @@ tc_pair_config(char *buf, size_t cap, const struct tc_pair *o)
 		     "mbufs = %u\n"
 		     "cache = 128\n"
 		     "data_room = %u\n"
+		     "%s%s"
 		     "[port0]\n"
 		     "kind = ring\n"
 		     "peer = port1\n"
@@ -52,7 +53,9 @@ tc_pair_config(char *buf, size_t cap, const struct tc_pair *o)
 		     "mtu = %u\n"
 		     "rxq = %u\ntxq = %u\nrxd = %u\ntxd = %u\n"
 		     "%s\n",
-		     o->eal_extra ? o->eal_extra : "", engines, fallback, o->mbufs ? o->mbufs : 8191, o->data_room ? o->data_room : 2176,
+		     o->mem_mb ? o->mem_mb : 256, o->eal_extra ? o->eal_extra : "", engines, fallback,
+		     o->mbufs ? o->mbufs : 8191, o->data_room ? o->data_room : 2176,
+		     o->mempool_extra ? o->mempool_extra : "", o->mempool_extra ? "\n" : "",
 		     o->ipv6 ? "ipv6 = 2001:2::1\n" : "", mtu, q, q, d, d,
 		     o->port0_extra ? o->port0_extra : "",
 		     o->ipv6 ? "ipv6 = 2001:2::2\n" : "", mtu, q, q, d, d,

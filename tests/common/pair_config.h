@@ -22,6 +22,8 @@ struct tc_pair {
 	unsigned int descs;       /* rxd / txd per queue; 0: 1024 */
 	unsigned int mbufs;       /* 0: 8191 */
 	unsigned int data_room;   /* 0: 2176 */
+	unsigned int mem_mb;      /* EAL -m; 0: 256 */
+	const char *mempool_extra; /* more [mempool] lines, e.g. "capture_mbufs = 4095" */
 	bool ipv6;                /* also 2001:2::1 / 2001:2::2 (GID index 1) */
 	const char *port0_extra;  /* more [port0] lines, e.g. "impair_drop = 0.01" */
 	const char *port1_extra;

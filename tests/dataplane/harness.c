@@ -71,54 +71,27 @@ h_cq_create(uint32_t cqe)
 int
 h_start(const struct h_cfg *c, bool may_fail)
 {
-	static char text[8192];
+	static char text[8192], port0[1024];
 	struct droce_config cfg;
-	unsigned int eng = c->engines ? c->engines : 1;
-	unsigned int mtu = c->port_mtu ? c->port_mtu : 9000;
-	unsigned int room = c->data_room ? c->data_room : 10240;
-	unsigned int mbufs = c->mbufs ? c->mbufs : 16383;
-	unsigned int mem = c->mem_mb ? c->mem_mb : 512;
 	const char *extra = c->port_extra ? c->port_extra : "";
 	const char *cap = c->capture0 ? c->capture0 : getenv("DROCE_TEST_CAPTURE");
+	unsigned int eng = c->engines ? c->engines : 1;
+	struct tc_pair pair = {
+		.mtu = c->port_mtu ? c->port_mtu : 9000,
+		.engines = eng,
+		.descs = 2048,
+		.mbufs = c->mbufs ? c->mbufs : 16383,
+		.data_room = c->data_room ? c->data_room : 10240,
+		.mem_mb = c->mem_mb ? c->mem_mb : 512,
+		.mempool_extra = "capture_mbufs = 4095",
+		.port0_extra = port0,
+		.port1_extra = extra,
+	};
 	int n;
 
-	n = snprintf(text, sizeof(text),
-		     "[eal]\n"
-		     "args = --no-huge --no-pci -m %u --log-level=lib.eal:warning\n"
-		     "[engines]\n"
-		     "mode = colocated\n"
-		     "count = %u\n"
-		     "[mempool]\n"
-		     "mbufs = %u\n"
-		     "cache = 128\n"
-		     "data_room = %u\n"
-		     "capture_mbufs = 4095\n"
-		     "[port0]\n"
-		     "kind = ring\n"
-		     "peer = port1\n"
-		     "mac = 02:00:c6:12:00:01\n"
-		     "ipv4 = 198.18.0.1\n"
-		     "mtu = %u\n"
-		     "rxq = %u\n"
-		     "txq = %u\n"
-		     "rxd = 2048\n"
-		     "txd = 2048\n"
-		     "%s%s%s\n"
-		     "%s\n"
-		     "[port1]\n"
-		     "kind = ring\n"
-		     "peer = port0\n"
-		     "mac = 02:00:c6:12:00:02\n"
-		     "ipv4 = 198.18.0.2\n"
-		     "mtu = %u\n"
-		     "rxq = %u\n"
-		     "txq = %u\n"
-		     "rxd = 2048\n"
-		     "txd = 2048\n"
-		     "%s\n",
-		     mem, eng, mbufs, room, mtu, eng, eng, cap ? "capture = " : "",
-		     cap ? cap : "", cap ? "\n" : "", extra, mtu, eng, eng,
-		     extra);
+	snprintf(port0, sizeof(port0), "%s%s%s%s", cap ? "capture = " : "", cap ? cap : "",
+		 cap ? "\n" : "", extra);
+	n = tc_pair_config(text, sizeof(text), &pair);
 	cr_assert(n > 0 && (size_t)n < sizeof(text), "config text too long");
 	unsetenv("DROCE_CONFIG");
 	if (droce_config_load_text("<dataplane test>", text, &cfg) != 0) {
@@ -382,11 +355,11 @@ h_pair_connect(struct h_pair *p, const struct h_conn_opts *o)
 void
 h_settle(struct droce_qp *qp)
 {
-	uint64_t deadline = h_now_ms() + 5000;
+	uint64_t deadline = tc_now_ms() + 5000;
 
 	/* the engine may be driven by the fallback thread right now: wait, not assume */
 	while (!droce_qp_settled(qp)) {
-		cr_assert_leq(h_now_ms(), deadline, "QP %#x: modify not applied in 5 s", droce_qp_num(qp));
+		cr_assert_leq(tc_now_ms(), deadline, "QP %#x: modify not applied in 5 s", droce_qp_num(qp));
 		droce_engines_progress();
 	}
 }
@@ -565,19 +538,10 @@ h_post_recv(struct droce_qp *qp, const struct droce_rqe *r)
 
 /* ---- completions ---- */
 
-uint64_t
-h_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 int
 h_poll(struct droce_cq *cq, int n, struct droce_cqe *out, unsigned int timeout_ms)
 {
-	uint64_t deadline = h_now_ms() + timeout_ms;
+	uint64_t deadline = tc_now_ms() + timeout_ms;
 	int got = 0;
 	unsigned int spins = 0;
 
@@ -586,7 +550,7 @@ h_poll(struct droce_cq *cq, int n, struct droce_cqe *out, unsigned int timeout_m
 
 		cr_assert_geq(k, 0, "droce_cq_poll: %d", k);
 		got += k;
-		if (k == 0 && (++spins & 255) == 0 && h_now_ms() > deadline)
+		if (k == 0 && (++spins & 255) == 0 && tc_now_ms() > deadline)
 			break;
 	}
 	return got;
@@ -606,9 +570,9 @@ h_poll1(struct droce_cq *cq, unsigned int timeout_ms, const char *what)
 void
 h_spin(unsigned int ms)
 {
-	uint64_t deadline = h_now_ms() + ms;
+	uint64_t deadline = tc_now_ms() + ms;
 
-	while (h_now_ms() <= deadline)
+	while (tc_now_ms() <= deadline)
 		for (int i = 0; i < 64; i++)
 			droce_engines_progress();
 }
@@ -617,7 +581,7 @@ void
 h_expect_empty(struct droce_cq *cq, unsigned int ms, const char *what)
 {
 	struct droce_cqe c;
-	uint64_t deadline = h_now_ms() + ms;
+	uint64_t deadline = tc_now_ms() + ms;
 
 	memset(&c, 0, sizeof(c));
 	do {
@@ -627,7 +591,7 @@ h_expect_empty(struct droce_cq *cq, unsigned int ms, const char *what)
 			     "%s: unexpected completion wr_id %#" PRIx64 " status %u opcode %u "
 			     "byte_len %u qp %#x",
 			     what, c.wr_id, c.status, c.opcode, c.byte_len, c.qp_num);
-	} while (h_now_ms() <= deadline);
+	} while (tc_now_ms() <= deadline);
 }
 
 void

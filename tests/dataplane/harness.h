@@ -20,6 +20,9 @@
 #include "dataplane/dp.h"
 #include "dataplane/engine.h"
 #include "pmd_glue/port.h"
+/* tests/common: the clock (tc_now_ms) and the port pair's config text */
+#include "env.h"
+#include "pair_config.h"
 
 #define H_PD 7u
 
@@ -164,8 +167,6 @@ int h_poll(struct droce_cq *cq, int n, struct droce_cqe *out, unsigned int timeo
 struct droce_cqe h_poll1(struct droce_cq *cq, unsigned int timeout_ms, const char *what);
 /* Drives the engines for @ms and asserts @cq stays empty. */
 void h_expect_empty(struct droce_cq *cq, unsigned int ms, const char *what);
-/* CLOCK_MONOTONIC in ms. */
-uint64_t h_now_ms(void);
 /* Drives the engines for @ms. */
 void h_spin(unsigned int ms);
 

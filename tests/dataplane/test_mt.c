@@ -69,14 +69,14 @@ poster_main(void *arg)
 		/* as an application must: no more WQEs outstanding than the CQ share
 		 * holds (a slot frees when its CQE is pushed, not when it is polled) */
 		while (i - atomic_load(&g->polled[t]) >= SQ) {
-			if (atomic_load(&g->stop) || h_now_ms() > g->deadline_ms)
+			if (atomic_load(&g->stop) || tc_now_ms() > g->deadline_ms)
 				return NULL;
 			sched_yield();
 		}
 		while ((rc = droce_qp_post_send(qp, &w)) == ENOMEM) {
 			/* SQ full until the engine retires WQEs */
 			atomic_fetch_add(&g->posted_enomem, 1);
-			if (atomic_load(&g->stop) || h_now_ms() > g->deadline_ms)
+			if (atomic_load(&g->stop) || tc_now_ms() > g->deadline_ms)
 				return NULL;
 			sched_yield();
 		}
@@ -93,7 +93,7 @@ poller_main(void *arg)
 
 	RTE_SET_USED(arg);
 	while (atomic_load(&g->done) < POSTERS * PER_POSTER && !atomic_load(&g->stop) &&
-	       h_now_ms() <= g->deadline_ms) {
+	       tc_now_ms() <= g->deadline_ms) {
 		int k = droce_cq_poll(g->scq0, 16, c);
 
 		for (int i = 0; i < k; i++) {
@@ -185,8 +185,8 @@ run(unsigned int engines)
 		h_pair_create(&g->pair[t], SQ, 4, g->scq0, rcq0, scq1, rcq1);
 		h_pair_connect(&g->pair[t], &o);
 	}
-	g->deadline_ms = h_now_ms() + 60000;
-	t0 = h_now_ms();
+	g->deadline_ms = tc_now_ms() + 60000;
+	t0 = tc_now_ms();
 	cr_assert_eq(pthread_create(&churn, NULL, churn_main, spare), 0);
 	for (unsigned int i = 0; i < POLLERS; i++)
 		cr_assert_eq(pthread_create(&pollers[i], NULL, poller_main, NULL), 0);
@@ -206,7 +206,7 @@ run(unsigned int engines)
 			missing += atomic_load(&g->seen[t][n]) == 0;
 	cr_log_info("%u engine(s): %u completions by %d pollers in %" PRIu64 " ms, %u QPs churned, "
 		    "%u posts found the SQ full",
-		    engines, atomic_load(&g->done), POLLERS, h_now_ms() - t0, atomic_load(&g->churned),
+		    engines, atomic_load(&g->done), POLLERS, tc_now_ms() - t0, atomic_load(&g->churned),
 		    atomic_load(&g->posted_enomem));
 	cr_assert_eq(atomic_load(&g->post_errors), 0);
 	cr_assert_eq(atomic_load(&g->bad_status), 0,

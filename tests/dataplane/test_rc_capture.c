@@ -137,7 +137,7 @@ Test(rc_capture, tshark_and_scapy_agree)
 	snprintf(path, sizeof(path), "/tmp/droce-dp-capture-%d.pcapng", (int)getpid());
 	unlink(path);
 	h_start(&cfg, false);
-	cr_assert_not_null(droce_port_get(0)->capture, "port0 does not capture");
+	cr_assert(droce_port_capturing(droce_port_get(0)), "port0 does not capture");
 	traffic();
 	h_stop(); /* flushes and closes the capture */
 	snprintf(cmd, sizeof(cmd), "%s %s --min-roce 60 -q %s 1>&2", py, CHECK_SCRIPT, path);

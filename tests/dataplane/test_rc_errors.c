@@ -511,8 +511,8 @@ Test(rc_errors, link_down_then_up_recovers)
 	w.rkey = rb.mr.rkey;
 	h_post_send(p.qp[0], &w);
 	/* nothing completes while the link is down; wait for the first timeout */
-	deadline = h_now_ms() + 2000;
-	while (h_qp_stats(p.qp[0])->timeouts == 0 && h_now_ms() < deadline)
+	deadline = tc_now_ms() + 2000;
+	while (h_qp_stats(p.qp[0])->timeouts == 0 && tc_now_ms() < deadline)
 		h_expect_empty(p.scq[0], 1, "link down");
 	cr_assert_geq(h_qp_stats(p.qp[0])->timeouts, 1, "no timeout while the link was down");
 	droce_port_set_link(droce_port_get(1), true);

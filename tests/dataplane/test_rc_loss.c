@@ -329,7 +329,7 @@ run(const char *impair, uint32_t total, bool expect_loss)
 		for (unsigned int i = 0; i < RQ; i++)
 			post_recv(s);
 	}
-	t0 = h_now_ms();
+	t0 = tc_now_ms();
 	deadline = t0 + h_env_ulong("DROCE_TEST_LOSS_MS", 120000);
 	stall_ms = h_env_ulong("DROCE_TEST_STALL_MS", 10000);
 	progress_at = t0;
@@ -344,16 +344,16 @@ run(const char *impair, uint32_t total, bool expect_loss)
 		for (int i = 0; i < n; i++)
 			on_send_cqe(qs, &c[i]);
 		if (n > 0)
-			progress_at = h_now_ms();
+			progress_at = tc_now_ms();
 		n = droce_cq_poll(rcq1, 64, c);
 		for (int i = 0; i < n; i++)
 			on_recv_cqe(qs, &c[i]);
 		if (n > 0)
-			progress_at = h_now_ms();
+			progress_at = tc_now_ms();
 		all = true;
 		for (unsigned int q = 0; q < NQP; q++)
 			all = all && qs[q].retired == qs[q].n && qs[q].rexp_done == qs[q].rexp_n;
-		if (!all && (h_now_ms() > deadline || h_now_ms() > progress_at + stall_ms)) {
+		if (!all && (tc_now_ms() > deadline || tc_now_ms() > progress_at + stall_ms)) {
 			for (unsigned int q = 0; q < NQP; q++) {
 				char name[32];
 
@@ -370,10 +370,10 @@ run(const char *impair, uint32_t total, bool expect_loss)
 					     qs[q].n, qs[q].rexp_done, qs[q].rexp_n,
 					     h_qp_state(qs[q].p.qp[0]), h_qp_state(qs[q].p.qp[1]));
 			cr_assert_fail("not done after %" PRIu64 " ms (no completion for %" PRIu64 " ms)",
-				       h_now_ms() - t0, h_now_ms() - progress_at);
+				       tc_now_ms() - t0, tc_now_ms() - progress_at);
 		}
 	} while (!all);
-	fprintf(stderr, "[info] " "%u messages over %u QPs in %" PRIu64 " ms\n", per * NQP, NQP, h_now_ms() - t0);
+	fprintf(stderr, "[info] " "%u messages over %u QPs in %" PRIu64 " ms\n", per * NQP, NQP, tc_now_ms() - t0);
 
 	/* exactly once: nothing more arrives */
 	h_expect_empty(scq0, 50, "send CQ after the last completion");

@@ -139,7 +139,7 @@ Test(rc_order, atomics_hammer_two_engines)
 	uint64_t deadline;
 
 	hammer_setup(&h);
-	deadline = h_now_ms() + POLL_MS * 3;
+	deadline = tc_now_ms() + POLL_MS * 3;
 	for (unsigned int q = 0; q < NQP; q++) {
 		h_buf_init(&h.res[q], (size_t)n * 8, ALL_ACCESS);
 		memset(h.res[q].p, 0xff, (size_t)n * 8);
@@ -176,7 +176,7 @@ Test(rc_order, atomics_hammer_two_engines)
 			done[q]++;
 			total++;
 		}
-		if (k == 0 && h_now_ms() > deadline) {
+		if (k == 0 && tc_now_ms() > deadline) {
 			for (unsigned int q = 0; q < NQP; q++)
 				cr_log_error("QP %u: posted %u done %u", q, posted[q], done[q]);
 			cr_assert_fail("stuck at %u of %u completions", total, NQP * n);

@@ -58,10 +58,10 @@ psn(uint32_t base, uint32_t n)
 static void
 wait_tx(struct droce_qp *qp, uint64_t n, const char *what)
 {
-	uint64_t deadline = h_now_ms() + 5000;
+	uint64_t deadline = tc_now_ms() + 5000;
 
 	while (h_qp_stats(qp)->tx_pkts < n) {
-		cr_assert_leq(h_now_ms(), deadline, "%s: %" PRIu64 " frames sent, waiting for %" PRIu64,
+		cr_assert_leq(tc_now_ms(), deadline, "%s: %" PRIu64 " frames sent, waiting for %" PRIu64,
 			      what, h_qp_stats(qp)->tx_pkts, n);
 		droce_engines_progress();
 	}
@@ -237,12 +237,12 @@ Test(rc_retx, retries_per_attribute_timeout_not_per_event)
 	cr_assert_eq(c.status, DROCE_WC_SUCCESS, "status %u after %" PRIu64 " timeouts", c.status,
 		     probes);
 	/* nobody answers: RETRY_EXC after (retry_cnt + 1) = 1 attribute */
-	t0 = h_now_ms();
+	t0 = tc_now_ms();
 	post_write(0x43, PMTU);
 	c = h_poll1(p.scq[0], POLL_MS, "unanswered WRITE");
 	cr_assert_eq(c.wr_id, 0x43);
 	cr_assert_eq(c.status, DROCE_WC_RETRY_EXC_ERR, "status %u", c.status);
-	cr_assert_geq(h_now_ms() - t0, 268, "failed after %" PRIu64 " ms", h_now_ms() - t0);
+	cr_assert_geq(tc_now_ms() - t0, 268, "failed after %" PRIu64 " ms", tc_now_ms() - t0);
 	cr_assert_eq(h_qp_state(p.qp[0]), DROCE_QPS_ERR);
 }
 
@@ -257,12 +257,12 @@ Test(rc_retx, retry_cnt_spent_once_per_attribute)
 	o.retry_cnt = 3;
 	setup(&o);
 	s = h_qp_stats(p.qp[0]);
-	t0 = h_now_ms();
+	t0 = tc_now_ms();
 	post_write(0x51, PMTU);
 	c = h_poll1(p.scq[0], POLL_MS, "unanswered WRITE");
 	cr_assert_eq(c.status, DROCE_WC_RETRY_EXC_ERR, "status %u", c.status);
 	/* 4 attributes of 16.8 ms: the first send and 3 retries */
-	cr_assert_geq(h_now_ms() - t0, 67, "failed after %" PRIu64 " ms", h_now_ms() - t0);
+	cr_assert_geq(tc_now_ms() - t0, 67, "failed after %" PRIu64 " ms", tc_now_ms() - t0);
 	cr_assert_eq(s->retries, 3);
 }
 
@@ -343,10 +343,10 @@ Test(rc_retx, answering_peer_spends_no_retry)
 	h_post_send(p.qp[0], &w);
 	wait_tx(p.qp[0], 1, "READ request");
 	read_resp(psn(H_PSN_A, 0), DROCE_OP_READ_RESP_FIRST, src, PMTU);
-	until = h_now_ms() + 50;
-	while (h_now_ms() < until) {
+	until = tc_now_ms() + 50;
+	while (tc_now_ms() < until) {
 		/* response 1 is lost; the responder is busy with later ones */
-		read_resp(psn(H_PSN_A, 2 + (uint32_t)(h_now_ms() % 10)), DROCE_OP_READ_RESP_MIDDLE,
+		read_resp(psn(H_PSN_A, 2 + (uint32_t)(tc_now_ms() % 10)), DROCE_OP_READ_RESP_MIDDLE,
 			  src + 2 * PMTU, PMTU);
 		h_spin(4);
 	}

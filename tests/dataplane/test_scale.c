@@ -57,6 +57,7 @@ Test(scale, many_rc_qps_connected_in_pairs)
 	struct h_buf lb, rb;
 	uint64_t t0, t_create, t_connect, t_data, t_destroy;
 	long rss0, rss1;
+	double queue_b = 0, beyond_b;
 	unsigned long step;
 
 	cr_assert_geq(n, 2);
@@ -74,26 +75,33 @@ Test(scale, many_rc_qps_connected_in_pairs)
 
 	/* create: QP 2k on port0, 2k + 1 on port1 */
 	rss0 = rss_kib();
-	t0 = h_now_ms();
+	t0 = tc_now_ms();
 	for (unsigned long i = 0; i < n; i++) {
 		qp[i] = droce_qp_create(DROCE_QPT_RC, &caps, scq[i & 1], rcq[i & 1], H_PD, i & 1);
 		cr_assert_not_null(qp[i], "droce_qp_create #%lu: %s", i, strerror(errno));
 		qpn[i] = droce_qp_num(qp[i]);
 	}
-	t_create = h_now_ms() - t0;
+	t_create = tc_now_ms() - t0;
 
 	/* connect in pairs; then wait until the engine applied every modify */
-	t0 = h_now_ms();
+	t0 = tc_now_ms();
 	for (unsigned long i = 0; i < n; i += 2) {
 		h_connect_nowait(qp[i], 0, 1, qpn[i + 1], H_PSN_A, H_PSN_B, &o);
 		h_connect_nowait(qp[i + 1], 1, 0, qpn[i], H_PSN_B, H_PSN_A, &o);
 	}
 	for (unsigned long i = 0; i < n; i++)
 		h_settle(qp[i]);
-	t_connect = h_now_ms() - t0;
+	t_connect = tc_now_ms() - t0;
 	rss1 = rss_kib();
-	for (unsigned long i = 0; i < n; i++)
+	for (unsigned long i = 0; i < n; i++) {
 		cr_assert_eq(h_qp_state(qp[i]), DROCE_QPS_RTS, "QP #%lu not in RTS", i);
+		queue_b += (double)droce_qp_queue_bytes(qp[i]);
+	}
+	/* issue 12 §2: an idle QP costs at most 2 KiB beyond its queues */
+	beyond_b = (1024.0 * (double)(rss1 - rss0) - queue_b) / (double)n;
+	if (n >= 10000)
+		cr_expect_leq(beyond_b, 2048.0, "%.0f bytes of RSS per idle QP beyond its queues (%.0f)",
+			      beyond_b, queue_b / (double)n);
 
 	/* every QPN distinct */
 	{
@@ -111,7 +119,7 @@ Test(scale, many_rc_qps_connected_in_pairs)
 	/* data on a sample of pairs spread over the table: a WRITE and a SEND each */
 	step = RTE_MAX(n / 2 / SAMPLE_PAIRS, 1ul);
 	h_fill(lb.p, (size_t)SAMPLE_PAIRS * LEN, 77);
-	t0 = h_now_ms();
+	t0 = tc_now_ms();
 	for (unsigned int k = 0; k < SAMPLE_PAIRS && k * step < n / 2; k++) {
 		unsigned long pi = (unsigned long)k * step;
 		struct droce_qp *a = qp[2 * pi], *b = qp[2 * pi + 1];
@@ -145,23 +153,23 @@ Test(scale, many_rc_qps_connected_in_pairs)
 		cr_assert_eq(memcmp(rb.p + ((size_t)SAMPLE_PAIRS + k) * LEN, lb.p + (size_t)k * LEN, LEN),
 			     0, "pair %lu: SEND bytes", pi);
 	}
-	t_data = h_now_ms() - t0;
+	t_data = tc_now_ms() - t0;
 
-	t0 = h_now_ms();
+	t0 = tc_now_ms();
 	for (unsigned long i = 0; i < n; i++)
 		cr_assert_eq(droce_qp_destroy(qp[i]), 0);
-	t_destroy = h_now_ms() - t0;
+	t_destroy = tc_now_ms() - t0;
 	cr_log_info("%lu RC QPs on 1 engine: create %" PRIu64 " ms (%.1f us/QP), connect %" PRIu64
 		    " ms (%.1f us/QP, 3 modifies each), sample of %d pairs %" PRIu64 " ms, destroy %" PRIu64
-		    " ms (%.1f us/QP); RSS %+ld KiB for the connected QPs (%.2f KiB/QP, queues of 2+2 WQEs)",
+		    " ms (%.1f us/QP); RSS %+ld KiB for the connected QPs (%.2f KiB/QP, queues of 2+2 WQEs: %.0f B/QP, the rest %.0f B/QP)",
 		    n, t_create, 1000.0 * (double)t_create / (double)n, t_connect,
 		    1000.0 * (double)t_connect / (double)n, SAMPLE_PAIRS, t_data, t_destroy,
 		    1000.0 * (double)t_destroy / (double)n, rss1 - rss0,
-		    (double)(rss1 - rss0) / (double)n);
+		    (double)(rss1 - rss0) / (double)n, queue_b / (double)n, beyond_b);
 	fprintf(stderr,
 		"scale: %lu QPs: create %" PRIu64 " ms, connect %" PRIu64 " ms, destroy %" PRIu64
-		" ms, RSS %.2f KiB/QP\n",
-		n, t_create, t_connect, t_destroy, (double)(rss1 - rss0) / (double)n);
+		" ms, RSS %.2f KiB/QP (%.0f B beyond its queues)\n",
+		n, t_create, t_connect, t_destroy, (double)(rss1 - rss0) / (double)n, beyond_b);
 
 	/* the indices came back: as many QPs can be created again */
 	for (unsigned long i = 0; i < n; i++) {

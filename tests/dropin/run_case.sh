@@ -230,6 +230,24 @@ pingpong() {
 	done
 }
 
+# xsrq ARGS...: ibv_xsrq_pingpong (XRC: an XRC_SEND and an XRC_RECV QP per
+# side, one XRC SRQ each, in the domain of /tmp/xrc_domain; each process has
+# its own domain on droce), both sides end with "success" after every
+# message came back and every object was destroyed in the program's order
+xsrq() {
+	need ibv_xsrq_pingpong
+	local port
+	port=$(tcp_port)
+	pair_tcp 90 "$port" ibv_xsrq_pingpong -d droce0 -g 0 -p "$port" -n 100 "$@" -- \
+		ibv_xsrq_pingpong -d droce0 -g 0 -p "$port" -n 100 "$@" 127.0.0.1
+	local side
+	for side in server client; do
+		grep_in $side "^success" "did not finish"
+		grep_in $side "local: LID .*SRQN 0*[1-9a-f]" "no XRC SRQ number"
+		grep_in $side "GID ::ffff:198\.18\.0\.[12]" "no RoCE v2 GID"
+	done
+}
+
 # perftest TOOL ARGS...: server and client, the client's result row > 0
 perftest() {
 	local tool=$1
@@ -305,7 +323,7 @@ symbols)
 		nm -D --defined-only "$build/compat/$lib" | awk '{ print $3 }' >"$tmp/$lib.syms"
 	done
 	for b in ibv_devinfo ibv_devices ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong \
-		ibv_srq_pingpong rping rdma_server rdma_client udaddy ucmatose \
+		ibv_srq_pingpong ibv_xsrq_pingpong rping rdma_server rdma_client udaddy ucmatose \
 		ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_send_bw ib_send_lat \
 		ib_atomic_bw ib_atomic_lat qperf; do
 		p=$(command -v $b) || fail "$b not installed"
@@ -367,6 +385,8 @@ uc_pingpong) pingpong ibv_uc_pingpong ;;
 ud_pingpong) pingpong ibv_ud_pingpong -s 512 ;;
 srq_pingpong) pingpong ibv_srq_pingpong ;;
 srq_pingpong_events) pingpong ibv_srq_pingpong -e ;;
+xsrq_pingpong) xsrq ;;
+xsrq_pingpong_events) xsrq -e ;;
 rping)
 	need rping
 	pair_cm 90 rping -s -a 198.18.0.1 -V -v -C 10 -- rping -c -a 198.18.0.1 -V -v -C 10

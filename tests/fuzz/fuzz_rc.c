@@ -37,7 +37,8 @@
 #include "dataplane/dp.h"
 #include "dataplane/icrc.h"
 #include "dataplane/wire.h"
-#include "pmd_glue/port.h"
+/* frames are injected straight into the ring pair's receive ring */
+#include "pmd_glue/port_struct.h"
 #include "tests/common/pair_config.h"
 
 #define MR_LEN 65536
@@ -194,8 +195,8 @@ make_deliverable(uint8_t *f, size_t len, const struct end *to, const struct end 
 	struct droce_bth *bth = (struct droce_bth *)(f + 42);
 	const struct droce_opcode_info *info;
 
-	memcpy(f, &to->port->mac, 6);
-	memcpy(f + 6, &from->port->mac, 6);
+	memcpy(f, droce_port_mac(to->port), 6);
+	memcpy(f + 6, droce_port_mac(from->port), 6);
 	f[12] = 0x08;
 	f[13] = 0x00;
 	ip->version_ihl = 0x45;

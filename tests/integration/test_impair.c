@@ -23,6 +23,8 @@
 
 #include "dataplane/wire.h"
 #include "pmd_glue/port.h"
+#include "pair_config.h"
+#include "proc.h"
 
 #define N_FRAMES 20000u
 #define PAYLOAD 64u
@@ -30,25 +32,14 @@
 #define PSN0 0xfff000u
 #define DQPN 0x21u
 
-static const char base_ini[] =
-	"[eal]\n"
-	"args = --no-huge --no-pci -m 256 --log-level=lib.eal:warning\n"
-	"[mempool]\n"
-	"mbufs = 8191\n"
-	"cache = 128\n"
-	"data_room = 2176\n"
-	"[port0]\n"
-	"kind = ring\n"
-	"peer = port1\n"
-	"mac = 02:00:c6:12:00:01\n"
-	"ipv4 = 198.18.0.1\n"
-	"%s"
-	"[port1]\n"
-	"kind = ring\n"
-	"peer = port0\n"
-	"mac = 02:00:c6:12:00:02\n"
-	"ipv4 = 198.18.0.2\n"
-	"%s";
+/* The ring pair's config text with extra [port0] / [port1] lines. */
+static void
+pair_text(char *text, size_t n, const char *extra0, const char *extra1)
+{
+	struct tc_pair pair = { .port0_extra = extra0, .port1_extra = extra1 };
+
+	cr_assert_geq(tc_pair_config(text, n, &pair), 0, "config text too long");
+}
 
 static void
 stop_all(void)
@@ -66,7 +57,7 @@ start_pair(const char *extra0, const char *extra1)
 	static struct droce_config cfg;
 	char text[2048];
 
-	snprintf(text, sizeof(text), base_ini, extra0, extra1);
+	pair_text(text, sizeof(text), extra0, extra1);
 	cr_assert_eq(droce_config_load_text("<test>", text, &cfg), 0, "%s", droce_last_error());
 	cr_assert_eq(droce_start_config(&cfg), 0, "droce_start_config: %s", droce_last_error());
 }
@@ -634,7 +625,7 @@ expect_bad(const char *extra0, const char *key, const char *val, const char *why
 	char text[2048];
 	const char *msg;
 
-	snprintf(text, sizeof(text), base_ini, extra0, "");
+	pair_text(text, sizeof(text), extra0, "");
 	errno = 0;
 	cr_expect_eq(droce_config_load_text("impair.ini", text, &cfg), -1, "accepted: %s", extra0);
 	cr_expect_eq(errno, EINVAL);
@@ -669,10 +660,10 @@ Test(impair_config, good_values)
 	const struct droce_impair_config *c = &cfg.ports[0].impair, *c1 = &cfg.ports[1].impair;
 	char text[2048];
 
-	snprintf(text, sizeof(text), base_ini,
-		 "impair_drop = 1%\nimpair_dup = .25\nimpair_reorder = 0\nimpair_delay_us = 50\n"
-		 "impair_corrupt = 1e-3\nimpair_seed = 18446744073709551615\nimpair_dir = both\n",
-		 "");
+	pair_text(text, sizeof(text),
+		  "impair_drop = 1%\nimpair_dup = .25\nimpair_reorder = 0\nimpair_delay_us = 50\n"
+		  "impair_corrupt = 1e-3\nimpair_seed = 18446744073709551615\nimpair_dir = both\n",
+		  "");
 	cr_assert_eq(droce_config_load_text("good.ini", text, &cfg), 0, "%s", droce_last_error());
 	cr_expect(fabs(c->drop - 0.01) < 1e-12);
 	cr_expect(fabs(c->dup - 0.25) < 1e-12);
@@ -710,19 +701,10 @@ run_loop(const char *args, char *out, size_t cap)
 {
 	const char *exe = getenv("DROCE_LOOP");
 	char cmd[1024];
-	size_t n = 0, k;
-	FILE *f;
-	int st;
 
 	cr_assert_not_null(exe, "DROCE_LOOP not set (run through meson test)");
 	snprintf(cmd, sizeof(cmd), "env -u DROCE_CONFIG %s %s 2>&1", exe, args);
-	f = popen(cmd, "r");
-	cr_assert_not_null(f);
-	while (n + 1 < cap && (k = fread(out + n, 1, cap - 1 - n, f)) != 0)
-		n += k;
-	out[n] = '\0';
-	st = pclose(f);
-	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+	return tc_run(cmd, out, cap);
 }
 
 Test(impair_loop, loss_reported_not_failed, .timeout = 60)

@@ -81,7 +81,7 @@ run_side_started(unsigned int side)
 	deadline = rte_get_tsc_cycles() + 5 * rte_get_tsc_hz();
 	while (!droce_port_link_up(p) && rte_get_tsc_cycles() < deadline)
 		rte_delay_us_sleep(10000);
-	if (!p->link_up)
+	if (!droce_port_link_cached(p))
 		return 11;
 
 	memset(&path, 0, sizeof(path));

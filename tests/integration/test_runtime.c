@@ -123,8 +123,8 @@ Test(runtime, loopback_starts_links_up)
 	cr_expect(droce_port_link_up(p1), "port1 link down");
 	rte_ether_format_addr(mac, sizeof(mac), droce_port_mac(p1));
 	cr_expect_str_eq(mac, "02:00:C6:12:00:02");
-	cr_expect_eq(p0->mtu, 1500);
-	cr_expect_eq(p0->nb_rxq, 1);
+	cr_expect_eq(droce_port_mtu(p0), 1500);
+	cr_expect_eq(droce_port_rx_queues(p0), 1);
 	cr_expect(droce_gid_is_v4mapped(droce_port_gid(p0, 0)));
 	cr_expect_eq(droce_port_find_gid(p1, droce_port_gid(p1, 0)), 0);
 	cr_expect_eq(droce_port_find_gid(p1, droce_port_gid(p0, 0)), -1);
@@ -322,7 +322,7 @@ Test(runtime, capture_read_by_tshark)
 	cr_assert_eq(droce_start_config(&cfg), 0, "%s", droce_last_error());
 	p0 = droce_port_get(0);
 	p1 = droce_port_get(1);
-	cr_assert_not_null(p0->capture);
+	cr_assert(droce_port_capturing(p0));
 
 	/* 5 frames out of port0 (captured as sent), 3 back into port0 (captured as received). */
 	send_frames(p0, p1, 0xfffffe, 5, 100, NULL, NULL);

@@ -14,6 +14,8 @@
 
 #include <criterion/criterion.h>
 
+#include "proc.h"
+
 #define OUT_CAP (64 * 1024)
 
 static void
@@ -29,30 +31,17 @@ netns_perf(const char *args, char *out, size_t cap)
 {
 	const char *script = getenv("NETNS_PERF");
 	char cmd[1024];
-	size_t n = 0, k;
-	FILE *f;
-	int st;
+	int rc;
 
 	cr_assert_not_null(script, "NETNS_PERF not set (run through meson test)");
 	snprintf(cmd, sizeof(cmd), "timeout 120 %s %s 2>/tmp/droce-netns-test.err", script, args);
-	f = popen(cmd, "r");
-	cr_assert_not_null(f);
-	while (n + 1 < cap && (k = fread(out + n, 1, cap - 1 - n, f)) != 0)
-		n += k;
-	out[n] = '\0';
-	st = pclose(f);
-	cr_assert(WIFEXITED(st), "netns-perf %s did not exit normally", args);
-	if (WEXITSTATUS(st) != 0) {
-		char err[4096] = "";
-		FILE *e = fopen("/tmp/droce-netns-test.err", "r");
-
-		if (e != NULL) {
-			err[fread(err, 1, sizeof(err) - 1, e)] = '\0';
-			fclose(e);
-		}
-		cr_log_error("netns-perf %s: exit %d\n%s\n%s", args, WEXITSTATUS(st), out, err);
+	rc = tc_run(cmd, out, cap);
+	cr_assert(rc >= 0, "netns-perf %s did not exit normally", args);
+	if (rc != 0) {
+		cr_log_error("netns-perf %s: exit %d\n%s", args, rc, out);
+		tc_dump("/tmp/droce-netns-test.err");
 	}
-	return WEXITSTATUS(st);
+	return rc;
 }
 
 static double

@@ -37,6 +37,7 @@
 #include <criterion/criterion.h>
 
 #include "perftest_oob.h"
+#include "proc.h"
 
 /* perftest's own format string for the GID key message, written out here
  * independently of droce's code (KEY_PRINT_FMT_GID). */
@@ -292,131 +293,69 @@ Test(oob_key, format_parse_round_trip_and_mismatched_gids)
 
 static char sock_path[96], ini[2][96];
 
-static void
-write_ini(int side)
-{
-	FILE *f;
-
-	snprintf(ini[side], sizeof(ini[side]), "/tmp/droce-oob-%ld-%d.ini", (long)getpid(), side);
-	f = fopen(ini[side], "w");
-	cr_assert_not_null(f);
-	fprintf(f,
-		"[eal]\nargs = --no-huge --no-pci -m 128 --log-level=lib.eal:warning\n"
-		"[engines]\nmode = colocated\ncount = 1\n"
-		"[mempool]\nmbufs = 4095\ncache = 128\n"
-		"[port0]\nkind = memif\nrole = %s\nsocket = %s\nid = 0\n"
-		"mac = 02:00:c6:12:00:0%d\nipv4 = 198.18.0.%d\n",
-		side ? "client" : "server", sock_path, side + 1, side + 1);
-	fclose(f);
-}
-
 static pid_t
 spawn(const char *cfg, const char *args, const char *out)
 {
 	const char *exe = getenv("DROCE_PERF");
-	char cmd[1024];
-	pid_t pid;
 
 	cr_assert_not_null(exe, "DROCE_PERF not set (run through meson test)");
-	snprintf(cmd, sizeof(cmd), "exec %s %s >%s 2>&1", exe, args, out);
-	pid = fork();
-	cr_assert(pid >= 0);
-	if (pid == 0) {
-		if (cfg != NULL)
-			setenv("DROCE_CONFIG", cfg, 1);
-		else
-			unsetenv("DROCE_CONFIG"); /* the embedded loopback config */
-		execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
-		_exit(127);
-	}
-	return pid;
+	return tc_spawn(cfg, exe, args, out);
 }
 
-static int
-reap(pid_t pid, int timeout_s)
-{
-	int st;
-
-	for (int i = 0; i < timeout_s * 100; i++) {
-		if (waitpid(pid, &st, WNOHANG) == pid)
-			return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-		usleep(10000);
-	}
-	kill(pid, SIGKILL);
-	waitpid(pid, &st, 0);
-	return -1;
-}
-
+/*
+ * Runs a droce-perf server and client over memif, exchanging over TCP on
+ * 127.0.0.1 or (@rdma_cm) perftest's -R rdma_cm exchange to the server's
+ * port address; both must exit 0 and the client must have checked data.
+ * Then the outputs must contain @want_cli / @want_srv (when not NULL).
+ */
 static void
-dump(const char *path)
-{
-	char buf[8192];
-	FILE *f = fopen(path, "r");
-	size_t n;
-
-	if (f == NULL)
-		return;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	fprintf(stderr, "---- %s ----\n%s\n", path, buf);
-}
-
-static bool
-contains(const char *path, const char *what)
-{
-	char buf[16384];
-	FILE *f = fopen(path, "r");
-	size_t n;
-
-	if (f == NULL)
-		return false;
-	n = fread(buf, 1, sizeof(buf) - 1, f);
-	buf[n] = '\0';
-	fclose(f);
-	return strstr(buf, what) != NULL;
-}
-
-/* Runs a droce-perf server and client over memif; both must exit 0, and
- * their outputs must contain @want_cli / @want_srv (when not NULL). */
-static void
-two_processes_say(const char *test, const char *opts, int id, const char *want_cli,
-		  const char *want_srv)
+two_processes_run(const char *test, const char *opts, int id, bool rdma_cm,
+		  const char *want_cli, const char *want_srv)
 {
 	char sargs[512], cargs[512], sout[96], cout[96];
 	int port = 20000 + (int)(getpid() % 20000) + id, rs, rc;
 	pid_t srv, cli;
 
 	snprintf(sock_path, sizeof(sock_path), "/tmp/droce-oob-%ld-%d.sock", (long)getpid(), id);
-	write_ini(0);
-	write_ini(1);
+	for (unsigned int k = 0; k < 2; k++)
+		tc_memif_ini(ini[k], sizeof(ini[k]), "oob", k, sock_path, 128,
+			     "[engines]\nmode = colocated\ncount = 1\n");
 	snprintf(sout, sizeof(sout), "/tmp/droce-oob-%ld-%d.server", (long)getpid(), id);
 	snprintf(cout, sizeof(cout), "/tmp/droce-oob-%ld-%d.client", (long)getpid(), id);
-	snprintf(sargs, sizeof(sargs), "%s --server --bind 127.0.0.1 -p %d --timeout 5 %s", test,
-		 port, opts);
-	snprintf(cargs, sizeof(cargs), "%s 127.0.0.1 -p %d --timeout 5 %s", test, port, opts);
+	if (rdma_cm) {
+		/* the server's rdma_cm address is its droce port's, 198.18.0.1 */
+		snprintf(sargs, sizeof(sargs), "%s --server -R -p %d --timeout 5 %s", test, port,
+			 opts);
+		snprintf(cargs, sizeof(cargs), "%s 198.18.0.1 -R -p %d --timeout 5 %s", test, port,
+			 opts);
+	} else {
+		snprintf(sargs, sizeof(sargs), "%s --server --bind 127.0.0.1 -p %d --timeout 5 %s",
+			 test, port, opts);
+		snprintf(cargs, sizeof(cargs), "%s 127.0.0.1 -p %d --timeout 5 %s", test, port,
+			 opts);
+	}
 	srv = spawn(ini[0], sargs, sout);
 	/* a memif client needs the server's socket to exist when it starts */
-	for (int i = 0; i < 1000 && access(sock_path, F_OK) != 0; i++)
-		usleep(10000);
-	cr_assert_eq(access(sock_path, F_OK), 0, "the server made no memif socket");
+	cr_assert(tc_wait_path(sock_path), "the server made no memif socket");
 	cli = spawn(ini[1], cargs, cout);
-	rc = reap(cli, 25);
-	rs = reap(srv, 5);
+	rc = tc_reap(cli, 25);
+	rs = tc_reap(srv, 5);
 	if (rc != 0 || rs != 0) {
-		dump(sout);
-		dump(cout);
+		tc_dump(sout);
+		tc_dump(cout);
 	}
 	cr_expect_eq(rc, 0, "client: %s: exit %d", cargs, rc);
 	cr_expect_eq(rs, 0, "server: %s: exit %d", sargs, rs);
-	cr_expect(contains(cout, "Data check      : ON"), "client ran without --check");
-	cr_expect(contains(cout, "two processes"));
-	if (want_cli != NULL && !contains(cout, want_cli)) {
-		dump(cout);
+	cr_expect(tc_contains(cout, "Data check      : ON"), "client ran without --check");
+	cr_expect(tc_contains(cout, rdma_cm ? "rdma_cm (perftest's -R exchange)" : "two processes"));
+	if (rdma_cm)
+		cr_expect(tc_contains(cout, "rdma_cm QPs\t : ON"));
+	if (want_cli != NULL && !tc_contains(cout, want_cli)) {
+		tc_dump(cout);
 		cr_expect_fail("the client did not say \"%s\"", want_cli);
 	}
-	if (want_srv != NULL && !contains(sout, want_srv)) {
-		dump(sout);
+	if (want_srv != NULL && !tc_contains(sout, want_srv)) {
+		tc_dump(sout);
 		cr_expect_fail("the server did not say \"%s\"", want_srv);
 	}
 	unlink(ini[0]);
@@ -424,6 +363,13 @@ two_processes_say(const char *test, const char *opts, int id, const char *want_c
 	unlink(sock_path);
 	unlink(sout);
 	unlink(cout);
+}
+
+static void
+two_processes_say(const char *test, const char *opts, int id, const char *want_cli,
+		  const char *want_srv)
+{
+	two_processes_run(test, opts, id, false, want_cli, want_srv);
 }
 
 static void
@@ -621,7 +567,7 @@ Test(oob_replay, droce_perf_server_vs_recorded_perftest_client, .timeout = 60)
 	cr_assert_eq(play(fd, true, rec, N_STEPS, got), STEPS_BYTES);
 	cr_assert_eq(write(fd, "done", 5), 5);
 	close(fd);
-	rc = reap(pid, 20);
+	rc = tc_reap(pid, 20);
 	slurp(path, out, sizeof(out));
 	cr_expect_eq(rc, 0, "droce-perf --server: exit %d\n%s", rc, out);
 	expect_droce_keys(got, qpn);
@@ -656,7 +602,7 @@ Test(oob_replay, droce_perf_client_vs_recorded_perftest_server, .timeout = 60)
 	close(lfd);
 	/* version .. the barrier after RTR (write_bw has none before the run) */
 	cr_assert_eq(play(fd, false, rec, 9, got), 26 + 5 * 108);
-	rc = reap(pid, 20);
+	rc = tc_reap(pid, 20);
 	close(fd);
 	slurp(path, out, sizeof(out));
 	expect_droce_keys(got, qpn);
@@ -672,39 +618,7 @@ Test(oob_replay, droce_perf_client_vs_recorded_perftest_server, .timeout = 60)
 static void
 two_processes_rdma_cm(const char *test, const char *opts, int id)
 {
-	char sargs[512], cargs[512], sout[96], cout[96];
-	int port = 20000 + (int)(getpid() % 20000) + id, rs, rc;
-	pid_t srv, cli;
-
-	snprintf(sock_path, sizeof(sock_path), "/tmp/droce-oob-%ld-%d.sock", (long)getpid(), id);
-	write_ini(0);
-	write_ini(1);
-	snprintf(sout, sizeof(sout), "/tmp/droce-oob-%ld-%d.server", (long)getpid(), id);
-	snprintf(cout, sizeof(cout), "/tmp/droce-oob-%ld-%d.client", (long)getpid(), id);
-	/* the server's rdma_cm address is its droce port's, 198.18.0.1 */
-	snprintf(sargs, sizeof(sargs), "%s --server -R -p %d --timeout 5 %s", test, port, opts);
-	snprintf(cargs, sizeof(cargs), "%s 198.18.0.1 -R -p %d --timeout 5 %s", test, port, opts);
-	srv = spawn(ini[0], sargs, sout);
-	for (int i = 0; i < 1000 && access(sock_path, F_OK) != 0; i++)
-		usleep(10000);
-	cr_assert_eq(access(sock_path, F_OK), 0, "the server made no memif socket");
-	cli = spawn(ini[1], cargs, cout);
-	rc = reap(cli, 25);
-	rs = reap(srv, 5);
-	if (rc != 0 || rs != 0) {
-		dump(sout);
-		dump(cout);
-	}
-	cr_expect_eq(rc, 0, "client: %s: exit %d", cargs, rc);
-	cr_expect_eq(rs, 0, "server: %s: exit %d", sargs, rs);
-	cr_expect(contains(cout, "rdma_cm QPs\t : ON"));
-	cr_expect(contains(cout, "Data check      : ON"), "client ran without --check");
-	cr_expect(contains(cout, "rdma_cm (perftest's -R exchange)"));
-	unlink(ini[0]);
-	unlink(ini[1]);
-	unlink(sock_path);
-	unlink(sout);
-	unlink(cout);
+	two_processes_run(test, opts, id, true, NULL, NULL);
 }
 
 Test(oob_memif, rdma_cm_write_bw_q2_check)

@@ -15,6 +15,8 @@
 
 #include <criterion/criterion.h>
 
+#include "proc.h"
+
 #define OUT_CAP (64 * 1024)
 
 /* Runs droce-perf with @args under DROCE_CONFIG=@config (NULL: the embedded
@@ -24,9 +26,7 @@ run_perf_cfg(const char *config, const char *args, bool merge, char *out, size_t
 {
 	const char *exe = getenv("DROCE_PERF");
 	char cmd[1024], env[256];
-	size_t n = 0, k;
-	FILE *f;
-	int st;
+	int rc;
 
 	cr_assert_not_null(exe, "DROCE_PERF not set (run through meson test)");
 	if (config)
@@ -35,20 +35,29 @@ run_perf_cfg(const char *config, const char *args, bool merge, char *out, size_t
 		snprintf(env, sizeof(env), "env -u DROCE_CONFIG");
 	snprintf(cmd, sizeof(cmd), "%s %s %s%s", env, exe, args,
 		 merge ? " 2>&1" : " 2>/dev/null");
-	f = popen(cmd, "r");
-	cr_assert_not_null(f);
-	while (n + 1 < cap && (k = fread(out + n, 1, cap - 1 - n, f)) != 0)
-		n += k;
-	out[n] = '\0';
-	st = pclose(f);
-	cr_assert(WIFEXITED(st), "droce-perf %s did not exit normally:\n%s", args, out);
-	return WEXITSTATUS(st);
+	rc = tc_run(cmd, out, cap);
+	cr_assert(rc >= 0, "droce-perf %s did not exit normally:\n%s", args, out);
+	return rc;
 }
 
 static int
 run_perf(const char *args, bool merge, char *out, size_t cap)
 {
 	return run_perf_cfg(NULL, args, merge, out, cap);
+}
+
+/* droce-perf @args must refuse to run (exit 2, a bad or unsupported
+ * option), saying @says when not NULL. */
+static void
+expect_refused(const char *args, const char *says)
+{
+	static char out[OUT_CAP];
+	int rc = run_perf(args, true, out, sizeof(out));
+
+	cr_expect_eq(rc, 2, "droce-perf %s: exit %d\n%s", args, rc, out);
+	if (says != NULL)
+		cr_expect(strstr(out, says) != NULL, "droce-perf %s did not say \"%s\":\n%s", args,
+			  says, out);
 }
 
 /* Value of "key": NUMBER in the text from @from (to the next '}'). */
@@ -250,26 +259,17 @@ Test(perf, bad_command_lines)
 	static char out[OUT_CAP];
 	int rc;
 
-	rc = run_perf("write_bw --no-such-option", true, out, sizeof(out));
-	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
-	cr_expect(strstr(out, "usage: droce-perf TEST") != NULL, "%s", out);
+	expect_refused("write_bw --no-such-option", "usage: droce-perf TEST");
 
-	rc = run_perf("write_bandwidth", true, out, sizeof(out));
-	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
-	cr_expect(strstr(out, "unknown test 'write_bandwidth'") != NULL, "%s", out);
-	cr_expect(strstr(out, "usage: droce-perf TEST") != NULL, "%s", out);
+	expect_refused("write_bandwidth", "unknown test 'write_bandwidth'");
+	expect_refused("write_bandwidth", "usage: droce-perf TEST");
 
-	rc = run_perf("", true, out, sizeof(out));
-	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
+	expect_refused("", NULL);
 
-	rc = run_perf("write_bw -s 0", true, out, sizeof(out));
-	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
-	rc = run_perf("write_bw -m 1000", true, out, sizeof(out));
-	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
-	rc = run_perf("send_lat -q 2", true, out, sizeof(out));
-	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
-	rc = run_perf("write_bw -l 64 -t 16", true, out, sizeof(out));
-	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
+	expect_refused("write_bw -s 0", NULL);
+	expect_refused("write_bw -m 1000", NULL);
+	expect_refused("send_lat -q 2", NULL);
+	expect_refused("write_bw -l 64 -t 16", NULL);
 
 	rc = run_perf("--help", false, out, sizeof(out));
 	cr_expect_eq(rc, 0);
@@ -342,27 +342,17 @@ Test(perf, uc_ud_refused_as_perftest_does)
 	int rc;
 
 	/* UD: one packet per message */
-	rc = run_perf("send_bw -c UD -s 1025 -n 10", true, out, sizeof(out));
-	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
-	cr_expect(strstr(out, "max message size in UD is the path MTU, 1024 B") != NULL, "%s", out);
-	rc = run_perf("send_lat -c UD -s 64,4096 -n 10", true, out, sizeof(out));
-	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
+	expect_refused("send_bw -c UD -s 1025 -n 10", "max message size in UD is the path MTU, 1024 B");
+	expect_refused("send_lat -c UD -s 64,4096 -n 10", NULL);
 	/* the default size comes down to the MTU, as perftest's does */
 	rc = run_perf("send_bw -c UD -n 50 --json", false, out, sizeof(out));
 	cr_expect_eq(rc, 0, "exit %d\n%s", rc, out);
 	cr_expect(strstr(out, "{\"bytes\": 1024,") != NULL, "%s", out);
 	/* UD: SEND only; UC: no READ or atomics */
-	rc = run_perf("write_bw -c UD", true, out, sizeof(out));
-	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
-	cr_expect(strstr(out, "UD connection only possible in SEND tests") != NULL, "%s", out);
-	rc = run_perf("read_bw -c UC", true, out, sizeof(out));
-	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
-	cr_expect(strstr(out, "UC connection not possible in READ tests") != NULL, "%s", out);
-	rc = run_perf("atomic_lat -c UC", true, out, sizeof(out));
-	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
-	cr_expect(strstr(out, "UC connection not possible in ATOMIC tests") != NULL, "%s", out);
-	rc = run_perf("send_bw -c XRC", true, out, sizeof(out));
-	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
+	expect_refused("write_bw -c UD", "UD connection only possible in SEND tests");
+	expect_refused("read_bw -c UC", "UC connection not possible in READ tests");
+	expect_refused("atomic_lat -c UC", "UC connection not possible in ATOMIC tests");
+	expect_refused("send_bw -c XRC", NULL);
 }
 
 Test(perf, uc_ud_check_catches_a_corrupted_message)
@@ -506,8 +496,7 @@ Test(perf, lat_samples_file)
 	for (unsigned int i = 0; i < n && i < 400; i++)
 		cr_expect_eq(sizes[i], i < 100 ? 2u : 4096u, "line %u: size %lu", i + 1, sizes[i]);
 
-	rc = run_perf("write_bw --lat-samples /tmp/x", true, out, sizeof(out));
-	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
+	expect_refused("write_bw --lat-samples /tmp/x", NULL);
 	rc = run_perf("--help", false, out, sizeof(out));
 	cr_expect(strstr(out, "--lat-samples=FILE") != NULL, "%s", out);
 	unlink(path);
@@ -533,8 +522,7 @@ Test(perf, warmup_iterations_are_not_measured)
 	cr_expect_eq(rc, 0, "exit %d\n%s", rc, out);
 	rc = run_perf("atomic_lat -n 50 --warmup 0 --check", true, out, sizeof(out));
 	cr_expect_eq(rc, 0, "exit %d\n%s", rc, out);
-	rc = run_perf("write_bw -n 10 --warmup 5", true, out, sizeof(out));
-	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
+	expect_refused("write_bw -n 10 --warmup 5", NULL);
 	unlink(path);
 }
 
@@ -628,9 +616,7 @@ Test(perf, outs_options_as_perftest)
 	int rc;
 
 	/* only READ and atomics take it */
-	rc = run_perf("write_bw -o 2", true, out, sizeof(out));
-	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
-	cr_expect(strstr(out, "only for the READ and atomic tests") != NULL, "%s", out);
+	expect_refused("write_bw -o 2", "only for the READ and atomic tests");
 	/* above the device's maximum: brought down to it, as perftest does */
 	rc = run_perf("read_bw -o 99 -s 4096 -n 200", true, out, sizeof(out));
 	cr_expect_eq(rc, 0, "exit %d\n%s", rc, out);
@@ -657,15 +643,12 @@ Test(perf, rdma_cm_loopback_check_json, .timeout = 120)
 	lat_json("read_lat -R -s 64 -n 200 --check", 200);
 	/* UD: RDMA_PS_UDP, the AH, QPN and Q_Key from the SIDR REP */
 	expect_conn(bw_json("send_bw -c UD -R -q 2 -s 1024 -n 300 --check", 1, 300), "UD", true);
-	rc = run_perf("send_lat -c UD -R", true, out, sizeof(out));
-	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
+	expect_refused("send_lat -c UD -R", NULL);
 	rc = run_perf("write_bw -R -s 4096 -n 100", true, out, sizeof(out));
 	cr_expect_eq(rc, 0, "exit %d\n%s", rc, out);
 	cr_expect(strstr(out, " rdma_cm QPs\t : ON\n") != NULL, "%s", out);
 	/* as perftest: no UC over librdmacm */
-	rc = run_perf("write_bw -R -c UC", true, out, sizeof(out));
-	cr_expect_eq(rc, 2, "exit %d\n%s", rc, out);
-	cr_expect(strstr(out, "UC is not supported in librdmacm") != NULL, "%s", out);
+	expect_refused("write_bw -R -c UC", "UC is not supported in librdmacm");
 }
 
 Test(perf, new_post_check)

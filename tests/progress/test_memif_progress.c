@@ -22,6 +22,8 @@
 
 #include <infiniband/verbs.h>
 
+#include "proc.h"
+
 #define WRITE_LEN 150000u
 #define PINGS 500u
 
@@ -52,23 +54,6 @@ static char sock_path[80], ini[2][80];
 			_exit(code);                                                    \
 		}                                                                       \
 	} while (0)
-
-static void
-write_ini(unsigned int s)
-{
-	FILE *f;
-
-	snprintf(ini[s], sizeof(ini[s]), "/tmp/droce-progress-%ld-%u.ini", (long)getpid(), s);
-	f = fopen(ini[s], "w");
-	cr_assert_not_null(f);
-	fprintf(f,
-		"[eal]\nargs = --no-huge --no-pci -m 128 --log-level=lib.eal:warning\n"
-		"[mempool]\nmbufs = 4095\ncache = 64\n"
-		"[port0]\nkind = memif\nrole = %s\nsocket = %s\nid = 0\n"
-		"mac = 02:00:c6:12:00:0%u\nipv4 = 198.18.0.%u\n",
-		s == 0 ? "server" : "client", sock_path, s + 1, s + 1);
-	fclose(f);
-}
 
 static void
 side_open(struct side *d)
@@ -340,8 +325,8 @@ run_pair(int (*fn)(int, unsigned int))
 
 	snprintf(sock_path, sizeof(sock_path), "/tmp/droce-progress-%ld.sock", (long)getpid());
 	unlink(sock_path);
-	write_ini(0);
-	write_ini(1);
+	for (unsigned int k = 0; k < 2; k++)
+		tc_memif_ini(ini[k], sizeof(ini[k]), "progress", k, sock_path, 64, NULL);
 	cr_assert_eq(socketpair(AF_UNIX, SOCK_STREAM, 0, sv), 0);
 	pid[0] = spawn(0, sv[0], fn);
 	/* a memif client needs the server's socket: wait for it (bounded) */

@@ -14,6 +14,7 @@
 
 #include "dataplane/dp.h"
 #include "common.h"
+#include "tests/common/clock.h"
 
 struct sockaddr_in
 rcm_sin(const char *ip, uint16_t port)
@@ -27,19 +28,10 @@ rcm_sin(const char *ip, uint16_t port)
 	return s;
 }
 
-static long
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 struct rdma_cm_event *
 rcm_wait_event(struct rdma_event_channel *ch, int timeout_ms)
 {
-	long end = now_ms() + timeout_ms;
+	uint64_t end = tc_now_ms() + (uint64_t)timeout_ms;
 	int fl = fcntl(ch->fd, F_GETFL);
 
 	if (!(fl & O_NONBLOCK))
@@ -51,7 +43,7 @@ rcm_wait_event(struct rdma_event_channel *ch, int timeout_ms)
 		if (rdma_get_cm_event(ch, &e) == 0)
 			return e;
 		cr_assert_eq(errno, EAGAIN, "rdma_get_cm_event: %s", strerror(errno));
-		if (now_ms() > end) {
+		if (tc_now_ms() > end) {
 			errno = ETIMEDOUT;
 			return NULL;
 		}
@@ -79,7 +71,7 @@ rcm_expect(struct rdma_event_channel *ch, enum rdma_cm_event_type type, int time
 int
 rcm_poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms)
 {
-	long end = now_ms() + timeout_ms;
+	uint64_t end = tc_now_ms() + (uint64_t)timeout_ms;
 
 	for (;;) {
 		int n = ibv_poll_cq(cq, 1, wc);
@@ -87,7 +79,7 @@ rcm_poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms)
 		cr_assert_geq(n, 0);
 		if (n == 1)
 			return 1;
-		if (now_ms() > end)
+		if (tc_now_ms() > end)
 			return 0;
 	}
 }

@@ -21,26 +21,10 @@
 #include "dataplane/dp.h"
 #include "pmd_glue/port.h"
 #include "common.h"
+#include "proc.h"
 #include "seed.h"
 
 static char sock_path[64], ini[2][64];
-
-static void
-write_ini(unsigned int side, const char *role)
-{
-	FILE *f;
-
-	snprintf(ini[side], sizeof(ini[side]), "/tmp/droce-rcm-%ld-%s.ini", (long)getpid(), role);
-	f = fopen(ini[side], "w");
-	cr_assert_not_null(f);
-	fprintf(f,
-		"[eal]\nargs = --no-huge --no-pci -m 128 --log-level=lib.eal:warning\n"
-		"[mempool]\nmbufs = 4095\ncache = 64\n"
-		"[port0]\nkind = memif\nrole = %s\nsocket = %s\nid = 0\n"
-		"mac = 02:00:c6:12:00:0%u\nipv4 = 198.18.0.%u\nrxd = 512\ntxd = 512\n",
-		role, sock_path, side + 1, side + 1);
-	fclose(f);
-}
 
 /* Waits (bounded) until port0's link is up: the memif peers have met. */
 static int
@@ -76,8 +60,9 @@ Test(rdmacm_memif, seed_pages_across_processes)
 	int st, rc;
 
 	snprintf(sock_path, sizeof(sock_path), "/tmp/droce-rcm-%ld.sock", (long)getpid());
-	write_ini(0, "server");
-	write_ini(1, "client");
+	for (unsigned int k = 0; k < 2; k++)
+		tc_memif_ini(ini[k], sizeof(ini[k]), "rcm", k, sock_path, 64,
+			     "rxd = 512\ntxd = 512\n");
 	child = fork();
 	cr_assert_geq(child, 0);
 	if (child == 0) {

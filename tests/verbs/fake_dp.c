@@ -76,15 +76,6 @@ droce_port_get(unsigned int index)
 	return running && index < FAKE_PORTS ? &fake_ports[index] : NULL;
 }
 
-int
-droce_port_find_gid(const struct droce_port *p, const uint8_t gid[16])
-{
-	for (unsigned int i = 0; i < p->n_gids; i++)
-		if (memcmp(p->gids[i], gid, 16) == 0)
-			return (int)i;
-	return -1;
-}
-
 bool
 droce_port_link_up(struct droce_port *p)
 {

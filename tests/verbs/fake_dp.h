@@ -14,7 +14,8 @@
 #include <stdint.h>
 
 #include "dataplane/dp.h"
-#include "pmd_glue/port.h"
+/* the fake runtime fills its ports in; their accessors are pmd_glue's port_info.c */
+#include "pmd_glue/port_struct.h"
 
 #define FAKE_PORTS 2
 #define FAKE_CQ_MAX 4096

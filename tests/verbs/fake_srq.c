@@ -80,3 +80,25 @@ droce_srq_count(const struct droce_srq *s)
 {
 	return s->posted;
 }
+
+/* XRC SRQ numbers: handed out in order, never busy (no engines here). */
+static uint32_t fake_next_srqn = 1;
+
+int
+droce_xrc_srq_publish(struct droce_srq *srq, uint32_t xrcd, uint32_t pd_id, struct droce_cq *cq,
+		      uint32_t *srqn)
+{
+	(void)srq;
+	(void)xrcd;
+	(void)pd_id;
+	if (cq == NULL)
+		return EINVAL;
+	*srqn = fake_next_srqn++;
+	return 0;
+}
+
+int
+droce_xrc_srq_unpublish(uint32_t srqn)
+{
+	return srqn == 0 ? EINVAL : 0;
+}

@@ -394,7 +394,7 @@ Test(wr, errors_as_post_send)
 	cr_assert_eq(ibv_wr_complete(A.qpx), EINVAL);
 
 	start(110, IBV_SEND_SIGNALED);
-	ibv_wr_set_xrc_srqn(A.qpx, 5); /* no XRC */
+	ibv_wr_set_xrc_srqn(A.qpx, 5); /* not an XRC_SEND QP */
 	cr_assert_eq(ibv_wr_complete(A.qpx), EINVAL);
 
 	start(111, IBV_SEND_SIGNALED);
