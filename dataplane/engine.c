@@ -720,8 +720,10 @@ static bool
 pass_lc(struct droce_engine *eng)
 {
 	unsigned int got;
+	uint64_t t = rte_rdtsc();
 
-	eng->now = rte_rdtsc();
+	eng->pass_gap = eng->now && t > eng->now ? t - eng->now : 0;
+	eng->now = t;
 	eng->stats.loops++;
 	got = drain_channels_lc(eng);
 	got += rx_phase_lc(eng);

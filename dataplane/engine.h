@@ -91,6 +91,7 @@ struct droce_swqe {
 	uint32_t sent_pkts;  /* packets sent */
 	uint32_t got;        /* READ: bytes received */
 	uint32_t gap_mark;   /* READ: expected PSN + 1 we already went back for */
+	uint32_t gap_hi;     /* READ: highest response PSN seen past the gap since */
 	uint8_t err;         /* enum droce_err found when starting it, 0 if none */
 	bool started;        /* first packet sent at least once */
 	bool done;           /* answered (READ, atomics) */
@@ -108,6 +109,13 @@ struct droce_qp_stats {
 	uint64_t retransmits, timeouts, rnr_naks_rx, rnr_naks_tx;
 	uint64_t seq_naks_rx, seq_naks_tx, dup_reqs, dup_reads, dup_atomics;
 	uint64_t rem_err_naks_tx, rem_err_naks_rx, implicit_naks;
+	/* loss recovery (rc_retx.c) */
+	uint64_t probes;       /* timeouts answered by resending only the last packet */
+	uint64_t retries;      /* retry_cnt units spent (one per attribute timeout stalled) */
+	uint64_t read_resumes; /* READs asked again from their first missing response */
+	uint64_t resp_cut;     /* queued READ responses dropped: the requester went back */
+	uint64_t srtt_ns;      /* a gauge: the smoothed RTT (0: no sample yet) */
+	uint64_t rto_ns;       /* a gauge: the retransmission timer now */
 	uint64_t xrc_srq_naks;     /* XRC target: requests naming no SRQ of its domain */
 };
 
@@ -215,6 +223,18 @@ struct droce_qp {
 	enum droce_req_state req_state;
 	uint64_t rto_deadline; /* 0 = no timer */
 	uint64_t rnr_deadline;
+	/* adaptive retransmission (rc_retx.c): RTT estimate in TSC cycles */
+	uint64_t srtt, rttvar;  /* 0 = no sample yet */
+	uint64_t rtt_tsc;       /* when rtt_psn was sent (0 = not timing) */
+	uint64_t retry_epoch;   /* start of the current attribute-timeout period without progress */
+	uint32_t rtt_psn;       /* the PSN being timed (never a retransmitted one) */
+	uint8_t rto_backoff;    /* adaptive timeouts in a row (doubles the timer) */
+	bool peer_heard;        /* an answer in the window arrived since the last timeout */
+	uint8_t alive_defers;   /* retries not spent since progress: the peer was answering */
+	uint32_t cwnd;          /* PSNs that may be unacknowledged (0: the whole window) */
+	uint32_t cwnd_una, cwnd_acc; /* additive increase: acknowledged since */
+	uint32_t goback_psn;    /* where the last sequence NAK sent us back to ... */
+	uint64_t goback_tsc;    /* ... and when (0: none) */
 	uint32_t pkts_since_ackreq;
 
 	/* responder */
@@ -228,7 +248,8 @@ struct droce_qp {
 	bool recv_len_err;
 	uint64_t write_va;    /* open RDMA WRITE cursor */
 	uint32_t write_rkey;
-	bool nak_seq_sent;    /* one sequence NAK per gap */
+	bool nak_seq_sent;    /* one sequence NAK per gap and retransmission round */
+	uint32_t nak_hi;      /* highest PSN seen past the gap since that NAK */
 	bool resp_failing;    /* an error NAK waits behind earlier responses */
 	bool ack_pending;
 	uint32_t ack_psn;
@@ -328,6 +349,7 @@ struct droce_engine {
 	struct rte_mbuf *rxfree[DROCE_BURST];
 	uint16_t nrxfree;
 	uint64_t now;          /* TSC, read once per loop */
+	uint64_t pass_gap;     /* TSC since the pass before (the engine was not running) */
 	uint64_t tsc_hz;
 	struct droce_engine_stats stats;
 	_Atomic bool stop;

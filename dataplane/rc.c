@@ -19,12 +19,12 @@
 #include "icrc.h"
 #include "internal.h"
 #include "qp_internal.h"
+#include "rc_internal.h"
 #include "xport.h"
 #include "xrc.h"
 #include "pmd_glue/port.h"
 
 #define ACKREQ_EVERY 16 /* packets between AckReq bits inside a long message */
-#define TX_WINDOW 256   /* PSNs a requester may have unacknowledged */
 
 /* IBTA RNR NAK timer encodings, in units of 10 us (0 means 655.36 ms). */
 static const uint32_t rnr_timer_10us[32] = {
@@ -102,18 +102,12 @@ send_nak(struct droce_qp *qp, enum droce_nak_code code, uint32_t psn)
 
 /* ---- requester ---- */
 
-static uint64_t
-rto_cycles(const struct droce_qp *qp)
-{
-	/* 4.096 us * 2^timeout */
-	return (uint64_t)((double)qp->eng->tsc_hz * 4.096e-6 * (double)(1ull << qp->attr.timeout));
-}
-
+/* The retransmission timer (rc_retx.c: adaptive, within the timeout attribute). */
 static void
 rearm_rto(struct droce_qp *qp)
 {
 	if (qp->attr.timeout != 0 && qp->psn_una != qp->psn_next)
-		qp->rto_deadline = qp->eng->now + rto_cycles(qp);
+		qp->rto_deadline = qp->eng->now + droce_rc_rto_cycles(qp);
 	else if (qp->psn_una == qp->psn_next)
 		qp->rto_deadline = 0;
 }
@@ -126,6 +120,12 @@ fail_head(struct droce_qp *qp, enum droce_err err)
 	if (qp->sq_head != qp->sq_avail)
 		droce_qp_complete_send_lc(qp, droce_err_table[err].req_status);
 	droce_qp_error_lc(qp, err);
+}
+
+void
+droce_rc_fail_head_lc(struct droce_qp *qp, enum droce_err err)
+{
+	fail_head(qp, err);
 }
 
 static inline uint8_t
@@ -187,6 +187,7 @@ wqe_start(struct droce_qp *qp, uint32_t idx)
 static void
 note_sent(struct droce_qp *qp, uint32_t next)
 {
+	droce_rc_rtt_sent_lc(qp, qp->psn_max, next);
 	qp->psn_next = next;
 	if (droce_psn_diff(next, qp->psn_max) > 0)
 		qp->psn_max = next;
@@ -199,7 +200,9 @@ note_sent(struct droce_qp *qp, uint32_t next)
 static bool
 window_full(const struct droce_qp *qp)
 {
-	return droce_psn_diff(qp->psn_next, qp->psn_una) >= TX_WINDOW;
+	/* a timeout's probe (the last packet sent, again) goes out whatever the window */
+	return droce_psn_diff(qp->psn_next, qp->psn_una) >= (int32_t)droce_rc_window(qp) &&
+	       droce_psn_add(qp->psn_next, 1) != qp->psn_max;
 }
 
 /* Sends (more of) WQE @idx; returns packets sent, and sets *@whole when all of it is out. */
@@ -253,7 +256,10 @@ send_wqe(struct droce_qp *qp, uint32_t idx, unsigned int budget, bool *whole)
 	while (n < budget && !window_full(qp)) {
 		bool last;
 
-		if (droce_xport_send_segment_lc(qp, w, s, qp->xport, ACKREQ_EVERY, &last) !=
+		/* at least four AckReqs per loss window: one lost ACK stalls nothing */
+		if (droce_xport_send_segment_lc(qp, w, s, qp->xport,
+						RTE_MIN((uint32_t)ACKREQ_EVERY, droce_rc_window(qp) / 4),
+						&last) !=
 		    DROCE_XPORT_TX_SENT)
 			break; /* no mbuf; or s->err */
 		note_sent(qp, droce_psn_add(s->first_psn, s->sent_pkts));
@@ -267,8 +273,8 @@ send_wqe(struct droce_qp *qp, uint32_t idx, unsigned int budget, bool *whole)
 }
 
 /* Goes back to resend from @psn (go-back-N). */
-static void
-rewind_to(struct droce_qp *qp, uint32_t psn)
+void
+droce_rc_rewind_lc(struct droce_qp *qp, uint32_t psn)
 {
 	uint32_t idx, pmtu = qp->attr.pmtu;
 
@@ -317,6 +323,7 @@ rewind_to(struct droce_qp *qp, uint32_t psn)
 	qp->sq_cur = idx;
 	qp->psn_next = psn;
 	qp->stats.retransmits++;
+	droce_rc_rtt_cancel_lc(qp, psn); /* Karn: no sample from what may be re-sent */
 }
 
 /* Completes executed BIND_MW / LOCAL_INV WQEs that reached the head. */
@@ -353,6 +360,13 @@ requester_tx(struct droce_qp *qp, unsigned int budget)
 				break;
 			if (!s->started && (w->flags & DROCE_WQE_FENCE) && qp->rd_atomic_out > 0)
 				break;
+			/* after losses, a READ's responses must fit in the loss window
+			 * (two may be out whatever it is: the second's answers show
+			 * the first's last ones lost without waiting for the timer) */
+			if (!s->started && rd && qp->rd_atomic_out > 1 && qp->cwnd &&
+			    (uint32_t)droce_psn_diff(qp->psn_next, qp->psn_una) +
+					    droce_seq_npkts(w->length, qp->attr.pmtu) > qp->cwnd)
+				break;
 			err = s->err ? (enum droce_err)s->err : (s->started ? DROCE_ERR_NONE : wqe_start(qp, idx));
 			if (err != DROCE_ERR_NONE) {
 				/* completes in order: only once everything before it is done */
@@ -388,6 +402,7 @@ progress_made(struct droce_qp *qp)
 {
 	qp->retry_left = qp->attr.retry_cnt;
 	qp->rnr_left = qp->attr.rnr_retry;
+	droce_rc_progress_lc(qp);
 	qp->rto_deadline = 0;
 	rearm_rto(qp);
 }
@@ -441,7 +456,7 @@ complete_upto(struct droce_qp *qp, uint32_t psn)
 			if (s->gap_mark != from + 1) {
 				s->gap_mark = from + 1;
 				qp->stats.implicit_naks++;
-				rewind_to(qp, from);
+				droce_rc_rewind_lc(qp, from);
 			}
 			break;
 		}
@@ -516,6 +531,7 @@ comp_check_window(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 static enum comp_state
 comp_check_ghost(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 {
+	qp->peer_heard = true; /* in the window: the peer answers (rc_retx.c) */
 	/*
 	 * A NAK names the request that failed (or, for a sequence NAK, the
 	 * PSN the responder expects): one in [una, max - 1].  A NAK at una - 1
@@ -578,7 +594,7 @@ comp_rnr_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 		}
 		qp->rnr_left--;
 	}
-	rewind_to(qp, psn);
+	droce_rc_rewind_lc(qp, psn);
 	qp->req_state = DROCE_REQ_RNR_WAIT;
 	qp->rto_deadline = 0;
 	qp->rnr_deadline = qp->eng->now + qp->eng->tsc_hz / 100000 *
@@ -592,7 +608,10 @@ comp_seq_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 	(void)syndrome;
 	if (comp_nak_retire(qp, psn)) {
 		qp->stats.seq_naks_rx++;
-		rewind_to(qp, psn);
+		if (droce_rc_seq_nak_fresh_lc(qp, psn)) {
+			droce_rc_window_loss_lc(qp);
+			droce_rc_rewind_lc(qp, psn);
+		}
 	}
 	return COMP_DONE;
 }
@@ -674,12 +693,13 @@ handle_read_resp(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *
 		qp->eng->stats.seq_drops++;
 		return;
 	}
+	qp->peer_heard = true;
 	expect = droce_psn_add(s->first_psn, s->got / pmtu);
 	if (psn != expect) {
-		if (droce_psn_diff(psn, expect) > 0 && s->gap_mark != expect + 1) {
+		if (droce_rc_read_gap_lc(qp, s, expect, psn)) {
 			/* responses lost: ask again for the rest */
-			s->gap_mark = expect + 1;
-			rewind_to(qp, expect);
+			droce_rc_window_loss_lc(qp);
+			droce_rc_rewind_lc(qp, expect);
 		}
 		qp->eng->stats.seq_drops++;
 		return;
@@ -720,29 +740,6 @@ handle_atomic_ack(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t 
 	}
 	answer_done(qp, s);
 	progress_made(qp);
-}
-
-void
-droce_rc_timers_lc(struct droce_qp *qp)
-{
-	uint64_t now = qp->eng->now;
-
-	if (qp->req_state == DROCE_REQ_RNR_WAIT && now >= qp->rnr_deadline) {
-		qp->req_state = DROCE_REQ_IDLE;
-		qp->rnr_deadline = 0;
-	}
-	if (qp->rto_deadline && now >= qp->rto_deadline) {
-		qp->rto_deadline = 0;
-		if (qp->psn_una == qp->psn_next && qp->sq_cur == qp->sq_head)
-			return;
-		qp->stats.timeouts++;
-		if (qp->retry_left == 0) {
-			fail_head(qp, DROCE_ERR_RETRY_EXC);
-			return;
-		}
-		qp->retry_left--;
-		rewind_to(qp, qp->psn_una);
-	}
 }
 
 /* ---- responder ---- */
@@ -827,7 +824,8 @@ resp_duplicate(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *fr
 					   .dup = true };
 
 		qp->stats.dup_reads++;
-		if (read_allowed(qp, e.va, e.rkey, e.len))
+		if (read_allowed(qp, e.va, e.rkey, e.len) &&
+		    droce_rc_resp_cut_lc(qp, psn, e.va, e.len))
 			resp_queue(qp, &e);
 		return;
 	}
@@ -1103,9 +1101,7 @@ resp_check_psn(struct droce_qp *qp, const struct resp_pkt *r)
 static enum resp_state
 resp_seq_nak(struct droce_qp *qp, const struct resp_pkt *r)
 {
-	(void)r;
-	if (!qp->nak_seq_sent) { /* one NAK per gap */
-		qp->nak_seq_sent = true;
+	if (droce_rc_seq_nak_due_lc(qp, r->psn, droce_bth_ackreq(r->bth))) { /* one NAK per gap and round */
 		qp->stats.seq_naks_tx++;
 		send_nak(qp, DROCE_NAK_PSN_SEQ_ERR, qp->rxseq.epsn);
 	}

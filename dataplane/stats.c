@@ -67,6 +67,12 @@ static const struct {
 	QS(dup_reqs, "dup_requests"),
 	QS(dup_reads, "dup_reads"),
 	QS(dup_atomics, "dup_atomics"),
+	QS(probes, "retx_probes"),
+	QS(retries, "retries_spent"),
+	QS(read_resumes, "read_resumes"),
+	QS(resp_cut, "read_resp_cut"),
+	QS(srtt_ns, "srtt_ns"),
+	QS(rto_ns, "rto_ns"),
 };
 #undef QS
 

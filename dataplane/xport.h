@@ -228,7 +228,8 @@ droce_xport_send_data_lc(struct droce_qp *qp, const struct droce_wqe *w,
  * The next segment of SEND / WRITE WQE @w on RC or UC (@transport): at most
  * a path MTU of payload from where @s stands, the opcode for its place in the
  * message, PSN first_psn + sent_pkts, SE on the last, immediate, IETH, RETH;
- * AckReq on the last and on every @ackreq_every-th packet (0: never, UC).
+ * AckReq on the last and on every @ackreq_every-th packet (0: never, UC), and
+ * on a re-sent packet that was the last one sent (a timeout's probe).
  * On SENT @s->sent and @s->sent_pkts move on and *@last says whether the
  * message is all out; on PROT @s->err is LOC_PROT.
  */
@@ -247,7 +248,8 @@ droce_xport_send_segment_lc(struct droce_qp *qp, const struct droce_wqe *w,
 	f.opcode = droce_xport_request_opcode(w, first, *last, transport);
 	f.dqpn = qp->attr.dest_qpn;
 	f.psn = droce_psn_add(s->first_psn, s->sent_pkts);
-	f.ackreq = ackreq_every && (*last || (s->sent_pkts + 1) % ackreq_every == 0);
+	f.ackreq = ackreq_every && (*last || (s->sent_pkts + 1) % ackreq_every == 0 ||
+				    droce_psn_add(f.psn, 1) == qp->psn_max);
 	f.se = *last && (w->flags & DROCE_WQE_SOLICITED);
 	f.imm = w->imm;
 	f.ieth_rkey = w->invalidate_rkey;

@@ -6,6 +6,31 @@
 
 /* ---- bandwidth ---- */
 
+static int
+cmp_gap(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* The gaps between successive completions polled (pt[0] is the start): their
+ * 99th percentile and maximum, in usec.  A stall under loss shows here. */
+void
+completion_gaps(const struct peak_point *pt, size_t n, struct result *r)
+{
+	uint64_t *g;
+
+	r->gap_p99 = r->gap_max = 0;
+	if (n < 2 || (g = malloc((n - 1) * sizeof(*g))) == NULL)
+		return;
+	for (size_t i = 1; i < n; i++)
+		g[i - 1] = pt[i].tsc - pt[i - 1].tsc;
+	qsort(g, n - 1, sizeof(*g), cmp_gap);
+	r->gap_p99 = (double)g[(size_t)ceil(0.99 * (double)(n - 1)) - 1] * 1e6 / (double)tsc_hz;
+	r->gap_max = (double)g[n - 2] * 1e6 / (double)tsc_hz;
+	free(g);
+}
 
 /* Best rate over any stretch of the run holding at least @min_msgs messages
  * (a sixteenth of them, and at least one CQ moderation round of every QP). */
@@ -307,6 +332,7 @@ run_bw(uint64_t size)
 					    (uint64_t)R.cq_mod) * o.qps);
 	if (r.bw_peak < r.bw_avg)
 		r.bw_peak = r.bw_avg;
+	completion_gaps(pt, npt, &r);
 	free(pt);
 	if (r.lost > 0)
 		fprintf(stderr, "droce-perf: %s %" PRIu64 " B: %" PRIu64 " of %" PRIu64 " messages "

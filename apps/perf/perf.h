@@ -212,6 +212,7 @@ struct result {
 	double msg_rate;        /* messages per second */
 	double t_min, t_max, t_typical, t_avg, t_stdev, p99, p999; /* usec */
 	uint64_t lost; /* UC/UD: messages sent that never arrived */
+	double gap_p99, gap_max; /* bw: usec between successive completions seen */
 };
 
 struct peak_point {
@@ -336,6 +337,7 @@ void progress(struct watch *w, uint64_t now, uint64_t size, uint64_t done, uint6
 /* ---- bw.c ---- */
 
 double peak_bw(const struct peak_point *pt, size_t n, uint64_t size, uint64_t min_msgs);
+void completion_gaps(const struct peak_point *pt, size_t n, struct result *r);
 bool track_arrivals(void);
 uint64_t resolved(const struct pair *p);
 uint64_t msgs_sent(void);

@@ -128,11 +128,14 @@ print_result(const struct result *r)
 {
 	if (o.json)
 		return;
-	if (o.mode == M_BW)
+	if (o.mode == M_BW) {
 		printf(" %-10" PRIu64 " %-10" PRIu64 "       %-10.2f         %-10.2f         %-10.6f\n",
 		       r->bytes, r->iters, bw_unit(r->bw_peak), bw_unit(r->bw_avg),
 		       r->msg_rate / 1e6);
-	else
+		if (o.stats && r->gap_max > 0)
+			printf(" completion gap: p99 %.1f usec, max %.1f usec\n", r->gap_p99,
+			       r->gap_max);
+	} else
 		printf(" %-7" PRIu64 " %-10" PRIu64 "     %-10.2f     %-10.2f   %-10.2f       "
 		       "%-10.2f       %-10.2f      %-10.2f              %-10.2f\n",
 		       r->bytes, r->iters, r->t_min, r->t_max, r->t_typical, r->t_avg, r->t_stdev,

@@ -122,9 +122,10 @@ print_json(void)
 			printf("\"lost\": %" PRIu64 ", ", r->lost);
 		if (o.mode == M_BW)
 			printf("\"bw_peak_MBps\": %.3f, \"bw_avg_MBps\": %.3f, \"bw_peak_Gbps\": %.4f, "
-			       "\"bw_avg_Gbps\": %.4f, \"msg_rate_Mpps\": %.6f}",
+			       "\"bw_avg_Gbps\": %.4f, \"msg_rate_Mpps\": %.6f, "
+			       "\"gap_p99_us\": %.3f, \"gap_max_us\": %.3f}",
 			       r->bw_peak / 1048576.0, r->bw_avg / 1048576.0, r->bw_peak * 8 / 1e9,
-			       r->bw_avg * 8 / 1e9, r->msg_rate / 1e6);
+			       r->bw_avg * 8 / 1e9, r->msg_rate / 1e6, r->gap_p99, r->gap_max);
 		else
 			printf("\"t_min_us\": %.3f, \"t_max_us\": %.3f, \"t_typical_us\": %.3f, "
 			       "\"t_avg_us\": %.3f, \"t_stdev_us\": %.3f, \"p99_us\": %.3f, "

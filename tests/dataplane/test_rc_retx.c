@@ -1,0 +1,363 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * RC loss recovery (dataplane/rc_retx.c), one mechanism per test, with loss
+ * patterns made exact by a peer the test plays by hand: the QP under test
+ * talks to a QPN nobody has (its packets are dropped on arrival), and the
+ * test hands it the answers a responder would send (droce_dp_inject, as
+ * received), or hands a real responder the requests a requester would send.
+ *  - a 64 KiB WRITE whose 21st packet is lost: one go-back, re-sending from
+ *    the lost packet only, no timeout;
+ *  - a READ whose 6th response is lost, twice: asked again from it each
+ *    time (a READ for the rest), bytes right;
+ *  - the last ACK lost: the timeout re-sends one packet (a probe), the ACK to
+ *    it completes the WRITE, no go-back;
+ *  - retry_cnt 0 survives timeouts shorter than the timeout attribute (a
+ *    retry is a whole attribute without progress), and a peer that answers
+ *    nothing fails the QP after (retry_cnt + 1) attributes with RETRY_EXC;
+ *  - the responder NAKs a gap once per retransmission round and on AckReq,
+ *    never for a copy of the last packet, and places the message right.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "harness.h"
+
+#define POLL_MS 10000
+#define PMTU 1024
+#define ALL_ACCESS                                                                              \
+	(DROCE_ACCESS_LOCAL_WRITE | DROCE_ACCESS_REMOTE_WRITE | DROCE_ACCESS_REMOTE_READ |      \
+	 DROCE_ACCESS_REMOTE_ATOMIC)
+#define GHOST (1u << 12) /* added to the peer's QPN: nobody */
+
+TestSuite(rc_retx, .fini = h_stop, .timeout = 120);
+
+static struct h_pair p;
+static struct h_buf lb, rb;
+
+/* QP 0 (port0) towards a QPN nobody has; QP 1 (port1) towards QP 0. */
+static void
+setup(struct h_conn_opts *o)
+{
+	struct h_cfg cfg = { 0 };
+
+	h_start(&cfg, false);
+	h_buf_init(&lb, 1 << 20, ALL_ACCESS);
+	h_buf_init(&rb, 1 << 20, ALL_ACCESS);
+	h_pair_create_cqs(&p, 64, 64, 256);
+	h_connect(p.qp[0], 0, 1, p.qpn[1] + GHOST, H_PSN_A, H_PSN_B, o);
+	h_connect(p.qp[1], 1, 0, p.qpn[0], H_PSN_B, H_PSN_A, o);
+}
+
+static uint32_t
+psn(uint32_t base, uint32_t n)
+{
+	return (base + n) & DROCE_PSN_MASK;
+}
+
+/* Drives the engines until QP 0 has sent @n frames (fails after 5 s). */
+static void
+wait_tx(struct droce_qp *qp, uint64_t n, const char *what)
+{
+	uint64_t deadline = tc_now_ms() + 5000;
+
+	while (h_qp_stats(qp)->tx_pkts < n) {
+		cr_assert_leq(tc_now_ms(), deadline, "%s: %" PRIu64 " frames sent, waiting for %" PRIu64,
+			      what, h_qp_stats(qp)->tx_pkts, n);
+		droce_engines_progress();
+	}
+}
+
+/* An ACKNOWLEDGE to QP 0 as if from its peer: @kind ACK or NAK (@code). */
+static void
+ack_to_requester(uint32_t at, enum droce_aeth_kind kind, uint8_t code)
+{
+	struct droce_pkt_fields f = { .opcode = DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_ACK) };
+
+	f.pkey = 0xffff;
+	f.dqpn = p.qpn[0];
+	f.psn = at;
+	f.aeth.syndrome = droce_aeth_make_syndrome(kind, kind == DROCE_AETH_ACK ? DROCE_AETH_CREDIT_INVALID
+										 : code);
+	h_inject_frame_dir(1, 0, &f, NULL, 0, DROCE_INJECT_RX);
+}
+
+static void
+read_resp(uint32_t at, enum droce_op op, const uint8_t *data, uint32_t len)
+{
+	struct droce_pkt_fields f = { .opcode = DROCE_OPC(DROCE_TRANSPORT_RC, op) };
+
+	f.pkey = 0xffff;
+	f.dqpn = p.qpn[0];
+	f.psn = at;
+	f.aeth.syndrome = droce_aeth_make_syndrome(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID);
+	h_inject_frame_dir(1, 0, &f, data, len, DROCE_INJECT_RX);
+}
+
+static void
+post_write(uint64_t id, uint32_t len)
+{
+	struct droce_wqe w = h_wqe(id, DROCE_WR_RDMA_WRITE, DROCE_WQE_SIGNALED);
+
+	h_wqe_sge(&w, &lb, 0, len);
+	w.remote_addr = h_va(&rb, 0);
+	w.rkey = rb.mr.rkey;
+	h_post_send(p.qp[0], &w);
+}
+
+Test(rc_retx, write_middle_packet_lost_one_goback)
+{
+	struct h_conn_opts o = h_conn_defaults(PMTU);
+	const struct droce_qp_stats *s;
+	struct droce_cqe c;
+
+	o.timeout = 0; /* no timer in this test: only the NAK moves it */
+	setup(&o);
+	s = h_qp_stats(p.qp[0]);
+	post_write(0x11, 65536);
+	wait_tx(p.qp[0], 64, "64 KiB WRITE");
+	/* the responder got 0..19, not 20: ACK up to 15 (AckReq), NAK 20 */
+	ack_to_requester(psn(H_PSN_A, 15), DROCE_AETH_ACK, 0);
+	ack_to_requester(psn(H_PSN_A, 20), DROCE_AETH_NAK, DROCE_NAK_PSN_SEQ_ERR);
+	wait_tx(p.qp[0], 64 + 44, "the go-back");
+	h_spin(20);
+	cr_assert_eq(s->tx_pkts, 64 + 44, "re-sent %" PRIu64 " frames, want 20..63 (44)",
+		     s->tx_pkts - 64);
+	cr_assert_eq(s->retransmits, 1);
+	cr_assert_eq(s->seq_naks_rx, 1);
+	cr_assert_eq(s->timeouts, 0);
+	h_expect_empty(p.scq[0], 0, "not acknowledged yet");
+	ack_to_requester(psn(H_PSN_A, 63), DROCE_AETH_ACK, 0);
+	c = h_poll1(p.scq[0], POLL_MS, "WRITE");
+	cr_assert_eq(c.wr_id, 0x11);
+	cr_assert_eq(c.status, DROCE_WC_SUCCESS, "status %u", c.status);
+}
+
+Test(rc_retx, read_resumed_from_first_missing_response)
+{
+	struct h_conn_opts o = h_conn_defaults(PMTU);
+	const struct droce_qp_stats *s;
+	struct droce_wqe w;
+	struct droce_cqe c;
+	static uint8_t src[16 * PMTU];
+
+	o.timeout = 0;
+	setup(&o);
+	s = h_qp_stats(p.qp[0]);
+	h_fill(src, sizeof(src), 77);
+	memset(lb.p, 0, sizeof(src));
+	w = h_wqe(0x22, DROCE_WR_RDMA_READ, DROCE_WQE_SIGNALED);
+	h_wqe_sge(&w, &lb, 0, sizeof(src));
+	w.remote_addr = h_va(&rb, 0);
+	w.rkey = rb.mr.rkey;
+	h_post_send(p.qp[0], &w);
+	wait_tx(p.qp[0], 1, "READ request");
+	/* round 1: responses 0..4, 5 lost, 6..15 */
+	read_resp(psn(H_PSN_A, 0), DROCE_OP_READ_RESP_FIRST, src, PMTU);
+	for (uint32_t i = 1; i < 16; i++)
+		if (i != 5)
+			read_resp(psn(H_PSN_A, i), i == 15 ? DROCE_OP_READ_RESP_LAST : DROCE_OP_READ_RESP_MIDDLE,
+				  src + i * PMTU, PMTU);
+	wait_tx(p.qp[0], 2, "READ asked again");
+	h_spin(20);
+	cr_assert_eq(s->tx_pkts, 2, "one READ re-issued, not %" PRIu64, s->tx_pkts - 1);
+	cr_assert_eq(s->read_resumes, 1);
+	/* round 2, the answer to the READ for 5..15: 5 lost again, 6 arrives */
+	read_resp(psn(H_PSN_A, 6), DROCE_OP_READ_RESP_MIDDLE, src + 6 * PMTU, PMTU);
+	wait_tx(p.qp[0], 3, "READ asked again, second round");
+	h_spin(20);
+	cr_assert_eq(s->tx_pkts, 3);
+	cr_assert_eq(s->read_resumes, 2);
+	/* round 3: the rest, as a READ for 5..15 is answered (FIRST at 5) */
+	for (uint32_t i = 5; i < 16; i++)
+		read_resp(psn(H_PSN_A, i), i == 5 ? DROCE_OP_READ_RESP_FIRST :
+					 i == 15 ? DROCE_OP_READ_RESP_LAST : DROCE_OP_READ_RESP_MIDDLE,
+			  src + i * PMTU, PMTU);
+	c = h_poll1(p.scq[0], POLL_MS, "READ");
+	cr_assert_eq(c.wr_id, 0x22);
+	cr_assert_eq(c.status, DROCE_WC_SUCCESS, "status %u", c.status);
+	cr_assert_eq(memcmp(lb.p, src, sizeof(src)), 0, "READ bytes");
+	cr_assert_eq(s->timeouts, 0);
+	cr_assert_eq(s->tx_pkts, 3);
+}
+
+Test(rc_retx, lost_ack_probe_no_goback)
+{
+	struct h_conn_opts o = h_conn_defaults(PMTU);
+	const struct droce_qp_stats *s;
+	struct droce_cqe c;
+
+	o.timeout = 12; /* 16.8 ms, no RTT sample yet: the whole attribute */
+	setup(&o);
+	s = h_qp_stats(p.qp[0]);
+	post_write(0x33, 8 * PMTU);
+	wait_tx(p.qp[0], 8, "8-packet WRITE");
+	/* its ACK is lost: the timeout re-sends the last packet only */
+	wait_tx(p.qp[0], 9, "the probe");
+	cr_assert_eq(s->probes, 1);
+	cr_assert_eq(s->timeouts, 1);
+	/* the responder had it all: the duplicate is answered with the ACK */
+	ack_to_requester(psn(H_PSN_A, 7), DROCE_AETH_ACK, 0);
+	c = h_poll1(p.scq[0], POLL_MS, "WRITE");
+	cr_assert_eq(c.status, DROCE_WC_SUCCESS, "status %u", c.status);
+	h_spin(60);
+	cr_assert_eq(s->tx_pkts, 9, "went back: %" PRIu64 " frames", s->tx_pkts);
+	cr_assert_eq(s->retries, 1, "a whole attribute waited (no RTT sample yet): one retry");
+}
+
+Test(rc_retx, retries_per_attribute_timeout_not_per_event)
+{
+	struct h_conn_opts o = h_conn_defaults(PMTU);
+	const struct droce_qp_stats *s;
+	struct droce_cqe c;
+	uint64_t t0, probes;
+
+	o.timeout = 16; /* 268 ms */
+	o.retry_cnt = 0;
+	setup(&o);
+	s = h_qp_stats(p.qp[0]);
+	/* an RTT sample first: a WRITE answered at once */
+	post_write(0x41, PMTU);
+	wait_tx(p.qp[0], 1, "first WRITE");
+	ack_to_requester(H_PSN_A, DROCE_AETH_ACK, 0);
+	c = h_poll1(p.scq[0], POLL_MS, "first WRITE");
+	cr_assert_eq(c.status, DROCE_WC_SUCCESS);
+	cr_assert_gt(s->srtt_ns, 0, "no RTT sample");
+	/* the next one is answered only after 60 ms: adaptive timeouts fire
+	 * meanwhile, and with retry_cnt 0 none of them may fail the QP */
+	post_write(0x42, PMTU);
+	wait_tx(p.qp[0], 2, "second WRITE");
+	h_spin(60);
+	probes = s->timeouts;
+	cr_assert_geq(probes, 2, "%" PRIu64 " timeouts in 60 ms (rto %" PRIu64 " ns)", probes,
+		      s->rto_ns);
+	cr_assert_eq(s->retries, 0);
+	ack_to_requester(psn(H_PSN_A, 1), DROCE_AETH_ACK, 0);
+	c = h_poll1(p.scq[0], POLL_MS, "second WRITE");
+	cr_assert_eq(c.wr_id, 0x42);
+	cr_assert_eq(c.status, DROCE_WC_SUCCESS, "status %u after %" PRIu64 " timeouts", c.status,
+		     probes);
+	/* nobody answers: RETRY_EXC after (retry_cnt + 1) = 1 attribute */
+	t0 = tc_now_ms();
+	post_write(0x43, PMTU);
+	c = h_poll1(p.scq[0], POLL_MS, "unanswered WRITE");
+	cr_assert_eq(c.wr_id, 0x43);
+	cr_assert_eq(c.status, DROCE_WC_RETRY_EXC_ERR, "status %u", c.status);
+	cr_assert_geq(tc_now_ms() - t0, 268, "failed after %" PRIu64 " ms", tc_now_ms() - t0);
+	cr_assert_eq(h_qp_state(p.qp[0]), DROCE_QPS_ERR);
+}
+
+Test(rc_retx, retry_cnt_spent_once_per_attribute)
+{
+	struct h_conn_opts o = h_conn_defaults(PMTU);
+	const struct droce_qp_stats *s;
+	struct droce_cqe c;
+	uint64_t t0;
+
+	o.timeout = 12; /* 16.8 ms */
+	o.retry_cnt = 3;
+	setup(&o);
+	s = h_qp_stats(p.qp[0]);
+	t0 = tc_now_ms();
+	post_write(0x51, PMTU);
+	c = h_poll1(p.scq[0], POLL_MS, "unanswered WRITE");
+	cr_assert_eq(c.status, DROCE_WC_RETRY_EXC_ERR, "status %u", c.status);
+	/* 4 attributes of 16.8 ms: the first send and 3 retries */
+	cr_assert_geq(tc_now_ms() - t0, 67, "failed after %" PRIu64 " ms", tc_now_ms() - t0);
+	cr_assert_eq(s->retries, 3);
+}
+
+/* A WRITE request injected into QP 1 as if from QP 0. */
+static void
+write_req(uint32_t n, enum droce_op op, bool ackreq, uint32_t len)
+{
+	struct droce_pkt_fields f = { .opcode = DROCE_OPC(DROCE_TRANSPORT_RC, op) };
+
+	f.pkey = 0xffff;
+	f.dqpn = p.qpn[1];
+	f.psn = psn(H_PSN_A, n);
+	f.ackreq = ackreq;
+	f.reth.va = h_va(&rb, 0);
+	f.reth.rkey = rb.mr.rkey;
+	f.reth.len = len;
+	h_inject_frame_dir(0, 1, &f, lb.p + n * PMTU, PMTU, DROCE_INJECT_RX);
+}
+
+Test(rc_retx, responder_naks_once_per_round)
+{
+	struct h_conn_opts o = h_conn_defaults(PMTU);
+	const struct droce_qp_stats *s;
+	const uint32_t len = 6 * PMTU;
+
+	o.timeout = 0;
+	setup(&o);
+	s = h_qp_stats(p.qp[1]);
+	h_fill(lb.p, len, 5);
+	memset(rb.p, 0, len);
+	write_req(0, DROCE_OP_WRITE_FIRST, false, len);
+	/* 1 lost: 2 and 3 arrive */
+	write_req(2, DROCE_OP_WRITE_MIDDLE, false, len);
+	write_req(3, DROCE_OP_WRITE_MIDDLE, false, len);
+	h_spin(10);
+	cr_assert_eq(s->seq_naks_tx, 1, "first round: %" PRIu64 " NAKs", s->seq_naks_tx);
+	write_req(3, DROCE_OP_WRITE_MIDDLE, false, len); /* a copy of the last one */
+	h_spin(10);
+	cr_assert_eq(s->seq_naks_tx, 1, "a copy drew a NAK");
+	/* the requester went back to 1, and 1 is lost again: 2 arrives */
+	write_req(2, DROCE_OP_WRITE_MIDDLE, false, len);
+	h_spin(10);
+	cr_assert_eq(s->seq_naks_tx, 2, "second round: %" PRIu64 " NAKs", s->seq_naks_tx);
+	write_req(4, DROCE_OP_WRITE_MIDDLE, false, len);
+	h_spin(10);
+	cr_assert_eq(s->seq_naks_tx, 2, "no AckReq, same round: no NAK");
+	write_req(5, DROCE_OP_WRITE_LAST, true, len); /* AckReq: the NAK again */
+	h_spin(10);
+	cr_assert_eq(s->seq_naks_tx, 3, "AckReq past the gap: %" PRIu64 " NAKs", s->seq_naks_tx);
+	for (uint32_t i = 1; i < 6; i++)
+		write_req(i, i == 5 ? DROCE_OP_WRITE_LAST : DROCE_OP_WRITE_MIDDLE, i == 5, len);
+	h_spin(20);
+	cr_assert_eq(memcmp(rb.p, lb.p, len), 0, "WRITE bytes");
+	cr_assert_eq(s->seq_naks_tx, 3);
+}
+
+/* A peer that keeps answering (responses past a lost one) spends no retry
+ * while it does: retry_cnt 1 with a 16.8 ms attribute outlives 50 ms of
+ * them, then the READ completes. */
+Test(rc_retx, answering_peer_spends_no_retry)
+{
+	struct h_conn_opts o = h_conn_defaults(PMTU);
+	const struct droce_qp_stats *s;
+	struct droce_wqe w;
+	struct droce_cqe c;
+	static uint8_t src[16 * PMTU];
+	uint64_t until;
+
+	o.timeout = 12;
+	o.retry_cnt = 1;
+	setup(&o);
+	s = h_qp_stats(p.qp[0]);
+	h_fill(src, sizeof(src), 78);
+	w = h_wqe(0x61, DROCE_WR_RDMA_READ, DROCE_WQE_SIGNALED);
+	h_wqe_sge(&w, &lb, 0, sizeof(src));
+	w.remote_addr = h_va(&rb, 0);
+	w.rkey = rb.mr.rkey;
+	h_post_send(p.qp[0], &w);
+	wait_tx(p.qp[0], 1, "READ request");
+	read_resp(psn(H_PSN_A, 0), DROCE_OP_READ_RESP_FIRST, src, PMTU);
+	until = tc_now_ms() + 50;
+	while (tc_now_ms() < until) {
+		/* response 1 is lost; the responder is busy with later ones */
+		read_resp(psn(H_PSN_A, 2 + (uint32_t)(tc_now_ms() % 10)), DROCE_OP_READ_RESP_MIDDLE,
+			  src + 2 * PMTU, PMTU);
+		h_spin(4);
+	}
+	cr_assert_eq(h_qp_state(p.qp[0]), DROCE_QPS_RTS, "failed after %" PRIu64 " retries",
+		     s->retries);
+	cr_assert_geq(s->timeouts, 2);
+	for (uint32_t i = 1; i < 16; i++)
+		read_resp(psn(H_PSN_A, i), i == 1 ? DROCE_OP_READ_RESP_FIRST :
+					 i == 15 ? DROCE_OP_READ_RESP_LAST : DROCE_OP_READ_RESP_MIDDLE,
+			  src + i * PMTU, PMTU);
+	c = h_poll1(p.scq[0], POLL_MS, "READ");
+	cr_assert_eq(c.status, DROCE_WC_SUCCESS, "status %u", c.status);
+	cr_assert_eq(memcmp(lb.p, src, sizeof(src)), 0, "READ bytes");
+}
