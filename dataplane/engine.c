@@ -31,6 +31,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/prctl.h>
 
 #include <rte_cycles.h>
 #include <rte_launch.h>
@@ -64,6 +65,9 @@ static struct {
 #define FALLBACK_SPIN_US 200      /* keeps spinning this long after the last work */
 #define FALLBACK_SLEEP_MAX_US 1000 /* then sleeps 1, 2, 4 ... µs up to this */
 #define FALLBACK_PASSES 256       /* passes per take before it looks around again */
+#define FALLBACK_LATE_US 30       /* off the CPU this much longer than it asked: crowded */
+#define FALLBACK_CROWDED_MS 100   /* then no spinning for this long */
+#define FALLBACK_SLACK_NS 1000    /* timer slack of its sleeps (the default is 50 µs) */
 static struct {
 	bool running;
 	pthread_t tid;
@@ -904,29 +908,48 @@ fallback_round(void)
 	return busy;
 }
 
+/*
+ * Spin or sleep.  After work the thread spins FALLBACK_SPIN_US for the next
+ * frame, unless the CPUs are crowded: then the spin only takes a CPU from a
+ * thread that needs it (an application spinning on its buffer, the peer
+ * process's threads on a small machine) and delays the very frames it waits
+ * for by the scheduler's time slice.  Crowding shows, without a system call,
+ * as the thread being off the CPU when it did not ask to be: a gap between two
+ * spin iterations, or a sleep that ends FALLBACK_LATE_US after its deadline.
+ * Then it sleeps at once after work (in short, precise steps: its timer slack
+ * is FALLBACK_SLACK_NS) for FALLBACK_CROWDED_MS, and tries spinning again.
+ */
 static void *
 fallback_main(void *arg)
 {
-	uint64_t hz = rte_get_tsc_hz(), idle_since = rte_rdtsc();
+	uint64_t hz = rte_get_tsc_hz(), idle_since = rte_rdtsc(), last = idle_since;
+	uint64_t late = hz / 1000000 * FALLBACK_LATE_US, spin = hz / 1000000 * FALLBACK_SPIN_US;
+	uint64_t crowded_until = 0;
 	unsigned int sleep_us = 0;
 	bool registered = rte_thread_register() == 0; /* a mempool cache of its own */
 
 	RTE_SET_USED(arg);
+	(void)prctl(PR_SET_TIMERSLACK, (unsigned long)FALLBACK_SLACK_NS, 0, 0, 0);
 	while (!atomic_load_explicit(&fallback.stop, memory_order_relaxed)) {
 		uint64_t now = rte_rdtsc();
 		struct timespec ts;
 
+		if ((int64_t)(now - last) > (int64_t)late)
+			crowded_until = now + hz / 1000 * FALLBACK_CROWDED_MS;
+		last = now;
 		if (fallback_round()) {
 			idle_since = now;
 			sleep_us = 0;
+			last = rte_rdtsc();
 			continue;
 		}
-		if (now - idle_since < hz / 1000000 * FALLBACK_SPIN_US) {
+		if (now - idle_since < spin && (int64_t)(now - crowded_until) > 0) {
 			rte_pause();
 			continue;
 		}
 		/* idle: sleep in growing steps, woken early by droce_engines_blocking */
 		sleep_us = sleep_us ? RTE_MIN(sleep_us * 2, (unsigned int)FALLBACK_SLEEP_MAX_US) : 1;
+		last += hz / 1000000 * sleep_us; /* the deadline: later than it is crowding */
 		clock_gettime(CLOCK_MONOTONIC, &ts);
 		ts.tv_nsec += (long)sleep_us * 1000;
 		if (ts.tv_nsec >= 1000000000L) {
