@@ -379,7 +379,7 @@ int droce_qp_modify(struct droce_qp *qp, const struct droce_qp_mod *mod);
 
 /*
  * Queues one WQE / RQE.  0, or ENOMEM when the queue is full (nothing queued),
- * EINVAL (send) when it has more SGEs or inline bytes than the QP's caps.
+ * EINVAL when it has more SGEs (or, send, inline bytes) than the QP's caps.
  * The caller validated it; the WQE is copied, so its buffers are free on return.
  */
 int droce_qp_post_send(struct droce_qp *qp, const struct droce_wqe *wqe);

@@ -78,8 +78,11 @@ struct droce_sq_slot {
 	struct droce_wqe wqe;
 };
 
+/* A receive slot, the same way: its RQE is cut to the QP's max_recv_sge
+ * (all DROCE_DP_MAX_SGE for the staging slot of a QP on an SRQ or an XRC
+ * target), slots are qp->rq_stride bytes apart: droce_qp_rq_at(). */
 struct droce_rq_slot {
-	_Atomic uint32_t seq;
+	_Atomic uint32_t seq; /* posted index + 1 once the RQE is complete */
 	struct droce_rqe rqe;
 };
 
@@ -162,7 +165,9 @@ struct droce_qp {
 	uint32_t sq_stride;        /* bytes from one send slot to the next */
 	uint32_t sq_mask;          /* send slots - 1 (a power of two; sq_size WQEs fit) */
 	struct droce_sq_slot *sq;  /* droce_qp_sq_slot() */
-	struct droce_rq_slot *rq;
+	uint32_t rq_stride;        /* bytes from one receive slot to the next */
+	uint32_t rq_mask;          /* receive slots - 1 (a power of two; rq_size RQEs fit) */
+	struct droce_rq_slot *rq;  /* droce_qp_rq_at() */
 	struct droce_swqe *swqe;   /* engine-side, parallel to sq */
 	struct droce_srq *srq;     /* receive WQEs come from here (rq: one staging slot) */
 	/* XRC (xrc.c): an RC QP whose requests carry the XRCETH (initiator) or
@@ -268,6 +273,13 @@ static inline struct droce_sq_slot *
 droce_qp_sq_slot(const struct droce_qp *qp, uint32_t idx)
 {
 	return (struct droce_sq_slot *)((uint8_t *)qp->sq + (size_t)(idx & qp->sq_mask) * qp->sq_stride);
+}
+
+/* Receive slot @idx (any index: taken modulo the queue size). */
+static inline struct droce_rq_slot *
+droce_qp_rq_at(const struct droce_qp *qp, uint32_t idx)
+{
+	return (struct droce_rq_slot *)((uint8_t *)qp->rq + (size_t)(idx & qp->rq_mask) * qp->rq_stride);
 }
 
 /* ---- engine ---- */

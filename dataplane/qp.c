@@ -95,7 +95,16 @@ droce_qp_create_ex(enum droce_qp_type type, const struct droce_qp_caps *caps,
 	 * division; the queue still holds sq_size WQEs (ENOMEM past them) */
 	qp->sq_mask = rte_align32pow2(qp->sq_size) - 1;
 	qp->sq = calloc((size_t)qp->sq_mask + 1, qp->sq_stride);
-	qp->rq = calloc(qp->rq_size, sizeof(*qp->rq));
+	/* the receive queue the same way: 64 bytes a slot for one SGE, 320 at
+	 * the maximum; a QP on an SRQ (or an XRC target, whose SRQ changes)
+	 * stages WQEs of any SRQ in its one slot, so that one is full-size */
+	qp->rq_stride = (uint32_t)RTE_ALIGN_CEIL(
+		offsetof(struct droce_rq_slot, rqe) + offsetof(struct droce_rqe, sge) +
+			(qp->srq != NULL || xrc == DROCE_XRC_TGT ? DROCE_DP_MAX_SGE : caps->max_recv_sge) *
+				sizeof(struct droce_sge),
+		RTE_CACHE_LINE_SIZE);
+	qp->rq_mask = rte_align32pow2(qp->rq_size) - 1;
+	qp->rq = calloc((size_t)qp->rq_mask + 1, qp->rq_stride);
 	qp->swqe = calloc((size_t)qp->sq_mask + 1, sizeof(*qp->swqe));
 	if (qp->sq == NULL || qp->rq == NULL || qp->swqe == NULL)
 		goto nomem;
@@ -145,7 +154,7 @@ size_t
 droce_qp_queue_bytes(const struct droce_qp *qp)
 {
 	return ((size_t)qp->sq_mask + 1) * (qp->sq_stride + sizeof(qp->swqe[0])) +
-	       qp->rq_size * sizeof(qp->rq[0]);
+	       ((size_t)qp->rq_mask + 1) * qp->rq_stride;
 }
 
 uint32_t
@@ -282,13 +291,15 @@ droce_qp_post_recv(struct droce_qp *qp, const struct droce_rqe *rqe)
 
 	if (qp->srq != NULL)
 		return EINVAL; /* its receive WQEs go to the SRQ */
+	if (rqe->num_sge > qp->caps.max_recv_sge)
+		return EINVAL; /* more than its slot has room for */
 	rte_spinlock_lock(&qp->rq_lock);
 	idx = qp->rq_posted;
 	if (idx - atomic_load_explicit(&qp->rq_retired, memory_order_acquire) >= qp->rq_size) {
 		rte_spinlock_unlock(&qp->rq_lock);
 		return ENOMEM;
 	}
-	slot = &qp->rq[idx % qp->rq_size];
+	slot = droce_qp_rq_at(qp, idx);
 	memcpy(&slot->rqe, rqe, offsetof(struct droce_rqe, sge) + rqe->num_sge * sizeof(rqe->sge[0]));
 	atomic_store_explicit(&slot->seq, idx + 1, memory_order_release);
 	qp->rq_posted = idx + 1;
@@ -311,7 +322,7 @@ droce_qp_rq_slot(struct droce_qp *qp, uint32_t idx)
 {
 	if (idx - atomic_load_explicit(&qp->rq_retired, memory_order_acquire) >= qp->rq_size)
 		return NULL;
-	return &qp->rq[idx % qp->rq_size].rqe;
+	return &droce_qp_rq_at(qp, idx)->rqe;
 }
 
 int
@@ -321,7 +332,7 @@ droce_qp_rq_commit(struct droce_qp *qp, uint32_t n)
 	uint32_t first = qp->rq_posted;
 
 	for (uint32_t i = 0; i < n; i++)
-		atomic_store_explicit(&qp->rq[(first + i) % qp->rq_size].seq, first + i + 1,
+		atomic_store_explicit(&droce_qp_rq_at(qp, first + i)->seq, first + i + 1,
 				      memory_order_release);
 	qp->rq_posted = first + n;
 	rte_spinlock_unlock(&qp->rq_lock);
@@ -378,7 +389,7 @@ droce_qp_refresh_lc(struct droce_qp *qp)
 		qp->sq_avail++;
 	/* an SRQ QP's receive slot is filled by droce_qp_rq_ready_lc, not posted */
 	while (qp->srq == NULL &&
-	       atomic_load_explicit(&qp->rq[qp->rq_avail % qp->rq_size].seq, memory_order_acquire) ==
+	       atomic_load_explicit(&droce_qp_rq_at(qp, qp->rq_avail)->seq, memory_order_acquire) ==
 		       qp->rq_avail + 1 &&
 	       qp->rq_avail - qp->rq_head < qp->rq_size)
 		qp->rq_avail++;
@@ -395,7 +406,7 @@ droce_qp_rq_ready_lc(struct droce_qp *qp)
 	if (qp->srq == NULL)
 		return false;
 	/* the QP's own slot: refresh_lc never sees it as posted (seq stays behind) */
-	slot = &qp->rq[qp->rq_avail % qp->rq_size];
+	slot = droce_qp_rq_at(qp, qp->rq_avail);
 	if (!droce_srq_take_lc(qp->srq, &slot->rqe))
 		return false;
 	qp->rq_avail++;
@@ -543,7 +554,7 @@ droce_qp_complete_send_lc(struct droce_qp *qp, enum droce_wc_status status)
 void
 droce_qp_complete_recv_lc(struct droce_qp *qp, const struct droce_cqe *proto, bool solicited)
 {
-	const struct droce_rqe *r = &qp->rq[qp->rq_head % qp->rq_size].rqe;
+	const struct droce_rqe *r = droce_qp_rqe(qp, qp->rq_head);
 	struct droce_cqe c = *proto;
 
 	c.wr_id = r->wr_id;

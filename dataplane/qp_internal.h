@@ -53,7 +53,7 @@ droce_qp_swqe(struct droce_qp *qp, uint32_t idx)
 static inline struct droce_rqe *
 droce_qp_rqe(struct droce_qp *qp, uint32_t idx)
 {
-	return &qp->rq[idx % qp->rq_size].rqe;
+	return &droce_qp_rq_at(qp, idx)->rqe;
 }
 
 #endif

@@ -53,14 +53,17 @@ fini(void)
 
 TestSuite(verbs_rc, .fini = fini, .timeout = 30);
 
+/* receive caps of the QPs open_end creates (a test may change them first) */
+static uint32_t recv_wr = 16, recv_sge = 2;
+
 static void
 open_end(struct end *e, const char *name, uint32_t send_wr)
 {
 	struct ibv_device **list;
 	struct ibv_qp_init_attr ia = {
 		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = send_wr, .max_recv_wr = 16, .max_send_sge = 2,
-			 .max_recv_sge = 2, .max_inline_data = 64 },
+		.cap = { .max_send_wr = send_wr, .max_recv_wr = recv_wr, .max_send_sge = 2,
+			 .max_recv_sge = recv_sge, .max_inline_data = 64 },
 	};
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
 				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ };
@@ -545,5 +548,64 @@ Test(verbs_rc, small_send_queue_wraps_its_slots)
 		for (int i = 0; i < 3; i++)
 			cr_assert_eq(memcmp(B.buf + 8192 + i * 256, want[i], i == 1 ? 64 : 96), 0,
 				     "round %u WR %d", round, i);
+	}
+}
+
+/* A receive queue of 3 with one SGE a slot (a power of two of 64-byte slots
+ * inside): a 2-SGE receive is refused (EINVAL, bad_wr on it, nothing queued);
+ * a list of 4 queues 3 and stops at the 4th with ENOMEM, round after round as
+ * the indices wrap the slots; every message lands byte for byte in the
+ * receive its slot held. */
+Test(verbs_rc, small_receive_queue_wraps_its_slots)
+{
+	recv_wr = 3;
+	recv_sge = 1;
+	setup_pair(16);
+	for (uint32_t round = 0; round < 7; round++) {
+		struct ibv_sge rs[4], two[2], ss[3];
+		struct ibv_recv_wr r[4], r2, *rbad = NULL;
+		struct ibv_send_wr w[3], *bad = NULL;
+
+		two[0] = (struct ibv_sge){ .addr = (uintptr_t)B.buf, .length = 8, .lkey = B.mr->lkey };
+		two[1] = (struct ibv_sge){ .addr = (uintptr_t)B.buf + 8, .length = 8, .lkey = B.mr->lkey };
+		r2 = (struct ibv_recv_wr){ .wr_id = 77, .sg_list = two, .num_sge = 2 };
+		cr_assert_eq(ibv_post_recv(B.qp, &r2, &rbad), EINVAL, "round %u", round);
+		cr_assert_eq(rbad, &r2);
+		for (int i = 0; i < 4; i++) {
+			rs[i] = (struct ibv_sge){ .addr = (uintptr_t)B.buf + 8192 + (uint32_t)i * 256,
+						  .length = 200, .lkey = B.mr->lkey };
+			r[i] = (struct ibv_recv_wr){ .wr_id = round * 4 + (uint32_t)i, .sg_list = &rs[i],
+						     .num_sge = 1, .next = i < 3 ? &r[i + 1] : NULL };
+		}
+		memset(B.buf + 8192, 0, 4 * 256);
+		cr_assert_eq(ibv_post_recv(B.qp, r, &rbad), ENOMEM, "round %u", round);
+		cr_assert_eq(rbad, &r[3]);
+		for (int i = 0; i < 3; i++) {
+			uint32_t src = 4096 + (uint32_t)i * 256, len = 100 + (uint32_t)i * 40;
+
+			for (uint32_t k = 0; k < len; k++)
+				A.buf[src + k] = (char)(round * 29 + (uint32_t)i * 11 + k);
+			ss[i] = (struct ibv_sge){ .addr = (uintptr_t)A.buf + src, .length = len,
+						  .lkey = A.mr->lkey };
+			w[i] = (struct ibv_send_wr){ .wr_id = round * 4 + (uint32_t)i, .sg_list = &ss[i],
+						     .num_sge = 1, .opcode = IBV_WR_SEND,
+						     .send_flags = IBV_SEND_SIGNALED,
+						     .next = i < 2 ? &w[i + 1] : NULL };
+		}
+		cr_assert_eq(ibv_post_send(A.qp, w, &bad), 0);
+		for (int i = 0; i < 3; i++) {
+			struct ibv_wc wc = wait_wc(B.rcq);
+			uint32_t len = 100 + (uint32_t)i * 40;
+
+			cr_assert_eq(wc.status, IBV_WC_SUCCESS, "round %u: %s", round,
+				     ibv_wc_status_str(wc.status));
+			cr_assert_eq(wc.wr_id, round * 4 + (uint32_t)i, "in order");
+			cr_assert_eq(wc.byte_len, len);
+			cr_assert_eq(memcmp(B.buf + 8192 + i * 256, A.buf + 4096 + i * 256, len), 0,
+				     "round %u receive %d", round, i);
+			cr_assert_eq(B.buf[8192 + i * 256 + len], 0, "nothing past the message");
+			wc = wait_wc(A.scq);
+			cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+		}
 	}
 }
