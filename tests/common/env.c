@@ -116,41 +116,6 @@ tc_qp_up(struct ibv_qp *qp, const struct tc_conn *c)
 	cr_assert_eq(ibv_modify_qp(qp, &a, mask), 0, "QP %u to RTS: %s", qp->qp_num, strerror(errno));
 }
 
-int
-tc_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n, unsigned int ms)
-{
-	uint64_t end = tc_now_ms() + ms;
-	int got = 0;
-
-	while (got < n) {
-		int k = ibv_poll_cq(cq, n - got, wc + got);
-
-		cr_assert_geq(k, 0);
-		got += k;
-		if (k == 0 && tc_now_ms() > end)
-			break;
-	}
-	return got;
-}
-
-struct ibv_wc
-tc_wait(struct ibv_cq *cq, unsigned int ms, const char *what)
-{
-	struct ibv_wc wc;
-
-	cr_assert_eq(tc_poll(cq, &wc, 1, ms), 1, "%s: no completion within %u ms", what, ms);
-	return wc;
-}
-
-void
-tc_expect_none(struct ibv_cq *cq, unsigned int ms, const char *what)
-{
-	struct ibv_wc wc;
-
-	cr_assert_eq(tc_poll(cq, &wc, 1, ms), 0, "%s: unexpected completion (wr_id %llu status %d)",
-		     what, (unsigned long long)wc.wr_id, wc.status);
-}
-
 void
 tc_fill(uint8_t *p, size_t n, uint32_t seed)
 {

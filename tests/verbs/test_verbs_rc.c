@@ -26,6 +26,7 @@
 
 #include "dataplane/dp.h"
 #include "pmd_glue/port.h"
+#include "wait.h"
 
 #define BUF_SIZE 65536
 
@@ -129,24 +130,6 @@ setup_pair(uint32_t send_wr)
 	connect_end(&B, &A);
 }
 
-static struct ibv_wc
-wait_wc(struct ibv_cq *cq)
-{
-	struct timespec t0, t;
-	struct ibv_wc wc;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		int n = ibv_poll_cq(cq, 1, &wc);
-
-		cr_assert_geq(n, 0);
-		if (n == 1)
-			return wc;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		cr_assert_lt(t.tv_sec - t0.tv_sec, 5, "no completion within 5 s");
-	}
-}
-
 static int
 post_recv(struct end *e, uint64_t id, uint32_t off, uint32_t len)
 {
@@ -211,7 +194,7 @@ Test(verbs_rc, send_recv_woken_through_epoll)
 	cr_assert_eq(post_recv(&B, 7, 0, 4096), 0);
 	memcpy(A.buf + 100, "ping over droce", 16);
 	cr_assert_eq(post_send(&A, 8, 100, 16, A.mr->lkey), 0);
-	wc = wait_wc(A.scq);
+	wc = tc_wait(A.scq, 5000, "A.scq");
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
 	cr_assert_eq(wc.wr_id, 8);
 	/* the engine's notify callback wrote to the channel */
@@ -238,7 +221,7 @@ Test(verbs_rc, bad_lkey_completes_with_loc_prot_err)
 	cr_assert_eq(post_recv(&B, 1, 0, 4096), 0);
 	/* accepted at post time: keys are checked when the engine executes */
 	cr_assert_eq(post_send(&A, 2, 0, 64, A.mr->lkey ^ 0x5a5a00), 0);
-	wc = wait_wc(A.scq);
+	wc = tc_wait(A.scq, 5000, "A.scq");
 	cr_assert_eq(wc.wr_id, 2);
 	cr_assert_eq(wc.status, IBV_WC_LOC_PROT_ERR, "%s", ibv_wc_status_str(wc.status));
 
@@ -261,7 +244,7 @@ Test(verbs_rc, sge_out_of_bounds_completes_with_loc_prot_err)
 	setup_pair(16);
 	cr_assert_eq(post_recv(&B, 1, 0, 4096), 0);
 	cr_assert_eq(post_send(&A, 3, BUF_SIZE - 8, 64, A.mr->lkey), 0);
-	wc = wait_wc(A.scq);
+	wc = tc_wait(A.scq, 5000, "A.scq");
 	cr_assert_eq(wc.status, IBV_WC_LOC_PROT_ERR, "%s", ibv_wc_status_str(wc.status));
 }
 
@@ -272,7 +255,7 @@ Test(verbs_rc, short_receive_buffer_is_loc_len_err)
 	setup_pair(16);
 	cr_assert_eq(post_recv(&B, 1, 0, 8), 0);
 	cr_assert_eq(post_send(&A, 2, 0, 64, A.mr->lkey), 0);
-	wc = wait_wc(B.rcq);
+	wc = tc_wait(B.rcq, 5000, "B.rcq");
 	cr_assert_eq(wc.wr_id, 1);
 	cr_assert_eq(wc.status, IBV_WC_LOC_LEN_ERR, "%s", ibv_wc_status_str(wc.status));
 }
@@ -327,10 +310,10 @@ Test(verbs_rc, dedicated_engine_on_a_worker_lcore)
 	strcpy(A.buf, "dedicated engine");
 	cr_assert_eq(post_recv(&B, 1, 1024, 1024), 0);
 	cr_assert_eq(post_send(&A, 2, 0, 17, A.mr->lkey), 0);
-	wc = wait_wc(A.scq);
+	wc = tc_wait(A.scq, 5000, "A.scq");
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 	cr_assert_eq(wc.wr_id, 2);
-	wc = wait_wc(B.rcq);
+	wc = tc_wait(B.rcq, 5000, "B.rcq");
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 	cr_assert_eq(wc.byte_len, 17);
 	cr_assert_str_eq(B.buf + 1024, "dedicated engine");
@@ -343,7 +326,7 @@ Test(verbs_rc, dedicated_engine_on_a_worker_lcore)
 				  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
 				  .wr.rdma = { .remote_addr = (uintptr_t)B.buf + 8192, .rkey = B.mr->rkey } };
 	cr_assert_eq(ibv_post_send(A.qp, &w, &bad), 0);
-	wc = wait_wc(A.scq);
+	wc = tc_wait(A.scq, 5000, "A.scq");
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 	cr_assert_eq(wc.opcode, IBV_WC_RDMA_WRITE);
 	cr_assert_arr_eq(B.buf + 8192, A.buf + 4096, 40000);
@@ -351,7 +334,7 @@ Test(verbs_rc, dedicated_engine_on_a_worker_lcore)
 	w.wr_id = 4;
 	w.opcode = IBV_WR_RDMA_READ;
 	cr_assert_eq(ibv_post_send(A.qp, &w, &bad), 0);
-	wc = wait_wc(A.scq);
+	wc = tc_wait(A.scq, 5000, "A.scq");
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 	cr_assert_eq(wc.opcode, IBV_WC_RDMA_READ);
 	cr_assert_arr_eq(A.buf + 20000, B.buf + 8192, 40000);
@@ -416,9 +399,9 @@ Test(verbs_rc, stats_api_counts_frames_per_port_engine_and_qp)
 
 		cr_assert_eq(post_recv(&B, i, i * 4096, 4096), 0);
 		cr_assert_eq(post_send(&A, i, i * 4096, 3000, A.mr->lkey), 0);
-		wc = wait_wc(A.scq);
+		wc = tc_wait(A.scq, 5000, "A.scq");
 		cr_assert_eq(wc.status, IBV_WC_SUCCESS);
-		wc = wait_wc(B.rcq);
+		wc = tc_wait(B.rcq, 5000, "B.rcq");
 		cr_assert_eq(wc.byte_len, 3000);
 	}
 	cr_assert_eq(qp_stat(A.qp, "tx_frames"), 9);
@@ -467,7 +450,7 @@ Test(verbs_rc, telemetry_serves_droce_counters)
 	setup_pair(16);
 	cr_assert_eq(post_recv(&B, 1, 0, 4096), 0);
 	cr_assert_eq(post_send(&A, 1, 0, 100, A.mr->lkey), 0);
-	cr_assert_eq(wait_wc(A.scq).status, IBV_WC_SUCCESS);
+	cr_assert_eq(tc_wait(A.scq, 5000, "A.scq").status, IBV_WC_SUCCESS);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/dpdk_telemetry.v2", rte_eal_get_runtime_dir());
 	fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
 	cr_assert_geq(fd, 0);
@@ -537,7 +520,7 @@ Test(verbs_rc, small_send_queue_wraps_its_slots)
 		/* the inline WR's bytes were copied at post time */
 		memset(A.buf + 4096 + 256, 0xee, 64);
 		for (int i = 0; i < 3; i++) {
-			struct ibv_wc wc = wait_wc(A.scq);
+			struct ibv_wc wc = tc_wait(A.scq, 5000, "A.scq");
 
 			cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 			cr_assert_eq(wc.wr_id, round * 4 + (uint32_t)i, "in order");
