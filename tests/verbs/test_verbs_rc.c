@@ -26,7 +26,7 @@
 
 #include "dataplane/dp.h"
 #include "pmd_glue/port.h"
-#include "wait.h"
+#include "env.h"
 
 #define BUF_SIZE 65536
 
@@ -44,41 +44,22 @@ struct end {
 static struct end A, B;
 static const char *config_path; /* NULL: the embedded loopback config */
 
-static void
-fini(void)
-{
-	droce_engines_stop();
-	droce_stop();
-	droce_shutdown();
-}
-
-TestSuite(verbs_rc, .fini = fini, .timeout = 30);
+TestSuite(verbs_rc, .fini = tc_stop, .timeout = 30);
 
 static void
 open_end(struct end *e, const char *name, uint32_t send_wr)
 {
-	struct ibv_device **list;
 	struct ibv_qp_init_attr ia = {
 		.qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = send_wr, .max_recv_wr = 16, .max_send_sge = 2,
 			 .max_recv_sge = 2, .max_inline_data = 64 },
 	};
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ };
-	int n;
 
 	if (config_path)
 		setenv("DROCE_CONFIG", config_path, 1);
 	else
 		unsetenv("DROCE_CONFIG");
-	list = ibv_get_device_list(&n);
-	cr_assert_not_null(list, "ibv_get_device_list: %s", strerror(errno));
-	for (int i = 0; i < n; i++)
-		if (strcmp(ibv_get_device_name(list[i]), name) == 0)
-			e->ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	cr_assert_not_null(e->ctx);
-	cr_assert_eq(ibv_query_gid(e->ctx, 1, 0, &e->gid), 0);
+	e->ctx = tc_open(name, &e->gid);
 	e->pd = ibv_alloc_pd(e->ctx);
 	e->buf = calloc(1, BUF_SIZE);
 	e->mr = ibv_reg_mr(e->pd, e->buf, BUF_SIZE,
@@ -93,32 +74,16 @@ open_end(struct end *e, const char *name, uint32_t send_wr)
 	ia.recv_cq = e->rcq;
 	e->qp = ibv_create_qp(e->pd, &ia);
 	cr_assert_not_null(e->qp, "ibv_create_qp: %s", strerror(errno));
-	cr_assert_eq(ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				   IBV_QP_ACCESS_FLAGS), 0);
 }
 
+/* RESET -> RTS towards @peer (PSN 0x300; remote write and read). */
 static void
 connect_end(struct end *e, const struct end *peer)
 {
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = peer->qp->qp_num,
-		.rq_psn = 0x300, .max_dest_rd_atomic = 4, .min_rnr_timer = 1,
-		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .dgid = peer->gid, .hop_limit = 64 } },
-	};
+	struct tc_conn c = { .dgid = peer->gid, .dest_qpn = peer->qp->qp_num, .psn = 0x300,
+			     .access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ };
 
-	cr_assert_eq(ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				   IBV_QP_MIN_RNR_TIMER), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 10;
-	a.retry_cnt = 3;
-	a.rnr_retry = 3;
-	a.sq_psn = 0x300;
-	a.max_rd_atomic = 4;
-	cr_assert_eq(ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC), 0);
+	tc_qp_up(e->qp, &c);
 }
 
 static void
