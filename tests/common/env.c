@@ -49,6 +49,21 @@ tc_open(const char *name, union ibv_gid *gid)
 	return ctx;
 }
 
+struct ibv_mr *
+tc_reg_buf(struct ibv_pd *pd, size_t n, unsigned int access)
+{
+	void *buf = calloc(1, n);
+	struct ibv_mr *mr;
+
+	cr_assert_not_null(pd);
+	cr_assert_not_null(buf, "calloc(%zu)", n);
+	mr = ibv_reg_mr(pd, buf, n, (int)(access ? access
+					  : IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+						    IBV_ACCESS_REMOTE_READ));
+	cr_assert_not_null(mr, "ibv_reg_mr(%zu): %s", n, strerror(errno));
+	return mr;
+}
+
 void
 tc_qp_state(struct ibv_qp *qp, enum ibv_qp_state state)
 {

@@ -26,6 +26,10 @@ void tc_stop(void);
 /* Opens device @name ("droce0", ...); its GID at index 0 in *@gid when not NULL. */
 struct ibv_context *tc_open(const char *name, union ibv_gid *gid);
 
+/* A zeroed @n-byte buffer registered on @pd with @access (0: local write,
+ * remote write and read), both asserted; the buffer is the MR's addr. */
+struct ibv_mr *tc_reg_buf(struct ibv_pd *pd, size_t n, unsigned int access);
+
 /* How tc_qp_up() connects a QP.  Zeroed fields take the defaults shown. */
 struct tc_conn {
 	union ibv_gid dgid;       /* the peer's GID (RC, UC) */

@@ -26,12 +26,8 @@ s_open(struct s_dev *d, const char *name)
 	memset(d, 0, sizeof(*d));
 	d->ctx = tc_open(name, &d->gid);
 	d->pd = ibv_alloc_pd(d->ctx);
-	cr_assert_not_null(d->pd);
-	d->buf = calloc(1, S_BUF_SIZE);
-	cr_assert_not_null(d->buf);
-	d->mr = ibv_reg_mr(d->pd, d->buf, S_BUF_SIZE,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-	cr_assert_not_null(d->mr);
+	d->mr = tc_reg_buf(d->pd, S_BUF_SIZE, 0);
+	d->buf = d->mr->addr;
 }
 
 struct ibv_qp *

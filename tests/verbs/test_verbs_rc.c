@@ -61,10 +61,8 @@ open_end(struct end *e, const char *name, uint32_t send_wr)
 		unsetenv("DROCE_CONFIG");
 	e->ctx = tc_open(name, &e->gid);
 	e->pd = ibv_alloc_pd(e->ctx);
-	e->buf = calloc(1, BUF_SIZE);
-	e->mr = ibv_reg_mr(e->pd, e->buf, BUF_SIZE,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-	cr_assert_not_null(e->mr);
+	e->mr = tc_reg_buf(e->pd, BUF_SIZE, 0);
+	e->buf = e->mr->addr;
 	e->ch = ibv_create_comp_channel(e->ctx);
 	cr_assert_not_null(e->ch);
 	e->scq = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
