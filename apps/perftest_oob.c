@@ -4,6 +4,8 @@
  */
 #include "perftest_oob.h"
 
+#include "perftest_util.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <inttypes.h>
@@ -19,25 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static int __attribute__((format(printf, 2, 3)))
-oob_err(struct pt_oob *c, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(c->err, sizeof(c->err), fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#define oob_err(c, ...) pt_fail((c)->err, sizeof((c)->err), __VA_ARGS__)
 
 void
 pt_oob_init(struct pt_oob *c, bool client, int timeout_ms, pt_idle_fn idle, void *arg)
@@ -84,7 +68,7 @@ wait_fd(struct pt_oob *c, int fd, short events, int64_t deadline)
 			return 1;
 		if (rc < 0 && errno != EINTR)
 			return -1;
-		if (deadline >= 0 && now_ms() > deadline)
+		if (deadline >= 0 && pt_now_ms() > deadline)
 			return 0;
 		if (c->idle) {
 			/* spin the engines a while before asking the kernel again */
@@ -97,7 +81,7 @@ wait_fd(struct pt_oob *c, int fd, short events, int64_t deadline)
 static int64_t
 deadline_of(const struct pt_oob *c)
 {
-	return c->timeout_ms > 0 ? now_ms() + c->timeout_ms : -1;
+	return c->timeout_ms > 0 ? pt_now_ms() + c->timeout_ms : -1;
 }
 
 static int
@@ -255,12 +239,12 @@ pt_oob_connect(struct pt_oob *c, const char *host, int port)
 			freeaddrinfo(res);
 			return oob_err(c, "connect to %s:%d: %s", host, port, strerror(e));
 		}
-		if (dl >= 0 && now_ms() > dl) {
+		if (dl >= 0 && pt_now_ms() > dl) {
 			freeaddrinfo(res);
 			return oob_err(c, "no server at %s:%d", host, port);
 		}
 		/* the server is not listening yet: keep the engines going, retry */
-		for (int64_t until = now_ms() + 50; now_ms() < until;)
+		for (int64_t until = pt_now_ms() + 50; pt_now_ms() < until;)
 			if (c->idle)
 				c->idle(c->idle_arg);
 			else

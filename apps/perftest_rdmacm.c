@@ -4,6 +4,8 @@
  */
 #include "perftest_rdmacm.h"
 
+#include "perftest_util.h"
+
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
@@ -17,30 +19,12 @@
 
 #define CHAN_WR_ID 5 /* perftest's SYNC_SPEC_ID */
 
-static int __attribute__((format(printf, 2, 3)))
-rcm_err(struct pt_rcm *c, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(c->err, sizeof(c->err), fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+#define rcm_err(c, ...) pt_fail((c)->err, sizeof((c)->err), __VA_ARGS__)
 
 static int64_t
 deadline_of(const struct pt_rcm *c)
 {
-	return c->timeout_ms > 0 ? now_ms() + c->timeout_ms : -1;
+	return c->timeout_ms > 0 ? pt_now_ms() + c->timeout_ms : -1;
 }
 
 static void
@@ -173,7 +157,7 @@ pt_rcm_wait(struct pt_rcm *c, enum rdma_cm_event_type want, struct rdma_cm_event
 					       rdma_event_str(t), st, rdma_event_str(want));
 			continue;
 		}
-		if (dl >= 0 && now_ms() > dl)
+		if (dl >= 0 && pt_now_ms() > dl)
 			return rcm_err(c, "no %s within %d ms", rdma_event_str(want), c->timeout_ms);
 		idle(c);
 	}
@@ -204,7 +188,7 @@ connect_once(struct pt_rcm *c, const struct sockaddr_in *dst, enum rdma_port_spa
 		if (rc < 0)
 			goto fail;
 		if (rc == 0) {
-			if (dl >= 0 && now_ms() > dl) {
+			if (dl >= 0 && pt_now_ms() > dl) {
 				rcm_err(c, "no answer from %s:%d within %d ms",
 					inet_ntoa(dst->sin_addr), ntohs(dst->sin_port), c->timeout_ms);
 				goto fail;
@@ -276,9 +260,9 @@ pt_rcm_connect(struct pt_rcm *c, const char *host, int port, enum rdma_port_spac
 
 		if (rc <= 0)
 			return rc;
-		if (dl >= 0 && now_ms() > dl)
+		if (dl >= 0 && pt_now_ms() > dl)
 			return -1; /* c->err says what the last attempt got */
-		for (int64_t until = now_ms() + PT_RCM_RETRY_MS; now_ms() < until;)
+		for (int64_t until = pt_now_ms() + PT_RCM_RETRY_MS; pt_now_ms() < until;)
 			idle(c);
 	}
 }
@@ -394,7 +378,7 @@ chan_send(void *arg, const void *buf, size_t n, int timeout_ms, char *err, size_
 			       .lkey = c->mr->lkey };
 	struct ibv_send_wr wr = { .wr_id = CHAN_WR_ID, .sg_list = &sge, .num_sge = 1,
 				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
-	int64_t dl = timeout_ms > 0 ? now_ms() + timeout_ms : -1;
+	int64_t dl = timeout_ms > 0 ? pt_now_ms() + timeout_ms : -1;
 	struct ibv_wc wc;
 	int k;
 
@@ -409,7 +393,7 @@ chan_send(void *arg, const void *buf, size_t n, int timeout_ms, char *err, size_
 		return -1;
 	}
 	while ((k = ibv_poll_cq(c->scq, 1, &wc)) == 0) {
-		if (dl >= 0 && now_ms() > dl) {
+		if (dl >= 0 && pt_now_ms() > dl) {
 			snprintf(err, errlen, "the rdma_cm channel's SEND did not complete in time");
 			return -1;
 		}
@@ -428,7 +412,7 @@ static int
 chan_recv(void *arg, void *buf, size_t n, int timeout_ms, char *err, size_t errlen)
 {
 	struct pt_rcm *c = arg;
-	int64_t dl = timeout_ms > 0 ? now_ms() + timeout_ms : -1;
+	int64_t dl = timeout_ms > 0 ? pt_now_ms() + timeout_ms : -1;
 	uint64_t spins = 0;
 	struct ibv_wc wc;
 	int k;
@@ -440,7 +424,7 @@ chan_recv(void *arg, void *buf, size_t n, int timeout_ms, char *err, size_t errl
 				snprintf(err, errlen, "the peer closed the rdma_cm channel");
 				return -1;
 			}
-			if (dl >= 0 && now_ms() > dl) {
+			if (dl >= 0 && pt_now_ms() > dl) {
 				snprintf(err, errlen, "timed out waiting for the peer");
 				return -1;
 			}
@@ -473,12 +457,12 @@ pt_rcm_close(struct pt_rcm *c)
 {
 	if (c->id != NULL) {
 		struct rdma_cm_event *ev;
-		int64_t until = now_ms() + 500;
+		int64_t until = pt_now_ms() + 500;
 
 		/* a DREQ (or the DREP to the peer's), then a short wait for the
 		 * DISCONNECTED that answers it */
 		if (rdma_disconnect(c->id) == 0) {
-			while (!c->disconnected && now_ms() < until) {
+			while (!c->disconnected && pt_now_ms() < until) {
 				if (poll_event(c, 1, &ev) > 0) {
 					if (ev->event == RDMA_CM_EVENT_DISCONNECTED && ev->id == c->id)
 						c->disconnected = true;

@@ -126,6 +126,23 @@ droce_cq_capacity(const struct droce_cq *cq)
 	return cq->cap;
 }
 
+/* Up to @n elements of @size bytes from the sub-rings, starting at @first
+ * (every poller starts at another one) and going round once. */
+static inline int
+sub_rings_burst(struct droce_cq *cq, unsigned int first, void *out, size_t size, int n)
+{
+	int got = 0;
+
+	for (unsigned int k = 0; k < cq->n_sub && got < n; k++) {
+		unsigned int e = (first + k) % cq->n_sub;
+
+		got += (int)rte_ring_mc_dequeue_burst_elem(cq->sub[e], (uint8_t *)out + (size_t)got * size,
+							   (unsigned int)size, (unsigned int)(n - got),
+							   NULL);
+	}
+	return got;
+}
+
 /* droce_cq_poll() on a timestamped CQ: the timestamps are dropped. */
 static int
 poll_drop_ts(struct droce_cq *cq, int n, struct droce_cqe *out)
@@ -166,12 +183,7 @@ droce_cq_poll_ts(struct droce_cq *cq, int n, struct droce_cqe_ts *out, bool prog
 				out[got++].tsc = 0;
 		}
 	} else {
-		for (unsigned int k = 0; k < cq->n_sub && got < n; k++) {
-			unsigned int e = (first + k) % cq->n_sub;
-
-			got += (int)rte_ring_mc_dequeue_burst_elem(cq->sub[e], out + got, sizeof(*out),
-								   (unsigned int)(n - got), NULL);
-		}
+		got = sub_rings_burst(cq, first, out, sizeof(*out), n);
 	}
 	return got;
 }
@@ -180,7 +192,6 @@ int
 droce_cq_poll(struct droce_cq *cq, int n, struct droce_cqe *out)
 {
 	unsigned int first;
-	int got = 0;
 
 	if (n <= 0)
 		return 0;
@@ -193,13 +204,7 @@ droce_cq_poll(struct droce_cq *cq, int n, struct droce_cqe *out)
 		return (int)rte_ring_mc_dequeue_burst_elem(cq->sub[0], out, sizeof(*out),
 							   (unsigned int)n, NULL);
 	first = atomic_fetch_add_explicit(&cq->next_sub, 1, memory_order_relaxed);
-	for (unsigned int k = 0; k < cq->n_sub && got < n; k++) {
-		unsigned int e = (first + k) % cq->n_sub;
-
-		got += (int)rte_ring_mc_dequeue_burst_elem(cq->sub[e], out + got, sizeof(*out),
-							   (unsigned int)(n - got), NULL);
-	}
-	return got;
+	return sub_rings_burst(cq, first, out, sizeof(*out), n);
 }
 
 int

@@ -374,34 +374,24 @@ send_tso(struct droce_qp *qp, const struct droce_wqe *w)
 	return true;
 }
 
+/* Sends WQE @idx (the oldest); false when it has to wait for room. */
+static bool
+send_one(struct droce_qp *qp, uint32_t idx)
+{
+	const struct droce_wqe *w = droce_qp_wqe(qp, idx);
+
+	if (w->opcode == DROCE_WR_SEND)
+		return send_frame(qp, w);
+	if (w->opcode == DROCE_WR_TSO)
+		return send_tso(qp, w);
+	fail_head(qp, DROCE_ERR_SEND_OP); /* verbs_api lets no other through */
+	return true;
+}
+
 unsigned int
 droce_raw_tx_lc(struct droce_qp *qp, unsigned int budget)
 {
-	unsigned int n = 0;
-
-	droce_qp_refresh_lc(qp);
-	if (qp->state == DROCE_QPS_ERR) {
-		droce_qp_set_state_lc(qp, DROCE_QPS_ERR); /* flushes what was posted */
-		return 0;
-	}
-	while (n < budget && qp->state == DROCE_QPS_RTS && qp->sq_head != qp->sq_avail) {
-		const struct droce_wqe *w = droce_qp_wqe(qp, qp->sq_head);
-		bool done;
-
-		if (w->opcode == DROCE_WR_SEND) {
-			done = send_frame(qp, w);
-		} else if (w->opcode == DROCE_WR_TSO) {
-			done = send_tso(qp, w);
-		} else {
-			fail_head(qp, DROCE_ERR_SEND_OP); /* verbs_api lets no other through */
-			done = true;
-		}
-		if (!done)
-			break;
-		n++;
-	}
-	qp->sq_cur = qp->sq_next = qp->sq_head;
-	return n;
+	return droce_xport_tx_each_lc(qp, budget, send_one);
 }
 
 /* The checksums of a received frame (flat) were verified good. */

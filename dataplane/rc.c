@@ -1318,12 +1318,8 @@ droce_rc_tx_lc(struct droce_qp *qp, unsigned int budget)
 {
 	unsigned int n;
 
-	droce_qp_refresh_lc(qp);
-	if (qp->state == DROCE_QPS_ERR) {
-		/* WQEs posted to a QP in error complete as flushed */
-		droce_qp_set_state_lc(qp, DROCE_QPS_ERR);
+	if (!droce_xport_tx_begin_lc(qp))
 		return 0;
-	}
 	n = responder_tx(qp, budget);
 	if (qp->state != DROCE_QPS_RTS || qp->req_state != DROCE_REQ_IDLE)
 		return n;

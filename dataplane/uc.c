@@ -98,12 +98,8 @@ droce_uc_tx_lc(struct droce_qp *qp, unsigned int budget)
 {
 	unsigned int sent = 0;
 
-	droce_qp_refresh_lc(qp);
-	if (qp->state == DROCE_QPS_ERR) {
-		/* WQEs posted to a QP in error complete as flushed */
-		droce_qp_set_state_lc(qp, DROCE_QPS_ERR);
+	if (!droce_xport_tx_begin_lc(qp))
 		return 0;
-	}
 	/* UC completes a WQE when its last packet leaves: the one being sent is the oldest */
 	while (sent < budget && qp->state == DROCE_QPS_RTS && qp->sq_head != qp->sq_avail) {
 		uint32_t idx = qp->sq_head;

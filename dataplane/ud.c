@@ -111,22 +111,7 @@ send_one(struct droce_qp *qp, uint32_t idx)
 unsigned int
 droce_ud_tx_lc(struct droce_qp *qp, unsigned int budget)
 {
-	unsigned int n = 0;
-
-	droce_qp_refresh_lc(qp);
-	if (qp->state == DROCE_QPS_ERR) {
-		/* WQEs posted to a QP in error complete as flushed */
-		droce_qp_set_state_lc(qp, DROCE_QPS_ERR);
-		return 0;
-	}
-	/* a UD WQE completes as soon as its packet is queued: sq_cur == sq_head */
-	while (n < budget && qp->state == DROCE_QPS_RTS && qp->sq_head != qp->sq_avail) {
-		if (!send_one(qp, qp->sq_head))
-			break;
-		n++;
-	}
-	qp->sq_cur = qp->sq_next = qp->sq_head;
-	return n;
+	return droce_xport_tx_each_lc(qp, budget, send_one);
 }
 
 void

@@ -15,6 +15,7 @@
 #include "engine.h"
 #include "icrc.h"
 #include "mw.h"
+#include "qp_internal.h"
 #include "pmd_glue/port_struct.h"
 
 #define DROCE_XPORT_DEFAULT_PKEY 0xffff
@@ -279,6 +280,44 @@ droce_xport_ib_mtu(uint32_t ip_mtu)
 	while (mtu > 256 && mtu > room)
 		mtu >>= 1;
 	return mtu;
+}
+
+/*
+ * The start of every transport's transmit phase: the QP's view of its posts
+ * brought up to date, and a QP in ERR flushes what was posted (WQEs posted to
+ * a QP in error complete as flushed).  False when there is nothing to send.
+ */
+static inline bool
+droce_xport_tx_begin_lc(struct droce_qp *qp)
+{
+	droce_qp_refresh_lc(qp);
+	if (qp->state == DROCE_QPS_ERR) {
+		droce_qp_set_state_lc(qp, DROCE_QPS_ERR);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The transmit phase of a transport whose WQE completes as soon as its
+ * frames are queued (UD, RAW_PACKET: sq_cur == sq_head): @send_one sends the
+ * oldest WQE, or returns false when it has to wait (no mbuf, no room).
+ */
+static inline unsigned int
+droce_xport_tx_each_lc(struct droce_qp *qp, unsigned int budget,
+		       bool (*send_one)(struct droce_qp *qp, uint32_t idx))
+{
+	unsigned int n = 0;
+
+	if (!droce_xport_tx_begin_lc(qp))
+		return 0;
+	while (n < budget && qp->state == DROCE_QPS_RTS && qp->sq_head != qp->sq_avail) {
+		if (!send_one(qp, qp->sq_head))
+			break;
+		n++;
+	}
+	qp->sq_cur = qp->sq_next = qp->sq_head;
+	return n;
 }
 
 #endif /* DROCE_XPORT_H */

@@ -323,6 +323,8 @@ enum droce_qp_type droce_verbs_dp_type(enum ibv_qp_type t);
 int droce_verbs_xrc_role_of(struct ibv_context *c, struct ibv_pd *pd, struct ibv_qp_init_attr *ia,
 			    struct droce_vxrcd *xrcd, enum droce_xrc_role *role);
 /* QP creation for every type ibv_create_qp_ex makes (qp.c); @xrcd for XRC_RECV. */
+int droce_verbs_wqe_data(const struct droce_vqp *q, const struct ibv_send_wr *wr,
+			 struct droce_wqe *wqe, uint64_t *total);
 /* @max_tso_header: RAW_PACKET only (ibv_create_qp_ex), 0 otherwise */
 struct ibv_qp *droce_verbs_create_qp_in(struct ibv_context *c, struct ibv_pd *pd,
 					struct ibv_qp_init_attr *ia, uint64_t send_ops,

@@ -35,6 +35,47 @@ static_assert(offsetof(struct droce_sge, lkey) == offsetof(struct ibv_sge, lkey)
 
 #define SEND_FLAGS (IBV_SEND_FENCE | IBV_SEND_SIGNALED | IBV_SEND_SOLICITED | IBV_SEND_INLINE)
 
+/*
+ * A WR's data into its WQE: the gather list, or with IBV_SEND_INLINE the
+ * bytes it names (copied now: the caller may reuse its buffers as soon as
+ * the post returns).  Sets num_sge and *total; EINVAL for inline data over
+ * max_inline_data or a message over DROCE_DP_MAX_MSG.  num_sge was checked.
+ */
+int
+droce_verbs_wqe_data(const struct droce_vqp *q, const struct ibv_send_wr *wr,
+		     struct droce_wqe *wqe, uint64_t *total)
+{
+	uint64_t sum = 0;
+
+	for (int i = 0; i < wr->num_sge; i++)
+		sum += wr->sg_list[i].length;
+	if (wr->send_flags & IBV_SEND_INLINE) {
+		uint8_t *dst = wqe->inline_data;
+
+		if (sum > q->cap.max_inline_data)
+			return EINVAL;
+		for (int i = 0; i < wr->num_sge; i++) {
+			uint32_t len = wr->sg_list[i].length;
+
+			if (len)
+				memcpy(dst, (const void *)(uintptr_t)wr->sg_list[i].addr, len);
+			dst += len;
+		}
+		wqe->num_sge = 0;
+	} else {
+		if (sum > DROCE_DP_MAX_MSG)
+			return EINVAL;
+		for (int i = 0; i < wr->num_sge; i++) {
+			wqe->sge[i].addr = wr->sg_list[i].addr;
+			wqe->sge[i].length = wr->sg_list[i].length;
+			wqe->sge[i].lkey = wr->sg_list[i].lkey;
+		}
+		wqe->num_sge = (uint16_t)wr->num_sge;
+	}
+	*total = sum;
+	return 0;
+}
+
 int
 droce_verbs_encode_send(const struct droce_vqp *q, const struct ibv_send_wr *wr,
 			struct droce_wqe *wqe)
@@ -117,36 +158,12 @@ droce_verbs_encode_send(const struct droce_vqp *q, const struct ibv_send_wr *wr,
 		wqe->flags = flags;
 		return droce_verbs_encode_mw(q, wr, wqe);
 	}
-	if (wr->send_flags & IBV_SEND_INLINE) {
-		uint8_t *dst = wqe->inline_data;
-
-		if (op == IBV_WR_RDMA_READ || atomic)
-			return EINVAL; /* data comes back: nothing to inline */
-		for (int i = 0; i < wr->num_sge; i++)
-			total += wr->sg_list[i].length;
-		if (total > q->cap.max_inline_data)
-			return EINVAL;
-		/* the caller may reuse its buffers as soon as we return */
-		for (int i = 0; i < wr->num_sge; i++) {
-			uint32_t len = wr->sg_list[i].length;
-
-			if (len)
-				memcpy(dst, (const void *)(uintptr_t)wr->sg_list[i].addr, len);
-			dst += len;
-		}
+	if ((wr->send_flags & IBV_SEND_INLINE) && (op == IBV_WR_RDMA_READ || atomic))
+		return EINVAL; /* data comes back: nothing to inline */
+	if (droce_verbs_wqe_data(q, wr, wqe, &total) != 0)
+		return EINVAL;
+	if (wr->send_flags & IBV_SEND_INLINE)
 		flags |= DROCE_WQE_INLINE;
-		wqe->num_sge = 0;
-	} else {
-		for (int i = 0; i < wr->num_sge; i++) {
-			wqe->sge[i].addr = wr->sg_list[i].addr;
-			wqe->sge[i].length = wr->sg_list[i].length;
-			wqe->sge[i].lkey = wr->sg_list[i].lkey;
-			total += wr->sg_list[i].length;
-		}
-		if (total > DROCE_DP_MAX_MSG)
-			return EINVAL;
-		wqe->num_sge = (uint16_t)wr->num_sge;
-	}
 	wqe->length = (uint32_t)total;
 	wqe->flags = flags;
 

@@ -482,6 +482,16 @@ droce_verbs_create_qp_in(struct ibv_context *c, struct ibv_pd *pd, struct ibv_qp
 	return &q->qp;
 }
 
+/* The verbs QP's own locks and memory, once nothing refers to it. */
+static void
+vqp_free(struct droce_vqp *q)
+{
+	pthread_mutex_destroy(&q->lock);
+	pthread_cond_destroy(&q->qp.cond);
+	pthread_mutex_destroy(&q->qp.mutex);
+	free(q);
+}
+
 int
 ibv_destroy_qp(struct ibv_qp *qp)
 {
@@ -499,10 +509,7 @@ ibv_destroy_qp(struct ibv_qp *qp)
 		pthread_mutex_unlock(&x->lock);
 		atomic_fetch_sub(&q->real->opened, 1);
 		atomic_fetch_sub(&q->xrcd->users, 1);
-		pthread_mutex_destroy(&q->lock);
-		pthread_cond_destroy(&qp->cond);
-		pthread_mutex_destroy(&qp->mutex);
-		free(q);
+		vqp_free(q);
 		return 0;
 	}
 	if (atomic_load(&q->opened) != 0)
@@ -532,10 +539,7 @@ ibv_destroy_qp(struct ibv_qp *qp)
 		atomic_fetch_sub(&((struct droce_vcq *)qp->recv_cq)->users, 1);
 	if (q->xrcd != NULL)
 		atomic_fetch_sub(&q->xrcd->users, 1);
-	pthread_mutex_destroy(&q->lock);
-	pthread_cond_destroy(&qp->cond);
-	pthread_mutex_destroy(&qp->mutex);
-	free(q);
+	vqp_free(q);
 	return 0;
 }
 

@@ -128,32 +128,10 @@ droce_verbs_encode_raw(const struct droce_vqp *q, const struct ibv_send_wr *wr,
 		if (rc != 0)
 			return rc;
 	}
-	for (int i = 0; i < wr->num_sge; i++)
-		total += wr->sg_list[i].length;
-	if (wr->send_flags & IBV_SEND_INLINE) {
-		uint8_t *dst = wqe->inline_data;
-
-		if (total > q->cap.max_inline_data)
-			return EINVAL;
-		for (int i = 0; i < wr->num_sge; i++) {
-			uint32_t len = wr->sg_list[i].length;
-
-			if (len)
-				memcpy(dst, (const void *)(uintptr_t)wr->sg_list[i].addr, len);
-			dst += len;
-		}
-		flags |= DROCE_WQE_INLINE;
-		wqe->num_sge = 0;
-	} else {
-		for (int i = 0; i < wr->num_sge; i++) {
-			wqe->sge[i].addr = wr->sg_list[i].addr;
-			wqe->sge[i].length = wr->sg_list[i].length;
-			wqe->sge[i].lkey = wr->sg_list[i].lkey;
-		}
-		wqe->num_sge = (uint16_t)wr->num_sge;
-	}
-	if (total > DROCE_DP_MAX_MSG)
+	if (droce_verbs_wqe_data(q, wr, wqe, &total) != 0)
 		return EINVAL;
+	if (wr->send_flags & IBV_SEND_INLINE)
+		flags |= DROCE_WQE_INLINE;
 	wqe->length = (uint32_t)total;
 	wqe->flags = flags;
 	return droce_verbs_raw_check(q, wqe);

@@ -49,6 +49,21 @@ tc_open(const char *name, union ibv_gid *gid)
 	return ctx;
 }
 
+struct ibv_mr *
+tc_reg_buf(struct ibv_pd *pd, size_t n, unsigned int access)
+{
+	void *buf = calloc(1, n);
+	struct ibv_mr *mr;
+
+	cr_assert_not_null(pd);
+	cr_assert_not_null(buf, "calloc(%zu)", n);
+	mr = ibv_reg_mr(pd, buf, n, (int)(access ? access
+					  : IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+						    IBV_ACCESS_REMOTE_READ));
+	cr_assert_not_null(mr, "ibv_reg_mr(%zu): %s", n, strerror(errno));
+	return mr;
+}
+
 void
 tc_qp_state(struct ibv_qp *qp, enum ibv_qp_state state)
 {
@@ -114,41 +129,6 @@ tc_qp_up(struct ibv_qp *qp, const struct tc_conn *c)
 		mask |= IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC;
 	}
 	cr_assert_eq(ibv_modify_qp(qp, &a, mask), 0, "QP %u to RTS: %s", qp->qp_num, strerror(errno));
-}
-
-int
-tc_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n, unsigned int ms)
-{
-	uint64_t end = tc_now_ms() + ms;
-	int got = 0;
-
-	while (got < n) {
-		int k = ibv_poll_cq(cq, n - got, wc + got);
-
-		cr_assert_geq(k, 0);
-		got += k;
-		if (k == 0 && tc_now_ms() > end)
-			break;
-	}
-	return got;
-}
-
-struct ibv_wc
-tc_wait(struct ibv_cq *cq, unsigned int ms, const char *what)
-{
-	struct ibv_wc wc;
-
-	cr_assert_eq(tc_poll(cq, &wc, 1, ms), 1, "%s: no completion within %u ms", what, ms);
-	return wc;
-}
-
-void
-tc_expect_none(struct ibv_cq *cq, unsigned int ms, const char *what)
-{
-	struct ibv_wc wc;
-
-	cr_assert_eq(tc_poll(cq, &wc, 1, ms), 0, "%s: unexpected completion (wr_id %llu status %d)",
-		     what, (unsigned long long)wc.wr_id, wc.status);
 }
 
 void

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * What every verbs-level Criterion suite needs, once: start droce on the
  * port pair (pair_config.h), open a device, bring a QP up towards a peer,
- * poll with a deadline, fill and check data patterns.  Every helper asserts
- * (cr_assert) what it relies on, so tests read like the behaviour they check.
+ * fill and check data patterns, and (wait.h) poll with a deadline.  Every
+ * helper asserts (cr_assert) what it relies on, so tests read like the
+ * behaviour they check.
  */
 #ifndef DROCE_TESTS_COMMON_ENV_H
 #define DROCE_TESTS_COMMON_ENV_H
@@ -16,6 +17,7 @@
 
 #include "clock.h"
 #include "pair_config.h"
+#include "wait.h" /* tc_poll, tc_wait, tc_expect_none, tc_wait_fd */
 
 /* Starts droce on the pair described by @o (NULL: defaults); tc_stop() ends it. */
 void tc_start(const struct tc_pair *o);
@@ -23,6 +25,10 @@ void tc_stop(void);
 
 /* Opens device @name ("droce0", ...); its GID at index 0 in *@gid when not NULL. */
 struct ibv_context *tc_open(const char *name, union ibv_gid *gid);
+
+/* A zeroed @n-byte buffer registered on @pd with @access (0: local write,
+ * remote write and read), both asserted; the buffer is the MR's addr. */
+struct ibv_mr *tc_reg_buf(struct ibv_pd *pd, size_t n, unsigned int access);
 
 /* How tc_qp_up() connects a QP.  Zeroed fields take the defaults shown. */
 struct tc_conn {
@@ -44,13 +50,6 @@ struct tc_conn {
 void tc_qp_up(struct ibv_qp *qp, const struct tc_conn *c);
 /* Moves @qp to @state (ERR, RESET, SQD ...): only the state changes. */
 void tc_qp_state(struct ibv_qp *qp, enum ibv_qp_state state);
-
-/* Polls @cq until @n completions or @ms pass; returns how many it got. */
-int tc_poll(struct ibv_cq *cq, struct ibv_wc *wc, int n, unsigned int ms);
-/* The next completion within @ms (asserted). */
-struct ibv_wc tc_wait(struct ibv_cq *cq, unsigned int ms, const char *what);
-/* Asserts that no completion arrives within @ms. */
-void tc_expect_none(struct ibv_cq *cq, unsigned int ms, const char *what);
 
 /* A pseudo-random pattern from @seed, and its check. */
 void tc_fill(uint8_t *p, size_t n, uint32_t seed);

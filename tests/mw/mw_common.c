@@ -12,10 +12,8 @@ open_end(struct m_end *e, const char *name, unsigned int mr_access)
 	e->ctx = tc_open(name, &e->gid);
 	e->pd = ibv_alloc_pd(e->ctx);
 	cr_assert_not_null(e->pd);
-	e->buf = calloc(1, M_BUF);
-	cr_assert_not_null(e->buf);
-	e->mr = ibv_reg_mr(e->pd, e->buf, M_BUF, (int)mr_access);
-	cr_assert_not_null(e->mr, "ibv_reg_mr: %s", strerror(errno));
+	e->mr = tc_reg_buf(e->pd, M_BUF, mr_access);
+	e->buf = e->mr->addr;
 	e->scq = ibv_create_cq(e->ctx, 1024, NULL, NULL, 0);
 	e->rcq = ibv_create_cq(e->ctx, 1024, NULL, NULL, 0);
 	cr_assert(e->scq && e->rcq);

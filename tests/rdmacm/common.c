@@ -4,9 +4,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <string.h>
-#include <time.h>
 
 #include <criterion/criterion.h>
 
@@ -14,7 +12,7 @@
 
 #include "dataplane/dp.h"
 #include "common.h"
-#include "tests/common/clock.h"
+#include "wait.h"
 
 struct sockaddr_in
 rcm_sin(const char *ip, uint16_t port)
@@ -28,28 +26,34 @@ rcm_sin(const char *ip, uint16_t port)
 	return s;
 }
 
+struct rcm_take {
+	struct rdma_event_channel *ch;
+	struct rdma_cm_event *e;
+};
+
+static bool
+take_event(void *arg)
+{
+	struct rcm_take *t = arg;
+
+	if (rdma_get_cm_event(t->ch, &t->e) == 0)
+		return true;
+	cr_assert_eq(errno, EAGAIN, "rdma_get_cm_event: %s", strerror(errno));
+	return false;
+}
+
 struct rdma_cm_event *
 rcm_wait_event(struct rdma_event_channel *ch, int timeout_ms)
 {
-	uint64_t end = tc_now_ms() + (uint64_t)timeout_ms;
+	struct rcm_take t = { .ch = ch };
 	int fl = fcntl(ch->fd, F_GETFL);
 
 	if (!(fl & O_NONBLOCK))
 		fcntl(ch->fd, F_SETFL, fl | O_NONBLOCK);
-	for (;;) {
-		struct rdma_cm_event *e;
-		struct pollfd pfd = { .fd = ch->fd, .events = POLLIN };
-
-		if (rdma_get_cm_event(ch, &e) == 0)
-			return e;
-		cr_assert_eq(errno, EAGAIN, "rdma_get_cm_event: %s", strerror(errno));
-		if (tc_now_ms() > end) {
-			errno = ETIMEDOUT;
-			return NULL;
-		}
-		droce_progress();
-		poll(&pfd, 1, 1);
-	}
+	if (tc_wait_fd(ch->fd, (unsigned int)timeout_ms, 1, take_event, &t, droce_progress))
+		return t.e;
+	errno = ETIMEDOUT;
+	return NULL;
 }
 
 struct rdma_cm_event *
@@ -66,22 +70,6 @@ rcm_expect(struct rdma_event_channel *ch, enum rdma_cm_event_type type, int time
 		return NULL;
 	}
 	return e;
-}
-
-int
-rcm_poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms)
-{
-	uint64_t end = tc_now_ms() + (uint64_t)timeout_ms;
-
-	for (;;) {
-		int n = ibv_poll_cq(cq, 1, wc);
-
-		cr_assert_geq(n, 0);
-		if (n == 1)
-			return 1;
-		if (tc_now_ms() > end)
-			return 0;
-	}
 }
 
 void

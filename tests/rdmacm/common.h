@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Helpers of the rdma_cm suites: addresses of the loopback pair, waiting
  * for an event on an async channel with a bound, and the droce runtime's
- * teardown.  Single-threaded helpers unless said otherwise.
+ * teardown (CQ polls: wait.h's tc_poll).  Single-threaded helpers unless
+ * said otherwise.
  */
 #ifndef DROCE_TESTS_RDMACM_COMMON_H
 #define DROCE_TESTS_RDMACM_COMMON_H
@@ -11,6 +12,8 @@
 
 #include <rdma/rdma_cma.h>
 #include <rdma/rdma_verbs.h>
+
+#include "wait.h" /* tc_poll, tc_wait, tc_now_ms */
 
 #define RCM_ADDR0 "198.18.0.1"
 #define RCM_ADDR1 "198.18.0.2"
@@ -28,9 +31,6 @@ struct rdma_cm_event *rcm_wait_event(struct rdma_event_channel *ch, int timeout_
 /* Waits for an event of @type (others fail the test); acks it unless @keep. */
 struct rdma_cm_event *rcm_expect(struct rdma_event_channel *ch, enum rdma_cm_event_type type,
 				 int timeout_ms, bool keep);
-
-/* One completion from @cq within @timeout_ms (drives engines); 1, or 0 on timeout. */
-int rcm_poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms);
 
 /* Stops the runtime at the end of a test process. */
 void rcm_fini(void);

@@ -175,9 +175,9 @@ send_check(struct rdma_cm_id *a, struct rdma_cm_id *b, const char *msg)
 	memset(buf, 0, sizeof(buf));
 	cr_assert_eq(rdma_post_recv(b, NULL, buf, sizeof(buf), mr), 0);
 	cr_assert_eq(rdma_post_send(a, NULL, (void *)msg, strlen(msg), NULL, IBV_SEND_INLINE), 0);
-	cr_assert_eq(rcm_poll_one(a->send_cq, &wc, 10000), 1);
+	cr_assert_eq(tc_poll(a->send_cq, &wc, 1, 10000), 1);
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
-	cr_assert_eq(rcm_poll_one(b->recv_cq, &wc, 10000), 1);
+	cr_assert_eq(tc_poll(b->recv_cq, &wc, 1, 10000), 1);
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 	cr_assert_eq(wc.byte_len, strlen(msg));
 	cr_assert_arr_eq(buf, msg, strlen(msg));
@@ -219,7 +219,7 @@ disconnect_from(bool client_first)
 	rcm_expect(sech, RDMA_CM_EVENT_DISCONNECTED, 10000, false);
 	cr_assert_eq(rdma_disconnect(second), 0);
 	rcm_expect(fch, RDMA_CM_EVENT_DISCONNECTED, 10000, false);
-	cr_assert_eq(rcm_poll_one(second->recv_cq, &wc, 5000), 1);
+	cr_assert_eq(tc_poll(second->recv_cq, &wc, 1, 5000), 1);
 	cr_assert_eq(wc.status, IBV_WC_WR_FLUSH_ERR);
 	cr_assert_eq(wc.wr_id, 77);
 	/* a second disconnect: nothing left to end */
@@ -516,9 +516,9 @@ Test(rdmacm_conn, udp_sidr_and_ud_send)
 	rdma_ack_cm_event(ev);
 	cr_assert_eq(rdma_post_ud_send(c, (void *)1, "datagram", 8, NULL, IBV_SEND_INLINE, ah, rqpn),
 		     0);
-	cr_assert_eq(rcm_poll_one(c->send_cq, &wc, 10000), 1);
+	cr_assert_eq(tc_poll(c->send_cq, &wc, 1, 10000), 1);
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
-	cr_assert_eq(rcm_poll_one(s->recv_cq, &wc, 10000), 1);
+	cr_assert_eq(tc_poll(s->recv_cq, &wc, 1, 10000), 1);
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 	cr_assert_eq(wc.byte_len, 40 + 8);
 	cr_assert_eq(wc.src_qp, c->qp->qp_num);

@@ -1,11 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <errno.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "srq_common.h"
 
@@ -29,12 +26,8 @@ s_open(struct s_dev *d, const char *name)
 	memset(d, 0, sizeof(*d));
 	d->ctx = tc_open(name, &d->gid);
 	d->pd = ibv_alloc_pd(d->ctx);
-	cr_assert_not_null(d->pd);
-	d->buf = calloc(1, S_BUF_SIZE);
-	cr_assert_not_null(d->buf);
-	d->mr = ibv_reg_mr(d->pd, d->buf, S_BUF_SIZE,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-	cr_assert_not_null(d->mr);
+	d->mr = tc_reg_buf(d->pd, S_BUF_SIZE, 0);
+	d->buf = d->mr->addr;
 }
 
 struct ibv_qp *
@@ -96,30 +89,28 @@ s_post_srq(struct ibv_srq *srq, struct s_dev *d, uint64_t id, size_t off, uint32
 	return ibv_post_srq_recv(srq, &w, &bad);
 }
 
+struct s_take {
+	struct ibv_context *ctx;
+	struct ibv_async_event *ev;
+};
+
+static bool
+take_async(void *arg)
+{
+	struct s_take *t = arg;
+
+	if (ibv_get_async_event(t->ctx, t->ev) == 0)
+		return true;
+	cr_assert_eq(errno, EAGAIN, "ibv_get_async_event: %s", strerror(errno));
+	return false;
+}
+
 bool
 s_async(struct ibv_context *ctx, struct ibv_async_event *ev, unsigned int ms, bool drive)
 {
-	uint64_t end = tc_now_ms() + ms;
-	int fl = fcntl(ctx->async_fd, F_GETFL);
+	struct s_take t = { .ctx = ctx, .ev = ev };
 
-	cr_assert_eq(fcntl(ctx->async_fd, F_SETFL, fl | O_NONBLOCK), 0);
-	for (;;) {
-		struct pollfd p = { .fd = ctx->async_fd, .events = POLLIN };
-
-		if (poll(&p, 1, drive ? 0 : 10) == 1) {
-			int rc = ibv_get_async_event(ctx, ev);
-
-			if (rc == 0) {
-				fcntl(ctx->async_fd, F_SETFL, fl);
-				return true;
-			}
-			cr_assert_eq(errno, EAGAIN, "ibv_get_async_event: %s", strerror(errno));
-		}
-		if (drive)
-			droce_progress(); /* co-located engines owned by this thread */
-		if (tc_now_ms() > end)
-			break;
-	}
-	fcntl(ctx->async_fd, F_SETFL, fl);
-	return false;
+	/* driving: the co-located engines this thread owns, without sleeping */
+	return tc_wait_fd(ctx->async_fd, ms, drive ? 0 : 10, take_async, &t,
+			  drive ? droce_progress : NULL);
 }

@@ -31,12 +31,8 @@ t_open(struct t_end *e, const char *name, enum ibv_qp_type type, uint32_t send_w
 	cr_assert_eq(ibv_query_gid(e->ctx, 1, 0, &e->gid4), 0);
 	cr_assert_eq(ibv_query_gid(e->ctx, 1, 1, &e->gid6), 0);
 	e->pd = ibv_alloc_pd(e->ctx);
-	cr_assert_not_null(e->pd);
-	e->buf = calloc(1, T_BUF_SIZE);
-	cr_assert_not_null(e->buf);
-	e->mr = ibv_reg_mr(e->pd, e->buf, T_BUF_SIZE,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-	cr_assert_not_null(e->mr);
+	e->mr = tc_reg_buf(e->pd, T_BUF_SIZE, 0);
+	e->buf = e->mr->addr;
 	e->scq = ibv_create_cq(e->ctx, 1024, NULL, NULL, 0);
 	e->rcq = ibv_create_cq(e->ctx, 1024, NULL, NULL, 0);
 	cr_assert(e->scq && e->rcq);

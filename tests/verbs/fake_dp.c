@@ -1,5 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * FAKE dataplane for verbs_api validation tests only (see fake_dp.h).
+ *
+ * Why it stays a separate implementation (issue 14): it shares no logic
+ * worth sharing with dataplane/.  Its CQ is one plain array that tests fill
+ * by hand (fake_cq_push) where the real one is a ring per engine drained
+ * across threads; its QPs only record the last WQE/RQE and count posts where
+ * the real ones build frames; keys and QPNs are counters.  What overlaps is
+ * the limit check of droce_qp_create (DROCE_DP_MAX_* against the caps, as
+ * dataplane/qp.c's first test, which also checks XRC, TSO and CQ rules the
+ * fake never sees) and the arm rule of fake_cq_push (dataplane/cq.c's
+ * ARM_SOLICITED test): two conditions, not logic to factor.
  */
 #include <arpa/inet.h>
 #include <errno.h>

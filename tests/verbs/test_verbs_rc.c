@@ -26,6 +26,7 @@
 
 #include "dataplane/dp.h"
 #include "pmd_glue/port.h"
+#include "env.h"
 
 #define BUF_SIZE 65536
 
@@ -43,15 +44,7 @@ struct end {
 static struct end A, B;
 static const char *config_path; /* NULL: the embedded loopback config */
 
-static void
-fini(void)
-{
-	droce_engines_stop();
-	droce_stop();
-	droce_shutdown();
-}
-
-TestSuite(verbs_rc, .fini = fini, .timeout = 30);
+TestSuite(verbs_rc, .fini = tc_stop, .timeout = 30);
 
 /* receive caps of the QPs open_end creates (a test may change them first) */
 static uint32_t recv_wr = 16, recv_sge = 2;
@@ -59,33 +52,20 @@ static uint32_t recv_wr = 16, recv_sge = 2;
 static void
 open_end(struct end *e, const char *name, uint32_t send_wr)
 {
-	struct ibv_device **list;
 	struct ibv_qp_init_attr ia = {
 		.qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = send_wr, .max_recv_wr = recv_wr, .max_send_sge = 2,
 			 .max_recv_sge = recv_sge, .max_inline_data = 64 },
 	};
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ };
-	int n;
 
 	if (config_path)
 		setenv("DROCE_CONFIG", config_path, 1);
 	else
 		unsetenv("DROCE_CONFIG");
-	list = ibv_get_device_list(&n);
-	cr_assert_not_null(list, "ibv_get_device_list: %s", strerror(errno));
-	for (int i = 0; i < n; i++)
-		if (strcmp(ibv_get_device_name(list[i]), name) == 0)
-			e->ctx = ibv_open_device(list[i]);
-	ibv_free_device_list(list);
-	cr_assert_not_null(e->ctx);
-	cr_assert_eq(ibv_query_gid(e->ctx, 1, 0, &e->gid), 0);
+	e->ctx = tc_open(name, &e->gid);
 	e->pd = ibv_alloc_pd(e->ctx);
-	e->buf = calloc(1, BUF_SIZE);
-	e->mr = ibv_reg_mr(e->pd, e->buf, BUF_SIZE,
-			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
-	cr_assert_not_null(e->mr);
+	e->mr = tc_reg_buf(e->pd, BUF_SIZE, 0);
+	e->buf = e->mr->addr;
 	e->ch = ibv_create_comp_channel(e->ctx);
 	cr_assert_not_null(e->ch);
 	e->scq = ibv_create_cq(e->ctx, 64, NULL, NULL, 0);
@@ -95,32 +75,16 @@ open_end(struct end *e, const char *name, uint32_t send_wr)
 	ia.recv_cq = e->rcq;
 	e->qp = ibv_create_qp(e->pd, &ia);
 	cr_assert_not_null(e->qp, "ibv_create_qp: %s", strerror(errno));
-	cr_assert_eq(ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				   IBV_QP_ACCESS_FLAGS), 0);
 }
 
+/* RESET -> RTS towards @peer (PSN 0x300; remote write and read). */
 static void
 connect_end(struct end *e, const struct end *peer)
 {
-	struct ibv_qp_attr a = {
-		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024, .dest_qp_num = peer->qp->qp_num,
-		.rq_psn = 0x300, .max_dest_rd_atomic = 4, .min_rnr_timer = 1,
-		.ah_attr = { .is_global = 1, .port_num = 1,
-			     .grh = { .dgid = peer->gid, .hop_limit = 64 } },
-	};
+	struct tc_conn c = { .dgid = peer->gid, .dest_qpn = peer->qp->qp_num, .psn = 0x300,
+			     .access = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ };
 
-	cr_assert_eq(ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-				   IBV_QP_MIN_RNR_TIMER), 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 10;
-	a.retry_cnt = 3;
-	a.rnr_retry = 3;
-	a.sq_psn = 0x300;
-	a.max_rd_atomic = 4;
-	cr_assert_eq(ibv_modify_qp(e->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-				   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC), 0);
+	tc_qp_up(e->qp, &c);
 }
 
 static void
@@ -130,24 +94,6 @@ setup_pair(uint32_t send_wr)
 	open_end(&B, "droce1", send_wr);
 	connect_end(&A, &B);
 	connect_end(&B, &A);
-}
-
-static struct ibv_wc
-wait_wc(struct ibv_cq *cq)
-{
-	struct timespec t0, t;
-	struct ibv_wc wc;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	for (;;) {
-		int n = ibv_poll_cq(cq, 1, &wc);
-
-		cr_assert_geq(n, 0);
-		if (n == 1)
-			return wc;
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		cr_assert_lt(t.tv_sec - t0.tv_sec, 5, "no completion within 5 s");
-	}
 }
 
 static int
@@ -214,7 +160,7 @@ Test(verbs_rc, send_recv_woken_through_epoll)
 	cr_assert_eq(post_recv(&B, 7, 0, 4096), 0);
 	memcpy(A.buf + 100, "ping over droce", 16);
 	cr_assert_eq(post_send(&A, 8, 100, 16, A.mr->lkey), 0);
-	wc = wait_wc(A.scq);
+	wc = tc_wait(A.scq, 5000, "A.scq");
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
 	cr_assert_eq(wc.wr_id, 8);
 	/* the engine's notify callback wrote to the channel */
@@ -241,7 +187,7 @@ Test(verbs_rc, bad_lkey_completes_with_loc_prot_err)
 	cr_assert_eq(post_recv(&B, 1, 0, 4096), 0);
 	/* accepted at post time: keys are checked when the engine executes */
 	cr_assert_eq(post_send(&A, 2, 0, 64, A.mr->lkey ^ 0x5a5a00), 0);
-	wc = wait_wc(A.scq);
+	wc = tc_wait(A.scq, 5000, "A.scq");
 	cr_assert_eq(wc.wr_id, 2);
 	cr_assert_eq(wc.status, IBV_WC_LOC_PROT_ERR, "%s", ibv_wc_status_str(wc.status));
 
@@ -264,7 +210,7 @@ Test(verbs_rc, sge_out_of_bounds_completes_with_loc_prot_err)
 	setup_pair(16);
 	cr_assert_eq(post_recv(&B, 1, 0, 4096), 0);
 	cr_assert_eq(post_send(&A, 3, BUF_SIZE - 8, 64, A.mr->lkey), 0);
-	wc = wait_wc(A.scq);
+	wc = tc_wait(A.scq, 5000, "A.scq");
 	cr_assert_eq(wc.status, IBV_WC_LOC_PROT_ERR, "%s", ibv_wc_status_str(wc.status));
 }
 
@@ -275,7 +221,7 @@ Test(verbs_rc, short_receive_buffer_is_loc_len_err)
 	setup_pair(16);
 	cr_assert_eq(post_recv(&B, 1, 0, 8), 0);
 	cr_assert_eq(post_send(&A, 2, 0, 64, A.mr->lkey), 0);
-	wc = wait_wc(B.rcq);
+	wc = tc_wait(B.rcq, 5000, "B.rcq");
 	cr_assert_eq(wc.wr_id, 1);
 	cr_assert_eq(wc.status, IBV_WC_LOC_LEN_ERR, "%s", ibv_wc_status_str(wc.status));
 }
@@ -330,10 +276,10 @@ Test(verbs_rc, dedicated_engine_on_a_worker_lcore)
 	strcpy(A.buf, "dedicated engine");
 	cr_assert_eq(post_recv(&B, 1, 1024, 1024), 0);
 	cr_assert_eq(post_send(&A, 2, 0, 17, A.mr->lkey), 0);
-	wc = wait_wc(A.scq);
+	wc = tc_wait(A.scq, 5000, "A.scq");
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 	cr_assert_eq(wc.wr_id, 2);
-	wc = wait_wc(B.rcq);
+	wc = tc_wait(B.rcq, 5000, "B.rcq");
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 	cr_assert_eq(wc.byte_len, 17);
 	cr_assert_str_eq(B.buf + 1024, "dedicated engine");
@@ -346,7 +292,7 @@ Test(verbs_rc, dedicated_engine_on_a_worker_lcore)
 				  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED,
 				  .wr.rdma = { .remote_addr = (uintptr_t)B.buf + 8192, .rkey = B.mr->rkey } };
 	cr_assert_eq(ibv_post_send(A.qp, &w, &bad), 0);
-	wc = wait_wc(A.scq);
+	wc = tc_wait(A.scq, 5000, "A.scq");
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 	cr_assert_eq(wc.opcode, IBV_WC_RDMA_WRITE);
 	cr_assert_arr_eq(B.buf + 8192, A.buf + 4096, 40000);
@@ -354,7 +300,7 @@ Test(verbs_rc, dedicated_engine_on_a_worker_lcore)
 	w.wr_id = 4;
 	w.opcode = IBV_WR_RDMA_READ;
 	cr_assert_eq(ibv_post_send(A.qp, &w, &bad), 0);
-	wc = wait_wc(A.scq);
+	wc = tc_wait(A.scq, 5000, "A.scq");
 	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 	cr_assert_eq(wc.opcode, IBV_WC_RDMA_READ);
 	cr_assert_arr_eq(A.buf + 20000, B.buf + 8192, 40000);
@@ -419,9 +365,9 @@ Test(verbs_rc, stats_api_counts_frames_per_port_engine_and_qp)
 
 		cr_assert_eq(post_recv(&B, i, i * 4096, 4096), 0);
 		cr_assert_eq(post_send(&A, i, i * 4096, 3000, A.mr->lkey), 0);
-		wc = wait_wc(A.scq);
+		wc = tc_wait(A.scq, 5000, "A.scq");
 		cr_assert_eq(wc.status, IBV_WC_SUCCESS);
-		wc = wait_wc(B.rcq);
+		wc = tc_wait(B.rcq, 5000, "B.rcq");
 		cr_assert_eq(wc.byte_len, 3000);
 	}
 	cr_assert_eq(qp_stat(A.qp, "tx_frames"), 9);
@@ -470,7 +416,7 @@ Test(verbs_rc, telemetry_serves_droce_counters)
 	setup_pair(16);
 	cr_assert_eq(post_recv(&B, 1, 0, 4096), 0);
 	cr_assert_eq(post_send(&A, 1, 0, 100, A.mr->lkey), 0);
-	cr_assert_eq(wait_wc(A.scq).status, IBV_WC_SUCCESS);
+	cr_assert_eq(tc_wait(A.scq, 5000, "A.scq").status, IBV_WC_SUCCESS);
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/dpdk_telemetry.v2", rte_eal_get_runtime_dir());
 	fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
 	cr_assert_geq(fd, 0);
@@ -540,7 +486,7 @@ Test(verbs_rc, small_send_queue_wraps_its_slots)
 		/* the inline WR's bytes were copied at post time */
 		memset(A.buf + 4096 + 256, 0xee, 64);
 		for (int i = 0; i < 3; i++) {
-			struct ibv_wc wc = wait_wc(A.scq);
+			struct ibv_wc wc = tc_wait(A.scq, 5000, "A.scq");
 
 			cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 			cr_assert_eq(wc.wr_id, round * 4 + (uint32_t)i, "in order");
@@ -594,7 +540,7 @@ Test(verbs_rc, small_receive_queue_wraps_its_slots)
 		}
 		cr_assert_eq(ibv_post_send(A.qp, w, &bad), 0);
 		for (int i = 0; i < 3; i++) {
-			struct ibv_wc wc = wait_wc(B.rcq);
+			struct ibv_wc wc = tc_wait(B.rcq, 5000, "B.rcq");
 			uint32_t len = 100 + (uint32_t)i * 40;
 
 			cr_assert_eq(wc.status, IBV_WC_SUCCESS, "round %u: %s", round,
@@ -604,7 +550,7 @@ Test(verbs_rc, small_receive_queue_wraps_its_slots)
 			cr_assert_eq(memcmp(B.buf + 8192 + i * 256, A.buf + 4096 + i * 256, len), 0,
 				     "round %u receive %d", round, i);
 			cr_assert_eq(B.buf[8192 + i * 256 + len], 0, "nothing past the message");
-			wc = wait_wc(A.scq);
+			wc = tc_wait(A.scq, 5000, "A.scq");
 			cr_assert_eq(wc.status, IBV_WC_SUCCESS);
 		}
 	}
