@@ -221,6 +221,11 @@ Test(rc_retx, retries_per_attribute_timeout_not_per_event)
 	ack_to_requester(H_PSN_A, DROCE_AETH_ACK, 0);
 	c = h_poll1(p.scq[0], POLL_MS, "first WRITE");
 	cr_assert_eq(c.status, DROCE_WC_SUCCESS);
+	/* the engine takes the sample just after it writes the completion (and
+	 * another thread may be driving it): wait for that step, bounded */
+	t0 = tc_now_ms();
+	while (s->srtt_ns == 0 && tc_now_ms() - t0 < 2000)
+		droce_engines_progress();
 	cr_assert_gt(s->srtt_ns, 0, "no RTT sample");
 	/* the next one is answered only after 60 ms: adaptive timeouts fire
 	 * meanwhile, and with retry_cnt 0 none of them may fail the QP */
