@@ -116,10 +116,7 @@ rearm_rto(struct droce_qp *qp)
 static void
 fail_head(struct droce_qp *qp, enum droce_err err)
 {
-	droce_qp_error_publish_lc(qp, err); /* before the completion a poller sees */
-	if (qp->sq_head != qp->sq_avail)
-		droce_qp_complete_send_lc(qp, droce_err_table[err].req_status);
-	droce_qp_error_lc(qp, err);
+	droce_qp_fail_send_lc(qp, err, droce_err_table[err].req_status);
 }
 
 void

@@ -63,10 +63,8 @@ wqe_start(struct droce_qp *qp, uint32_t idx)
 static void
 fail_head(struct droce_qp *qp, enum droce_err err)
 {
-	droce_qp_error_publish_lc(qp, err);
-	droce_qp_complete_send_lc(qp, err == DROCE_ERR_REM_OP ? DROCE_WC_LOC_QP_OP_ERR
-							       : droce_err_table[err].req_status);
-	droce_qp_error_lc(qp, err);
+	droce_qp_fail_send_lc(qp, err, err == DROCE_ERR_REM_OP ? DROCE_WC_LOC_QP_OP_ERR
+							   : droce_err_table[err].req_status);
 }
 
 /* Sends (more of) the oldest WQE; returns packets sent, *@whole when all of it is out. */
@@ -186,13 +184,11 @@ recv_send(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame)
 	}
 	if (!droce_xport_scatter_lc(qp, r->sge, r->num_sge, qp->recv_off, frame + p->payload_off,
 				    p->payload_len)) {
-		struct droce_cqe c = { .status = DROCE_WC_LOC_PROT_ERR, .opcode = DROCE_WC_RECV };
+		struct droce_cqe c = { .opcode = DROCE_WC_RECV };
 
 		qp->rxseq.open_kind = 0;
 		qp->rqe_open = false;
-		droce_qp_error_publish_lc(qp, DROCE_ERR_RESP_LOC_PROT);
-		droce_qp_complete_recv_lc(qp, &c, false);
-		droce_qp_error_lc(qp, DROCE_ERR_RESP_LOC_PROT);
+		droce_qp_fail_recv_lc(qp, DROCE_ERR_RESP_LOC_PROT, &c);
 		return;
 	}
 	qp->recv_off += p->payload_len;

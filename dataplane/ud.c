@@ -56,9 +56,7 @@ tmpl_for(struct droce_qp *qp, const struct droce_ah *ah)
 static void
 fail_head(struct droce_qp *qp, enum droce_err err)
 {
-	droce_qp_error_publish_lc(qp, err);
-	droce_qp_complete_send_lc(qp, droce_err_table[err].req_status);
-	droce_qp_error_lc(qp, err);
+	droce_qp_fail_send_lc(qp, err, droce_err_table[err].req_status);
 }
 
 /* Sends WQE @idx (the oldest); false when it has to wait (no mbuf). */
@@ -158,10 +156,7 @@ droce_ud_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *
 	if (!droce_xport_scatter_lc(qp, r->sge, r->num_sge, 0, grh, GRH_LEN) ||
 	    !droce_xport_scatter_lc(qp, r->sge, r->num_sge, GRH_LEN, frame + p->payload_off,
 				    p->payload_len)) {
-		c.status = droce_err_table[DROCE_ERR_RESP_LOC_PROT].resp_status;
-		droce_qp_error_publish_lc(qp, DROCE_ERR_RESP_LOC_PROT);
-		droce_qp_complete_recv_lc(qp, &c, false);
-		droce_qp_error_lc(qp, DROCE_ERR_RESP_LOC_PROT);
+		droce_qp_fail_recv_lc(qp, DROCE_ERR_RESP_LOC_PROT, &c);
 		goto out;
 	}
 	c.status = DROCE_WC_SUCCESS;
