@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <droce/droce.h>
 
@@ -325,6 +326,14 @@ struct droce_wqe {
 	};
 	uint8_t tso_room[128];  /* a full-size WQE's room for a TSO header */
 };
+
+/* Zeroes a WQE's fixed part, everything before its SGEs / inline bytes (the
+ * posting paths then set what the WR gives). */
+static inline void
+droce_wqe_clear_head(struct droce_wqe *w)
+{
+	memset(w, 0, offsetof(struct droce_wqe, sge));
+}
 
 /* Where a WQE's data room (SGEs or inline bytes) ends: a RAW_PACKET QP keeps
  * a TSO header there, so that it overlaps neither. */

@@ -110,19 +110,9 @@ droce_verbs_encode_raw(const struct droce_vqp *q, const struct ibv_send_wr *wr,
 		flags |= DROCE_WQE_SIGNALED;
 	if (wr->send_flags & IBV_SEND_IP_CSUM)
 		flags |= DROCE_WQE_IP_CSUM;
+	droce_wqe_clear_head(wqe);
 	wqe->wr_id = wr->wr_id;
 	wqe->opcode = (uint8_t)op;
-	wqe->imm = 0;
-	wqe->invalidate_rkey = 0;
-	wqe->tso_hdr_sz = 0;
-	wqe->tso_mss = 0;
-	wqe->remote_addr = 0;
-	wqe->rkey = 0;
-	wqe->compare_add = 0;
-	wqe->swap = 0;
-	wqe->ah = NULL;
-	wqe->remote_qpn = 0;
-	wqe->remote_qkey = 0;
 	if (op == IBV_WR_TSO) {
 		rc = droce_verbs_raw_tso_hdr(q, wqe, wr->tso.hdr, wr->tso.hdr_sz, wr->tso.mss);
 		if (rc != 0)

@@ -109,22 +109,10 @@ wr_new(struct droce_vqp *q, unsigned int op, uint8_t need)
 		flags |= DROCE_WQE_SOLICITED;
 	if (f & IBV_SEND_IP_CSUM)
 		flags |= DROCE_WQE_IP_CSUM;
+	droce_wqe_clear_head(w);
 	w->wr_id = q->qpx.wr_id;
 	w->opcode = (uint8_t)op;
 	w->flags = flags;
-	w->num_sge = 0;
-	w->imm = 0;
-	w->invalidate_rkey = 0;
-	w->tso_hdr_sz = 0;
-	w->tso_mss = 0;
-	w->remote_addr = 0;
-	w->rkey = 0;
-	w->length = 0;
-	w->compare_add = 0;
-	w->swap = 0;
-	w->ah = NULL;
-	w->remote_qpn = 0;
-	w->remote_qkey = 0;
 	q->wr_need = need | (q->type == DROCE_QPT_UD ? W_UD : 0) |
 		     (q->type == DROCE_QPT_XRC_SEND ? W_XRC : 0) |
 		     (q->type == DROCE_QPT_RAW_PACKET ? W_RAW : 0);
