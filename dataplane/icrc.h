@@ -76,4 +76,17 @@ droce_icrc_load(const uint8_t *p)
  */
 uint32_t droce_icrc_flat(const uint8_t *l3, size_t len, bool ipv6);
 
+/*
+ * The ICRC of a frame built from a header template, cheaper than
+ * droce_icrc_flat: droce_icrc_tmpl_k() once per template (@l3: its IP and
+ * UDP headers; lengths, id and checksums may hold anything), then per frame
+ * droce_icrc_tmpl() over @len bytes at @l3 (IP header up to the ICRC, at
+ * least IP + UDP + BTH), which reads only the per-packet bytes of the
+ * headers (IP and UDP lengths, IPv4 id, the BTH) and takes the rest as the
+ * template's.  Same value as droce_icrc_flat() when the frame's other IP and
+ * UDP bytes are the template's (masked ones aside).
+ */
+uint32_t droce_icrc_tmpl_k(const uint8_t *l3, bool ipv6);
+uint32_t droce_icrc_tmpl(uint32_t k, const uint8_t *l3, size_t len, bool ipv6);
+
 #endif /* DROCE_ICRC_H */

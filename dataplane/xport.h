@@ -16,6 +16,7 @@
 #include "icrc.h"
 #include "mw.h"
 #include "qp_internal.h"
+#include "wire_tmpl.h"
 #include "pmd_glue/port_struct.h"
 
 #define DROCE_XPORT_DEFAULT_PKEY 0xffff
@@ -143,12 +144,13 @@ droce_xport_pkt_alloc_lc(struct droce_qp *qp, struct droce_pkt_fields *f, uint32
 		return NULL;
 	}
 	f->pkey = DROCE_XPORT_DEFAULT_PKEY;
-	hdr = droce_build_headers(&qp->tmpl, buf, total, f, plen);
+	hdr = droce_tmpl_build(&qp->tmpl, buf, total + rte_pktmbuf_tailroom(m), f, plen);
 	*payload = buf + hdr;
 	return m;
 }
 
-/* Pads, adds the ICRC and queues the frame. */
+/* Pads, adds the ICRC (from the template's: only the per-packet header bytes
+ * are read) and queues the frame. */
 static inline void
 droce_xport_pkt_send_lc(struct droce_qp *qp, struct rte_mbuf *m, uint32_t plen)
 {
@@ -159,7 +161,8 @@ droce_xport_pkt_send_lc(struct droce_qp *qp, struct rte_mbuf *m, uint32_t plen)
 
 	memset(buf + total - DROCE_ICRC_LEN - pad, 0, pad);
 	droce_icrc_store(buf + total - DROCE_ICRC_LEN,
-			 droce_icrc_flat(l3, (size_t)(buf + total - DROCE_ICRC_LEN - l3), qp->tmpl.ipv6));
+			 droce_icrc_tmpl(qp->tmpl.icrc_k, l3, (size_t)(buf + total - DROCE_ICRC_LEN - l3),
+					 qp->tmpl.ipv6));
 	qp->stats.tx_pkts++;
 	droce_engine_tx_lc(qp->eng, qp->port_index, m);
 }
