@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <string.h>
 
+#include <rte_branch_prediction.h>
 #include <rte_common.h>
 
 #ifdef DROCE_HAVE_ISAL
@@ -450,4 +451,51 @@ droce_icrc_tmpl(uint32_t k, const uint8_t *l3, size_t len, bool ipv6)
 	c ^= icrc_tmpl_bth(load_le32(l3 + span - 12), load_le32(l3 + span - 8),
 			   load_le32(l3 + span - 4));
 	return len > span ? droce_crc32(~c, l3 + span, len - span) : ~c;
+}
+
+/* The words of IP + UDP a template's constant depends on, with the bytes it
+ * does not (lengths, id, masked) cleared: IPv4 at offsets 0, 8, 16, 20
+ * (version/IHL, flags/fragment, protocol, addresses, ports), IPv6 at 0, 8 ..
+ * 40 (version, next header, addresses, ports).  Little-endian words. */
+static const uint64_t key_mask_v4[4] = {
+	0xffff0000000000ffull, 0xffffffff0000ff00ull, ~0ull, 0x00000000ffffffffull,
+};
+static const uint64_t key_mask_v6[6] = {
+	0x00ff0000000000f0ull, ~0ull, ~0ull, ~0ull, ~0ull, 0x00000000ffffffffull,
+};
+
+uint32_t
+droce_icrc_rx(struct droce_icrc_cache *c, const uint8_t *l3, size_t len, bool ipv6)
+{
+	size_t ip = ipv6 ? 40 : 20;
+	struct droce_icrc_cache_slot *s;
+	uint64_t key[6], diff = 0;
+	unsigned int n, i;
+	uint16_t sport;
+
+	if (len < ip + 20)
+		return droce_icrc_flat(l3, len, ipv6);
+	memcpy(&sport, l3 + ip, 2);
+	s = &c->slot[(sport ^ (sport >> 8)) & (DROCE_ICRC_CACHE_SLOTS - 1)];
+	if (ipv6) {
+		n = 6;
+		for (i = 0; i < 6; i++)
+			key[i] = load_le64(l3 + 8 * i) & key_mask_v6[i];
+	} else {
+		n = 4;
+		key[0] = load_le64(l3) & key_mask_v4[0];
+		key[1] = load_le64(l3 + 8) & key_mask_v4[1];
+		key[2] = load_le64(l3 + 16) & key_mask_v4[2];
+		key[3] = load_le64(l3 + 20) & key_mask_v4[3];
+	}
+	for (i = 0; i < n; i++)
+		diff |= key[i] ^ s->key[i];
+	if (unlikely(diff != 0 || !s->valid || s->ipv6 != ipv6)) {
+		memcpy(s->key, key, sizeof(key[0]) * n);
+		s->k = droce_icrc_tmpl_k(l3, ipv6);
+		s->ipv6 = ipv6;
+		s->valid = true;
+		c->misses++;
+	}
+	return droce_icrc_tmpl(s->k, l3, len, ipv6);
 }

@@ -89,4 +89,27 @@ uint32_t droce_icrc_flat(const uint8_t *l3, size_t len, bool ipv6);
 uint32_t droce_icrc_tmpl_k(const uint8_t *l3, bool ipv6);
 uint32_t droce_icrc_tmpl(uint32_t k, const uint8_t *l3, size_t len, bool ipv6);
 
+/*
+ * The receive side of the same: the constant of the last few flows seen
+ * (by UDP source port, direct mapped), kept with the header bytes it stands
+ * for (IP and UDP but lengths, id and masked bytes).  droce_icrc_rx() is
+ * droce_icrc_flat() for a frame whose IP + UDP + BTH are whole: a frame of a
+ * cached flow costs droce_icrc_tmpl(), another one droce_icrc_tmpl_k() more
+ * (and takes the slot).  One per engine; zeroed is empty.
+ */
+#define DROCE_ICRC_CACHE_SLOTS 16
+
+struct droce_icrc_cache_slot {
+	uint64_t key[6]; /* the header words that count, masked */
+	uint32_t k;
+	bool ipv6, valid;
+};
+
+struct droce_icrc_cache {
+	struct droce_icrc_cache_slot slot[DROCE_ICRC_CACHE_SLOTS];
+	uint64_t misses;
+};
+
+uint32_t droce_icrc_rx(struct droce_icrc_cache *c, const uint8_t *l3, size_t len, bool ipv6);
+
 #endif /* DROCE_ICRC_H */

@@ -261,8 +261,8 @@ udp_csum_ok(const uint8_t *frame, const struct droce_pkt *p)
 			: rte_ipv4_udptcp_cksum_verify(l3, udp)) == 0;
 }
 
-enum droce_drop
-droce_parse_frame(const uint8_t *frame, uint32_t len, struct droce_pkt *out)
+static inline enum droce_drop
+parse_frame(const uint8_t *frame, uint32_t len, struct droce_pkt *out, struct droce_icrc_cache *ic)
 {
 	const struct rte_ether_hdr *eth = (const struct rte_ether_hdr *)frame;
 	const struct rte_udp_hdr *udp;
@@ -324,15 +324,33 @@ droce_parse_frame(const uint8_t *frame, uint32_t len, struct droce_pkt *out)
 	}
 	if (!udp_csum_ok(frame, out))
 		return DROCE_DROP_UDP_CSUM;
-	if (droce_icrc_flat(frame + out->l3_off, out->frame_len - DROCE_ICRC_LEN - out->l3_off,
-			    out->ipv6) != droce_icrc_load(frame + out->frame_len - DROCE_ICRC_LEN))
-		return DROCE_DROP_ICRC;
+	{
+		const uint8_t *l3 = frame + out->l3_off;
+		size_t n = out->frame_len - DROCE_ICRC_LEN - out->l3_off;
+		uint32_t icrc = ic ? droce_icrc_rx(ic, l3, n, out->ipv6) : droce_icrc_flat(l3, n, out->ipv6);
+
+		if (icrc != droce_icrc_load(frame + out->frame_len - DROCE_ICRC_LEN))
+			return DROCE_DROP_ICRC;
+	}
 
 	out->info = oi;
 	out->opcode = droce_bth_opcode(bth);
 	out->payload_off = (uint16_t)(out->bth_off + oi->hdr_len);
 	out->payload_len = body - out->pad;
 	return DROCE_DROP_NONE;
+}
+
+enum droce_drop
+droce_parse_frame(const uint8_t *frame, uint32_t len, struct droce_pkt *out)
+{
+	return parse_frame(frame, len, out, NULL);
+}
+
+enum droce_drop
+droce_parse_frame_c(const uint8_t *frame, uint32_t len, struct droce_pkt *out,
+		    struct droce_icrc_cache *ic)
+{
+	return parse_frame(frame, len, out, ic);
 }
 
 void

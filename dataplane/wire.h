@@ -511,6 +511,12 @@ droce_pkt_hdr(const struct droce_pkt *p, const uint8_t *frame, enum droce_hdr h)
 /* Parses and validates a flat frame of @len bytes; returns why it is dropped. */
 enum droce_drop droce_parse_frame(const uint8_t *frame, uint32_t len, struct droce_pkt *out);
 
+/* The same, the ICRC checked through @ic (icrc.h droce_icrc_rx: the engine's
+ * cache of the flows' header constants). */
+struct droce_icrc_cache;
+enum droce_drop droce_parse_frame_c(const uint8_t *frame, uint32_t len, struct droce_pkt *out,
+				    struct droce_icrc_cache *ic);
+
 /* Reads every field of an accepted packet back into @f. */
 void droce_pkt_read_fields(const struct droce_pkt *p, const uint8_t *frame,
 			   struct droce_pkt_fields *f);

@@ -295,3 +295,58 @@ Test(tmpl, small_room_and_refusals)
 	make_fields(&f, DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_SEND_ONLY)); /* over 64 KiB */
 	cr_assert_eq(droce_tmpl_build(&tt, b, sizeof(b), &f, 70000), 0);
 }
+
+/* The receive cache: frames of many flows (more than its slots, IPv4 and
+ * IPv6 mixed, so slots are shared and retaken), each checked through it,
+ * equal droce_icrc_flat; a frame with a header byte changed after its flow
+ * was cached (an address, a port, the protocol) is not taken for the flow. */
+Test(tmpl, icrc_rx_cache)
+{
+	enum { FLOWS = 40 };
+	static struct droce_icrc_cache cache;
+	static struct droce_hdr_tmpl t[FLOWS];
+	static uint8_t frame[BUF];
+	unsigned int misses_first;
+
+	for (unsigned int i = 0; i < FLOWS; i++) {
+		struct droce_path p;
+
+		make_path(&p, i & 3);
+		droce_tmpl_init(&t[i], &p);
+	}
+	for (int round = 0; round < 2; round++) {
+		for (int n = 0; n < 3000; n++) {
+			/* runs of one flow, so the cache has something to hit */
+			struct droce_hdr_tmpl *tp = &t[(n / 5 * 7) % FLOWS];
+			uint8_t op = DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_WRITE_ONLY);
+			struct droce_pkt_fields f;
+			uint32_t plen = rnd() % 200;
+			size_t hdr, len, where = 0;
+			uint8_t *l3;
+
+			make_fields(&f, op);
+			hdr = droce_tmpl_build(tp, frame, sizeof(frame), &f, plen);
+			len = hdr + plen + (-plen & 3u) - tp->l3_off;
+			for (size_t i = hdr; i < hdr + plen; i++)
+				frame[i] = (uint8_t)rnd();
+			l3 = frame + tp->l3_off;
+			if (round == 1 && n % 3 == 0) {
+				/* a byte the flow's constant stands for */
+				static const size_t v4[] = { 0, 6, 9, 12, 15, 16, 19, 20, 21, 22, 23 };
+				static const size_t v6[] = { 0, 6, 8, 23, 24, 39, 40, 41, 42, 43 };
+				where = tp->ipv6 ? v6[rnd() % 10] : v4[rnd() % 11];
+				l3[where] ^= (uint8_t)(1u << (rnd() % 8));
+			}
+			cr_assert_eq(droce_icrc_rx(&cache, l3, len, tp->ipv6), droce_icrc_flat(l3, len, tp->ipv6),
+				     "round %d frame %d (byte %zu changed)", round, n, where);
+		}
+		if (round == 0) {
+			misses_first = (unsigned int)cache.misses;
+			cr_assert_lt(misses_first, 3000 / 5 + 1, "runs of a flow hit");
+			cr_assert_geq(misses_first, FLOWS);
+		}
+	}
+	/* short input: the flat path */
+	cr_assert_eq(droce_icrc_rx(&cache, frame + t[0].l3_off, 30, false),
+		     droce_icrc_flat(frame + t[0].l3_off, 30, false));
+}
