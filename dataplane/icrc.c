@@ -429,8 +429,10 @@ icrc_tmpl_bth(uint32_t w0, uint32_t w1, uint32_t w2)
 	       crc_tab[1][(w2 >> 16) & 0xff] ^ crc_tab[0][w2 >> 24];
 }
 
-uint32_t
-droce_icrc_tmpl(uint32_t k, const uint8_t *l3, size_t len, bool ipv6)
+/* The raw register after the masked IP + UDP + BTH span of @l3 (V4_SPAN or
+ * V6_SPAN bytes), from the template constant @k. */
+static inline uint32_t
+icrc_tmpl_span(uint32_t k, const uint8_t *l3, bool ipv6)
 {
 	uint32_t c, a, u;
 	size_t span;
@@ -448,9 +450,17 @@ droce_icrc_tmpl(uint32_t k, const uint8_t *l3, size_t len, bool ipv6)
 		    crc_far_v4[1][(a >> 16) & 0xff] ^ crc_far_v4[0][a >> 24];
 	}
 	c ^= crc_tab[15][u & 0xff] ^ crc_tab[14][(u >> 8) & 0xff];
-	c ^= icrc_tmpl_bth(load_le32(l3 + span - 12), load_le32(l3 + span - 8),
-			   load_le32(l3 + span - 4));
-	return len > span ? droce_crc32(~c, l3 + span, len - span) : ~c;
+	return c ^ icrc_tmpl_bth(load_le32(l3 + span - 12), load_le32(l3 + span - 8),
+				 load_le32(l3 + span - 4));
+}
+
+uint32_t
+droce_icrc_tmpl(uint32_t k, const uint8_t *l3, size_t len, bool ipv6)
+{
+	size_t span = ipv6 ? V6_SPAN : V4_SPAN;
+	uint32_t c = ~icrc_tmpl_span(k, l3, ipv6);
+
+	return len > span ? crc32_auto(c, l3 + span, len - span) : c;
 }
 
 /* The words of IP + UDP a template's constant depends on, with the bytes it
@@ -467,16 +477,14 @@ static const uint64_t key_mask_v6[6] = {
 uint32_t
 droce_icrc_rx(struct droce_icrc_cache *c, const uint8_t *l3, size_t len, bool ipv6)
 {
-	size_t ip = ipv6 ? 40 : 20;
+	size_t span = ipv6 ? V6_SPAN : V4_SPAN;
 	struct droce_icrc_cache_slot *s;
 	uint64_t key[6], diff = 0;
 	unsigned int n, i;
-	uint16_t sport;
+	uint32_t r;
 
-	if (len < ip + 20)
+	if (unlikely(len < span))
 		return droce_icrc_flat(l3, len, ipv6);
-	memcpy(&sport, l3 + ip, 2);
-	s = &c->slot[(sport ^ (sport >> 8)) & (DROCE_ICRC_CACHE_SLOTS - 1)];
 	if (ipv6) {
 		n = 6;
 		for (i = 0; i < 6; i++)
@@ -488,6 +496,9 @@ droce_icrc_rx(struct droce_icrc_cache *c, const uint8_t *l3, size_t len, bool ip
 		key[2] = load_le64(l3 + 16) & key_mask_v4[2];
 		key[3] = load_le64(l3 + 20) & key_mask_v4[3];
 	}
+	/* the slot by a hash of the destination address and the ports */
+	s = &c->slot[((key[2] ^ key[n - 1]) * 0x9e3779b97f4a7c15ull) >> 60];
+	static_assert(DROCE_ICRC_CACHE_SLOTS == 16, "4 hash bits");
 	for (i = 0; i < n; i++)
 		diff |= key[i] ^ s->key[i];
 	if (unlikely(diff != 0 || !s->valid || s->ipv6 != ipv6)) {
@@ -497,5 +508,6 @@ droce_icrc_rx(struct droce_icrc_cache *c, const uint8_t *l3, size_t len, bool ip
 		s->valid = true;
 		c->misses++;
 	}
-	return droce_icrc_tmpl(s->k, l3, len, ipv6);
+	r = ~icrc_tmpl_span(s->k, l3, ipv6);
+	return len > span ? crc32_auto(r, l3 + span, len - span) : r;
 }

@@ -131,20 +131,25 @@ droce_xport_pkt_alloc_lc(struct droce_qp *qp, struct droce_pkt_fields *f, uint32
 	struct rte_mbuf *m = droce_engine_mbuf_lc(qp->eng, qp->port->mp);
 	size_t total = droce_frame_len(&qp->tmpl, f->opcode, plen);
 	uint8_t *buf;
-	size_t hdr;
+	size_t hdr, room;
 
 	if (m == NULL) {
 		qp->eng->stats.alloc_fail++;
 		return NULL;
 	}
-	buf = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)total);
-	if (buf == NULL || total > UINT16_MAX) {
+	/* a fresh single-segment mbuf: its data is the frame (rte_pktmbuf_append
+	 * without the walk to the last segment) */
+	room = rte_pktmbuf_tailroom(m);
+	if (unlikely(total > room)) {
 		rte_pktmbuf_free(m);
 		qp->eng->stats.alloc_fail++;
 		return NULL;
 	}
+	buf = rte_pktmbuf_mtod(m, uint8_t *);
+	m->data_len = (uint16_t)total;
+	m->pkt_len = (uint32_t)total;
 	f->pkey = DROCE_XPORT_DEFAULT_PKEY;
-	hdr = droce_tmpl_build(&qp->tmpl, buf, total + rte_pktmbuf_tailroom(m), f, plen);
+	hdr = droce_tmpl_build(&qp->tmpl, buf, room, f, plen);
 	*payload = buf + hdr;
 	return m;
 }
