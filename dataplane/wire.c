@@ -261,8 +261,9 @@ udp_csum_ok(const uint8_t *frame, const struct droce_pkt *p)
 			: rte_ipv4_udptcp_cksum_verify(l3, udp)) == 0;
 }
 
-static inline enum droce_drop
-parse_frame(const uint8_t *frame, uint32_t len, struct droce_pkt *out, struct droce_icrc_cache *ic)
+enum droce_drop
+droce_parse_frame_c(const uint8_t *frame, uint32_t len, struct droce_pkt *out,
+		    struct droce_icrc_cache *ic)
 {
 	const struct rte_ether_hdr *eth = (const struct rte_ether_hdr *)frame;
 	const struct rte_udp_hdr *udp;
@@ -343,14 +344,7 @@ parse_frame(const uint8_t *frame, uint32_t len, struct droce_pkt *out, struct dr
 enum droce_drop
 droce_parse_frame(const uint8_t *frame, uint32_t len, struct droce_pkt *out)
 {
-	return parse_frame(frame, len, out, NULL);
-}
-
-enum droce_drop
-droce_parse_frame_c(const uint8_t *frame, uint32_t len, struct droce_pkt *out,
-		    struct droce_icrc_cache *ic)
-{
-	return parse_frame(frame, len, out, ic);
+	return droce_parse_frame_c(frame, len, out, NULL);
 }
 
 void
