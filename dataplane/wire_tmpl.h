@@ -16,6 +16,23 @@
 
 #include "wire.h"
 
+static inline void
+droce_put_reth(uint8_t *p, const struct droce_pkt_fields *f)
+{
+	struct droce_reth *r = (struct droce_reth *)p;
+
+	droce_reth_set_va(r, f->reth.va);
+	droce_reth_set_rkey(r, f->reth.rkey);
+	droce_reth_set_len(r, f->reth.len);
+}
+
+static inline void
+droce_put_aeth(uint8_t *p, const struct droce_pkt_fields *f)
+{
+	((struct droce_aeth *)p)->syn_msn =
+		rte_cpu_to_be_32((uint32_t)f->aeth.syndrome << 24 | (f->aeth.msn & 0xffffffu));
+}
+
 /* The extended headers @oi has, after the BTH at @bth0, from @f; every byte
  * of each written (reserved bits zero). */
 static inline void
@@ -32,12 +49,8 @@ droce_write_ext_headers(uint8_t *bth0, const struct droce_opcode_info *oi,
 	if (hm & DROCE_HDRM(XRCETH))
 		droce_xrceth_set_srqn((struct droce_xrceth *)(bth0 + oi->off[DROCE_HDR_XRCETH]),
 				      f->xrc_srqn);
-	if (hm & DROCE_HDRM(RETH)) {
-		struct droce_reth *r = (struct droce_reth *)(bth0 + oi->off[DROCE_HDR_RETH]);
-		droce_reth_set_va(r, f->reth.va);
-		droce_reth_set_rkey(r, f->reth.rkey);
-		droce_reth_set_len(r, f->reth.len);
-	}
+	if (hm & DROCE_HDRM(RETH))
+		droce_put_reth(bth0 + oi->off[DROCE_HDR_RETH], f);
 	if (hm & DROCE_HDRM(ATMETH)) {
 		struct droce_atmeth *a = (struct droce_atmeth *)(bth0 + oi->off[DROCE_HDR_ATMETH]);
 		droce_atmeth_set_va(a, f->atomic.va);
@@ -45,11 +58,8 @@ droce_write_ext_headers(uint8_t *bth0, const struct droce_opcode_info *oi,
 		droce_atmeth_set_swap_add(a, f->atomic.swap_add);
 		droce_atmeth_set_cmp(a, f->atomic.cmp);
 	}
-	if (hm & DROCE_HDRM(AETH)) {
-		struct droce_aeth *a = (struct droce_aeth *)(bth0 + oi->off[DROCE_HDR_AETH]);
-		a->syn_msn = rte_cpu_to_be_32((uint32_t)f->aeth.syndrome << 24 |
-					      (f->aeth.msn & 0xffffffu));
-	}
+	if (hm & DROCE_HDRM(AETH))
+		droce_put_aeth(bth0 + oi->off[DROCE_HDR_AETH], f);
 	if (hm & DROCE_HDRM(ATMACK)) {
 		struct droce_atmack *a = (struct droce_atmack *)(bth0 + oi->off[DROCE_HDR_ATMACK]);
 		droce_atmack_set_orig(a, f->atomic_orig);
@@ -70,7 +80,7 @@ droce_write_ext_headers(uint8_t *bth0, const struct droce_opcode_info *oi,
  * is the payload's, to be overwritten); with less room than that it leaves
  * the work to droce_build_headers.
  */
-static inline size_t
+static __rte_always_inline size_t
 droce_tmpl_build(struct droce_hdr_tmpl *t, uint8_t *buf, size_t cap,
 		 const struct droce_pkt_fields *f, uint32_t payload_len)
 {
@@ -111,7 +121,19 @@ droce_tmpl_build(struct droce_hdr_tmpl *t, uint8_t *buf, size_t cap,
 				(f->dqpn & 0xffffffu));
 	w[2] = rte_cpu_to_be_32((uint32_t)f->ackreq << 31 | (f->psn & 0xffffffu));
 	memcpy(bth, w, sizeof(w));
-	droce_write_ext_headers(bth, oi, f);
+	/* the transports' common cases without the walk through every header kind */
+	switch (oi->hdr_mask) {
+	case 0:
+		break;
+	case DROCE_HDRM(RETH):
+		droce_put_reth(bth + sizeof(struct droce_bth), f);
+		break;
+	case DROCE_HDRM(AETH):
+		droce_put_aeth(bth + sizeof(struct droce_bth), f);
+		break;
+	default:
+		droce_write_ext_headers(bth, oi, f);
+	}
 	return hdr_len;
 }
 
