@@ -428,6 +428,7 @@ time_tmpl(const uint8_t *payload, uint32_t plen, double secs, struct tmpl_result
 	p6.dst_gid[15] = 2;
 	droce_tmpl_init(&t4, &p4);
 	droce_tmpl_init(&t6, &p6);
+	tb = t4; /* the same IPv4 id as frame4's */
 	len4 = droce_build_frame(&t4, frame4, sizeof(frame4), &f, payload, plen);
 	len6 = droce_build_frame(&t6, frame6, sizeof(frame6), &f, payload, plen);
 	if (!len4 || !len6)
@@ -441,7 +442,6 @@ time_tmpl(const uint8_t *payload, uint32_t plen, double secs, struct tmpl_result
 	    droce_icrc_tmpl(t6.icrc_k, l36, cov6, true) != droce_icrc_flat(l36, cov6, true) ||
 	    droce_icrc_rx(&cache, l34, r->covered, false) != droce_icrc_flat(l34, r->covered, false))
 		return false;
-	tb = t4;
 	if (droce_tmpl_build(&tb, scratch, sizeof(scratch), &f, plen) != len4 - plen - (-plen & 3u) - 4 ||
 	    memcmp(scratch, frame4, len4 - plen - (-plen & 3u) - 4) != 0)
 		return false;
