@@ -256,6 +256,15 @@ extern struct result *results;
 extern unsigned int n_results;
 extern uint32_t loop_accepted;
 
+/* Whether this process plays @side (0 the client, 1 the server): both on
+ * the loopback, one of them in two processes.  The runs (bw.c, lat.c) do a
+ * side's steps where it is played; the topology adds only its exchange. */
+static inline bool
+plays(int side)
+{
+	return !R.two || R.me == side;
+}
+
 
 /* ---- options.c ---- */
 
@@ -391,8 +400,8 @@ uint64_t last_in_slot(uint64_t count, uint32_t j);
 uint64_t slots_not_landed(const uint64_t *count);
 void check_written_slots(const uint64_t *count);
 void add_result_received(uint64_t size, const uint64_t *sent);
-void run_bw_two(uint64_t size);
-void serve_lat(uint64_t size);
+void bw_end_two(uint64_t size);
+void lat_end_two(uint64_t size);
 unsigned int ud_fit_sizes(uint64_t *sizes, unsigned int n);
 void lat_samples_open(void);
 void lat_samples_close(void);
