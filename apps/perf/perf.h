@@ -293,6 +293,8 @@ struct layout layout_for(uint64_t size);
 enum ibv_mtu mtu_enum(uint32_t bytes);
 uint32_t mtu_bytes(enum ibv_mtu m);
 void side_open(struct side *s, double wait_s);
+struct ibv_device **device_list(int *n);
+struct ibv_device *device_named(struct ibv_device **list, int n, const char *name);
 void open_devices(void);
 void close_devices(void);
 void to_init(struct ibv_qp *qp);

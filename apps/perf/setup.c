@@ -111,18 +111,35 @@ side_open(struct side *s, double wait_s)
 		fail("ibv_alloc_pd: %s", strerror(errno));
 }
 
+/* ibv_get_device_list, or the run fails. */
+struct ibv_device **
+device_list(int *n)
+{
+	struct ibv_device **list = ibv_get_device_list(n);
+
+	if (list == NULL)
+		fail("ibv_get_device_list: %s", strerror(errno));
+	return list;
+}
+
+/* The device of @list called @name, or NULL. */
+struct ibv_device *
+device_named(struct ibv_device **list, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(ibv_get_device_name(list[i]), name) == 0)
+			return list[i];
+	return NULL;
+}
+
 void
 open_devices(void)
 {
 	struct ibv_device **list;
 	int n;
 
-	list = ibv_get_device_list(&n);
-	if (list == NULL)
-		fail("ibv_get_device_list: %s", strerror(errno));
-	for (int i = 0; i < n; i++)
-		if (strcmp(ibv_get_device_name(list[i]), o.dev) == 0)
-			R.s[0].dev = list[i];
+	list = device_list(&n);
+	R.s[0].dev = device_named(list, n, o.dev);
 	if (R.s[0].dev == NULL)
 		fail("no device %s (%d devices)", o.dev, n);
 	for (int i = 0; i < n; i++)

@@ -36,12 +36,8 @@ open_local(void)
 	struct side *s = &R.s[R.me];
 	int n;
 
-	list = ibv_get_device_list(&n);
-	if (list == NULL)
-		fail("ibv_get_device_list: %s", strerror(errno));
-	for (int i = 0; i < n; i++)
-		if (strcmp(ibv_get_device_name(list[i]), o.dev) == 0)
-			s->dev = list[i];
+	list = device_list(&n);
+	s->dev = device_named(list, n, o.dev);
 	if (s->dev == NULL && n == 1 && strcmp(o.dev, "droce0") == 0)
 		s->dev = list[0];
 	if (s->dev == NULL)

@@ -26,6 +26,7 @@
 
 #include "dataplane/wire.h"
 #include "pmd_glue/port.h"
+#include "proc.h"
 
 static void
 start_default(void)
@@ -283,24 +284,6 @@ Test(runtime, non_arp_frame_not_consumed)
 	rte_pktmbuf_free(got[0]);
 }
 
-static int
-run_capture(char *out, size_t cap, const char *cmd)
-{
-	size_t n = 0;
-	FILE *f = popen(cmd, "r");
-
-	cr_assert_not_null(f);
-	while (n + 1 < cap) {
-		size_t k = fread(out + n, 1, cap - 1 - n, f);
-
-		if (k == 0)
-			break;
-		n += k;
-	}
-	out[n] = '\0';
-	return pclose(f);
-}
-
 Test(runtime, capture_read_by_tshark)
 {
 	const char *tshark = getenv("TSHARK");
@@ -348,23 +331,23 @@ Test(runtime, capture_read_by_tshark)
 	snprintf(cmd, sizeof(cmd),
 		 "%s -n -r %s -T fields -e infiniband.bth.opcode -e infiniband.bth.psn 2>/dev/null",
 		 tshark, path);
-	st = run_capture(out, sizeof(out), cmd);
-	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "tshark failed on %s", path);
+	st = tc_run(cmd, out, sizeof(out));
+	cr_expect(st == 0, "tshark failed on %s", path);
 	cr_expect_str_eq(out, expect);
 
 	/* Direction flags and addresses survive too. */
 	snprintf(cmd, sizeof(cmd),
 		 "%s -n -r %s -T fields -e frame.interface_id -e ip.src -e ip.dst -e udp.dstport -e infiniband.bth.destqp 2>/dev/null | sort | uniq -c",
 		 tshark, path);
-	st = run_capture(out, sizeof(out), cmd);
-	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	st = tc_run(cmd, out, sizeof(out));
+	cr_expect(st == 0);
 	cr_expect(strstr(out, "5 0\t198.18.0.1\t198.18.0.2\t4791\t0x000012") != NULL, "%s", out);
 	cr_expect(strstr(out, "3 0\t198.18.0.2\t198.18.0.1\t4791\t0x000012") != NULL, "%s", out);
 
 	/* Timestamps are wall-clock time (rte_pcapng's clock base primed right). */
 	snprintf(cmd, sizeof(cmd), "%s -n -r %s -T fields -e frame.time_epoch 2>/dev/null | head -1",
 		 tshark, path);
-	run_capture(out, sizeof(out), cmd);
+	tc_run(cmd, out, sizeof(out));
 	{
 		double t = atof(out), now = (double)time(NULL);
 
