@@ -393,6 +393,22 @@ def run_dropin(a, test, size, role, env, gidx):
             why = sane(cout, "write_bw", size, a.iters, True)
     return gcmd, grc, gout, hcmd, drc, dout, why
 
+def finish_cell(a, results, key, t0, why, label, log_path, log_text):
+    """Records a cell: its result (a failure with the guest no longer
+    answering says so), its log, its PASS/FAIL line.  True when the guest hung."""
+    secs = time.monotonic() - t0
+    note = "2nd boot" if a.resume else ""
+    hung = bool(why) and agent(a.guest_ip, a.agent_port, ["ping"], 5)["rc"] != 0
+    if hung:
+        why = "the guest stopped answering" + where_hung(a.monitor) + "; was: " + why
+    results[key] = (why, secs, note)
+    with open(log_path, "w") as f:
+        f.write(log_text)
+    print("%s %s (%.1f s)%s" % (label, "PASS" if not why else "FAIL", secs,
+                                "" if not why else ": " + why))
+    sys.stdout.flush()
+    return hung
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--droce-perf", required=True)
@@ -472,19 +488,10 @@ def main():
                                                                        gidx)
                 else:
                     gcmd, grc, gout, hcmd, drc, dout, why = run_rdmacm(a, test, role, cfg, env)
-                secs = time.monotonic() - t0
-                note = "2nd boot" if a.resume else ""
-                hung = bool(why) and agent(a.guest_ip, a.agent_port, ["ping"], 5)["rc"] != 0
-                if hung:
-                    why = "the guest stopped answering" + where_hung(a.monitor) + "; was: " + why
-                results[(test, size, role)] = (why, secs, note)
-                with open(os.path.join(a.logdir, tag + ".log"), "w") as f:
-                    f.write("# guest: %s\n# rc %d\n%s\n# host: DROCE_CONFIG=%s %s\n# rc %d\n%s" % (
-                        " ".join(gcmd), grc, gout, cfg, " ".join(hcmd), drc, dout))
-                print("%-15s %-9s %s (%.1f s)%s" % (test, role, "PASS" if not why else "FAIL",
-                      secs, "" if not why else ": " + why))
-                sys.stdout.flush()
-                if hung:
+                if finish_cell(a, results, (test, size, role), t0, why, "%-15s %-9s" % (test, role),
+                               os.path.join(a.logdir, tag + ".log"),
+                               "# guest: %s\n# rc %d\n%s\n# host: DROCE_CONFIG=%s %s\n# rc %d\n%s" % (
+                                   " ".join(gcmd), grc, gout, cfg, " ".join(hcmd), drc, dout)):
                     save()
                     print("rxe: the guest hung during this cell", file=sys.stderr)
                     return 3
@@ -531,21 +538,13 @@ def main():
                     why = sane(gout, base, size, a.iters, not server_is_guest) or \
                           sane(dout, base, size, a.iters, server_is_guest) or \
                           same_figures(gout, dout, base, size, variant)
-            secs = time.monotonic() - t0
-            note = "2nd boot" if a.resume else ""
-            hung = bool(why) and agent(a.guest_ip, a.agent_port, ["ping"], 5)["rc"] != 0
-            if hung:
-                why = "the guest stopped answering" + where_hung(a.monitor) + "; was: " + why
-            results[(test, size, role)] = (why, secs, note)
-            with open(os.path.join(a.logdir, tag + ".log"), "w") as f:
-                f.write("# guest: %s%s\n# rc %d\n%s\n# host: DROCE_CONFIG=%s %s%s\n# rc %d\n%s" % (
-                    " ".join(pt), "" if server_is_guest else " " + srv_addr, grc, gout,
-                    cfg, " ".join(dp), " " + a.guest_ip if server_is_guest else " --server",
-                    drc, dout))
-            print("%-9s -s %-6d %-9s %s (%.1f s)%s" % (test, size, role,
-                  "PASS" if not why else "FAIL", secs, "" if not why else ": " + why))
-            sys.stdout.flush()
-            if hung:
+            if finish_cell(a, results, (test, size, role), t0, why,
+                           "%-9s -s %-6d %-9s" % (test, size, role),
+                           os.path.join(a.logdir, tag + ".log"),
+                           "# guest: %s%s\n# rc %d\n%s\n# host: DROCE_CONFIG=%s %s%s\n# rc %d\n%s" % (
+                               " ".join(pt), "" if server_is_guest else " " + srv_addr, grc, gout,
+                               cfg, " ".join(dp), " " + a.guest_ip if server_is_guest else " --server",
+                               drc, dout)):
                 save()
                 print("rxe: the guest hung during this cell", file=sys.stderr)
                 return 3
