@@ -15,6 +15,7 @@
 #include "errors.h"
 #include "internal.h"
 #include "qp_internal.h"
+#include "rc_internal.h"
 #include "srq.h"
 #include "xrc.h"
 
@@ -371,6 +372,7 @@ droce_qp_destroy(struct droce_qp *qp)
 		droce_engine_del_qp(qp->eng, qp);
 	free(qp->stash); /* completions still waiting for room go with their QP */
 	free(qp->res);
+	droce_rc_rdmap_free(qp);
 	free(qp->sq);
 	free(qp->rq);
 	free(qp->swqe);
@@ -600,6 +602,7 @@ reset_lc(struct droce_qp *qp)
 	qp->rto_deadline = qp->rnr_deadline = 0;
 	qp->req_state = DROCE_REQ_IDLE;
 	qp->msn = 0;
+	droce_rc_rdmap_reset_lc(qp);
 	if (qp->atomic_replay != NULL)
 		memset(qp->atomic_replay, 0, DROCE_ATOMIC_REPLAY * sizeof(qp->atomic_replay[0]));
 }

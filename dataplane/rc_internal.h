@@ -35,6 +35,23 @@ bool droce_rc_read_gap_lc(struct droce_qp *qp, struct droce_swqe *s, uint32_t ex
 			  uint32_t psn);
 bool droce_rc_resp_cut_lc(struct droce_qp *qp, uint32_t psn, uint64_t va, uint32_t len);
 
+/* rc_read.c: READ responses kept past a hole, missing ranges asked again */
+#define DROCE_RC_RDMAP_BITS 1024 /* READ response PSNs past psn_una a QP can place */
+enum droce_rc_place {
+	DROCE_RC_PLACE_OK,   /* placed */
+	DROCE_RC_PLACE_DUP,  /* had it already */
+	DROCE_RC_PLACE_DROP, /* cannot keep it (beyond the map's reach): asked again later */
+	DROCE_RC_PLACE_BAD,  /* not the length or opcode its place requires */
+	DROCE_RC_PLACE_PROT, /* the scatter failed (an lkey went away) */
+};
+enum droce_rc_place droce_rc_read_place_lc(struct droce_qp *qp, const struct droce_wqe *w,
+					   struct droce_swqe *s, const struct droce_pkt *p,
+					   const uint8_t *frame, uint32_t psn);
+unsigned int droce_rc_read_ask_lc(struct droce_qp *qp, const struct droce_wqe *w,
+				  struct droce_swqe *s, bool *whole);
+void droce_rc_rdmap_reset_lc(struct droce_qp *qp);
+void droce_rc_rdmap_free(struct droce_qp *qp);
+
 /* ---- shared by rc_req.c, rc_comp.c and rc_resp.c ---- */
 
 static inline bool

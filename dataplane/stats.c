@@ -71,6 +71,8 @@ static const struct {
 	QS(retries, "retries_spent"),
 	QS(read_resumes, "read_resumes"),
 	QS(resp_cut, "read_resp_cut"),
+	QS(read_ooo, "read_resp_ooo"),
+	QS(read_reasks, "read_reasks"),
 	QS(srtt_ns, "srtt_ns"),
 	QS(rto_ns, "rto_ns"),
 };
