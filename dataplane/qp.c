@@ -373,6 +373,7 @@ droce_qp_destroy(struct droce_qp *qp)
 	free(qp->stash); /* completions still waiting for room go with their QP */
 	free(qp->res);
 	droce_rc_rdmap_free(qp);
+	droce_rc_sr_free(qp);
 	free(qp->sq);
 	free(qp->rq);
 	free(qp->swqe);
@@ -603,6 +604,9 @@ reset_lc(struct droce_qp *qp)
 	qp->req_state = DROCE_REQ_IDLE;
 	qp->msn = 0;
 	droce_rc_rdmap_reset_lc(qp);
+	droce_rc_sr_release_lc(qp);
+	qp->sr_peer = false;
+	qp->stats.sr_peer = 0;
 	if (qp->atomic_replay != NULL)
 		memset(qp->atomic_replay, 0, DROCE_ATOMIC_REPLAY * sizeof(qp->atomic_replay[0]));
 }
@@ -637,6 +641,7 @@ droce_qp_set_state_lc(struct droce_qp *qp, enum droce_qp_state state)
 		qp->rd_resp_count = 0;
 		qp->resp_failing = false;
 		qp->ack_pending = false;
+		droce_rc_sr_release_lc(qp);
 		flush_lc(qp);
 		/* an SRQ QP entering ERR: its WQEs are flushed, it takes no more */
 		if (state == DROCE_QPS_ERR && prev != DROCE_QPS_ERR && qp->srq != NULL)

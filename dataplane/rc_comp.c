@@ -79,8 +79,14 @@ complete_upto(struct droce_qp *qp, uint32_t psn)
 			 * (a READ: asked again each round its hole shows, rc_retx.c) */
 			uint32_t from = droce_psn_add(s->first_psn, s->got / qp->attr.pmtu);
 
-			if (wr_is_read(w->opcode) ? droce_rc_read_gap_lc(qp, s, from, droce_psn_add(psn, 1))
-						  : s->gap_mark != from + 1) {
+			if (wr_is_read(w->opcode) && qp->sr_peer) {
+				/* its answer ended: ask for its holes alone (rc_sr.c) */
+				droce_rc_sr_read_repair_lc(qp, w, s, s->npkts,
+							   droce_rc_read_gap_lc(qp, s, from,
+										droce_psn_add(psn, 1)));
+			} else if (wr_is_read(w->opcode)
+					   ? droce_rc_read_gap_lc(qp, s, from, droce_psn_add(psn, 1))
+					   : s->gap_mark != from + 1) {
 				s->gap_mark = from + 1;
 				qp->stats.implicit_naks++;
 				droce_rc_rewind_lc(qp, from);
@@ -235,6 +241,9 @@ comp_seq_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 	(void)syndrome;
 	if (comp_nak_retire(qp, psn)) {
 		qp->stats.seq_naks_rx++;
+		/* selective repeat (rc_sr.c): the packet it names, alone */
+		if (qp->sr_peer && droce_rc_sr_resend_lc(qp, psn))
+			return COMP_DONE;
 		if (droce_rc_seq_nak_fresh_lc(qp, psn)) {
 			droce_rc_window_loss_lc(qp);
 			droce_rc_rewind_lc(qp, psn);
@@ -360,7 +369,11 @@ droce_rc_comp_read_resp_lc(struct droce_qp *qp, const struct droce_pkt *p, const
 	head = s == droce_qp_swqe(qp, qp->sq_head);
 	expect = droce_psn_add(s->first_psn, s->got / pmtu);
 	got = s->got;
-	if (psn != expect && droce_rc_read_gap_lc(qp, s, expect, psn)) {
+	if (psn != expect && qp->sr_peer) {
+		/* responses lost: ask for the holes below this one alone, now (rc_sr.c) */
+		droce_rc_sr_read_repair_lc(qp, w, s, (uint32_t)droce_psn_diff(psn, s->first_psn),
+					   droce_rc_read_gap_lc(qp, s, expect, psn));
+	} else if (psn != expect && droce_rc_read_gap_lc(qp, s, expect, psn)) {
 		/* responses lost: ask again for what has not arrived */
 		droce_rc_window_loss_lc(qp);
 		droce_rc_rewind_lc(qp, expect);

@@ -142,17 +142,19 @@ droce_rc_read_place_lc(struct droce_qp *qp, const struct droce_wqe *w, struct dr
 	return DROCE_RC_PLACE_OK;
 }
 
-unsigned int
-droce_rc_read_ask_lc(struct droce_qp *qp, const struct droce_wqe *w, struct droce_swqe *s,
-		     bool *whole)
+/*
+ * Sends a READ request for each range of READ @s's responses [@k, @lim) that
+ * has not arrived.  Returns requests sent; *@stop is where it stopped (@lim
+ * when it got there, else the pool was empty).
+ */
+static unsigned int
+ask_ranges(struct droce_qp *qp, const struct droce_wqe *w, struct droce_swqe *s, uint32_t k,
+	   uint32_t lim, uint32_t *stop)
 {
-	uint32_t pmtu = qp->attr.pmtu, k = RTE_MAX(s->sent, s->got) / pmtu;
+	uint32_t pmtu = qp->attr.pmtu;
 	unsigned int n = 0;
 
-	*whole = false;
-	if (s->sent_pkts == s->npkts && !s->reask)
-		k = s->npkts; /* asked already, and not since found missing anything */
-	while (!s->done && k < s->npkts) {
+	while (!s->done && k < lim) {
 		struct droce_pkt_fields f;
 		struct rte_mbuf *m;
 		uint8_t *payload;
@@ -163,9 +165,9 @@ droce_rc_read_ask_lc(struct droce_qp *qp, const struct droce_wqe *w, struct droc
 			k++;
 			continue;
 		}
-		for (j = k + 1; j < s->npkts && !placed(qp, s, j); j++)
+		for (j = k + 1; j < lim && !placed(qp, s, j); j++)
 			if (!in_map_window(qp, droce_psn_add(s->first_psn, j))) {
-				j = s->npkts; /* nothing past the map's reach is placed */
+				j = lim; /* nothing past the map's reach is placed */
 				break;
 			}
 		end = RTE_MIN((uint64_t)j * pmtu, (uint64_t)w->length);
@@ -178,18 +180,52 @@ droce_rc_read_ask_lc(struct droce_qp *qp, const struct droce_wqe *w, struct droc
 		f.reth.rkey = w->rkey;
 		f.reth.len = (uint32_t)(end - (uint64_t)k * pmtu);
 		m = pkt_alloc(qp, &f, 0, &payload);
-		if (m == NULL) {
-			s->sent = k * pmtu; /* go on from here next time */
-			return n;
-		}
+		if (m == NULL)
+			break;
 		pkt_send(qp, m, 0);
-		if (s->reask)
+		if (s->reask || s->sr_asked)
 			qp->stats.read_reasks++;
 		n++;
 		k = j;
+	}
+	*stop = RTE_MIN(k, lim);
+	return n;
+}
+
+unsigned int
+droce_rc_read_ask_lc(struct droce_qp *qp, const struct droce_wqe *w, struct droce_swqe *s,
+		     bool *whole)
+{
+	uint32_t pmtu = qp->attr.pmtu, k = RTE_MAX(s->sent, s->got) / pmtu, stop;
+	unsigned int n;
+
+	*whole = false;
+	if (s->sent_pkts == s->npkts && !s->reask)
+		k = s->npkts; /* asked already, and not since found missing anything */
+	n = ask_ranges(qp, w, s, k, s->npkts, &stop);
+	if (stop < s->npkts && !s->done) {
+		s->sent = stop * pmtu; /* go on from here next time */
+		return n;
 	}
 	s->sent = 0;
 	s->reask = false;
 	*whole = true;
 	return n;
+}
+
+void
+droce_rc_sr_read_repair_lc(struct droce_qp *qp, const struct droce_wqe *w, struct droce_swqe *s,
+			   uint32_t lim, bool again)
+{
+	uint32_t k;
+
+	if (again)
+		s->sr_asked = 0; /* a new round shows the holes again */
+	k = RTE_MAX(s->sr_asked, s->got / qp->attr.pmtu);
+	lim = RTE_MIN(lim, s->npkts);
+	if (k >= lim)
+		return;
+	ask_ranges(qp, w, s, k, lim, &k);
+	s->sr_asked = RTE_MAX(k, 1u);
+	droce_rc_rtt_cancel_lc(qp, droce_psn_add(s->first_psn, k)); /* Karn */
 }

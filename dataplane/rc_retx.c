@@ -277,13 +277,14 @@ droce_rc_read_gap_lc(struct droce_qp *qp, struct droce_swqe *s, uint32_t expect,
 }
 
 /*
- * Responder: a duplicate READ for [@va, @va + @len) at @psn.  Drops the
- * responses still queued from @psn on (the requester went back to @psn and
- * re-sends every later request).  False when the same READ is still queued
- * unanswered (a copy of the request): nothing to add then.
+ * Responder: a duplicate READ for [@va, @va + @len) at @psn.  With @cut,
+ * drops the responses still queued from @psn on (a go-back-N requester went
+ * back to @psn and re-sends every later request; a selective-repeat peer,
+ * rc_sr.c, asks only for what it misses: no cut).  False when the same READ
+ * is still queued unanswered (a copy of the request): nothing to add then.
  */
 bool
-droce_rc_resp_cut_lc(struct droce_qp *qp, uint32_t psn, uint64_t va, uint32_t len)
+droce_rc_resp_cut_lc(struct droce_qp *qp, uint32_t psn, uint64_t va, uint32_t len, bool cut)
 {
 	uint32_t cap = DROCE_RD_RESP_CAP, pmtu = qp->attr.pmtu;
 
@@ -297,6 +298,8 @@ droce_rc_resp_cut_lc(struct droce_qp *qp, uint32_t psn, uint64_t va, uint32_t le
 			continue;
 		if (!e->atomic && e->psn == psn && e->off == 0 && e->va == va && e->len == len)
 			return false;
+		if (!cut)
+			continue;
 		qp->stats.resp_cut += qp->rd_resp_count - i;
 		qp->rd_resp_count = i;
 		return true;

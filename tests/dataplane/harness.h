@@ -39,6 +39,7 @@ struct h_cfg {
 	const char *capture0;    /* port0 capture file; NULL = $DROCE_TEST_CAPTURE if set, else none */
 	const char *port_extra;  /* extra "key = value" lines for every [portN], NULL = none */
 	int fallback_us;         /* [engines] fallback_us: 0 the default, -1 off (only the test drives) */
+	bool selective_repeat;   /* [engines] selective_repeat = 1 (dataplane/rc_sr.c) */
 };
 
 /*
