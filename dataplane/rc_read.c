@@ -225,6 +225,7 @@ droce_rc_sr_read_repair_lc(struct droce_qp *qp, const struct droce_wqe *w, struc
 	lim = RTE_MIN(lim, s->npkts);
 	if (k >= lim)
 		return;
+	s->sr_asked = RTE_MAX(s->sr_asked, 1u); /* what follows is asked again (counted) */
 	ask_ranges(qp, w, s, k, lim, &k);
 	s->sr_asked = RTE_MAX(k, 1u);
 	droce_rc_rtt_cancel_lc(qp, droce_psn_add(s->first_psn, k)); /* Karn */
