@@ -242,7 +242,7 @@ comp_seq_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 	if (comp_nak_retire(qp, psn)) {
 		qp->stats.seq_naks_rx++;
 		/* selective repeat (rc_sr.c): the packet it names, alone */
-		if (qp->sr_peer && droce_rc_sr_resend_lc(qp, psn))
+		if (qp->sr_peer && droce_rc_sr_resend_lc(qp, psn, false))
 			return COMP_DONE;
 		if (droce_rc_seq_nak_fresh_lc(qp, psn)) {
 			droce_rc_window_loss_lc(qp);

@@ -55,7 +55,7 @@ void droce_rc_rdmap_reset_lc(struct droce_qp *qp);
 void droce_rc_rdmap_free(struct droce_qp *qp);
 
 /* rc_sr.c: selective repeat between droce ends (negotiated by a BTH hint) */
-#define DROCE_RC_SR_WIN 128   /* requests past a hole a responder keeps, per QP */
+#define DROCE_RC_SR_WIN 256   /* requests past a hole a responder keeps, per QP: the requester's window */
 void droce_rc_sr_config(bool on);
 void droce_rc_sr_peer_seen_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame);
 bool droce_rc_sr_hold_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *p,
@@ -63,7 +63,7 @@ bool droce_rc_sr_hold_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct d
 void droce_rc_sr_drain_lc(struct droce_qp *qp);
 void droce_rc_sr_release_lc(struct droce_qp *qp);
 void droce_rc_sr_free(struct droce_qp *qp);
-bool droce_rc_sr_resend_lc(struct droce_qp *qp, uint32_t psn);
+bool droce_rc_sr_resend_lc(struct droce_qp *qp, uint32_t psn, bool timeout);
 void droce_rc_resp_nak_gap_lc(struct droce_qp *qp, uint32_t hi);   /* rc_resp.c */
 
 /* ---- shared by rc_req.c, rc_comp.c and rc_resp.c ---- */

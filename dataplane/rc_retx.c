@@ -208,6 +208,13 @@ droce_rc_timers_lc(struct droce_qp *qp)
 	}
 	last = droce_psn_add(qp->psn_next, DROCE_PSN_MASK);
 	qp->peer_heard = false;
+	if (qp->sr_peer && qp->rto_backoff == 0 && droce_rc_sr_resend_lc(qp, qp->psn_una, true)) {
+		/* selective repeat: the responder keeps what followed; the
+		 * oldest one alone, and go back only if this times out too */
+		qp->rto_backoff++;
+		rearm_rto(qp);
+		return;
+	}
 	droce_rc_window_loss_lc(qp);
 	if (qp->rto_backoff++ == 0 && qp->psn_next == qp->psn_max && last != qp->psn_una &&
 	    droce_psn_diff(last, qp->psn_una) > 0) {
@@ -237,7 +244,8 @@ droce_rc_seq_nak_due_lc(struct droce_qp *qp, uint32_t psn, bool ackreq)
 		return true;
 	}
 	if (psn == qp->nak_hi)
-		return false; /* a copy of the last one */
+		return ackreq && qp->sr_peer; /* a copy of the last one (selective repeat: a
+					       * probe asks, rc_sr.c) */
 	qp->nak_hi = psn;
 	/* the requester asks for an answer: the NAK again (the first may be lost) */
 	return ackreq;

@@ -22,9 +22,11 @@
  * Requester.  A sequence NAK re-sends the one packet it names (AckReq set),
  * no go-back and no loss-window cut; READ responses past a hole are kept
  * (rc_read.c) and only the holes below the highest response seen are asked
- * again, at once, without going back over the READs after it.  Timeouts
- * still go back from the oldest unacknowledged PSN: the fallback that makes
- * any loss pattern recover.
+ * again, at once, without going back over the READs after it.  A timeout
+ * first re-sends the oldest unacknowledged SEND / WRITE packet alone (the
+ * one the responder waits for: it keeps the rest); the next timeout in a row
+ * goes back from it (rc_retx.c), the fallback that makes any loss pattern
+ * recover.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -165,11 +167,11 @@ droce_rc_sr_free(struct droce_qp *qp)
 }
 
 bool
-droce_rc_sr_resend_lc(struct droce_qp *qp, uint32_t psn)
+droce_rc_sr_resend_lc(struct droce_qp *qp, uint32_t psn, bool timeout)
 {
 	uint32_t pmtu = qp->attr.pmtu;
 
-	if (psn == qp->sr_resent_psn && qp->sr_resent_tsc &&
+	if (!timeout && psn == qp->sr_resent_psn && qp->sr_resent_tsc &&
 	    qp->eng->now - qp->sr_resent_tsc < RTE_MAX(qp->srtt, qp->eng->tsc_hz / 10000))
 		return true; /* re-sent within an RTT: this NAK answers the round before */
 	for (uint32_t idx = qp->sq_head; idx != qp->sq_avail; idx++) {
@@ -187,6 +189,8 @@ droce_rc_sr_resend_lc(struct droce_qp *qp, uint32_t psn)
 			continue;
 		if (wr_is_read(w->opcode) && d == 0 && s->sent_pkts == s->npkts) {
 			/* a READ request: asked again for what of it is missing */
+			if (timeout)
+				return false; /* a READ stalled: the go-back asks it and what follows */
 			droce_rc_sr_read_repair_lc(qp, w, s, s->npkts, true);
 			qp->sr_resent_psn = psn;
 			qp->sr_resent_tsc = qp->eng->now ? qp->eng->now : 1;
