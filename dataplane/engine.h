@@ -253,6 +253,7 @@ struct droce_qp {
 	struct droce_rc_rdmap *rdmap; /* READ responses placed past a hole (rc_read.c; lazily) */
 	uint32_t rd_hi;         /* the highest READ response PSN seen in the window */
 	bool sr_peer;           /* selective repeat: the peer showed the hint (rc_sr.c) */
+	bool sr_tail_check;     /* a timeout re-sent psn_una alone: an ACK to it means a lost tail */
 	uint32_t sr_resent_psn; /* the last packet re-sent alone ... */
 	uint64_t sr_resent_tsc; /* ... and when (0: none) */
 	struct droce_rc_srhold *srhold; /* responder: requests past a hole (lazily) */

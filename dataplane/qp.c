@@ -605,7 +605,7 @@ reset_lc(struct droce_qp *qp)
 	qp->msn = 0;
 	droce_rc_rdmap_reset_lc(qp);
 	droce_rc_sr_release_lc(qp);
-	qp->sr_peer = false;
+	qp->sr_peer = qp->sr_tail_check = false;
 	qp->stats.sr_peer = 0;
 	if (qp->atomic_replay != NULL)
 		memset(qp->atomic_replay, 0, DROCE_ATOMIC_REPLAY * sizeof(qp->atomic_replay[0]));

@@ -202,6 +202,14 @@ comp_ack(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 {
 	(void)syndrome;
 	complete_upto(qp, psn);
+	if (unlikely(qp->sr_tail_check)) {
+		/* selective repeat: the answer to a timeout's re-send is an ACK,
+		 * not a NAK: the responder keeps nothing past it, so what follows
+		 * was lost too: go back over it now rather than a timer each */
+		qp->sr_tail_check = false;
+		if (qp->psn_una != qp->psn_next && (qp->state == DROCE_QPS_RTS || qp->state == DROCE_QPS_SQD))
+			droce_rc_rewind_lc(qp, qp->psn_una);
+	}
 	return COMP_DONE;
 }
 
@@ -241,6 +249,7 @@ comp_seq_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 	(void)syndrome;
 	if (comp_nak_retire(qp, psn)) {
 		qp->stats.seq_naks_rx++;
+		qp->sr_tail_check = false;
 		/* selective repeat (rc_sr.c): the packet it names, alone */
 		if (qp->sr_peer && droce_rc_sr_resend_lc(qp, psn, false))
 			return COMP_DONE;

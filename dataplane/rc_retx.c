@@ -212,6 +212,7 @@ droce_rc_timers_lc(struct droce_qp *qp)
 		/* selective repeat: the responder keeps what followed; the
 		 * oldest one alone, and go back only if this times out too */
 		qp->rto_backoff++;
+		qp->sr_tail_check = true;
 		rearm_rto(qp);
 		return;
 	}

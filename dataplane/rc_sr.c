@@ -24,9 +24,11 @@
  * (rc_read.c) and only the holes below the highest response seen are asked
  * again, at once, without going back over the READs after it.  A timeout
  * first re-sends the oldest unacknowledged SEND / WRITE packet alone (the
- * one the responder waits for: it keeps the rest); the next timeout in a row
- * goes back from it (rc_retx.c), the fallback that makes any loss pattern
- * recover.
+ * one the responder waits for: it keeps the rest); if the answer is an ACK
+ * short of what was sent (no NAK: nothing kept past it), the tail was lost
+ * too and the requester goes back over it at once; the next timeout in a
+ * row goes back from psn_una (rc_retx.c), the fallback that makes any loss
+ * pattern recover.
  */
 #include <stdlib.h>
 #include <string.h>
