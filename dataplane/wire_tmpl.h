@@ -118,7 +118,7 @@ droce_tmpl_build(struct droce_hdr_tmpl *t, uint8_t *buf, size_t cap,
 	w[0] = rte_cpu_to_be_32((uint32_t)f->opcode << 24 | (uint32_t)f->se << 23 |
 				(uint32_t)f->mig << 22 | pad << 20 | f->pkey);
 	w[1] = rte_cpu_to_be_32((uint32_t)f->fecn << 31 | (uint32_t)f->becn << 30 |
-				(f->dqpn & 0xffffffu));
+				(uint32_t)(f->resv6a & 0x3f) << 24 | (f->dqpn & 0xffffffu));
 	w[2] = rte_cpu_to_be_32((uint32_t)f->ackreq << 31 | (f->psn & 0xffffffu));
 	memcpy(bth, w, sizeof(w));
 	/* the transports' common cases without the walk through every header kind */

@@ -70,6 +70,7 @@ make_fields(struct droce_pkt_fields *f, uint8_t opcode)
 	f->mig = rnd() & 1;
 	f->fecn = rnd() & 1;
 	f->becn = rnd() & 1;
+	f->resv6a = (uint8_t)rnd(); /* 6 bits: the builders cut the rest */
 	f->ackreq = rnd() & 1;
 	f->pkey = (uint16_t)rnd();
 	f->dqpn = rnd() & 0xffffff;
