@@ -497,7 +497,7 @@ dispatch_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *
 		}
 		frame = rte_pktmbuf_mtod(m, const uint8_t *);
 	}
-	why = droce_parse_frame(frame, rte_pktmbuf_data_len(m), &p);
+	why = droce_parse_frame_c(frame, rte_pktmbuf_data_len(m), &p, &eng->icrc_rx);
 	if (why != DROCE_DROP_NONE) {
 		if ((why == DROCE_DROP_ETHERTYPE || why == DROCE_DROP_NOT_UDP ||
 		     why == DROCE_DROP_UDP_PORT) &&
