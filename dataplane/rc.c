@@ -15,6 +15,7 @@
 #include "internal.h"
 #include "qp_internal.h"
 #include "rc_internal.h"
+#include "rc_sm.h"
 #include "xport.h"
 #include "xrc.h"
 

@@ -163,8 +163,9 @@ comp_check_syndrome(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 	case DROCE_AETH_RNR_NAK:
 		return COMP_RNR_NAK;
 	case DROCE_AETH_NAK:
-		return droce_aeth_syndrome_value(syndrome) == DROCE_NAK_PSN_SEQ_ERR ? COMP_SEQ_NAK
-										    : COMP_ERR_NAK;
+		return droce_err_from_nak(droce_aeth_syndrome_value(syndrome)) == DROCE_ERR_PSN_SEQ
+			       ? COMP_SEQ_NAK
+			       : COMP_ERR_NAK;
 	default:
 		qp->eng->stats.seq_drops++;
 		return COMP_DONE;
@@ -233,7 +234,7 @@ comp_err_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 	return COMP_DONE;
 }
 
-static inline enum droce_rc_comp_state
+static enum droce_rc_comp_state
 comp_step(struct droce_qp *qp, enum droce_rc_comp_state st, uint32_t psn, uint8_t syndrome)
 {
 	switch (st) {
@@ -248,7 +249,7 @@ comp_step(struct droce_qp *qp, enum droce_rc_comp_state st, uint32_t psn, uint8_
 	}
 }
 
-enum droce_rc_comp_state
+DROCE_RC_SM_STEP enum droce_rc_comp_state
 droce_rc_comp_step_lc(struct droce_qp *qp, enum droce_rc_comp_state st, uint32_t psn,
 		      uint8_t syndrome)
 {

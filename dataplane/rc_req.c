@@ -368,7 +368,7 @@ req_fail(struct droce_qp *qp, struct droce_rc_req_ctx *c)
 	return REQ_DONE;
 }
 
-static inline enum droce_rc_req_state
+static enum droce_rc_req_state
 req_step(struct droce_qp *qp, enum droce_rc_req_state st, struct droce_rc_req_ctx *c)
 {
 	switch (st) {
@@ -386,7 +386,7 @@ req_step(struct droce_qp *qp, enum droce_rc_req_state st, struct droce_rc_req_ct
 	}
 }
 
-enum droce_rc_req_state
+DROCE_RC_SM_STEP enum droce_rc_req_state
 droce_rc_req_step_lc(struct droce_qp *qp, enum droce_rc_req_state st, struct droce_rc_req_ctx *c)
 {
 	return req_step(qp, st, c);

@@ -15,6 +15,7 @@
 #include "rc_internal.h"
 #include "rc_sm.h"
 #include "xport.h"
+#include "xport_rx.h"
 #include "xrc.h"
 
 /* An ACK or NAK (opcode ACKNOWLEDGE) for @psn. */
@@ -99,11 +100,7 @@ resp_queue(struct droce_qp *qp, const struct droce_rd_resp *r)
 static bool
 read_allowed(const struct droce_qp *qp, uint64_t va, uint32_t rkey, uint32_t len)
 {
-	if (len == 0)
-		return true; /* a zero-length READ names no memory */
-	if (!(qp->attr.access & DROCE_ACCESS_REMOTE_READ))
-		return false;
-	return mr_check(qp, rkey, va, len, DROCE_ACCESS_REMOTE_READ) != NULL;
+	return droce_xport_remote_ok_lc(qp, rkey, va, len, DROCE_ACCESS_REMOTE_READ);
 }
 
 static void
@@ -199,27 +196,16 @@ resp_write(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame,
 	uint32_t flags = p->info->flags, len = p->payload_len;
 
 	if (flags & DROCE_OPF_FIRST) {
-		const struct droce_reth *r = droce_pkt_hdr(p, frame, DROCE_HDR_RETH);
-		uint32_t dlen = droce_reth_len(r);
+		uint32_t dlen;
 
-		qp->write_va = droce_reth_va(r);
-		qp->write_rkey = droce_reth_rkey(r);
-		if (dlen != 0 && (!(qp->attr.access & DROCE_ACCESS_REMOTE_WRITE) ||
-				  mr_check(qp, qp->write_rkey, qp->write_va, dlen,
-					   DROCE_ACCESS_REMOTE_WRITE) == NULL)) {
+		if (!droce_xport_write_first_lc(qp, p, frame, &dlen)) {
 			resp_error(qp, DROCE_ERR_REM_ACCESS, psn);
 			return;
 		}
 	}
-	if (len) {
-		const struct droce_mr *mr = mr_check(qp, qp->write_rkey, qp->write_va, len,
-						     DROCE_ACCESS_REMOTE_WRITE);
-		if (mr == NULL) {
-			resp_error(qp, DROCE_ERR_REM_ACCESS, psn);
-			return;
-		}
-		memcpy(mr->addr + (qp->write_va - mr->iova), frame + p->payload_off, len);
-		qp->write_va += len;
+	if (len && !droce_xport_write_place_lc(qp, frame + p->payload_off, len)) {
+		resp_error(qp, DROCE_ERR_REM_ACCESS, psn); /* deregistered since the FIRST packet */
+		return;
 	}
 	if (flags & DROCE_OPF_LAST) {
 		qp->msn = droce_psn_add(qp->msn, 1);
@@ -376,7 +362,7 @@ resp_seq_nak(struct droce_qp *qp, const struct resp_pkt *r)
 {
 	if (droce_rc_seq_nak_due_lc(qp, r->psn, droce_bth_ackreq(r->bth))) { /* one NAK per gap and round */
 		qp->stats.seq_naks_tx++;
-		send_nak(qp, DROCE_NAK_PSN_SEQ_ERR, qp->rxseq.epsn);
+		send_nak(qp, droce_err_table[DROCE_ERR_PSN_SEQ].nak_code, qp->rxseq.epsn);
 	}
 	return RESP_DONE;
 }
@@ -451,7 +437,7 @@ resp_err_inv_req(struct droce_qp *qp, const struct resp_pkt *r)
 	return RESP_DONE;
 }
 
-static inline enum droce_rc_resp_state
+static enum droce_rc_resp_state
 resp_step(struct droce_qp *qp, enum droce_rc_resp_state st, const struct resp_pkt *r)
 {
 	switch (st) {
@@ -478,7 +464,7 @@ resp_pkt_of(const struct droce_pkt *p, const uint8_t *frame)
 				  .flags = p->info->flags };
 }
 
-enum droce_rc_resp_state
+DROCE_RC_SM_STEP enum droce_rc_resp_state
 droce_rc_resp_step_lc(struct droce_qp *qp, enum droce_rc_resp_state st, const struct droce_pkt *p,
 		      const uint8_t *frame)
 {
@@ -639,7 +625,7 @@ rtx_ack(struct droce_qp *qp, struct droce_rc_rtx_ctx *c)
 	return RTX_DONE;
 }
 
-static inline enum droce_rc_rtx_state
+static enum droce_rc_rtx_state
 rtx_step(struct droce_qp *qp, enum droce_rc_rtx_state st, struct droce_rc_rtx_ctx *c)
 {
 	switch (st) {
@@ -653,7 +639,7 @@ rtx_step(struct droce_qp *qp, enum droce_rc_rtx_state st, struct droce_rc_rtx_ct
 	}
 }
 
-enum droce_rc_rtx_state
+DROCE_RC_SM_STEP enum droce_rc_rtx_state
 droce_rc_rtx_step_lc(struct droce_qp *qp, enum droce_rc_rtx_state st, struct droce_rc_rtx_ctx *c)
 {
 	return rtx_step(qp, st, c);
@@ -665,9 +651,8 @@ droce_rc_resp_tx_lc(struct droce_qp *qp, unsigned int budget)
 	struct droce_rc_rtx_ctx c = { .budget = budget };
 	enum droce_rc_rtx_state st = RTX_NEXT;
 
-	/* the common turn: nothing queued, no ACK due */
 	if (qp->rd_resp_count == 0 && !qp->ack_pending)
-		return 0;
+		return 0; /* the common turn: nothing queued, no ACK due */
 	while (st != RTX_DONE) {
 		enum droce_rc_rtx_state next = rtx_step(qp, st, &c);
 

@@ -2,10 +2,13 @@
  * The RC transport's state machines (in the manner of Linux rxe's rxe_req.c,
  * rxe_comp.c and rxe_resp.c): for each, an enum of states, a name table for
  * the logs (droce_rc_*_state_name) and one step function per state that
- * returns the next.  The engine runs a machine from its first state to DONE
- * with the steps inlined; droce_rc_*_step_lc() runs one step, so that tests
- * drive single steps on a QP built in plain memory (no EAL: the steps that
- * only decide touch no mbuf).  Engine thread only.
+ * returns the next.  The engine runs each machine from its first state to
+ * DONE (the entry points below); droce_rc_*_step_lc() runs one step, for
+ * tests that drive single steps on a QP built in plain memory (no EAL: the
+ * steps that only decide touch no mbuf).  Those are flattened (every step
+ * inlined into them), so that the engine's loop stays the step functions'
+ * only caller and the compiler inlines them there as it did before.
+ * Engine thread only.
  *
  *   requester  rc_req.c   a transmit turn: send WQEs -> request packets
  *   completer  rc_comp.c  one ACKNOWLEDGE packet: ACK / NAK -> completions
@@ -20,6 +23,8 @@
 
 #include "engine.h"
 #include "errors.h"
+
+#define DROCE_RC_SM_STEP __attribute__((flatten))
 
 /* ---- requester (rc_req.c): one transmit turn ---- */
 enum droce_rc_req_state {
@@ -51,6 +56,9 @@ enum droce_rc_req_state droce_rc_req_step_lc(struct droce_qp *qp, enum droce_rc_
 					     struct droce_rc_req_ctx *c);
 const char *droce_rc_req_state_name(unsigned int state);
 
+/* A transmit turn of the requester: request packets sent (at most @budget). */
+unsigned int droce_rc_req_tx_lc(struct droce_qp *qp, unsigned int budget);
+
 /* ---- completer (rc_comp.c): one ACKNOWLEDGE packet ---- */
 enum droce_rc_comp_state {
 	COMP_CHECK_WINDOW,   /* PSN in [una - 1, max - 1], else dropped (seq_drops) */
@@ -67,6 +75,9 @@ enum droce_rc_comp_state {
 enum droce_rc_comp_state droce_rc_comp_step_lc(struct droce_qp *qp, enum droce_rc_comp_state st,
 					       uint32_t psn, uint8_t syndrome);
 const char *droce_rc_comp_state_name(unsigned int state);
+
+/* An ACKNOWLEDGE packet (ACK or NAK) at @psn with AETH @syndrome. */
+void droce_rc_comp_ack_lc(struct droce_qp *qp, uint32_t psn, uint8_t syndrome);
 
 /* ---- responder, receive side (rc_resp.c): one request packet ---- */
 enum droce_rc_resp_state {
@@ -89,6 +100,9 @@ enum droce_rc_resp_state droce_rc_resp_step_lc(struct droce_qp *qp, enum droce_r
 					       const struct droce_pkt *p, const uint8_t *frame);
 const char *droce_rc_resp_state_name(unsigned int state);
 
+/* A request packet. */
+void droce_rc_resp_rx_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame);
+
 /* ---- responder, transmit side (rc_resp.c): one transmit turn ---- */
 enum droce_rc_rtx_state {
 	RTX_NEXT,        /* the oldest queued answer (budget left): NAK, ATOMIC_ACK or READ_RESP; else ACK */
@@ -110,5 +124,8 @@ struct droce_rc_rtx_ctx {
 enum droce_rc_rtx_state droce_rc_rtx_step_lc(struct droce_qp *qp, enum droce_rc_rtx_state st,
 					     struct droce_rc_rtx_ctx *c);
 const char *droce_rc_rtx_state_name(unsigned int state);
+
+/* A transmit turn of the responder: packets sent (at most @budget). */
+unsigned int droce_rc_resp_tx_lc(struct droce_qp *qp, unsigned int budget);
 
 #endif
