@@ -245,18 +245,11 @@ recv_write(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame)
 		return;
 	qp->rxseq.open_kind = 0;
 	if (flags & DROCE_OPF_IMM) {
-		struct droce_cqe c = { .status = DROCE_WC_SUCCESS,
-				       .opcode = DROCE_WC_RECV_RDMA_WITH_IMM,
-				       .byte_len = qp->rxseq.write_len,
-				       .src_qp = qp->attr.dest_qpn,
-				       .wc_flags = DROCE_WC_F_WITH_IMM };
-
 		if (!droce_qp_rq_ready_lc(qp)) {
 			qp->eng->stats.rq_empty_drops++; /* the bytes landed; nothing to complete */
 			return;
 		}
-		c.imm_or_inv = droce_immdt_imm(droce_pkt_hdr(p, frame, DROCE_HDR_IMMDT));
-		droce_qp_complete_recv_lc(qp, &c, droce_bth_se(droce_pkt_bth(p, frame)));
+		droce_xport_write_imm_done_lc(qp, p, frame);
 	}
 }
 

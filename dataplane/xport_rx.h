@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Receive-side helpers the transports share (xport.h holds the memory
  * checks, gather / scatter and the request builder they stand on): the
- * remote access check of a request, the WRITE cursor (RC and UC), and the
+ * remote access check of a request, the WRITE cursor and the WRITE_WITH_IMM
+ * completion (RC and UC), and the
  * placement of a one-packet message into a receive WQE (UD, RAW_PACKET).
  * What each transport does when a check fails (RC NAKs, UC drops) stays
  * the caller's.  Engine-side only.
@@ -54,6 +55,21 @@ droce_xport_write_place_lc(struct droce_qp *qp, const uint8_t *src, uint32_t len
 	memcpy(mr->addr + (qp->write_va - mr->iova), src, len);
 	qp->write_va += len;
 	return true;
+}
+
+/* The receive completion of a WRITE_WITH_IMM, at its LAST (or ONLY) packet
+ * (RC and UC; the receive WQE at rq_head is ready). */
+static inline void
+droce_xport_write_imm_done_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame)
+{
+	struct droce_cqe c = { .status = DROCE_WC_SUCCESS,
+			       .opcode = DROCE_WC_RECV_RDMA_WITH_IMM,
+			       .byte_len = qp->rxseq.write_len,
+			       .src_qp = qp->attr.dest_qpn,
+			       .wc_flags = DROCE_WC_F_WITH_IMM };
+
+	c.imm_or_inv = droce_immdt_imm(droce_pkt_hdr(p, frame, DROCE_HDR_IMMDT));
+	droce_qp_complete_recv_lc(qp, &c, droce_bth_se(droce_pkt_bth(p, frame)));
 }
 
 /* A piece of a received message. */
