@@ -102,10 +102,9 @@ window_full(const struct droce_qp *qp)
 	       droce_psn_add(qp->psn_next, 1) != qp->psn_max;
 }
 
-/* A READ or atomic request: packets sent (one; none without an mbuf), and
- * *@whole when all of the WQE has been asked for. */
-static unsigned int
-send_rd_req(struct droce_qp *qp, const struct droce_wqe *w, struct droce_swqe *s, bool *whole)
+/* A READ or atomic request: one packet (false: no mbuf). */
+static bool
+send_rd_req(struct droce_qp *qp, const struct droce_wqe *w, struct droce_swqe *s)
 {
 	uint32_t pmtu = qp->attr.pmtu;
 	struct droce_pkt_fields f;
@@ -136,14 +135,12 @@ send_rd_req(struct droce_qp *qp, const struct droce_wqe *w, struct droce_swqe *s
 			f.atomic.swap_add = w->compare_add;
 		}
 	}
-	*whole = false;
 	m = pkt_alloc(qp, &f, 0, &payload);
 	if (m == NULL)
-		return 0;
+		return false;
 	pkt_send(qp, m, 0);
 	s->sent_pkts = s->npkts;
-	*whole = true;
-	return 1;
+	return true;
 }
 
 /* Goes back to resend from @psn (go-back-N). */
@@ -333,14 +330,11 @@ req_send_pkt(struct droce_qp *qp, struct droce_rc_req_ctx *c)
 			s->rd_counted = true;
 			qp->rd_atomic_out++;
 		}
-		c->n = send_rd_req(qp, c->w, s, &c->last);
-		if (!c->last) {
-			c->sent += c->n;
-			return REQ_DONE; /* no mbuf */
-		}
+		if (!send_rd_req(qp, c->w, s))
+			return REQ_DONE;
+		c->last = true;
 		return REQ_NOTE_SENT;
 	}
-	c->n = 1;
 	/* at least four AckReqs per loss window: one lost ACK stalls nothing */
 	if (droce_xport_send_segment_lc(qp, c->w, s, qp->xport,
 					RTE_MIN((uint32_t)ACKREQ_EVERY, droce_rc_window(qp) / 4),
@@ -353,7 +347,7 @@ static inline enum droce_rc_req_state
 req_note_sent(struct droce_qp *qp, struct droce_rc_req_ctx *c)
 {
 	note_sent(qp, droce_psn_add(c->s->first_psn, c->s->sent_pkts));
-	c->sent += c->n;
+	c->sent++;
 	return c->last ? REQ_WQE_DONE : REQ_NEXT_WQE;
 }
 

@@ -34,8 +34,8 @@ enum droce_rc_req_state {
 	REQ_WINDOW,         /* a SEND / WRITE with the send window full: DONE */
 	REQ_CHECK_LOCAL,    /* READ/atomic and fence limits (DONE), then wqe_start: FAIL on error */
 	REQ_LOCAL_OP,       /* a BIND_MW / LOCAL_INV (executed at start): passed, RETIRE_LOCAL */
-	REQ_SEND_PKT,       /* a request packet: a segment, or a READ / atomic (no mbuf: DONE) */
-	REQ_NOTE_SENT,      /* PSNs sent, RTT sample, timer; after the last packet: WQE_DONE */
+	REQ_SEND_PKT,       /* one request packet (no mbuf: DONE) */
+	REQ_NOTE_SENT,      /* PSNs sent, RTT sample, timer; the last packet: WQE_DONE */
 	REQ_WQE_DONE,       /* all of the WQE is out: sq_cur moves on */
 	REQ_FAIL,           /* the WQE fails (in order: once it is the head) */
 	REQ_DONE,
@@ -44,7 +44,6 @@ enum droce_rc_req_state {
 
 struct droce_rc_req_ctx {
 	unsigned int budget, sent;   /* packets this turn may send, has sent */
-	unsigned int n;              /* packets SEND_PKT just sent */
 	uint32_t idx;                /* the WQE (sq_cur when taken) */
 	const struct droce_wqe *w;
 	struct droce_swqe *s;

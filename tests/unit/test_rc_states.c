@@ -372,7 +372,6 @@ Test(rc_req_step, note_sent_moves_the_psns)
 	s = droce_qp_swqe(qp, 0);
 	/* as SEND_PKT leaves it after the first of three packets */
 	s->sent_pkts = 1;
-	c.n = 1;
 	c.last = false;
 	cr_assert_eq(droce_rc_req_step_lc(qp, REQ_NOTE_SENT, &c), REQ_NEXT_WQE);
 	cr_assert_eq(c.sent, 1);
