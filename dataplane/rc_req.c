@@ -398,6 +398,8 @@ droce_rc_req_tx_lc(struct droce_qp *qp, unsigned int budget)
 	struct droce_rc_req_ctx c = { .budget = budget };
 	enum droce_rc_req_state st = REQ_CHECK_QP_STATE;
 
+	if (qp->sq_head == qp->sq_avail)
+		return 0; /* the idle turn: nothing posted, nothing to retire or fail */
 	while (st != REQ_DONE) {
 		enum droce_rc_req_state next = req_step(qp, st, &c);
 
