@@ -500,6 +500,46 @@ droce_pkt_hdr(const struct droce_pkt *p, const uint8_t *frame, enum droce_hdr h)
 /* Parses and validates a flat frame of @len bytes; returns why it is dropped. */
 enum droce_drop droce_parse_frame(const uint8_t *frame, uint32_t len, struct droce_pkt *out);
 
+/*
+ * An accepted frame's parse result in 16 bytes, for a frame handed to the
+ * engine that owns its QP (engine_rx.c carries it in an mbuf dynamic field):
+ * the owner restores its struct droce_pkt with droce_pkt_unpack() instead of
+ * parsing the frame again and checking its checksums and ICRC twice.
+ */
+struct droce_pkt_meta {
+	uint32_t payload_len;
+	uint16_t vlan_tci, udp_sport;
+	uint8_t l3_off, bth_off, opcode, pad;
+	uint8_t traffic_class;
+	uint8_t flags;         /* DROCE_PKT_META_IPV6, _VLAN */
+	uint16_t rsvd;
+};
+#define DROCE_PKT_META_IPV6 1u
+#define DROCE_PKT_META_VLAN 2u
+
+static inline void
+droce_pkt_pack(const struct droce_pkt *p, struct droce_pkt_meta *m)
+{
+	/* offsets fit a byte: the BTH is at most Ethernet + VLAN + IPv6 + UDP in */
+	m->payload_len = p->payload_len;
+	m->vlan_tci = p->vlan_tci;
+	m->udp_sport = p->udp_sport;
+	m->l3_off = (uint8_t)p->l3_off;
+	m->bth_off = (uint8_t)p->bth_off;
+	m->opcode = p->opcode;
+	m->pad = p->pad;
+	m->traffic_class = p->traffic_class;
+	m->flags = (uint8_t)((p->ipv6 ? DROCE_PKT_META_IPV6 : 0) | (p->vlan ? DROCE_PKT_META_VLAN : 0));
+	m->rsvd = 0;
+}
+
+/*
+ * The struct droce_pkt droce_parse_frame() gave for the frame @m was packed
+ * from (@frame, unchanged since): offsets and lengths from @m, the GIDs from
+ * the IP header.  No check is repeated.
+ */
+void droce_pkt_unpack(const uint8_t *frame, const struct droce_pkt_meta *m, struct droce_pkt *p);
+
 /* Reads every field of an accepted packet back into @f. */
 void droce_pkt_read_fields(const struct droce_pkt *p, const uint8_t *frame,
 			   struct droce_pkt_fields *f);

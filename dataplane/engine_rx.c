@@ -1,0 +1,275 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * The engine's receive phase (phase 2 of a pass): rx bursts from the
+ * engine's queue of every port, RAW_PACKET flow rules, the RoCE parse and
+ * dispatch to the QP's transport, frames handed to and from other engines
+ * (one SPSC ring per engine pair), and the bulk free of received frames.
+ */
+#include <string.h>
+
+#include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
+#include <rte_prefetch.h>
+
+#include "engine_internal.h"
+#include "internal.h"
+#include "pmd_glue/port.h"
+#include "raw.h"
+
+/* The offset of a handed-over frame's struct droce_pkt_meta in its mbuf (-1: none). */
+static int pkt_meta_off = -1;
+
+void
+droce_engine_rx_init(void)
+{
+	static const struct rte_mbuf_dynfield desc = {
+		.name = "droce_pkt_meta",
+		.size = sizeof(struct droce_pkt_meta),
+		.align = __alignof__(struct droce_pkt_meta),
+	};
+
+	/* the same offset on every start of the process: the registry keeps it */
+	pkt_meta_off = rte_mbuf_dynfield_register(&desc);
+	if (pkt_meta_off < 0)
+		DP_LOG(WARNING, "no mbuf field for the parse result: handed-over frames are parsed again");
+}
+
+/* Passes @m to engine @owner's xfer ring from this one; @tag is what m->port
+ * carries there (a port index, with DROCE_XFER_RAW for a RAW_PACKET QP). */
+static void
+hand_over_lc(struct droce_engine *eng, unsigned int owner, uint16_t tag, struct rte_mbuf *m)
+{
+	struct droce_engine *to = droce_engines.eng[owner];
+
+	m->port = tag;
+	if (rte_ring_sp_enqueue(to->xfer_in[eng->id], m) != 0) {
+		eng->stats.tx_drops++;
+		rte_pktmbuf_free(m);
+	} else {
+		eng->stats.forwarded++;
+	}
+}
+
+void
+droce_engine_raw_deliver_lc(struct droce_engine *eng, struct droce_port *port, uint32_t qpn,
+			    struct rte_mbuf *m)
+{
+	unsigned int owner = droce_qpn_engine(qpn);
+	struct droce_qp *qp;
+
+	if (owner != eng->id && owner < droce_engines.n) {
+		m->hash.usr = qpn;
+		hand_over_lc(eng, owner, (uint16_t)(port->index | DROCE_XFER_RAW), m);
+		return;
+	}
+	qp = droce_engine_qp_lookup_lc(eng, qpn);
+	if (qp == NULL || qp->type != DROCE_QPT_RAW_PACKET || qp->port != port) {
+		eng->stats.no_qp++; /* its rule went while the frame travelled */
+		rte_pktmbuf_free(m);
+		return;
+	}
+	droce_raw_rx_lc(qp, m);
+}
+
+/*
+ * A RoCE frame parsed and checked (here, or by the engine that handed it
+ * over with its parse result): another engine's QP gets it through the xfer
+ * ring with @p packed beside it; else QP lookup, P_Key and state checks and
+ * the QP's transport.
+ */
+static void
+deliver_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *m,
+	   const uint8_t *frame, const struct droce_pkt *p)
+{
+	uint32_t qpn = droce_bth_qpn(droce_pkt_bth(p, frame));
+	unsigned int owner = qpn == DROCE_DP_GSI_QPN ? 0 : droce_qpn_engine(qpn);
+	struct droce_qp *qp;
+
+	if (owner != eng->id && owner < droce_engines.n) {
+		/* another engine's QP: the frame goes over with what the parse found */
+		if (likely(pkt_meta_off >= 0))
+			droce_pkt_pack(p, RTE_MBUF_DYNFIELD(m, pkt_meta_off, struct droce_pkt_meta *));
+		hand_over_lc(eng, owner, (uint16_t)port->index, m);
+		return;
+	}
+	if (qpn == DROCE_DP_GSI_QPN) {
+		qp = eng->gsi[port->index];
+		if (qp != NULL && !p->ipv6) {
+			/* the MAD's sender: its replies then need no ARP */
+			const struct rte_ether_hdr *eth = (const struct rte_ether_hdr *)frame;
+			rte_be32_t sip;
+
+			memcpy(&sip, p->src_gid + 12, 4);
+			droce_port_arp_learn(port, sip, &eth->src_addr);
+		}
+	} else {
+		qp = droce_engine_qp_lookup_lc(eng, qpn);
+	}
+	if (qp == NULL || qp->port != port) {
+		eng->stats.no_qp++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (!droce_pkey_match(droce_bth_pkey(droce_pkt_bth(p, frame)),
+			      droce_pkey_at(qp->attr.pkey_index))) {
+		/* IBTA 9.6.1.1 / 10.9.3: a P_Key mismatch drops the packet (counted) */
+		eng->stats.drops[DROCE_DROP_PKEY]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (qp->state == DROCE_QPS_RESET || qp->state == DROCE_QPS_INIT ||
+	    qp->state == DROCE_QPS_ERR) {
+		/* IBTA 10.3.1: a QP in these states receives nothing */
+		eng->stats.qp_state_drops++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	eng->stats.rx_pkts++;
+	qp->stats.rx_pkts++;
+	switch (qp->type) {
+	case DROCE_QPT_RC:
+		droce_rc_rx_lc(qp, m, p);
+		break;
+	case DROCE_QPT_UC:
+		droce_uc_rx_lc(qp, m, p);
+		break;
+	case DROCE_QPT_UD:
+		droce_ud_rx_lc(qp, m, p);
+		break;
+	default:
+		rte_pktmbuf_free(m);
+		break;
+	}
+	droce_qp_overrun_check_lc(qp);
+}
+
+/* A frame off the wire (or injected as received): parse and check it, then deliver it. */
+static void
+dispatch_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *m)
+{
+	const uint8_t *frame = rte_pktmbuf_mtod(m, const uint8_t *);
+	struct droce_pkt p;
+	enum droce_drop why;
+
+	if (m->nb_segs != 1) {
+		/* the parser reads flat frames: linearise the rare chained one */
+		if (rte_pktmbuf_linearize(m) != 0) {
+			eng->stats.drops[DROCE_DROP_RUNT]++;
+			rte_pktmbuf_free(m);
+			return;
+		}
+		frame = rte_pktmbuf_mtod(m, const uint8_t *);
+	}
+	why = droce_parse_frame(frame, rte_pktmbuf_data_len(m), &p);
+	if (why != DROCE_DROP_NONE) {
+		if ((why == DROCE_DROP_ETHERTYPE || why == DROCE_DROP_NOT_UDP ||
+		     why == DROCE_DROP_UDP_PORT) &&
+		    droce_port_handle_frame(port, eng->queue, m)) {
+			eng->stats.non_roce++;
+			return;
+		}
+		eng->stats.drops[why]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	deliver_lc(eng, port, m, frame, &p);
+}
+
+/* Flow rules first (RAW_PACKET QPs), then RoCE dispatch. */
+static inline void
+rx_one_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *m, bool flows)
+{
+	if (unlikely(flows) && droce_flow_rx_lc(eng, port, m))
+		return;
+	dispatch_lc(eng, port, m);
+}
+
+void
+droce_engine_rx_one_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *m,
+		       bool flows)
+{
+	rx_one_lc(eng, port, m, flows);
+}
+
+/* A frame another engine received for one of this engine's QPs. */
+static inline void
+xfer_one_lc(struct droce_engine *eng, struct rte_mbuf *m)
+{
+	uint16_t tag = m->port;
+	struct droce_pkt p;
+
+	if (unlikely(tag & DROCE_XFER_RAW)) {
+		droce_engine_raw_deliver_lc(eng, eng->ports[tag & ~DROCE_XFER_RAW], m->hash.usr, m);
+	} else if (likely(pkt_meta_off >= 0)) {
+		const uint8_t *frame = rte_pktmbuf_mtod(m, const uint8_t *);
+
+		droce_pkt_unpack(frame, RTE_MBUF_DYNFIELD(m, pkt_meta_off, struct droce_pkt_meta *), &p);
+		deliver_lc(eng, eng->ports[tag], m, frame, &p);
+	} else {
+		dispatch_lc(eng, eng->ports[tag], m); /* no field to carry it: parse again */
+	}
+}
+
+unsigned int
+droce_engine_rx_phase_lc(struct droce_engine *eng)
+{
+	struct rte_mbuf *pkts[DROCE_BURST];
+	unsigned int got = 0;
+
+	for (unsigned int pi = 0; pi < eng->n_ports; pi++) {
+		/* drain up to a few bursts, so receiving keeps up with what a pass sends */
+		for (unsigned int b = 0; b < DROCE_RX_BURSTS; b++) {
+			uint16_t n = droce_port_rx_burst(eng->ports[pi], eng->queue, pkts, DROCE_BURST);
+			/* RAW_PACKET steering: one load per burst while the port has no rule */
+			bool flows = n != 0 && droce_flow_active(eng->ports[pi]->index);
+
+			got += n;
+			for (uint16_t i = 0; i < n; i++) {
+				if (i + 1 < n)
+					rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
+				rx_one_lc(eng, eng->ports[pi], pkts[i], flows);
+			}
+			if (n < DROCE_BURST)
+				break;
+		}
+	}
+	for (unsigned int e = 0; e < droce_engines.n; e++) {
+		unsigned int n;
+
+		if (eng->xfer_in[e] == NULL)
+			continue;
+		n = rte_ring_sc_dequeue_burst(eng->xfer_in[e], (void **)pkts, DROCE_BURST, NULL);
+		for (unsigned int i = 0; i < n; i++)
+			xfer_one_lc(eng, pkts[i]);
+		got += n;
+	}
+	if (eng->nrxfree != 0)
+		droce_engine_rx_free_flush_lc(eng);
+	return got;
+}
+
+void
+droce_engine_rx_free_flush_lc(struct droce_engine *eng)
+{
+	/* rte_pktmbuf_free_bulk's work, inline: one-segment frames of one pool
+	 * (every frame, in practice) go back in one rte_mempool_put_bulk */
+	struct rte_mempool *mp = eng->rxfree[0]->pool;
+	void *objs[DROCE_BURST];
+	unsigned int k = 0;
+
+	for (unsigned int i = 0; i < eng->nrxfree; i++) {
+		struct rte_mbuf *m = eng->rxfree[i];
+
+		if (likely(m->nb_segs == 1 && m->pool == mp)) {
+			m = rte_pktmbuf_prefree_seg(m); /* NULL: still referenced */
+			if (m != NULL)
+				objs[k++] = m;
+		} else {
+			rte_pktmbuf_free(m);
+		}
+	}
+	if (k != 0 && mp == eng->mcache_mp)
+		rte_mempool_generic_put(mp, objs, k, eng->mcache);
+	else if (k != 0)
+		rte_mempool_put_bulk(mp, objs, k);
+	eng->nrxfree = 0;
+}
