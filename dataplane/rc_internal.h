@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * What rc.c and rc_retx.c (RC loss recovery) share.  Engine thread only.
+ * What the RC transport's files share: rc.c (entry points), rc_req.c,
+ * rc_comp.c, rc_resp.c and rc_retx.c (loss recovery).  Engine thread only.
  */
 #ifndef DROCE_DP_RC_INTERNAL_H
 #define DROCE_DP_RC_INTERNAL_H
@@ -8,8 +9,10 @@
 
 #include "engine.h"
 #include "errors.h"
+#include "qp_internal.h"
+#include "xport.h"
 
-/* rc.c */
+/* rc_req.c */
 void droce_rc_rewind_lc(struct droce_qp *qp, uint32_t psn);   /* go back to resend from @psn */
 void droce_rc_fail_head_lc(struct droce_qp *qp, enum droce_err err);
 
@@ -31,5 +34,73 @@ bool droce_rc_seq_nak_fresh_lc(struct droce_qp *qp, uint32_t psn);   /* requeste
 bool droce_rc_read_gap_lc(struct droce_qp *qp, struct droce_swqe *s, uint32_t expect,
 			  uint32_t psn);
 bool droce_rc_resp_cut_lc(struct droce_qp *qp, uint32_t psn, uint64_t va, uint32_t len);
+
+/* ---- shared by rc_req.c, rc_comp.c and rc_resp.c ---- */
+
+static inline bool
+wr_is_read(uint8_t op)
+{
+	return op == DROCE_WR_RDMA_READ;
+}
+
+static inline bool
+wr_is_atomic(uint8_t op)
+{
+	return op == DROCE_WR_ATOMIC_CMP_AND_SWP || op == DROCE_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* memory checks and packets: xport.h's shared helpers, RC's destination */
+static inline const struct droce_mr *
+mr_check(const struct droce_qp *qp, uint32_t key, uint64_t va, uint64_t len, uint32_t need)
+{
+	return droce_xport_mr_check_lc(qp, key, va, len, need);
+}
+
+static inline bool
+scatter(const struct droce_qp *qp, const struct droce_sge *sges, unsigned int nsge, uint32_t off,
+	const uint8_t *src, uint32_t len)
+{
+	return droce_xport_scatter_lc(qp, sges, nsge, off, src, len);
+}
+
+static inline struct rte_mbuf *
+pkt_alloc(struct droce_qp *qp, struct droce_pkt_fields *f, uint32_t plen, uint8_t **payload)
+{
+	f->dqpn = qp->attr.dest_qpn;
+	return droce_xport_pkt_alloc_lc(qp, f, plen, payload);
+}
+
+static inline void
+pkt_send(struct droce_qp *qp, struct rte_mbuf *m, uint32_t plen)
+{
+	droce_xport_pkt_send_lc(qp, m, plen);
+}
+
+/* The retransmission timer (rc_retx.c: adaptive, within the timeout attribute). */
+static inline void
+rearm_rto(struct droce_qp *qp)
+{
+	if (qp->attr.timeout != 0 && qp->psn_una != qp->psn_next)
+		qp->rto_deadline = qp->eng->now + droce_rc_rto_cycles(qp);
+	else if (qp->psn_una == qp->psn_next)
+		qp->rto_deadline = 0;
+}
+
+/* The oldest WQE fails with @err; the QP then goes where the error table says. */
+static inline void
+fail_head(struct droce_qp *qp, enum droce_err err)
+{
+	droce_qp_fail_send_lc(qp, err, droce_err_table[err].req_status);
+}
+
+/* the three parts, as the entry points (rc.c) call them */
+unsigned int droce_rc_req_tx_lc(struct droce_qp *qp, unsigned int budget);
+void droce_rc_resp_rx_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame);
+unsigned int droce_rc_resp_tx_lc(struct droce_qp *qp, unsigned int budget);
+void droce_rc_comp_ack_lc(struct droce_qp *qp, uint32_t psn, uint8_t syndrome);
+void droce_rc_comp_read_resp_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame,
+				uint32_t psn);
+void droce_rc_comp_atomic_ack_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame,
+				 uint32_t psn);
 
 #endif

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * Helpers every transport (rc.c, uc.c, ud.c) shares: memory key checks,
+ * Helpers every transport (rc_*.c, uc.c, ud.c) shares: memory key checks,
  * gather / scatter through SGE lists, building and sending one packet, the
  * request opcode of a segment, and the request builder (one data packet of a
  * WQE; the next segment of a SEND / WRITE).  Static inline so that moving them here

@@ -2,7 +2,8 @@
  * XRC on the RC machinery (xrc.c): an XRC initiator is an RC QP whose
  * requests carry the XRCETH; an XRC target is an RC QP whose responder
  * picks its receive queue (an XRC SRQ), completion queue and PD from each
- * request's XRCETH.  rc.c calls these at its seams.  Engine side.
+ * request's XRCETH.  The RC files (rc_req.c, rc_comp.c, rc_resp.c) call
+ * these at their seams.  Engine side.
  */
 #ifndef DROCE_XRC_H
 #define DROCE_XRC_H

@@ -1,0 +1,292 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Reliable Connected transport, requester: send WQEs -> request packets
+ * (segmenting through xport.h), the send window, going back to re-send
+ * (droce_rc_rewind_lc).  Engine thread only.
+ */
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_mbuf.h>
+
+#include "engine.h"
+#include "errors.h"
+#include "internal.h"
+#include "qp_internal.h"
+#include "rc_internal.h"
+#include "xport.h"
+#include "xrc.h"
+
+#define ACKREQ_EVERY 16 /* packets between AckReq bits inside a long message */
+
+void
+droce_rc_fail_head_lc(struct droce_qp *qp, enum droce_err err)
+{
+	fail_head(qp, err);
+}
+
+static inline uint8_t
+request_opcode(const struct droce_wqe *w, bool first, bool last)
+{
+	return droce_xport_request_opcode(w, first, last, DROCE_TRANSPORT_RC);
+}
+
+/* Checks a WQE's local buffers and reserves its PSNs; returns an error or NONE. */
+static enum droce_err
+wqe_start(struct droce_qp *qp, uint32_t idx)
+{
+	const struct droce_wqe *w = droce_qp_wqe(qp, idx);
+	struct droce_swqe *s = droce_qp_swqe(qp, idx);
+	uint32_t need = (wr_is_read(w->opcode) || wr_is_atomic(w->opcode)) ? DROCE_ACCESS_LOCAL_WRITE : 0;
+
+	memset(s, 0, sizeof(*s));
+	switch (w->opcode) {
+	case DROCE_WR_BIND_MW:
+	case DROCE_WR_LOCAL_INV: {
+		/* executed when reached, no packets; completes in order (retire_local) */
+		enum droce_err err = droce_mw_exec_lc(qp, w);
+
+		if (err != DROCE_ERR_NONE)
+			return err;
+		s->first_psn = qp->psn_next;
+		s->started = true;
+		s->done = true;
+		return DROCE_ERR_NONE;
+	}
+	case DROCE_WR_SEND:
+	case DROCE_WR_SEND_WITH_IMM:
+	case DROCE_WR_SEND_WITH_INV:
+	case DROCE_WR_RDMA_WRITE:
+	case DROCE_WR_RDMA_WRITE_WITH_IMM:
+	case DROCE_WR_RDMA_READ:
+		s->npkts = droce_seq_npkts(w->length, qp->attr.pmtu);
+		break;
+	case DROCE_WR_ATOMIC_CMP_AND_SWP:
+	case DROCE_WR_ATOMIC_FETCH_AND_ADD:
+		s->npkts = 1;
+		break;
+	default:
+		return DROCE_ERR_REM_OP;
+	}
+	if (!(w->flags & DROCE_WQE_INLINE))
+		for (unsigned int i = 0; i < w->num_sge; i++)
+			if (w->sge[i].length &&
+			    mr_check(qp, w->sge[i].lkey, w->sge[i].addr, w->sge[i].length, need) == NULL)
+				return DROCE_ERR_LOC_PROT;
+	if (wr_is_atomic(w->opcode) && (w->num_sge == 0 || w->sge[0].length < 8))
+		return DROCE_ERR_LOC_PROT;
+	s->first_psn = qp->psn_next;
+	s->started = true;
+	return DROCE_ERR_NONE;
+}
+
+/* Records that everything before @next has been sent. */
+static void
+note_sent(struct droce_qp *qp, uint32_t next)
+{
+	droce_rc_rtt_sent_lc(qp, qp->psn_max, next);
+	qp->psn_next = next;
+	if (droce_psn_diff(next, qp->psn_max) > 0)
+		qp->psn_max = next;
+	if (qp->rto_deadline == 0)
+		rearm_rto(qp);
+}
+
+/* True when the requester must wait for ACKs before sending more SEND/WRITE
+ * packets (the PSNs of READ responses in flight count too). */
+static bool
+window_full(const struct droce_qp *qp)
+{
+	/* a timeout's probe (the last packet sent, again) goes out whatever the window */
+	return droce_psn_diff(qp->psn_next, qp->psn_una) >= (int32_t)droce_rc_window(qp) &&
+	       droce_psn_add(qp->psn_next, 1) != qp->psn_max;
+}
+
+/* Sends (more of) WQE @idx; returns packets sent, and sets *@whole when all of it is out. */
+static unsigned int
+send_wqe(struct droce_qp *qp, uint32_t idx, unsigned int budget, bool *whole)
+{
+	const struct droce_wqe *w = droce_qp_wqe(qp, idx);
+	struct droce_swqe *s = droce_qp_swqe(qp, idx);
+	uint32_t pmtu = qp->attr.pmtu;
+	struct droce_pkt_fields f;
+	struct rte_mbuf *m;
+	uint8_t *payload;
+	unsigned int n = 0;
+
+	*whole = false;
+	if (wr_is_read(w->opcode) || wr_is_atomic(w->opcode)) {
+		memset(&f, 0, sizeof(f));
+		f.ackreq = true;
+		f.xrc_srqn = w->remote_qpn; /* XRC: the remote SRQ (XRCETH) */
+		if (wr_is_read(w->opcode)) {
+			/* a resumed READ asks only for what has not arrived */
+			f.opcode = DROCE_OPC(qp->xport, DROCE_OP_READ_REQ);
+			f.psn = droce_psn_add(s->first_psn, s->got / pmtu);
+			f.reth.va = w->remote_addr + s->got;
+			f.reth.rkey = w->rkey;
+			f.reth.len = w->length - s->got;
+		} else {
+			f.opcode = DROCE_OPC(qp->xport, w->opcode == DROCE_WR_ATOMIC_CMP_AND_SWP
+								? DROCE_OP_CMP_SWAP
+								: DROCE_OP_FETCH_ADD);
+			f.psn = s->first_psn;
+			f.atomic.va = w->remote_addr;
+			f.atomic.rkey = w->rkey;
+			if (w->opcode == DROCE_WR_ATOMIC_CMP_AND_SWP) {
+				f.atomic.cmp = w->compare_add;
+				f.atomic.swap_add = w->swap;
+			} else {
+				f.atomic.swap_add = w->compare_add;
+			}
+		}
+		m = pkt_alloc(qp, &f, 0, &payload);
+		if (m == NULL)
+			return 0;
+		pkt_send(qp, m, 0);
+		s->sent_pkts = s->npkts;
+		note_sent(qp, droce_psn_add(s->first_psn, s->npkts));
+		*whole = true;
+		return 1;
+	}
+
+	while (n < budget && !window_full(qp)) {
+		bool last;
+
+		/* at least four AckReqs per loss window: one lost ACK stalls nothing */
+		if (droce_xport_send_segment_lc(qp, w, s, qp->xport,
+						RTE_MIN((uint32_t)ACKREQ_EVERY, droce_rc_window(qp) / 4),
+						&last) !=
+		    DROCE_XPORT_TX_SENT)
+			break; /* no mbuf; or s->err */
+		note_sent(qp, droce_psn_add(s->first_psn, s->sent_pkts));
+		n++;
+		if (last) {
+			*whole = true;
+			break;
+		}
+	}
+	return n;
+}
+
+/* Goes back to resend from @psn (go-back-N). */
+void
+droce_rc_rewind_lc(struct droce_qp *qp, uint32_t psn)
+{
+	uint32_t idx, pmtu = qp->attr.pmtu;
+
+	for (idx = qp->sq_head; idx != qp->sq_avail; idx++) {
+		struct droce_swqe *s = droce_qp_swqe(qp, idx);
+		int32_t d;
+
+		if (!s->started)
+			return; /* nothing sent at or after that PSN */
+		d = droce_psn_diff(psn, s->first_psn);
+		if (d >= 0 && (uint32_t)d < s->npkts)
+			break;
+		if (d < 0)
+			return;
+	}
+	if (idx == qp->sq_avail)
+		return;
+	{
+		struct droce_swqe *s = droce_qp_swqe(qp, idx);
+		const struct droce_wqe *w = droce_qp_wqe(qp, idx);
+		uint32_t k = (uint32_t)droce_psn_diff(psn, s->first_psn);
+
+		if (wr_is_read(w->opcode) || wr_is_atomic(w->opcode)) {
+			/* asked again: a READ for what has not arrived, an atomic whole */
+			s->got = RTE_MIN(s->got, k * pmtu);
+			s->sent_pkts = 0;
+		} else {
+			s->sent_pkts = k;
+			s->sent = k * pmtu;
+		}
+	}
+	/* later WQEs start again from scratch, with the same PSNs */
+	for (uint32_t j = idx + 1; j != qp->sq_avail; j++) {
+		struct droce_swqe *s = droce_qp_swqe(qp, j);
+
+		if (!s->started)
+			break;
+		if (droce_mw_wr_is_local(droce_qp_wqe(qp, j)->opcode))
+			continue; /* executed once; passed over on the way again */
+		s->started = false;
+		if (s->rd_counted) {
+			s->rd_counted = false;
+			qp->rd_atomic_out--;
+		}
+	}
+	qp->sq_cur = idx;
+	qp->psn_next = psn;
+	qp->stats.retransmits++;
+	droce_rc_rtt_cancel_lc(qp, psn); /* Karn: no sample from what may be re-sent */
+}
+
+/* Completes executed BIND_MW / LOCAL_INV WQEs that reached the head. */
+static void
+retire_local(struct droce_qp *qp)
+{
+	while (qp->sq_head != qp->sq_avail && qp->sq_head != qp->sq_cur &&
+	       droce_mw_wr_is_local(droce_qp_wqe(qp, qp->sq_head)->opcode) &&
+	       droce_qp_swqe(qp, qp->sq_head)->started)
+		droce_qp_complete_send_lc(qp, DROCE_WC_SUCCESS);
+}
+
+unsigned int
+droce_rc_req_tx_lc(struct droce_qp *qp, unsigned int budget)
+{
+	unsigned int sent = 0;
+
+	retire_local(qp);
+	while (sent < budget && qp->sq_cur != qp->sq_avail) {
+		uint32_t idx = qp->sq_cur;
+		const struct droce_wqe *w = droce_qp_wqe(qp, idx);
+		struct droce_swqe *s = droce_qp_swqe(qp, idx);
+		bool rd = wr_is_read(w->opcode) || wr_is_atomic(w->opcode);
+		bool whole;
+
+		/* SENDs and WRITEs wait for ACKs; READs and atomics for max_rd_atomic */
+		if (!rd && window_full(qp))
+			break;
+
+		if (!s->started || s->err) {
+			enum droce_err err;
+
+			if (!s->started && rd && qp->rd_atomic_out >= RTE_MAX(qp->attr.max_rd_atomic, 1))
+				break;
+			if (!s->started && (w->flags & DROCE_WQE_FENCE) && qp->rd_atomic_out > 0)
+				break;
+			/* after losses, a READ's responses must fit in the loss window
+			 * (two may be out whatever it is: the second's answers show
+			 * the first's last ones lost without waiting for the timer) */
+			if (!s->started && rd && qp->rd_atomic_out > 1 && qp->cwnd &&
+			    (uint32_t)droce_psn_diff(qp->psn_next, qp->psn_una) +
+					    droce_seq_npkts(w->length, qp->attr.pmtu) > qp->cwnd)
+				break;
+			err = s->err ? (enum droce_err)s->err : (s->started ? DROCE_ERR_NONE : wqe_start(qp, idx));
+			if (err != DROCE_ERR_NONE) {
+				/* completes in order: only once everything before it is done */
+				s->err = (uint8_t)err;
+				if (qp->sq_head == idx)
+					fail_head(qp, err);
+				break;
+			}
+		}
+		if (droce_mw_wr_is_local(w->opcode)) {
+			qp->sq_cur = idx + 1;
+			retire_local(qp);
+			continue;
+		}
+		if (rd && !s->rd_counted) {
+			s->rd_counted = true;
+			qp->rd_atomic_out++;
+		}
+		sent += send_wqe(qp, idx, budget - sent, &whole);
+		if (s->err)
+			continue;
+		if (!whole)
+			break;
+		qp->sq_cur = idx + 1;
+	}
+	return sent;
+}

@@ -1,0 +1,583 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Reliable Connected transport, responder: request packets -> memory,
+ * receive completions, ACKs/NAKs, queued READ responses and atomic replies.
+ * Engine thread only.
+ */
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_mbuf.h>
+
+#include "engine.h"
+#include "errors.h"
+#include "internal.h"
+#include "qp_internal.h"
+#include "rc_internal.h"
+#include "xport.h"
+#include "xrc.h"
+
+/* An ACK or NAK (opcode ACKNOWLEDGE) for @psn. */
+static void
+send_aeth(struct droce_qp *qp, uint8_t syndrome, uint32_t psn)
+{
+	struct droce_pkt_fields f = { .opcode = DROCE_OPC(qp->xport, DROCE_OP_ACK) };
+	uint8_t *payload;
+	struct rte_mbuf *m;
+
+	f.psn = psn;
+	f.aeth.syndrome = syndrome;
+	f.aeth.msn = qp->msn;
+	m = pkt_alloc(qp, &f, 0, &payload);
+	if (m)
+		pkt_send(qp, m, 0);
+}
+
+static void
+send_nak(struct droce_qp *qp, enum droce_nak_code code, uint32_t psn)
+{
+	send_aeth(qp, droce_aeth_make_syndrome(DROCE_AETH_NAK, code), psn);
+}
+
+static bool resp_queue(struct droce_qp *qp, const struct droce_rd_resp *r);
+
+/* The responder's error: NAK it, fail an open receive, move the QP on.  The
+ * NAK goes out after the responses already queued for earlier requests. */
+static void
+resp_error(struct droce_qp *qp, enum droce_err err, uint32_t psn)
+{
+	const struct droce_err_info *e = &droce_err_table[err];
+
+	if (qp->rd_resp_count && !qp->resp_failing) {
+		struct droce_rd_resp nak = { .psn = psn, .nak_err = (uint8_t)err };
+
+		if (resp_queue(qp, &nak)) {
+			qp->resp_failing = true;
+			return;
+		}
+	}
+	if (e->nak_code != DROCE_ERR_NO_NAK) {
+		send_nak(qp, e->nak_code, psn);
+		qp->stats.rem_err_naks_tx++;
+	}
+	qp->resp_failing = false;
+	droce_qp_refresh_lc(qp);
+	droce_qp_error_publish_lc(qp, err);
+	if ((qp->rqe_open || err == DROCE_ERR_LOC_LEN || err == DROCE_ERR_RESP_LOC_PROT) &&
+	    qp->rq_head != qp->rq_avail) {
+		struct droce_cqe c = { .status = e->resp_status, .opcode = DROCE_WC_RECV };
+
+		droce_qp_complete_recv_lc(qp, &c, false);
+		qp->rqe_open = false;
+	}
+	droce_qp_error_lc(qp, err);
+}
+
+/* READ responses and atomic ACKs queued for requests seen for the first time. */
+static uint32_t
+resp_new_count(const struct droce_qp *qp)
+{
+	uint32_t n = 0, cap = DROCE_RD_RESP_CAP;
+
+	for (uint32_t i = 0; i < qp->rd_resp_count; i++)
+		n += !qp->rd_resp[(qp->rd_resp_head + i) % cap].dup;
+	return n;
+}
+
+static bool
+resp_queue(struct droce_qp *qp, const struct droce_rd_resp *r)
+{
+	uint32_t cap = DROCE_RD_RESP_CAP;
+
+	if (qp->rd_resp_count == cap || droce_qp_resp_res_lc(qp) != 0)
+		return false; /* full, or no memory for the first one: the caller NAKs */
+	qp->rd_resp[(qp->rd_resp_head + qp->rd_resp_count) % cap] = *r;
+	qp->rd_resp_count++;
+	return true;
+}
+
+static bool
+read_allowed(const struct droce_qp *qp, uint64_t va, uint32_t rkey, uint32_t len)
+{
+	if (len == 0)
+		return true; /* a zero-length READ names no memory */
+	if (!(qp->attr.access & DROCE_ACCESS_REMOTE_READ))
+		return false;
+	return mr_check(qp, rkey, va, len, DROCE_ACCESS_REMOTE_READ) != NULL;
+}
+
+static void
+resp_duplicate(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame, uint32_t psn)
+{
+	uint32_t flags = p->info->flags;
+
+	qp->stats.dup_reqs++;
+	if (flags & DROCE_OPF_READ) {
+		const struct droce_reth *r = droce_pkt_hdr(p, frame, DROCE_HDR_RETH);
+		struct droce_rd_resp e = { .psn = psn, .len = droce_reth_len(r),
+					   .rkey = droce_reth_rkey(r), .va = droce_reth_va(r),
+					   .dup = true };
+
+		qp->stats.dup_reads++;
+		if (read_allowed(qp, e.va, e.rkey, e.len) &&
+		    droce_rc_resp_cut_lc(qp, psn, e.va, e.len))
+			resp_queue(qp, &e);
+		return;
+	}
+	if (flags & DROCE_OPF_ATOMIC) {
+		for (unsigned int i = 0; qp->atomic_replay != NULL && i < DROCE_ATOMIC_REPLAY; i++) {
+			if (qp->atomic_replay[i].valid && qp->atomic_replay[i].psn == psn) {
+				struct droce_rd_resp e = { .psn = psn, .atomic = true, .dup = true,
+							   .orig = qp->atomic_replay[i].orig };
+				qp->stats.dup_atomics++;
+				resp_queue(qp, &e);
+				return;
+			}
+		}
+		return; /* too old to answer: the requester has long moved on */
+	}
+	/* SEND / WRITE: acknowledge what we have */
+	qp->ack_pending = true;
+	qp->ack_psn = droce_psn_add(qp->rxseq.epsn, DROCE_PSN_MASK);
+	qp->ack_syndrome = droce_aeth_make_syndrome(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID);
+}
+
+static bool
+needs_new_rqe(const struct droce_qp *qp, uint32_t flags)
+{
+	if (flags & DROCE_OPF_SEND)
+		return !qp->rqe_open;
+	return (flags & DROCE_OPF_WRITE) && (flags & DROCE_OPF_IMM) && (flags & DROCE_OPF_LAST);
+}
+
+static void
+resp_send(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame, uint32_t psn)
+{
+	uint32_t flags = p->info->flags;
+	const struct droce_rqe *r;
+
+	if (flags & DROCE_OPF_FIRST) {
+		qp->rqe_open = true;
+		qp->recv_off = 0;
+	}
+	r = droce_qp_rqe(qp, qp->rq_head);
+	if ((uint64_t)qp->recv_off + p->payload_len > r->length) {
+		resp_error(qp, DROCE_ERR_LOC_LEN, psn);
+		return;
+	}
+	if (!scatter(qp, r->sge, r->num_sge, qp->recv_off, frame + p->payload_off, p->payload_len)) {
+		resp_error(qp, DROCE_ERR_RESP_LOC_PROT, psn);
+		return;
+	}
+	qp->recv_off += p->payload_len;
+	if (flags & DROCE_OPF_LAST) {
+		const struct droce_bth *bth = droce_pkt_bth(p, frame);
+		struct droce_cqe c = { .status = DROCE_WC_SUCCESS, .opcode = DROCE_WC_RECV,
+				       .byte_len = qp->recv_off, .src_qp = qp->attr.dest_qpn };
+
+		if (flags & DROCE_OPF_IMM) {
+			c.wc_flags |= DROCE_WC_F_WITH_IMM;
+			c.imm_or_inv = droce_immdt_imm(droce_pkt_hdr(p, frame, DROCE_HDR_IMMDT));
+		} else if (flags & DROCE_OPF_INV) {
+			c.wc_flags |= DROCE_WC_F_WITH_INV;
+			c.imm_or_inv = droce_ieth_rkey(droce_pkt_hdr(p, frame, DROCE_HDR_IETH));
+			/* remote invalidation: a type 2 window bound through this QP */
+			if (!droce_mw_remote_inv_lc(qp, c.imm_or_inv)) {
+				resp_error(qp, DROCE_ERR_REM_INV_REQ, psn);
+				return;
+			}
+		}
+		qp->rqe_open = false;
+		qp->msn = droce_psn_add(qp->msn, 1);
+		droce_qp_complete_recv_lc(qp, &c, droce_bth_se(bth));
+	}
+}
+
+static void
+resp_write(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame, uint32_t psn)
+{
+	uint32_t flags = p->info->flags, len = p->payload_len;
+
+	if (flags & DROCE_OPF_FIRST) {
+		const struct droce_reth *r = droce_pkt_hdr(p, frame, DROCE_HDR_RETH);
+		uint32_t dlen = droce_reth_len(r);
+
+		qp->write_va = droce_reth_va(r);
+		qp->write_rkey = droce_reth_rkey(r);
+		if (dlen != 0 && (!(qp->attr.access & DROCE_ACCESS_REMOTE_WRITE) ||
+				  mr_check(qp, qp->write_rkey, qp->write_va, dlen,
+					   DROCE_ACCESS_REMOTE_WRITE) == NULL)) {
+			resp_error(qp, DROCE_ERR_REM_ACCESS, psn);
+			return;
+		}
+	}
+	if (len) {
+		const struct droce_mr *mr = mr_check(qp, qp->write_rkey, qp->write_va, len,
+						     DROCE_ACCESS_REMOTE_WRITE);
+		if (mr == NULL) {
+			resp_error(qp, DROCE_ERR_REM_ACCESS, psn);
+			return;
+		}
+		memcpy(mr->addr + (qp->write_va - mr->iova), frame + p->payload_off, len);
+		qp->write_va += len;
+	}
+	if (flags & DROCE_OPF_LAST) {
+		qp->msn = droce_psn_add(qp->msn, 1);
+		if (flags & DROCE_OPF_IMM) {
+			struct droce_cqe c = { .status = DROCE_WC_SUCCESS,
+					       .opcode = DROCE_WC_RECV_RDMA_WITH_IMM,
+					       .byte_len = qp->rxseq.write_len,
+					       .src_qp = qp->attr.dest_qpn,
+					       .wc_flags = DROCE_WC_F_WITH_IMM };
+			c.imm_or_inv = droce_immdt_imm(droce_pkt_hdr(p, frame, DROCE_HDR_IMMDT));
+			droce_qp_complete_recv_lc(qp, &c, droce_bth_se(droce_pkt_bth(p, frame)));
+		}
+	}
+}
+
+static void
+resp_read(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame, uint32_t psn)
+{
+	const struct droce_reth *r = droce_pkt_hdr(p, frame, DROCE_HDR_RETH);
+	struct droce_rd_resp e = { .psn = psn, .len = droce_reth_len(r), .rkey = droce_reth_rkey(r),
+				   .va = droce_reth_va(r) };
+
+	if (!read_allowed(qp, e.va, e.rkey, e.len)) {
+		resp_error(qp, DROCE_ERR_REM_ACCESS, psn);
+		return;
+	}
+	if (resp_new_count(qp) >= RTE_MAX(qp->attr.max_dest_rd_atomic, 1) || !resp_queue(qp, &e)) {
+		resp_error(qp, DROCE_ERR_REM_INV_REQ, psn);
+		return;
+	}
+	qp->msn = droce_psn_add(qp->msn, 1);
+}
+
+static void
+resp_atomic(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame, uint32_t psn)
+{
+	const struct droce_atmeth *a = droce_pkt_hdr(p, frame, DROCE_HDR_ATMETH);
+	uint64_t va = droce_atmeth_va(a), orig;
+	const struct droce_mr *mr;
+	uint64_t *target;
+	struct droce_rd_resp e = { .psn = psn, .atomic = true };
+
+	if (va & 7) {
+		resp_error(qp, DROCE_ERR_REM_INV_REQ, psn);
+		return;
+	}
+	mr = (qp->attr.access & DROCE_ACCESS_REMOTE_ATOMIC)
+		     ? mr_check(qp, droce_atmeth_rkey(a), va, 8, DROCE_ACCESS_REMOTE_ATOMIC)
+		     : NULL;
+	if (mr == NULL) {
+		resp_error(qp, DROCE_ERR_REM_ACCESS, psn);
+		return;
+	}
+	if (resp_new_count(qp) >= RTE_MAX(qp->attr.max_dest_rd_atomic, 1) ||
+	    droce_qp_resp_res_lc(qp) != 0) {
+		resp_error(qp, DROCE_ERR_REM_INV_REQ, psn);
+		return;
+	}
+	target = (uint64_t *)(void *)(mr->addr + (va - mr->iova));
+	if ((uintptr_t)target & 7) {
+		/*
+		 * An aligned va on an MR whose iova and address differ mod 8
+		 * (ibv_reg_mr_iova2 allows it): the host word is misaligned.
+		 * Invalid request, as rxe answers a misaligned atomic.
+		 */
+		resp_error(qp, DROCE_ERR_REM_INV_REQ, psn);
+		return;
+	}
+	if ((p->opcode & 0x1f) == DROCE_OP_FETCH_ADD) { /* RC or XRC */
+		orig = __atomic_fetch_add(target, droce_atmeth_swap_add(a), __ATOMIC_SEQ_CST);
+	} else {
+		orig = droce_atmeth_cmp(a);
+		if (!__atomic_compare_exchange_n(target, &orig, droce_atmeth_swap_add(a), false,
+						 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+			/* orig now holds the value found */
+		}
+	}
+	qp->atomic_replay[qp->atomic_replay_next] = (struct droce_atomic_replay){ psn, orig, true };
+	qp->atomic_replay_next = (qp->atomic_replay_next + 1) % DROCE_ATOMIC_REPLAY;
+	e.orig = orig;
+	resp_queue(qp, &e);
+	qp->msn = droce_psn_add(qp->msn, 1);
+}
+
+/*
+ * The responder's receive path as an explicit state machine, in the manner
+ * of Linux rxe's rxe_resp.c: one step function per state, each returning the
+ * next state; RESP_DONE ends the packet.  The states, in the order a good
+ * request passes them:
+ *   CHECK_QP_STATE  RTR/RTS/SQD and no responder error pending, else DONE
+ *   CHECK_PSN       expected PSN: on; ahead: SEQ_NAK; behind: DUPLICATE
+ *   CHECK_RESOURCE  room for a READ/atomic response; a receive WQE for a
+ *                   SEND (or WRITE with immediate), else RNR_NAK
+ *   CHECK_OP_SEQ    FIRST/MIDDLE/LAST order, lengths (seqcheck.c), else
+ *                   ERR_INV_REQ
+ *   EXECUTE         place the SEND / WRITE, queue the READ / atomic response
+ *   ACKNOWLEDGE     an AckReq on a SEND / WRITE arms the coalesced ACK
+ * and the ends SEQ_NAK, DUPLICATE, RNR_NAK and ERR_INV_REQ.
+ */
+enum resp_state {
+	RESP_CHECK_QP_STATE,
+	RESP_CHECK_PSN,
+	RESP_CHECK_RESOURCE,
+	RESP_CHECK_OP_SEQ,
+	RESP_EXECUTE,
+	RESP_ACKNOWLEDGE,
+	RESP_SEQ_NAK,
+	RESP_DUPLICATE,
+	RESP_RNR_NAK,
+	RESP_ERR_INV_REQ,
+	RESP_DONE,
+	RESP_STATE_COUNT
+};
+
+/* For logs (debug level: compiled out of the data path by default). */
+static const char *const resp_state_name[RESP_STATE_COUNT] = {
+	[RESP_CHECK_QP_STATE] = "CHECK_QP_STATE",
+	[RESP_CHECK_PSN] = "CHECK_PSN",
+	[RESP_CHECK_RESOURCE] = "CHECK_RESOURCE",
+	[RESP_CHECK_OP_SEQ] = "CHECK_OP_SEQ",
+	[RESP_EXECUTE] = "EXECUTE",
+	[RESP_ACKNOWLEDGE] = "ACKNOWLEDGE",
+	[RESP_SEQ_NAK] = "SEQ_NAK",
+	[RESP_DUPLICATE] = "DUPLICATE",
+	[RESP_RNR_NAK] = "RNR_NAK",
+	[RESP_ERR_INV_REQ] = "ERR_INV_REQ",
+	[RESP_DONE] = "DONE",
+};
+
+const char *
+droce_rc_resp_state_name(unsigned int state)
+{
+	return state < RESP_STATE_COUNT && resp_state_name[state] ? resp_state_name[state] : NULL;
+}
+
+/* The request being handled. */
+struct resp_pkt {
+	const struct droce_pkt *p;
+	const uint8_t *frame;
+	const struct droce_bth *bth;
+	uint32_t psn, flags;
+};
+
+static enum resp_state
+resp_check_qp_state(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	(void)r;
+	if ((qp->state != DROCE_QPS_RTR && qp->state != DROCE_QPS_RTS && qp->state != DROCE_QPS_SQD) ||
+	    qp->resp_failing)
+		return RESP_DONE;
+	return RESP_CHECK_PSN;
+}
+
+static enum resp_state
+resp_check_psn(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	int32_t d = droce_psn_diff(r->psn, qp->rxseq.epsn);
+
+	if (d > 0)
+		return RESP_SEQ_NAK;
+	/* XRC target: the request's SRQ, of the QP's domain, is its receive side */
+	if (d <= 0 && qp->xrc_role == DROCE_XRC_TGT) {
+		enum droce_xrc_sel sel = droce_xrc_tgt_select_lc(qp, r->p, r->frame, d < 0);
+
+		if (sel != DROCE_XRC_SEL_OK)
+			return sel == DROCE_XRC_SEL_BUSY ? RESP_RNR_NAK : RESP_ERR_INV_REQ;
+	}
+	if (d < 0)
+		return RESP_DUPLICATE;
+	qp->nak_seq_sent = false;
+	return RESP_CHECK_RESOURCE;
+}
+
+static enum resp_state
+resp_seq_nak(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	if (droce_rc_seq_nak_due_lc(qp, r->psn, droce_bth_ackreq(r->bth))) { /* one NAK per gap and round */
+		qp->stats.seq_naks_tx++;
+		send_nak(qp, DROCE_NAK_PSN_SEQ_ERR, qp->rxseq.epsn);
+	}
+	return RESP_DONE;
+}
+
+static enum resp_state
+resp_check_resource(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	if ((r->flags & (DROCE_OPF_READ | DROCE_OPF_ATOMIC)) &&
+	    qp->rd_resp_count == DROCE_RD_RESP_CAP) {
+		/* replayed responses fill the queue: let the requester time out and ask again */
+		qp->eng->stats.seq_drops++;
+		return RESP_DONE;
+	}
+	if (needs_new_rqe(qp, r->flags) && !droce_qp_rq_ready_lc(qp))
+		return RESP_RNR_NAK;
+	return RESP_CHECK_OP_SEQ;
+}
+
+static enum resp_state
+resp_rnr_nak(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	qp->stats.rnr_naks_tx++;
+	send_aeth(qp, droce_aeth_make_syndrome(DROCE_AETH_RNR_NAK, qp->attr.min_rnr_timer), r->psn);
+	return RESP_DONE;
+}
+
+static enum resp_state
+resp_check_op_seq(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	if (droce_seq_rx_check(&qp->rxseq, r->p, r->frame) != DROCE_SEQ_OK)
+		return RESP_ERR_INV_REQ;
+	return RESP_EXECUTE;
+}
+
+static enum resp_state
+resp_execute(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	if (r->flags & DROCE_OPF_SEND)
+		resp_send(qp, r->p, r->frame, r->psn);
+	else if (r->flags & DROCE_OPF_WRITE)
+		resp_write(qp, r->p, r->frame, r->psn);
+	else if (r->flags & DROCE_OPF_READ)
+		resp_read(qp, r->p, r->frame, r->psn);
+	else if (r->flags & DROCE_OPF_ATOMIC)
+		resp_atomic(qp, r->p, r->frame, r->psn);
+	return RESP_ACKNOWLEDGE;
+}
+
+static enum resp_state
+resp_acknowledge(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	if ((r->flags & (DROCE_OPF_SEND | DROCE_OPF_WRITE)) && droce_bth_ackreq(r->bth) &&
+	    qp->state != DROCE_QPS_ERR) {
+		qp->ack_pending = true;
+		qp->ack_psn = r->psn;
+		qp->ack_syndrome = droce_aeth_make_syndrome(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID);
+	}
+	return RESP_DONE;
+}
+
+void
+droce_rc_resp_rx_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame)
+{
+	const struct droce_bth *bth = droce_pkt_bth(p, frame);
+	const struct resp_pkt r = { .p = p, .frame = frame, .bth = bth,
+				    .psn = droce_bth_psn(bth), .flags = p->info->flags };
+	enum resp_state st = RESP_CHECK_QP_STATE;
+
+	while (st != RESP_DONE) {
+		enum resp_state next;
+
+		switch (st) {
+		case RESP_CHECK_QP_STATE: next = resp_check_qp_state(qp, &r); break;
+		case RESP_CHECK_PSN: next = resp_check_psn(qp, &r); break;
+		case RESP_CHECK_RESOURCE: next = resp_check_resource(qp, &r); break;
+		case RESP_CHECK_OP_SEQ: next = resp_check_op_seq(qp, &r); break;
+		case RESP_EXECUTE: next = resp_execute(qp, &r); break;
+		case RESP_ACKNOWLEDGE: next = resp_acknowledge(qp, &r); break;
+		case RESP_SEQ_NAK: next = resp_seq_nak(qp, &r); break;
+		case RESP_DUPLICATE:
+			resp_duplicate(qp, p, frame, r.psn);
+			next = RESP_DONE;
+			break;
+		case RESP_RNR_NAK: next = resp_rnr_nak(qp, &r); break;
+		case RESP_ERR_INV_REQ:
+			resp_error(qp, DROCE_ERR_REM_INV_REQ, r.psn);
+			next = RESP_DONE;
+			break;
+		default: next = RESP_DONE; break;
+		}
+		DP_LOG_DP(DEBUG, "qp %u psn %u: %s -> %s", qp->qpn, r.psn, resp_state_name[st],
+			  resp_state_name[next]);
+		st = next;
+	}
+}
+
+/* Sends queued READ responses and atomic ACKs, then a pending ACK. */
+unsigned int
+droce_rc_resp_tx_lc(struct droce_qp *qp, unsigned int budget)
+{
+	uint32_t pmtu = qp->attr.pmtu, cap = DROCE_RD_RESP_CAP;
+	uint8_t ack_syn = droce_aeth_make_syndrome(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID);
+	unsigned int n = 0;
+
+	while (qp->rd_resp_count && n < budget) {
+		struct droce_rd_resp *e = &qp->rd_resp[qp->rd_resp_head];
+		struct droce_pkt_fields f;
+		struct rte_mbuf *m;
+		uint8_t *payload;
+		bool done;
+
+		memset(&f, 0, sizeof(f));
+		f.aeth.syndrome = ack_syn;
+		f.aeth.msn = qp->msn;
+		if (e->nak_err) {
+			/* everything before it has been answered: now fail */
+			enum droce_err err = (enum droce_err)e->nak_err;
+
+			qp->rd_resp_head = (qp->rd_resp_head + 1) % cap;
+			qp->rd_resp_count--;
+			resp_error(qp, err, e->psn);
+			return n + 1;
+		}
+		if (e->atomic) {
+			f.opcode = DROCE_OPC(qp->xport, DROCE_OP_ATOMIC_ACK);
+			f.psn = e->psn;
+			f.atomic_orig = e->orig;
+			m = pkt_alloc(qp, &f, 0, &payload);
+			if (m == NULL)
+				break;
+			pkt_send(qp, m, 0);
+			done = true;
+		} else {
+			uint32_t len = RTE_MIN(pmtu, e->len - e->off);
+			bool first = e->off == 0, last = e->off + len == e->len;
+			enum droce_op op = first && last ? DROCE_OP_READ_RESP_ONLY
+					   : first	 ? DROCE_OP_READ_RESP_FIRST
+					   : last	 ? DROCE_OP_READ_RESP_LAST
+							 : DROCE_OP_READ_RESP_MIDDLE;
+
+			f.opcode = DROCE_OPC(qp->xport, op);
+			f.psn = droce_psn_add(e->psn, e->off / pmtu);
+			m = pkt_alloc(qp, &f, len, &payload);
+			if (m == NULL)
+				break;
+			if (len) {
+				const struct droce_mr *mr = mr_check(qp, e->rkey, e->va + e->off, len,
+								     DROCE_ACCESS_REMOTE_READ);
+				if (mr == NULL) {
+					/* deregistered since the request was checked */
+					rte_pktmbuf_free(m);
+					qp->rd_resp_count = 0;
+					resp_error(qp, DROCE_ERR_REM_ACCESS, f.psn);
+					return n;
+				}
+				memcpy(payload, mr->addr + (e->va + e->off - mr->iova), len);
+			}
+			pkt_send(qp, m, len);
+			e->off += len;
+			done = last;
+		}
+		n++;
+		if (done) {
+			qp->rd_resp_head = (qp->rd_resp_head + 1) % cap;
+			qp->rd_resp_count--;
+		}
+	}
+	if (qp->ack_pending && qp->rd_resp_count == 0 && n < budget) {
+		send_aeth(qp, qp->ack_syndrome, qp->ack_psn);
+		qp->ack_pending = false;
+		n++;
+	}
+	return n;
+}
+
+void
+droce_rc_ack_now_lc(struct droce_qp *qp)
+{
+	if (qp->ack_pending && qp->rd_resp_count == 0) {
+		send_aeth(qp, qp->ack_syndrome, qp->ack_psn);
+		qp->ack_pending = false;
+	}
+}
