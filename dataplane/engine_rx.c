@@ -33,20 +33,44 @@ droce_engine_rx_init(void)
 		DP_LOG(WARNING, "no mbuf field for the parse result: handed-over frames are parsed again");
 }
 
-/* Passes @m to engine @owner's xfer ring from this one; @tag is what m->port
- * carries there (a port index, with DROCE_XFER_RAW for a RAW_PACKET QP). */
+/* Sends what this pass gathered for engine @to in one burst; what its ring
+ * cannot take is dropped (counted as tx_drops, like a full wire). */
+static void
+xfer_flush_lc(struct droce_engine *eng, unsigned int to)
+{
+	unsigned int n = eng->nxfer_out[to];
+	unsigned int k = rte_ring_sp_enqueue_burst(droce_engines.eng[to]->xfer_in[eng->id],
+						   (void **)eng->xfer_out[to], n, NULL);
+
+	eng->stats.forwarded += k;
+	if (unlikely(k < n)) {
+		eng->stats.tx_drops += n - k;
+		rte_pktmbuf_free_bulk(&eng->xfer_out[to][k], n - k);
+	}
+	eng->nxfer_out[to] = 0;
+}
+
+static void
+xfer_flush_all_lc(struct droce_engine *eng)
+{
+	while (eng->xfer_pending != 0) {
+		unsigned int to = (unsigned int)__builtin_ctzll(eng->xfer_pending);
+
+		eng->xfer_pending &= eng->xfer_pending - 1;
+		xfer_flush_lc(eng, to);
+	}
+}
+
+/* Passes @m to engine @owner (in this pass's burst for it); @tag is what
+ * m->port carries there (a port index, with DROCE_XFER_RAW for a RAW_PACKET QP). */
 static void
 hand_over_lc(struct droce_engine *eng, unsigned int owner, uint16_t tag, struct rte_mbuf *m)
 {
-	struct droce_engine *to = droce_engines.eng[owner];
-
 	m->port = tag;
-	if (rte_ring_sp_enqueue(to->xfer_in[eng->id], m) != 0) {
-		eng->stats.tx_drops++;
-		rte_pktmbuf_free(m);
-	} else {
-		eng->stats.forwarded++;
-	}
+	if (unlikely(eng->nxfer_out[owner] == DROCE_BURST))
+		xfer_flush_lc(eng, owner);
+	eng->xfer_out[owner][eng->nxfer_out[owner]++] = m;
+	eng->xfer_pending |= 1ull << owner;
 }
 
 void
@@ -76,7 +100,7 @@ droce_engine_raw_deliver_lc(struct droce_engine *eng, struct droce_port *port, u
  * ring with @p packed beside it; else QP lookup, P_Key and state checks and
  * the QP's transport.
  */
-static void
+static __rte_always_inline void
 deliver_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *m,
 	   const uint8_t *frame, const struct droce_pkt *p)
 {
@@ -232,6 +256,9 @@ droce_engine_rx_phase_lc(struct droce_engine *eng)
 				break;
 		}
 	}
+	/* frames for other engines' QPs (received, or injected in phase 1) go over */
+	if (eng->xfer_pending != 0)
+		xfer_flush_all_lc(eng);
 	for (unsigned int e = 0; e < droce_engines.n; e++) {
 		unsigned int n;
 
