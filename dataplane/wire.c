@@ -383,39 +383,6 @@ droce_parse_frame(const uint8_t *frame, uint32_t len, struct droce_pkt *out)
 }
 
 void
-droce_pkt_unpack(const uint8_t *frame, const struct droce_pkt_meta *m, struct droce_pkt *p)
-{
-	const struct droce_opcode_info *oi = &droce_opcode_table[m->opcode];
-	const uint8_t *l3 = frame + m->l3_off;
-
-	p->info = oi;
-	p->opcode = m->opcode;
-	p->ipv6 = (m->flags & DROCE_PKT_META_IPV6) != 0;
-	p->vlan = (m->flags & DROCE_PKT_META_VLAN) != 0;
-	p->vlan_tci = m->vlan_tci;
-	p->traffic_class = m->traffic_class;
-	p->l3_off = m->l3_off;
-	p->bth_off = m->bth_off;
-	p->l4_off = (uint16_t)(m->bth_off - UDP_HDR_LEN);
-	p->payload_off = (uint16_t)(m->bth_off + oi->hdr_len);
-	p->payload_len = m->payload_len;
-	p->pad = m->pad;
-	p->udp_sport = m->udp_sport;
-	p->frame_len = (uint32_t)p->payload_off + m->payload_len + m->pad + DROCE_ICRC_LEN;
-	if (p->ipv6) {
-		const struct rte_ipv6_hdr *ip6 = (const struct rte_ipv6_hdr *)l3;
-
-		memcpy(p->src_gid, ip6->src_addr, 16);
-		memcpy(p->dst_gid, ip6->dst_addr, 16);
-	} else {
-		const struct rte_ipv4_hdr *ip4 = (const struct rte_ipv4_hdr *)l3;
-
-		droce_gid_from_ipv4(p->src_gid, ip4->src_addr);
-		droce_gid_from_ipv4(p->dst_gid, ip4->dst_addr);
-	}
-}
-
-void
 droce_pkt_read_fields(const struct droce_pkt *p, const uint8_t *frame, struct droce_pkt_fields *f)
 {
 	const struct droce_bth *bth = droce_pkt_bth(p, frame);
