@@ -19,10 +19,10 @@
  * (`wanted`), and backs off (spin, then sleeps growing to FALLBACK_SLEEP_MAX_US)
  * while the engines are idle.
  *
- * This file: the engine set, start/stop, driving (progress, the dedicated
- * lcore loop) and the pass with its work and flush phases.  The rest is in
- * engine_chan.c (channels, phase 1), engine_rx.c (phase 2), engine_qpt.c
- * (QP indices) and engine_fallback.c; engine_internal.h is what they share.
+ * This file: the engine set, start/stop and driving (progress, the dedicated
+ * lcore loop).  The rest is in engine_chan.c (channels, phase 1),
+ * engine_pass.c (a pass: phases 2-5), engine_qpt.c (QP indices) and
+ * engine_fallback.c; engine_internal.h is what they share.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -78,115 +78,6 @@ droce_engines_at_stop(void (*fn)(void))
 		droce_engines.stop_hook = fn;
 	pthread_mutex_unlock(&droce_engines.chan_lock);
 	return rc;
-}
-
-/* ---- the pass: phases 3-5 here, 1 and 2 in engine_chan.c and engine_rx.c ---- */
-
-/* Hands the PMD what it takes of @port's waiting frames; the rest keep waiting. */
-static void
-flush_port_lc(struct droce_engine *eng, unsigned int pi)
-{
-	uint16_t n = eng->ntx[pi], sent;
-
-	if (n == 0)
-		return;
-	sent = droce_port_tx_burst(eng->ports[pi], eng->queue, eng->txq[pi], n);
-	eng->stats.tx_pkts += sent;
-	if (sent < n)
-		memmove(eng->txq[pi], eng->txq[pi] + sent, (size_t)(n - sent) * sizeof(eng->txq[pi][0]));
-	eng->ntx[pi] = n - sent;
-}
-
-void
-droce_engine_tx_lc(struct droce_engine *eng, unsigned int port, struct rte_mbuf *m)
-{
-	if (eng->ntx[port] == DROCE_TXBUF) {
-		flush_port_lc(eng, port);
-		if (eng->ntx[port] == DROCE_TXBUF) {
-			/* the link is not draining: lost like a frame on the wire */
-			eng->stats.tx_drops++;
-			rte_pktmbuf_free(m);
-			return;
-		}
-	}
-	eng->txq[port][eng->ntx[port]++] = m;
-}
-
-static void
-flush_lc(struct droce_engine *eng)
-{
-	for (unsigned int pi = 0; pi < eng->n_ports; pi++)
-		flush_port_lc(eng, pi);
-}
-
-/* Packets a QP may generate this pass: what fits in its port's waiting room,
- * less a reserve for the ACKs and NAKs the next receive phase produces. */
-static unsigned int
-tx_budget_lc(const struct droce_engine *eng, const struct droce_qp *qp)
-{
-	unsigned int room = DROCE_TXBUF - eng->ntx[qp->port_index];
-
-	return room > 2 * DROCE_BURST ? RTE_MIN(room - 2 * DROCE_BURST, 2u * DROCE_BURST) : 0;
-}
-
-static void
-work_phase_lc(struct droce_engine *eng)
-{
-	struct droce_qp *qp, *next;
-
-	for (qp = TAILQ_FIRST(&eng->active); qp != NULL; qp = next) {
-		next = TAILQ_NEXT(qp, active_link);
-		unsigned int budget = tx_budget_lc(eng, qp);
-
-		if (droce_qp_stash_pending(qp))
-			droce_qp_stash_drain_lc(qp);
-		if (qp->type == DROCE_QPT_RC) {
-			droce_rc_timers_lc(qp);
-			droce_rc_tx_lc(qp, budget);
-		} else if (qp->type == DROCE_QPT_UC) {
-			droce_uc_tx_lc(qp, budget);
-		} else if (qp->type == DROCE_QPT_UD) {
-			droce_ud_tx_lc(qp, budget);
-		} else if (qp->type == DROCE_QPT_RAW_PACKET) {
-			droce_raw_tx_lc(qp, budget);
-		}
-		droce_qp_overrun_check_lc(qp);
-		if (!droce_qp_busy_lc(qp)) {
-			TAILQ_REMOVE(&eng->active, qp, active_link);
-			qp->active = false;
-		}
-	}
-}
-
-/* One pass; false when the engine is idle (nothing received or drained, no QP
- * with work or a timer, nothing waiting to be sent). */
-bool
-droce_engine_pass_lc(struct droce_engine *eng)
-{
-	unsigned int got;
-	uint64_t t = rte_rdtsc();
-
-	eng->pass_gap = eng->now && t > eng->now ? t - eng->now : 0;
-	eng->now = t;
-	eng->stats.loops++;
-	got = droce_engine_drain_lc(eng);
-	got += droce_engine_rx_phase_lc(eng);
-	work_phase_lc(eng);
-	flush_lc(eng);
-	if (unlikely(eng->nrxfree != 0))
-		droce_engine_rx_free_flush_lc(eng); /* frames injected as received */
-	if (got != 0 || !TAILQ_EMPTY(&eng->active))
-		return true;
-	for (unsigned int pi = 0; pi < eng->n_ports; pi++)
-		if (eng->ntx[pi] != 0)
-			return true;
-	return false;
-}
-
-void
-droce_engine_poll_lc(struct droce_engine *eng)
-{
-	(void)droce_engine_pass_lc(eng);
 }
 
 /* ---- running the engines ---- */

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * What the engine's files share (not for the transports):
- *   engine.c           the engine set, start/stop, driving (progress, the pass)
+ *   engine.c           the engine set, start/stop, driving (progress, lcore loop)
  *   engine_chan.c      application threads' channels and the messages on them
  *   engine_qpt.c       the QP table's index allocation (lookup inline below)
- *   engine_rx.c        the receive phase: parse, dispatch, hand-over, RAW delivery
+ *   engine_pass.c      a pass: receive (parse, dispatch, hand-over, RAW
+ *                      delivery), work, flush
  *   engine_fallback.c  the co-located fallback progress thread
  */
 #ifndef DROCE_ENGINE_INTERNAL_H
@@ -31,7 +32,7 @@ struct droce_engine_set {
 
 extern struct droce_engine_set droce_engines;
 
-/* ---- driving (engine.c) ---- */
+/* ---- driving (engine.c; the pass: engine_pass.c) ---- */
 
 /* Takes @eng for one or more passes (try-CAS, acquire); false if someone drives it. */
 static inline bool
@@ -94,12 +95,10 @@ droce_engine_qp_lookup_lc(struct droce_engine *eng, uint32_t qpn)
 	return qp;
 }
 
-/* ---- receive (engine_rx.c) ---- */
+/* ---- receive (engine_pass.c) ---- */
 
 /* Registers the mbuf field a handed-over frame's parse result travels in (engines start). */
 void droce_engine_rx_init(void);
-/* Phase 2: the engine's rx queue of every port, then the frames other engines passed it. */
-unsigned int droce_engine_rx_phase_lc(struct droce_engine *eng);
 /* One received frame of @port: RAW_PACKET flow rules first (when the port has
  * any: @flows), then RoCE dispatch (or ARP and the like to the port). */
 void droce_engine_rx_one_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *m,

@@ -3,7 +3,7 @@
  * out and given back under the engines' lock, pages of the two-level table
  * made before their first index is used, the ports' GSI slots.  The entries
  * themselves are written (ATTACH, DETACH: engine_chan.c) and read (dispatch:
- * engine_rx.c, droce_engine_qp_lookup_lc) by the owning engine alone.
+ * engine_pass.c, droce_engine_qp_lookup_lc) by the owning engine alone.
  */
 #include <errno.h>
 #include <pthread.h>

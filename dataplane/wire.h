@@ -503,7 +503,7 @@ enum droce_drop droce_parse_frame(const uint8_t *frame, uint32_t len, struct dro
 
 /*
  * An accepted frame's parse result in 16 bytes, for a frame handed to the
- * engine that owns its QP (engine_rx.c carries it in an mbuf dynamic field):
+ * engine that owns its QP (engine_pass.c carries it in an mbuf dynamic field):
  * the owner restores its struct droce_pkt with droce_pkt_unpack() instead of
  * parsing the frame again and checking its checksums and ICRC twice.
  */

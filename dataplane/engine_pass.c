@@ -1,8 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * The engine's receive phase (phase 2 of a pass): rx bursts from the
- * engine's queue of every port, RAW_PACKET flow rules, the RoCE parse and
- * dispatch to the QP's transport, frames handed to and from other engines
- * (one SPSC ring per engine pair), and the bulk free of received frames.
+ * One pass of the engine loop (phase 1, the channels, is engine_chan.c's):
+ *   2. receive: rx bursts from the engine's queue of every port, RAW_PACKET
+ *      flow rules, the RoCE parse and dispatch to the QP's transport, frames
+ *      handed to and from other engines (one SPSC ring per engine pair, with
+ *      the parse result), the bulk free of received frames;
+ *   3-4. work: the active QPs' transmit functions and timers, each within
+ *      what its port's waiting room allows;
+ *   5. flush: the waiting frames to the PMDs.
+ * In one file so the phases inline into the pass.
  */
 #include <string.h>
 
@@ -233,8 +238,9 @@ xfer_one_lc(struct droce_engine *eng, struct rte_mbuf *m)
 	}
 }
 
-unsigned int
-droce_engine_rx_phase_lc(struct droce_engine *eng)
+/* Inlined into the pass (called once per pass; a call costs every idle pass). */
+static __rte_always_inline unsigned int
+rx_phase_lc(struct droce_engine *eng)
 {
 	struct rte_mbuf *pkts[DROCE_BURST];
 	unsigned int got = 0;
@@ -299,4 +305,113 @@ droce_engine_rx_free_flush_lc(struct droce_engine *eng)
 	else if (k != 0)
 		rte_mempool_put_bulk(mp, objs, k);
 	eng->nrxfree = 0;
+}
+
+/* ---- phases 3-5 and the pass ---- */
+
+/* Hands the PMD what it takes of @port's waiting frames; the rest keep waiting. */
+static void
+flush_port_lc(struct droce_engine *eng, unsigned int pi)
+{
+	uint16_t n = eng->ntx[pi], sent;
+
+	if (n == 0)
+		return;
+	sent = droce_port_tx_burst(eng->ports[pi], eng->queue, eng->txq[pi], n);
+	eng->stats.tx_pkts += sent;
+	if (sent < n)
+		memmove(eng->txq[pi], eng->txq[pi] + sent, (size_t)(n - sent) * sizeof(eng->txq[pi][0]));
+	eng->ntx[pi] = n - sent;
+}
+
+void
+droce_engine_tx_lc(struct droce_engine *eng, unsigned int port, struct rte_mbuf *m)
+{
+	if (eng->ntx[port] == DROCE_TXBUF) {
+		flush_port_lc(eng, port);
+		if (eng->ntx[port] == DROCE_TXBUF) {
+			/* the link is not draining: lost like a frame on the wire */
+			eng->stats.tx_drops++;
+			rte_pktmbuf_free(m);
+			return;
+		}
+	}
+	eng->txq[port][eng->ntx[port]++] = m;
+}
+
+static void
+flush_lc(struct droce_engine *eng)
+{
+	for (unsigned int pi = 0; pi < eng->n_ports; pi++)
+		flush_port_lc(eng, pi);
+}
+
+/* Packets a QP may generate this pass: what fits in its port's waiting room,
+ * less a reserve for the ACKs and NAKs the next receive phase produces. */
+static unsigned int
+tx_budget_lc(const struct droce_engine *eng, const struct droce_qp *qp)
+{
+	unsigned int room = DROCE_TXBUF - eng->ntx[qp->port_index];
+
+	return room > 2 * DROCE_BURST ? RTE_MIN(room - 2 * DROCE_BURST, 2u * DROCE_BURST) : 0;
+}
+
+static void
+work_phase_lc(struct droce_engine *eng)
+{
+	struct droce_qp *qp, *next;
+
+	for (qp = TAILQ_FIRST(&eng->active); qp != NULL; qp = next) {
+		next = TAILQ_NEXT(qp, active_link);
+		unsigned int budget = tx_budget_lc(eng, qp);
+
+		if (droce_qp_stash_pending(qp))
+			droce_qp_stash_drain_lc(qp);
+		if (qp->type == DROCE_QPT_RC) {
+			droce_rc_timers_lc(qp);
+			droce_rc_tx_lc(qp, budget);
+		} else if (qp->type == DROCE_QPT_UC) {
+			droce_uc_tx_lc(qp, budget);
+		} else if (qp->type == DROCE_QPT_UD) {
+			droce_ud_tx_lc(qp, budget);
+		} else if (qp->type == DROCE_QPT_RAW_PACKET) {
+			droce_raw_tx_lc(qp, budget);
+		}
+		droce_qp_overrun_check_lc(qp);
+		if (!droce_qp_busy_lc(qp)) {
+			TAILQ_REMOVE(&eng->active, qp, active_link);
+			qp->active = false;
+		}
+	}
+}
+
+/* One pass; false when the engine is idle (nothing received or drained, no QP
+ * with work or a timer, nothing waiting to be sent). */
+bool
+droce_engine_pass_lc(struct droce_engine *eng)
+{
+	unsigned int got;
+	uint64_t t = rte_rdtsc();
+
+	eng->pass_gap = eng->now && t > eng->now ? t - eng->now : 0;
+	eng->now = t;
+	eng->stats.loops++;
+	got = droce_engine_drain_lc(eng);
+	got += rx_phase_lc(eng);
+	work_phase_lc(eng);
+	flush_lc(eng);
+	if (unlikely(eng->nrxfree != 0))
+		droce_engine_rx_free_flush_lc(eng); /* frames injected as received */
+	if (got != 0 || !TAILQ_EMPTY(&eng->active))
+		return true;
+	for (unsigned int pi = 0; pi < eng->n_ports; pi++)
+		if (eng->ntx[pi] != 0)
+			return true;
+	return false;
+}
+
+void
+droce_engine_poll_lc(struct droce_engine *eng)
+{
+	(void)droce_engine_pass_lc(eng);
 }
