@@ -39,6 +39,7 @@
 
 #include "engine_internal.h"
 #include "internal.h"
+#include "rc_internal.h"
 #include "pmd_glue/port.h"
 #include "raw.h"
 #include "pmd_glue/stats_internal.h"
@@ -163,6 +164,7 @@ droce_engines_start(void)
 		return ENODEV;
 	}
 	droce_engines.n = cfg->n_engines ? cfg->n_engines : 1;
+	droce_rc_sr_config(cfg->selective_repeat != 0);
 	droce_engines.dedicated = cfg->engine_mode == DROCE_ENGINE_MODE_DEDICATED;
 	for (unsigned int pi = 0; pi < droce_port_count(); pi++) {
 		struct droce_port *p = droce_port_get(pi);
