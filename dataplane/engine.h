@@ -348,6 +348,11 @@ struct droce_engine {
 	struct rte_ring *chan_free[DROCE_MAX_CHANNELS]; /* of exited threads (channel lock) */
 	unsigned int n_chan_free;
 	struct rte_ring *xfer_in[DROCE_MAX_ENGINES]; /* frames other engines pass us */
+	/* frames this pass hands to other engines, enqueued on their xfer_in
+	 * rings in one burst per engine at the end of the receive phase */
+	struct rte_mbuf *xfer_out[DROCE_MAX_ENGINES][DROCE_BURST];
+	uint8_t nxfer_out[DROCE_MAX_ENGINES];
+	uint64_t xfer_pending;   /* engines with frames in xfer_out (bit per engine) */
 
 	/*
 	 * The QP table, by local index, in two levels so that it grows without

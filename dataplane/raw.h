@@ -11,7 +11,7 @@
 #include "engine.h"
 
 /* A frame handed to another engine for one of its RAW_PACKET QPs carries
- * this bit in m->port and the QPN in m->hash.usr (engine.c's xfer rings). */
+ * this bit in m->port and the QPN in m->hash.usr (engine_pass.c's xfer rings). */
 #define DROCE_XFER_RAW 0x8000u
 
 /* Where the headers of a frame lie (offsets from the frame's start). */
@@ -49,7 +49,7 @@ unsigned int droce_raw_tx_lc(struct droce_qp *qp, unsigned int budget);
 /* Places a frame a rule steered to @qp into its receive queue; frees @m. */
 void droce_raw_rx_lc(struct droce_qp *qp, struct rte_mbuf *m);
 
-/* engine.c: delivers @m to RAW_PACKET QP @qpn, on whichever engine owns it. */
+/* engine_pass.c: delivers @m to RAW_PACKET QP @qpn, on whichever engine owns it. */
 void droce_engine_raw_deliver_lc(struct droce_engine *eng, struct droce_port *port, uint32_t qpn,
 				 struct rte_mbuf *m);
 

@@ -14,6 +14,10 @@
  * lives in exactly one ring or one holder at a time, so an RQE is handed
  * out exactly once.
  *
+ * A slot holds an RQE cut to the SRQ's max_sge SGEs, rounded up to a cache
+ * line (64 bytes for one SGE, 320 at DROCE_DP_MAX_SGE), max_wr of them: the
+ * rings hand out slot indices, so no index is ever reduced by a mask.
+ *
  * The limit (ibv_modify_srq's srq_limit) is armed with a non-zero value; the
  * engine whose take leaves fewer than that many RQEs posted swaps it to 0
  * (one winner) and calls the limit callback.
@@ -31,13 +35,21 @@
 
 struct droce_srq {
 	uint32_t max_wr, max_sge;
-	struct droce_rqe *slots;       /* max_wr */
+	uint32_t stride;               /* bytes from one slot to the next */
+	uint8_t *slots;                /* max_wr slots: slot_at() */
 	struct rte_ring *ready, *free; /* uint32_t slot indices */
 	_Atomic uint32_t limit;        /* 0: not armed */
 	_Atomic uint32_t qps;          /* QPs attached */
 	droce_srq_limit_fn limit_fn;
 	void *arg;
 };
+
+/* The RQE of slot @idx (< max_wr). */
+static inline struct droce_rqe *
+slot_at(const struct droce_srq *s, uint32_t idx)
+{
+	return (struct droce_rqe *)(s->slots + (size_t)idx * s->stride);
+}
 
 static struct rte_ring *
 ring_new(const char *name, uint32_t n)
@@ -74,7 +86,10 @@ droce_srq_create(uint32_t max_wr, uint32_t max_sge, droce_srq_limit_fn limit, vo
 	s->max_sge = max_sge;
 	s->limit_fn = limit;
 	s->arg = arg;
-	s->slots = calloc(max_wr, sizeof(*s->slots));
+	s->stride = (uint32_t)RTE_ALIGN_CEIL(offsetof(struct droce_rqe, sge) +
+						 max_sge * sizeof(struct droce_sge),
+					     RTE_CACHE_LINE_SIZE);
+	s->slots = aligned_alloc(RTE_CACHE_LINE_SIZE, (size_t)max_wr * s->stride);
 	s->ready = ring_new("droce_srq_ready", max_wr);
 	s->free = ring_new("droce_srq_free", max_wr);
 	if (s->slots == NULL || s->ready == NULL || s->free == NULL)
@@ -115,7 +130,7 @@ droce_srq_post_recv(struct droce_srq *s, const struct droce_rqe *rqe)
 		return EINVAL;
 	if (rte_ring_dequeue_elem(s->free, &idx, sizeof(idx)) != 0)
 		return ENOMEM;
-	memcpy(&s->slots[idx], rqe, offsetof(struct droce_rqe, sge) + rqe->num_sge * sizeof(rqe->sge[0]));
+	memcpy(slot_at(s, idx), rqe, offsetof(struct droce_rqe, sge) + rqe->num_sge * sizeof(rqe->sge[0]));
 	/* cannot fail: at most max_wr indices exist and the ring holds more */
 	rte_ring_enqueue_elem(s->ready, &idx, sizeof(idx));
 	return 0;
@@ -171,7 +186,7 @@ droce_srq_take_lc(struct droce_srq *s, struct droce_rqe *out)
 
 	if (rte_ring_dequeue_elem(s->ready, &idx, sizeof(idx)) != 0)
 		return false;
-	r = &s->slots[idx];
+	r = slot_at(s, idx);
 	memcpy(out, r, offsetof(struct droce_rqe, sge) + r->num_sge * sizeof(r->sge[0]));
 	rte_ring_enqueue_elem(s->free, &idx, sizeof(idx));
 	lim = atomic_load_explicit(&s->limit, memory_order_relaxed);

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include <rte_byteorder.h>
 #include <rte_common.h>
@@ -517,6 +518,81 @@ enum droce_drop droce_parse_frame(const uint8_t *frame, uint32_t len, struct dro
 struct droce_icrc_cache;
 enum droce_drop droce_parse_frame_c(const uint8_t *frame, uint32_t len, struct droce_pkt *out,
 				    struct droce_icrc_cache *ic);
+
+/*
+ * An accepted frame's parse result in 16 bytes, for a frame handed to the
+ * engine that owns its QP (engine_pass.c carries it in an mbuf dynamic field):
+ * the owner restores its struct droce_pkt with droce_pkt_unpack() instead of
+ * parsing the frame again and checking its checksums and ICRC twice.
+ */
+struct droce_pkt_meta {
+	uint32_t payload_len;
+	uint16_t vlan_tci, udp_sport;
+	uint8_t l3_off, bth_off, opcode, pad;
+	uint8_t traffic_class;
+	uint8_t flags;         /* DROCE_PKT_META_IPV6, _VLAN */
+	uint16_t rsvd;
+};
+#define DROCE_PKT_META_IPV6 1u
+#define DROCE_PKT_META_VLAN 2u
+
+static inline void
+droce_pkt_pack(const struct droce_pkt *p, struct droce_pkt_meta *m)
+{
+	/* offsets fit a byte: the BTH is at most Ethernet + VLAN + IPv6 + UDP in */
+	m->payload_len = p->payload_len;
+	m->vlan_tci = p->vlan_tci;
+	m->udp_sport = p->udp_sport;
+	m->l3_off = (uint8_t)p->l3_off;
+	m->bth_off = (uint8_t)p->bth_off;
+	m->opcode = p->opcode;
+	m->pad = p->pad;
+	m->traffic_class = p->traffic_class;
+	m->flags = (uint8_t)((p->ipv6 ? DROCE_PKT_META_IPV6 : 0) | (p->vlan ? DROCE_PKT_META_VLAN : 0));
+	m->rsvd = 0;
+}
+
+/*
+ * The struct droce_pkt droce_parse_frame() gave for the frame @m was packed
+ * from (@frame, unchanged since): offsets and lengths from @m, the GIDs from
+ * the IP header.  No check is repeated.
+ */
+static inline void
+droce_pkt_unpack(const uint8_t *frame, const struct droce_pkt_meta *m, struct droce_pkt *p)
+{
+	const struct droce_opcode_info *oi = &droce_opcode_table[m->opcode];
+	const uint8_t *l3 = frame + m->l3_off;
+
+	p->info = oi;
+	p->opcode = m->opcode;
+	p->ipv6 = (m->flags & DROCE_PKT_META_IPV6) != 0;
+	p->vlan = (m->flags & DROCE_PKT_META_VLAN) != 0;
+	p->vlan_tci = m->vlan_tci;
+	p->traffic_class = m->traffic_class;
+	p->l3_off = m->l3_off;
+	p->bth_off = m->bth_off;
+	p->l4_off = (uint16_t)(m->bth_off - sizeof(struct rte_udp_hdr));
+	p->payload_off = (uint16_t)(m->bth_off + oi->hdr_len);
+	p->payload_len = m->payload_len;
+	p->pad = m->pad;
+	p->udp_sport = m->udp_sport;
+	p->frame_len = (uint32_t)p->payload_off + m->payload_len + m->pad + DROCE_ICRC_LEN;
+	if (p->ipv6) {
+		const struct rte_ipv6_hdr *ip6 = (const struct rte_ipv6_hdr *)l3;
+
+		memcpy(p->src_gid, ip6->src_addr, 16);
+		memcpy(p->dst_gid, ip6->dst_addr, 16);
+	} else {
+		/* IPv4-mapped: ::ffff:a.b.c.d */
+		static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+		const struct rte_ipv4_hdr *ip4 = (const struct rte_ipv4_hdr *)l3;
+
+		memcpy(p->src_gid, v4mapped, 12);
+		memcpy(p->src_gid + 12, &ip4->src_addr, 4);
+		memcpy(p->dst_gid, v4mapped, 12);
+		memcpy(p->dst_gid + 12, &ip4->dst_addr, 4);
+	}
+}
 
 /* Reads every field of an accepted packet back into @f. */
 void droce_pkt_read_fields(const struct droce_pkt *p, const uint8_t *frame,

@@ -278,3 +278,93 @@ Test(rc_order, cmp_swap_semantics)
 	}
 	cr_assert_eq(winners, 1, "%u winners", winners);
 }
+
+/*
+ * Two engines: frames for QP1 (engine 1) arrive on engine 0 (droce_dp_inject
+ * and QP0 send through engine 0's queue), which parses and checks them and
+ * hands them over with the parse result.  Engine 0 drops a bad ICRC itself
+ * (nothing goes over); engine 1 applies the P_Key check and places SEND,
+ * SEND with immediate (its header found at the carried offset) and WRITE
+ * bytes right.
+ */
+Test(rc_order, frames_handed_over_keep_their_parse)
+{
+	struct h_cfg cfg = { .engines = 2 };
+	struct h_conn_opts o = h_conn_defaults(1024);
+	struct droce_engine_stats a0, a1, b0, b1;
+	struct droce_pkt_fields f = { .opcode = DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_SEND_ONLY) };
+	static uint8_t frame[2048];
+	struct h_pair p;
+	struct h_buf lb, rb;
+	struct droce_rqe r;
+	struct droce_wqe w;
+	struct droce_cqe c;
+	size_t len;
+
+	h_start(&cfg, false);
+	h_buf_init(&lb, 8192, ALL_ACCESS);
+	h_buf_init(&rb, 8192, ALL_ACCESS);
+	h_pair_create_cqs(&p, 16, 16, 64);
+	h_pair_connect(&p, &o);
+	cr_assert_eq(droce_qp_engine(p.qp[0]), 0);
+	cr_assert_eq(droce_qp_engine(p.qp[1]), 1);
+	for (unsigned int i = 0; i < 2; i++) {
+		r = h_rqe(0x80 + i);
+		h_rqe_sge(&r, &rb, 1024 * i, 1024);
+		h_post_recv(p.qp[1], &r);
+	}
+	h_fill(lb.p, 8192, 7);
+	droce_engine_stats_get(0, &a0);
+	droce_engine_stats_get(1, &a1);
+	/* a SEND whose payload changed after its ICRC: dropped by engine 0 */
+	f.pkey = 0xffff;
+	f.dqpn = p.qpn[1];
+	f.psn = H_PSN_A;
+	len = h_build_frame(0, 1, &f, lb.p, 256, frame, sizeof(frame));
+	frame[len - 8] ^= 0x40;
+	h_inject_raw(0, 1, frame, len, DROCE_INJECT_TX);
+	/* a SEND of another partition: handed over, dropped by engine 1 */
+	f.pkey = 0x1234;
+	h_inject_frame(0, 1, &f, lb.p, 256);
+	h_expect_empty(p.rcq[1], 50, "a corrupt or foreign SEND");
+	droce_engine_stats_get(0, &b0);
+	droce_engine_stats_get(1, &b1);
+	cr_assert_eq(b0.drops[DROCE_DROP_ICRC] - a0.drops[DROCE_DROP_ICRC], 1);
+	cr_assert_eq(b1.drops[DROCE_DROP_ICRC], a1.drops[DROCE_DROP_ICRC]);
+	cr_assert_eq(b0.forwarded - a0.forwarded, 1, "forwarded moved by %" PRIu64,
+		     b0.forwarded - a0.forwarded);
+	cr_assert_eq(b1.drops[DROCE_DROP_PKEY] - a1.drops[DROCE_DROP_PKEY], 1);
+	cr_assert_eq(b1.rx_pkts, a1.rx_pkts);
+	/* QP0's own SEND with immediate and WRITE (PSNs A .. A+3), then a forged SEND (A+4) */
+	w = h_wqe(0x91, DROCE_WR_SEND_WITH_IMM, DROCE_WQE_SIGNALED);
+	w.imm = rte_cpu_to_be_32(0xfeedf00d);
+	h_wqe_sge(&w, &lb, 1000, 700);
+	h_post_send(p.qp[0], &w);
+	c = h_poll1(p.scq[0], POLL_MS, "SEND with immediate");
+	cr_assert_eq(c.status, DROCE_WC_SUCCESS);
+	c = h_poll1(p.rcq[1], POLL_MS, "SEND with immediate received");
+	cr_assert_eq(c.status, DROCE_WC_SUCCESS);
+	cr_assert_eq(c.wr_id, 0x80);
+	cr_assert_eq(c.byte_len, 700);
+	cr_assert_eq(c.imm_or_inv, rte_cpu_to_be_32(0xfeedf00d));
+	cr_assert(c.wc_flags & DROCE_WC_F_WITH_IMM);
+	cr_assert_eq(memcmp(rb.p, lb.p + 1000, 700), 0);
+	w = h_wqe(0x92, DROCE_WR_RDMA_WRITE, DROCE_WQE_SIGNALED);
+	h_wqe_sge(&w, &lb, 4096, 3000); /* three packets at MTU 1024 */
+	w.remote_addr = h_va(&rb, 4096 + 13);
+	w.rkey = rb.mr.rkey;
+	h_post_send(p.qp[0], &w);
+	c = h_poll1(p.scq[0], POLL_MS, "WRITE");
+	cr_assert_eq(c.status, DROCE_WC_SUCCESS);
+	cr_assert_eq(memcmp(rb.p + 4096 + 13, lb.p + 4096, 3000), 0);
+	f.pkey = 0xffff;
+	f.psn = (H_PSN_A + 4) & DROCE_PSN_MASK;
+	h_inject_frame(0, 1, &f, lb.p + 100, 256);
+	c = h_poll1(p.rcq[1], POLL_MS, "forged SEND");
+	cr_assert_eq(c.status, DROCE_WC_SUCCESS);
+	cr_assert_eq(c.wr_id, 0x81);
+	cr_assert_eq(c.byte_len, 256);
+	cr_assert_eq(memcmp(rb.p + 1024, lb.p + 100, 256), 0);
+	droce_engine_stats_get(0, &b0);
+	cr_assert_geq(b0.forwarded - a0.forwarded, 1 + 1 + 1 + 3);
+}

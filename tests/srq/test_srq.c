@@ -461,3 +461,97 @@ Test(srq, polled_completion_frees_the_slot, .timeout = 120)
 	cr_assert_eq(ibv_destroy_qp(a), 0);
 	cr_assert_eq(ibv_destroy_qp(b), 0);
 }
+
+/*
+ * An SRQ of 3 with two SGEs a slot (64-byte slots, cut to max_sge) shared by
+ * two QPs on two engines: a 3-SGE receive is refused (EINVAL, bad_wr on it,
+ * nothing queued); a list of 4 queues 3 and stops at the 4th with ENOMEM,
+ * round after round as the slots are reused; each round's three messages
+ * (to one QP, then the other) land byte for byte across both SGEs of the
+ * receives, in posting order, with their byte_len, nothing past them.
+ */
+Test(srq, small_srq_wraps_its_slots)
+{
+	struct s_dev A, B;
+	struct ibv_cq *ascq, *arcq, *bscq, *brcq;
+	struct ibv_srq *srq;
+	struct ibv_srq_init_attr sia = { .attr = { .max_wr = 3, .max_sge = 2 } };
+	struct ibv_qp *aqp[2], *bqp[2];
+
+	s_start(S_COLOCATED_2);
+	s_open(&A, "droce0");
+	s_open(&B, "droce1");
+	ascq = ibv_create_cq(A.ctx, 16, NULL, NULL, 0);
+	arcq = ibv_create_cq(A.ctx, 16, NULL, NULL, 0);
+	bscq = ibv_create_cq(B.ctx, 16, NULL, NULL, 0);
+	brcq = ibv_create_cq(B.ctx, 16, NULL, NULL, 0);
+	cr_assert(ascq && arcq && bscq && brcq);
+	srq = ibv_create_srq(B.pd, &sia);
+	cr_assert_not_null(srq, "ibv_create_srq: %s", strerror(errno));
+	for (int i = 0; i < 2; i++)
+		aqp[i] = s_rc_qp(&A, ascq, arcq, NULL, 4, 1);
+	for (int i = 0; i < 2; i++)
+		bqp[i] = s_rc_qp(&B, bscq, brcq, srq, 4, 0);
+	cr_assert_neq(engine_of(bqp[0]), engine_of(bqp[1]), "the SRQ's QPs on two engines");
+	for (int i = 0; i < 2; i++) {
+		s_rc_connect(aqp[i], &B, bqp[i]->qp_num, 7, 14);
+		s_rc_connect(bqp[i], &A, aqp[i]->qp_num, 7, 14);
+	}
+	for (uint32_t round = 0; round < 7; round++) {
+		struct ibv_sge rs[4][2], three[3];
+		struct ibv_recv_wr r[4], r3, *rbad = NULL;
+		int q = (int)(round % 2);
+
+		for (int k = 0; k < 3; k++)
+			three[k] = (struct ibv_sge){ .addr = (uintptr_t)B.buf + 8 * (uint32_t)k,
+						     .length = 8, .lkey = B.mr->lkey };
+		r3 = (struct ibv_recv_wr){ .wr_id = 99, .sg_list = three, .num_sge = 3 };
+		cr_assert_eq(ibv_post_srq_recv(srq, &r3, &rbad), EINVAL, "round %u", round);
+		cr_assert_eq(rbad, &r3);
+		for (int i = 0; i < 4; i++) {
+			uint8_t *base = B.buf + 8192 + (uint32_t)i * 512;
+
+			/* 60 bytes, then 200 bytes 100 further on */
+			rs[i][0] = (struct ibv_sge){ .addr = (uintptr_t)base, .length = 60,
+						     .lkey = B.mr->lkey };
+			rs[i][1] = (struct ibv_sge){ .addr = (uintptr_t)base + 160, .length = 200,
+						     .lkey = B.mr->lkey };
+			r[i] = (struct ibv_recv_wr){ .wr_id = round * 4 + (uint32_t)i, .sg_list = rs[i],
+						     .num_sge = 2, .next = i < 3 ? &r[i + 1] : NULL };
+		}
+		memset(B.buf + 8192, 0, 4 * 512);
+		cr_assert_eq(ibv_post_srq_recv(srq, r, &rbad), ENOMEM, "round %u", round);
+		cr_assert_eq(rbad, &r[3]);
+		for (int i = 0; i < 3; i++) {
+			uint32_t src = 4096 + (uint32_t)i * 512, len = 40 + (uint32_t)i * 90;
+
+			for (uint32_t k = 0; k < len; k++)
+				A.buf[src + k] = (uint8_t)(round * 29 + (uint32_t)i * 11 + k + 1);
+			cr_assert_eq(s_post_send(aqp[q], &A, round * 4 + (uint32_t)i, src, len, 0), 0);
+		}
+		for (int i = 0; i < 3; i++) {
+			struct ibv_wc wc = tc_wait(brcq, 5000, "brcq");
+			uint32_t len = 40 + (uint32_t)i * 90, first = len < 60 ? len : 60;
+			const uint8_t *dst = B.buf + 8192 + (uint32_t)i * 512;
+			const uint8_t *src = A.buf + 4096 + (uint32_t)i * 512;
+
+			cr_assert_eq(wc.status, IBV_WC_SUCCESS, "round %u: %s", round,
+				     ibv_wc_status_str(wc.status));
+			cr_assert_eq(wc.wr_id, round * 4 + (uint32_t)i, "in posting order");
+			cr_assert_eq(wc.qp_num, bqp[q]->qp_num);
+			cr_assert_eq(wc.byte_len, len);
+			cr_assert_eq(memcmp(dst, src, first), 0, "round %u receive %d", round, i);
+			cr_assert_eq(memcmp(dst + 160, src + first, len - first), 0, "round %u receive %d",
+				     round, i);
+			cr_assert_eq(dst[60], 0, "nothing between the SGEs");
+			cr_assert_eq(dst[160 + (len - first)], 0, "nothing past the message");
+			wc = tc_wait(ascq, 5000, "ascq");
+			cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+		}
+	}
+	for (int i = 0; i < 2; i++) {
+		cr_assert_eq(ibv_destroy_qp(bqp[i]), 0);
+		cr_assert_eq(ibv_destroy_qp(aqp[i]), 0);
+	}
+	cr_assert_eq(ibv_destroy_srq(srq), 0);
+}

@@ -1,0 +1,297 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Channels: one SPSC ring of struct droce_msg from each application thread to
+ * each engine, created on the thread's first message to it and given back
+ * when the thread exits.  The application side (droce_engine_send_msg,
+ * droce_dp_inject, droce_dp_arp_resolve) and the engine's phase 1, which
+ * drains every channel and handles the messages in posting order
+ * (handle_msg_lc).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <rte_cycles.h>
+#include <rte_malloc.h>
+
+#include "engine_internal.h"
+#include "internal.h"
+#include "pmd_glue/port.h"
+#include "raw.h"
+
+/* This thread's channel to each engine, created on first use (or taken over
+ * from an exited thread), and the engines' start they belong to. */
+static __thread struct rte_ring *my_chan[DROCE_MAX_ENGINES];
+static __thread uint64_t my_chan_gen;
+static pthread_key_t chan_key;
+static pthread_once_t chan_key_once = PTHREAD_ONCE_INIT;
+
+/*
+ * Thread exit: the thread's channels go back to their engines, for the next
+ * new thread.  An engine may still be draining one; the next producer simply
+ * continues the same SPSC ring, ordered after this thread by the channel lock.
+ * Without this an engine's 64 channels run out after 64 posting threads.
+ */
+static void
+channels_release(void *unused)
+{
+	RTE_SET_USED(unused);
+	pthread_mutex_lock(&droce_engines.chan_lock);
+	if (droce_engines.started && my_chan_gen == droce_engines.gen) {
+		for (unsigned int e = 0; e < droce_engines.n; e++) {
+			struct droce_engine *eng = droce_engines.eng[e];
+
+			if (my_chan[e] != NULL && eng->n_chan_free < DROCE_MAX_CHANNELS)
+				eng->chan_free[eng->n_chan_free++] = my_chan[e];
+		}
+	}
+	pthread_mutex_unlock(&droce_engines.chan_lock);
+	memset(my_chan, 0, sizeof(my_chan));
+}
+
+static void
+chan_key_create(void)
+{
+	if (pthread_key_create(&chan_key, channels_release) != 0)
+		DP_LOG(WARNING, "no thread-exit hook: channels of exited threads are not reused");
+}
+
+static struct rte_ring *
+channel_of(struct droce_engine *eng)
+{
+	static _Atomic unsigned int serial;
+	struct rte_ring *r = my_chan[eng->id];
+	char name[RTE_RING_NAMESIZE];
+	unsigned int n;
+
+	if (r != NULL && my_chan_gen == droce_engines.gen)
+		return r;
+	if (my_chan_gen != droce_engines.gen) {
+		/* channels of an earlier start were freed with its engines */
+		memset(my_chan, 0, sizeof(my_chan));
+		my_chan_gen = droce_engines.gen;
+	}
+	pthread_once(&chan_key_once, chan_key_create);
+	pthread_setspecific(chan_key, (void *)1); /* non-NULL: channels_release runs at exit */
+	pthread_mutex_lock(&droce_engines.chan_lock);
+	if (eng->n_chan_free > 0) {
+		r = eng->chan_free[--eng->n_chan_free];
+		pthread_mutex_unlock(&droce_engines.chan_lock);
+		my_chan[eng->id] = r;
+		return r;
+	}
+	pthread_mutex_unlock(&droce_engines.chan_lock);
+	snprintf(name, sizeof(name), "dch%u", atomic_fetch_add(&serial, 1));
+	r = rte_ring_create_elem(name, sizeof(struct droce_msg), DROCE_CHANNEL_SIZE, SOCKET_ID_ANY,
+				 RING_F_SP_ENQ | RING_F_SC_DEQ);
+	if (r == NULL)
+		return NULL;
+	pthread_mutex_lock(&droce_engines.chan_lock);
+	n = atomic_load(&eng->n_chan);
+	if (n == DROCE_MAX_CHANNELS) {
+		pthread_mutex_unlock(&droce_engines.chan_lock);
+		rte_ring_free(r);
+		return NULL;
+	}
+	eng->chan[n] = r;
+	atomic_store_explicit(&eng->n_chan, n + 1, memory_order_release);
+	pthread_mutex_unlock(&droce_engines.chan_lock);
+	my_chan[eng->id] = r;
+	return r;
+}
+
+int
+droce_engine_send_msg(struct droce_engine *eng, const struct droce_msg *msg)
+{
+	struct rte_ring *r = channel_of(eng);
+
+	if (r == NULL)
+		return ENOMEM;
+	while (rte_ring_sp_enqueue_elem(r, (void *)(uintptr_t)msg, sizeof(*msg)) != 0) {
+		/* the engine drains channels every pass; let it (or us) make room */
+		if (!droce_engines.dedicated)
+			droce_engines_progress();
+		else
+			rte_pause();
+	}
+	return 0;
+}
+
+void
+droce_engine_chan_free(struct droce_engine *eng)
+{
+	struct droce_msg m;
+
+	for (unsigned int c = 0; c < eng->n_chan; c++) {
+		/* modifies nobody applied still own their attribute copy */
+		while (rte_ring_sc_dequeue_elem(eng->chan[c], &m, sizeof(m)) == 0)
+			if (m.type == DROCE_MSG_MODIFY)
+				free(m.ptr);
+			else if (m.type == DROCE_MSG_INJECT)
+				rte_pktmbuf_free(m.ptr);
+		rte_ring_free(eng->chan[c]);
+	}
+}
+
+void
+droce_engine_chan_forget(void)
+{
+	memset(my_chan, 0, sizeof(my_chan));
+}
+
+/* ---- phase 1: the engine handles the messages ---- */
+
+/* A raw frame from droce_dp_inject(), in channel order. */
+static void
+inject_lc(struct droce_engine *eng, struct rte_mbuf *m, unsigned int port, enum droce_inject_dir dir)
+{
+	eng->stats.injected++;
+	if (port >= eng->n_ports) {
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (dir == DROCE_INJECT_RX)
+		droce_engine_rx_one_lc(eng, eng->ports[port], m, droce_flow_active(port));
+	else
+		droce_engine_tx_lc(eng, port, m);
+}
+
+static void
+handle_msg_lc(struct droce_engine *eng, const struct droce_msg *m)
+{
+	struct droce_qp *qp = m->qp;
+
+	switch (m->type) {
+	case DROCE_MSG_ATTACH:
+		if (qp->qpn == DROCE_DP_GSI_QPN)
+			eng->gsi[qp->port_index] = qp;
+		else
+			*droce_engine_qpt_slot_lc(eng, droce_qpn_index(qp->qpn)) = qp; /* page made by add_qp */
+		break;
+	case DROCE_MSG_MODIFY:
+		droce_qp_apply_mod_lc(qp, m->ptr);
+		free(m->ptr);
+		droce_qp_overrun_check_lc(qp); /* a move to ERR whose flush found the CQ full */
+		/* published after the change: droce_qp_settled() then sees it done */
+		atomic_store_explicit(&qp->applied_gen, m->arg, memory_order_release);
+		droce_engine_activate_lc(eng, qp);
+		break;
+	case DROCE_MSG_SQ_BELL:
+	case DROCE_MSG_RQ_BELL:
+		/* the bell taken: later posts ring again; every slot published
+		 * before a post found it set is visible from here (acquire) */
+		atomic_exchange_explicit(&qp->bell, 0, memory_order_acq_rel);
+		droce_engine_activate_lc(eng, qp);
+		break;
+	case DROCE_MSG_ARP:
+		if (m->arg < eng->n_ports)
+			droce_port_arp_request(eng->ports[m->arg], eng->queue, (rte_be32_t)m->rsvd);
+		break;
+	case DROCE_MSG_INJECT:
+		inject_lc(eng, m->ptr, m->arg & 0xffff, (enum droce_inject_dir)(m->arg >> 16));
+		break;
+	case DROCE_MSG_DETACH:
+		if (qp->active) {
+			TAILQ_REMOVE(&eng->active, qp, active_link);
+			qp->active = false;
+		}
+		if (qp->qpn == DROCE_DP_GSI_QPN)
+			eng->gsi[qp->port_index] = NULL;
+		else
+			*droce_engine_qpt_slot_lc(eng, droce_qpn_index(qp->qpn)) = NULL;
+		atomic_store_explicit(&qp->detached, true, memory_order_release);
+		break;
+	}
+}
+
+unsigned int
+droce_engine_drain_lc(struct droce_engine *eng)
+{
+	unsigned int n = atomic_load_explicit(&eng->n_chan, memory_order_acquire), got = 0;
+	struct droce_msg msgs[DROCE_BURST];
+
+	for (unsigned int c = 0; c < n; c++) {
+		unsigned int k = rte_ring_sc_dequeue_burst_elem(eng->chan[c], msgs, sizeof(msgs[0]),
+								 DROCE_BURST, NULL);
+		for (unsigned int i = 0; i < k; i++)
+			handle_msg_lc(eng, &msgs[i]);
+		got += k;
+	}
+	return got;
+}
+
+void
+droce_engine_activate_lc(struct droce_engine *eng, struct droce_qp *qp)
+{
+	if (!qp->active) {
+		TAILQ_INSERT_TAIL(&eng->active, qp, active_link);
+		qp->active = true;
+	}
+}
+
+/* ---- test support: raw frames ---- */
+
+int
+droce_dp_inject(unsigned int engine, unsigned int port, enum droce_inject_dir dir,
+		const void *frame, uint32_t len)
+{
+	struct droce_port *p = droce_port_get(port);
+	struct droce_msg msg = { .type = DROCE_MSG_INJECT };
+	struct rte_mbuf *m;
+	char *buf;
+	int rc;
+
+	if (!droce_engines.started || engine >= droce_engines.n || p == NULL)
+		return ENODEV;
+	if (len == 0 || (dir != DROCE_INJECT_TX && dir != DROCE_INJECT_RX))
+		return EINVAL;
+	m = rte_pktmbuf_alloc(p->mp);
+	if (m == NULL)
+		return ENOMEM;
+	buf = len <= UINT16_MAX ? rte_pktmbuf_append(m, (uint16_t)len) : NULL;
+	if (buf == NULL) {
+		rte_pktmbuf_free(m);
+		return EINVAL;
+	}
+	memcpy(buf, frame, len);
+	m->port = (uint16_t)port;
+	msg.ptr = m;
+	msg.arg = port | (uint32_t)dir << 16;
+	rc = droce_engine_send_msg(droce_engines.eng[engine], &msg);
+	if (rc != 0)
+		rte_pktmbuf_free(m);
+	return rc;
+}
+
+/* ---- neighbours ---- */
+
+int
+droce_dp_arp_resolve(unsigned int port, rte_be32_t ip, struct rte_ether_addr *mac,
+		     unsigned int timeout_ms)
+{
+	struct droce_port *p = droce_port_get(port);
+	struct droce_msg msg = { .type = DROCE_MSG_ARP, .arg = port, .rsvd = ip };
+	uint64_t hz = rte_get_tsc_hz(), start = rte_rdtsc(), last = 0;
+
+	if (p == NULL || !droce_engines.started)
+		return ENODEV;
+	while (droce_port_arp_lookup(p, ip, mac) != 0) {
+		uint64_t now = rte_rdtsc();
+		int rc;
+
+		if (now - start > hz / 1000 * timeout_ms)
+			return ETIMEDOUT;
+		if (last == 0 || now - last > hz / 5) {
+			/* engine 0 owns queue 0 of every port: it sends the request */
+			rc = droce_engine_send_msg(droce_engines.eng[0], &msg);
+			if (rc != 0)
+				return rc;
+			last = now;
+		}
+		droce_engines_progress();
+		rte_pause();
+	}
+	return 0;
+}
+

@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * What the engine's files share (not for the transports):
+ *   engine.c           the engine set, start/stop, driving (progress, lcore loop)
+ *   engine_chan.c      application threads' channels and the messages on them
+ *   engine_qpt.c       the QP table's index allocation (lookup inline below)
+ *   engine_pass.c      a pass: receive (parse, dispatch, hand-over, RAW
+ *                      delivery), work, flush
+ *   engine_fallback.c  the co-located fallback progress thread
+ */
+#ifndef DROCE_ENGINE_INTERNAL_H
+#define DROCE_ENGINE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include <rte_rcu_qsbr.h>
+
+#include "engine.h"
+
+/* Every engine of the running dataplane (engine.c). */
+struct droce_engine_set {
+	unsigned int n;
+	bool started;
+	bool dedicated;
+	struct droce_engine *eng[DROCE_MAX_ENGINES];
+	struct rte_rcu_qsbr *rcu;
+	pthread_mutex_t chan_lock;  /* channels, QP index allocation, GSI slots, stop hook */
+	uint64_t gen;               /* bumped by every start: older thread channels are gone */
+	bool gsi_taken[DROCE_MAX_PORTS]; /* a GSI QP exists for the port (chan_lock) */
+	void (*stop_hook)(void);         /* droce_engines_at_stop() (chan_lock) */
+};
+
+extern struct droce_engine_set droce_engines;
+
+/* ---- driving (engine.c; the pass: engine_pass.c) ---- */
+
+/* Takes @eng for one or more passes (try-CAS, acquire); false if someone drives it. */
+static inline bool
+droce_engine_take(struct droce_engine *eng)
+{
+	uint32_t free_ = 0;
+
+	return atomic_load_explicit(&eng->driving, memory_order_relaxed) == 0 &&
+	       atomic_compare_exchange_strong_explicit(&eng->driving, &free_, 1,
+						       memory_order_acquire, memory_order_relaxed);
+}
+
+static inline void
+droce_engine_give(struct droce_engine *eng)
+{
+	atomic_store_explicit(&eng->driving, 0, memory_order_release);
+}
+
+/* One pass; false when the engine is idle (nothing received or drained, no QP
+ * with work or a timer, nothing waiting to be sent). */
+bool droce_engine_pass_lc(struct droce_engine *eng);
+
+/* ---- channels (engine_chan.c) ---- */
+
+/* Phase 1: handles every message waiting on @eng's channels; how many. */
+unsigned int droce_engine_drain_lc(struct droce_engine *eng);
+/* Frees @eng's channels and what waits on them (engines stopping). */
+void droce_engine_chan_free(struct droce_engine *eng);
+/* The calling thread forgets its channels (they were freed with the engines). */
+void droce_engine_chan_forget(void);
+
+/* ---- the QP table (engine_qpt.c allocates; the engine reads and writes entries) ---- */
+
+/* The entry of index @i (engine side; its page exists once the index was handed out). */
+static inline struct droce_qp **
+droce_engine_qpt_slot_lc(struct droce_engine *eng, uint32_t i)
+{
+	struct droce_qp **page = atomic_load_explicit(&eng->qpt[i >> DROCE_QPT_PAGE_BITS],
+						      memory_order_acquire);
+
+	return page != NULL ? &page[i & (DROCE_QPT_PAGE - 1)] : NULL;
+}
+
+/* The QP of @qpn on @eng, or NULL. */
+static inline struct droce_qp *
+droce_engine_qp_lookup_lc(struct droce_engine *eng, uint32_t qpn)
+{
+	uint32_t i = droce_qpn_index(qpn); /* QPN 0..63: UINT32_MAX, past the table */
+	struct droce_qp **slot;
+	struct droce_qp *qp;
+
+	if (i >= DROCE_QP_INDEXES)
+		return NULL;
+	slot = droce_engine_qpt_slot_lc(eng, i);
+	if (slot == NULL)
+		return NULL;
+	qp = *slot;
+	if (qp == NULL || qp->qpn != qpn)
+		return NULL;
+	return qp;
+}
+
+/* ---- receive (engine_pass.c) ---- */
+
+/* Registers the mbuf field a handed-over frame's parse result travels in (engines start). */
+void droce_engine_rx_init(void);
+/* One received frame of @port: RAW_PACKET flow rules first (when the port has
+ * any: @flows), then RoCE dispatch (or ARP and the like to the port). */
+void droce_engine_rx_one_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *m,
+			    bool flows);
+
+/* ---- the fallback thread (engine_fallback.c) ---- */
+
+int droce_engine_fallback_start(uint32_t us);
+void droce_engine_fallback_stop(void);
+/* True while it runs (droce_engines_blocking wakes it). */
+bool droce_engine_fallback_running(void);
+void droce_engine_fallback_kick(void);
+
+#endif /* DROCE_ENGINE_INTERNAL_H */

@@ -1,0 +1,417 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * One pass of the engine loop (phase 1, the channels, is engine_chan.c's):
+ *   2. receive: rx bursts from the engine's queue of every port, RAW_PACKET
+ *      flow rules, the RoCE parse and dispatch to the QP's transport, frames
+ *      handed to and from other engines (one SPSC ring per engine pair, with
+ *      the parse result), the bulk free of received frames;
+ *   3-4. work: the active QPs' transmit functions and timers, each within
+ *      what its port's waiting room allows;
+ *   5. flush: the waiting frames to the PMDs.
+ * In one file so the phases inline into the pass.
+ */
+#include <string.h>
+
+#include <rte_mbuf.h>
+#include <rte_mbuf_dyn.h>
+#include <rte_prefetch.h>
+
+#include "engine_internal.h"
+#include "internal.h"
+#include "pmd_glue/port.h"
+#include "raw.h"
+
+/* The offset of a handed-over frame's struct droce_pkt_meta in its mbuf (-1: none). */
+static int pkt_meta_off = -1;
+
+void
+droce_engine_rx_init(void)
+{
+	static const struct rte_mbuf_dynfield desc = {
+		.name = "droce_pkt_meta",
+		.size = sizeof(struct droce_pkt_meta),
+		.align = __alignof__(struct droce_pkt_meta),
+	};
+
+	/* the same offset on every start of the process: the registry keeps it */
+	pkt_meta_off = rte_mbuf_dynfield_register(&desc);
+	if (pkt_meta_off < 0)
+		DP_LOG(WARNING, "no mbuf field for the parse result: handed-over frames are parsed again");
+}
+
+/* Sends what this pass gathered for engine @to in one burst; what its ring
+ * cannot take is dropped (counted as tx_drops, like a full wire). */
+static void
+xfer_flush_lc(struct droce_engine *eng, unsigned int to)
+{
+	unsigned int n = eng->nxfer_out[to];
+	unsigned int k = rte_ring_sp_enqueue_burst(droce_engines.eng[to]->xfer_in[eng->id],
+						   (void **)eng->xfer_out[to], n, NULL);
+
+	eng->stats.forwarded += k;
+	if (unlikely(k < n)) {
+		eng->stats.tx_drops += n - k;
+		rte_pktmbuf_free_bulk(&eng->xfer_out[to][k], n - k);
+	}
+	eng->nxfer_out[to] = 0;
+}
+
+static void
+xfer_flush_all_lc(struct droce_engine *eng)
+{
+	while (eng->xfer_pending != 0) {
+		unsigned int to = (unsigned int)__builtin_ctzll(eng->xfer_pending);
+
+		eng->xfer_pending &= eng->xfer_pending - 1;
+		xfer_flush_lc(eng, to);
+	}
+}
+
+/* Passes @m to engine @owner (in this pass's burst for it); @tag is what
+ * m->port carries there (a port index, with DROCE_XFER_RAW for a RAW_PACKET QP). */
+static void
+hand_over_lc(struct droce_engine *eng, unsigned int owner, uint16_t tag, struct rte_mbuf *m)
+{
+	m->port = tag;
+	if (unlikely(eng->nxfer_out[owner] == DROCE_BURST))
+		xfer_flush_lc(eng, owner);
+	eng->xfer_out[owner][eng->nxfer_out[owner]++] = m;
+	eng->xfer_pending |= 1ull << owner;
+}
+
+void
+droce_engine_raw_deliver_lc(struct droce_engine *eng, struct droce_port *port, uint32_t qpn,
+			    struct rte_mbuf *m)
+{
+	unsigned int owner = droce_qpn_engine(qpn);
+	struct droce_qp *qp;
+
+	if (owner != eng->id && owner < droce_engines.n) {
+		m->hash.usr = qpn;
+		hand_over_lc(eng, owner, (uint16_t)(port->index | DROCE_XFER_RAW), m);
+		return;
+	}
+	qp = droce_engine_qp_lookup_lc(eng, qpn);
+	if (qp == NULL || qp->type != DROCE_QPT_RAW_PACKET || qp->port != port) {
+		eng->stats.no_qp++; /* its rule went while the frame travelled */
+		rte_pktmbuf_free(m);
+		return;
+	}
+	droce_raw_rx_lc(qp, m);
+}
+
+/*
+ * A RoCE frame parsed and checked (here, or by the engine that handed it
+ * over with its parse result): another engine's QP gets it through the xfer
+ * ring with @p packed beside it; else QP lookup, P_Key and state checks and
+ * the QP's transport.
+ */
+static __rte_always_inline void
+deliver_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *m,
+	   const uint8_t *frame, const struct droce_pkt *p)
+{
+	uint32_t qpn = droce_bth_qpn(droce_pkt_bth(p, frame));
+	unsigned int owner = qpn == DROCE_DP_GSI_QPN ? 0 : droce_qpn_engine(qpn);
+	struct droce_qp *qp;
+
+	if (owner != eng->id && owner < droce_engines.n) {
+		/* another engine's QP: the frame goes over with what the parse found */
+		if (likely(pkt_meta_off >= 0))
+			droce_pkt_pack(p, RTE_MBUF_DYNFIELD(m, pkt_meta_off, struct droce_pkt_meta *));
+		hand_over_lc(eng, owner, (uint16_t)port->index, m);
+		return;
+	}
+	if (qpn == DROCE_DP_GSI_QPN) {
+		qp = eng->gsi[port->index];
+		if (qp != NULL && !p->ipv6) {
+			/* the MAD's sender: its replies then need no ARP */
+			const struct rte_ether_hdr *eth = (const struct rte_ether_hdr *)frame;
+			rte_be32_t sip;
+
+			memcpy(&sip, p->src_gid + 12, 4);
+			droce_port_arp_learn(port, sip, &eth->src_addr);
+		}
+	} else {
+		qp = droce_engine_qp_lookup_lc(eng, qpn);
+	}
+	if (qp == NULL || qp->port != port) {
+		eng->stats.no_qp++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (!droce_pkey_match(droce_bth_pkey(droce_pkt_bth(p, frame)),
+			      droce_pkey_at(qp->attr.pkey_index))) {
+		/* IBTA 9.6.1.1 / 10.9.3: a P_Key mismatch drops the packet (counted) */
+		eng->stats.drops[DROCE_DROP_PKEY]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (qp->state == DROCE_QPS_RESET || qp->state == DROCE_QPS_INIT ||
+	    qp->state == DROCE_QPS_ERR) {
+		/* IBTA 10.3.1: a QP in these states receives nothing */
+		eng->stats.qp_state_drops++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	eng->stats.rx_pkts++;
+	qp->stats.rx_pkts++;
+	switch (qp->type) {
+	case DROCE_QPT_RC:
+		droce_rc_rx_lc(qp, m, p);
+		break;
+	case DROCE_QPT_UC:
+		droce_uc_rx_lc(qp, m, p);
+		break;
+	case DROCE_QPT_UD:
+		droce_ud_rx_lc(qp, m, p);
+		break;
+	default:
+		rte_pktmbuf_free(m);
+		break;
+	}
+	droce_qp_overrun_check_lc(qp);
+}
+
+/* A frame off the wire (or injected as received): parse and check it, then deliver it. */
+static void
+dispatch_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *m)
+{
+	const uint8_t *frame = rte_pktmbuf_mtod(m, const uint8_t *);
+	struct droce_pkt p;
+	enum droce_drop why;
+
+	if (m->nb_segs != 1) {
+		/* the parser reads flat frames: linearise the rare chained one */
+		if (rte_pktmbuf_linearize(m) != 0) {
+			eng->stats.drops[DROCE_DROP_RUNT]++;
+			rte_pktmbuf_free(m);
+			return;
+		}
+		frame = rte_pktmbuf_mtod(m, const uint8_t *);
+	}
+	why = droce_parse_frame_c(frame, rte_pktmbuf_data_len(m), &p, &eng->icrc_rx);
+	if (why != DROCE_DROP_NONE) {
+		if ((why == DROCE_DROP_ETHERTYPE || why == DROCE_DROP_NOT_UDP ||
+		     why == DROCE_DROP_UDP_PORT) &&
+		    droce_port_handle_frame(port, eng->queue, m)) {
+			eng->stats.non_roce++;
+			return;
+		}
+		eng->stats.drops[why]++;
+		rte_pktmbuf_free(m);
+		return;
+	}
+	deliver_lc(eng, port, m, frame, &p);
+}
+
+/* Flow rules first (RAW_PACKET QPs), then RoCE dispatch. */
+static inline void
+rx_one_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *m, bool flows)
+{
+	if (unlikely(flows) && droce_flow_rx_lc(eng, port, m))
+		return;
+	dispatch_lc(eng, port, m);
+}
+
+void
+droce_engine_rx_one_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *m,
+		       bool flows)
+{
+	rx_one_lc(eng, port, m, flows);
+}
+
+/* A frame another engine received for one of this engine's QPs. */
+static inline void
+xfer_one_lc(struct droce_engine *eng, struct rte_mbuf *m)
+{
+	uint16_t tag = m->port;
+	struct droce_pkt p;
+
+	if (unlikely(tag & DROCE_XFER_RAW)) {
+		droce_engine_raw_deliver_lc(eng, eng->ports[tag & ~DROCE_XFER_RAW], m->hash.usr, m);
+	} else if (likely(pkt_meta_off >= 0)) {
+		const uint8_t *frame = rte_pktmbuf_mtod(m, const uint8_t *);
+
+		droce_pkt_unpack(frame, RTE_MBUF_DYNFIELD(m, pkt_meta_off, struct droce_pkt_meta *), &p);
+		deliver_lc(eng, eng->ports[tag], m, frame, &p);
+	} else {
+		dispatch_lc(eng, eng->ports[tag], m); /* no field to carry it: parse again */
+	}
+}
+
+/* Inlined into the pass (called once per pass; a call costs every idle pass). */
+static __rte_always_inline unsigned int
+rx_phase_lc(struct droce_engine *eng)
+{
+	struct rte_mbuf *pkts[DROCE_BURST];
+	unsigned int got = 0;
+
+	for (unsigned int pi = 0; pi < eng->n_ports; pi++) {
+		/* drain up to a few bursts, so receiving keeps up with what a pass sends */
+		for (unsigned int b = 0; b < DROCE_RX_BURSTS; b++) {
+			uint16_t n = droce_port_rx_burst(eng->ports[pi], eng->queue, pkts, DROCE_BURST);
+			/* RAW_PACKET steering: one load per burst while the port has no rule */
+			bool flows = n != 0 && droce_flow_active(eng->ports[pi]->index);
+
+			got += n;
+			for (uint16_t i = 0; i < n; i++) {
+				if (i + 1 < n)
+					rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
+				rx_one_lc(eng, eng->ports[pi], pkts[i], flows);
+			}
+			if (n < DROCE_BURST)
+				break;
+		}
+	}
+	/* frames for other engines' QPs (received, or injected in phase 1) go over */
+	if (eng->xfer_pending != 0)
+		xfer_flush_all_lc(eng);
+	for (unsigned int e = 0; e < droce_engines.n; e++) {
+		unsigned int n;
+
+		if (eng->xfer_in[e] == NULL)
+			continue;
+		n = rte_ring_sc_dequeue_burst(eng->xfer_in[e], (void **)pkts, DROCE_BURST, NULL);
+		for (unsigned int i = 0; i < n; i++)
+			xfer_one_lc(eng, pkts[i]);
+		got += n;
+	}
+	if (eng->nrxfree != 0)
+		droce_engine_rx_free_flush_lc(eng);
+	return got;
+}
+
+void
+droce_engine_rx_free_flush_lc(struct droce_engine *eng)
+{
+	/* rte_pktmbuf_free_bulk's work, inline: one-segment frames of one pool
+	 * (every frame, in practice) go back in one rte_mempool_put_bulk */
+	struct rte_mempool *mp = eng->rxfree[0]->pool;
+	void *objs[DROCE_BURST];
+	unsigned int k = 0;
+
+	for (unsigned int i = 0; i < eng->nrxfree; i++) {
+		struct rte_mbuf *m = eng->rxfree[i];
+
+		if (likely(m->nb_segs == 1 && m->pool == mp)) {
+			m = rte_pktmbuf_prefree_seg(m); /* NULL: still referenced */
+			if (m != NULL)
+				objs[k++] = m;
+		} else {
+			rte_pktmbuf_free(m);
+		}
+	}
+	if (k != 0 && mp == eng->mcache_mp)
+		rte_mempool_generic_put(mp, objs, k, eng->mcache);
+	else if (k != 0)
+		rte_mempool_put_bulk(mp, objs, k);
+	eng->nrxfree = 0;
+}
+
+/* ---- phases 3-5 and the pass ---- */
+
+/* Hands the PMD what it takes of @port's waiting frames; the rest keep waiting. */
+static void
+flush_port_lc(struct droce_engine *eng, unsigned int pi)
+{
+	uint16_t n = eng->ntx[pi], sent;
+
+	if (n == 0)
+		return;
+	sent = droce_port_tx_burst(eng->ports[pi], eng->queue, eng->txq[pi], n);
+	eng->stats.tx_pkts += sent;
+	if (sent < n)
+		memmove(eng->txq[pi], eng->txq[pi] + sent, (size_t)(n - sent) * sizeof(eng->txq[pi][0]));
+	eng->ntx[pi] = n - sent;
+}
+
+void
+droce_engine_tx_lc(struct droce_engine *eng, unsigned int port, struct rte_mbuf *m)
+{
+	if (eng->ntx[port] == DROCE_TXBUF) {
+		flush_port_lc(eng, port);
+		if (eng->ntx[port] == DROCE_TXBUF) {
+			/* the link is not draining: lost like a frame on the wire */
+			eng->stats.tx_drops++;
+			rte_pktmbuf_free(m);
+			return;
+		}
+	}
+	eng->txq[port][eng->ntx[port]++] = m;
+}
+
+static void
+flush_lc(struct droce_engine *eng)
+{
+	for (unsigned int pi = 0; pi < eng->n_ports; pi++)
+		flush_port_lc(eng, pi);
+}
+
+/* Packets a QP may generate this pass: what fits in its port's waiting room,
+ * less a reserve for the ACKs and NAKs the next receive phase produces. */
+static unsigned int
+tx_budget_lc(const struct droce_engine *eng, const struct droce_qp *qp)
+{
+	unsigned int room = DROCE_TXBUF - eng->ntx[qp->port_index];
+
+	return room > 2 * DROCE_BURST ? RTE_MIN(room - 2 * DROCE_BURST, 2u * DROCE_BURST) : 0;
+}
+
+static void
+work_phase_lc(struct droce_engine *eng)
+{
+	struct droce_qp *qp, *next;
+
+	for (qp = TAILQ_FIRST(&eng->active); qp != NULL; qp = next) {
+		next = TAILQ_NEXT(qp, active_link);
+		unsigned int budget = tx_budget_lc(eng, qp);
+
+		if (droce_qp_stash_pending(qp))
+			droce_qp_stash_drain_lc(qp);
+		if (qp->type == DROCE_QPT_RC) {
+			droce_rc_timers_lc(qp);
+			droce_rc_tx_lc(qp, budget);
+		} else if (qp->type == DROCE_QPT_UC) {
+			droce_uc_tx_lc(qp, budget);
+		} else if (qp->type == DROCE_QPT_UD) {
+			droce_ud_tx_lc(qp, budget);
+		} else if (qp->type == DROCE_QPT_RAW_PACKET) {
+			droce_raw_tx_lc(qp, budget);
+		}
+		droce_qp_overrun_check_lc(qp);
+		if (!droce_qp_busy_lc(qp)) {
+			TAILQ_REMOVE(&eng->active, qp, active_link);
+			qp->active = false;
+		}
+	}
+}
+
+/* One pass; false when the engine is idle (nothing received or drained, no QP
+ * with work or a timer, nothing waiting to be sent). */
+bool
+droce_engine_pass_lc(struct droce_engine *eng)
+{
+	unsigned int got;
+	uint64_t t = rte_rdtsc();
+
+	eng->pass_gap = eng->now && t > eng->now ? t - eng->now : 0;
+	eng->now = t;
+	eng->stats.loops++;
+	got = droce_engine_drain_lc(eng);
+	got += rx_phase_lc(eng);
+	work_phase_lc(eng);
+	flush_lc(eng);
+	if (unlikely(eng->nrxfree != 0))
+		droce_engine_rx_free_flush_lc(eng); /* frames injected as received */
+	if (got != 0 || !TAILQ_EMPTY(&eng->active))
+		return true;
+	for (unsigned int pi = 0; pi < eng->n_ports; pi++)
+		if (eng->ntx[pi] != 0)
+			return true;
+	return false;
+}
+
+void
+droce_engine_poll_lc(struct droce_engine *eng)
+{
+	(void)droce_engine_pass_lc(eng);
+}
