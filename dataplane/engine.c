@@ -487,16 +487,26 @@ dispatch_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *
 	unsigned int owner;
 	uint32_t qpn;
 
-	if (m->nb_segs != 1) {
-		/* the parser reads flat frames: linearise the rare chained one */
+	if (likely(m->nb_segs == 1)) {
+		why = droce_parse_frame(frame, rte_pktmbuf_data_len(m), &p);
+	} else if (m->nb_segs == 3 &&
+		   droce_parse_split(frame, m->data_len, rte_pktmbuf_mtod(m->next, const uint8_t *),
+				     m->next->data_len,
+				     rte_pktmbuf_mtod(m->next->next, const uint8_t *),
+				     m->next->next->data_len, &p) == DROCE_DROP_NONE) {
+		/* a zero-copy frame of an in-process peer (zcopy.c): the payload
+		 * is read where it lies, in the sender's registered memory */
+		why = DROCE_DROP_NONE;
+	} else {
+		/* any other chain is linearised for the flat parser */
 		if (rte_pktmbuf_linearize(m) != 0) {
 			eng->stats.drops[DROCE_DROP_RUNT]++;
 			rte_pktmbuf_free(m);
 			return;
 		}
 		frame = rte_pktmbuf_mtod(m, const uint8_t *);
+		why = droce_parse_frame(frame, rte_pktmbuf_data_len(m), &p);
 	}
-	why = droce_parse_frame(frame, rte_pktmbuf_data_len(m), &p);
 	if (why != DROCE_DROP_NONE) {
 		if ((why == DROCE_DROP_ETHERTYPE || why == DROCE_DROP_NOT_UDP ||
 		     why == DROCE_DROP_UDP_PORT) &&

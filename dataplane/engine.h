@@ -300,6 +300,7 @@ struct droce_engine_stats {
 	uint64_t injected;        /* raw frames handed over by droce_dp_inject (test support) */
 	uint64_t cqe_stashed;     /* completions that found their CQ full and waited in their QP */
 	uint64_t cqe_lost;        /* ... and that found no room there either (must stay 0) */
+	uint64_t zc_tx;           /* frames sent zero-copy (payload in registered memory, zcopy.c) */
 };
 
 TAILQ_HEAD(droce_qp_list, droce_qp);

@@ -335,7 +335,7 @@ droce_rc_comp_read_resp_lc(struct droce_qp *qp, const struct droce_pkt *p, const
 		fail_head(qp, DROCE_ERR_BAD_RESP);
 		return;
 	}
-	if (!scatter(qp, w->sge, w->num_sge, s->got, frame + p->payload_off, len)) {
+	if (!scatter(qp, w->sge, w->num_sge, s->got, p->payload, len)) {
 		fail_head(qp, DROCE_ERR_LOC_PROT);
 		return;
 	}

@@ -164,7 +164,7 @@ resp_send(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame, 
 		resp_error(qp, DROCE_ERR_LOC_LEN, psn);
 		return;
 	}
-	if (!scatter(qp, r->sge, r->num_sge, qp->recv_off, frame + p->payload_off, p->payload_len)) {
+	if (!scatter(qp, r->sge, r->num_sge, qp->recv_off, p->payload, p->payload_len)) {
 		resp_error(qp, DROCE_ERR_RESP_LOC_PROT, psn);
 		return;
 	}
@@ -217,7 +217,7 @@ resp_write(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame,
 			resp_error(qp, DROCE_ERR_REM_ACCESS, psn);
 			return;
 		}
-		memcpy(mr->addr + (qp->write_va - mr->iova), frame + p->payload_off, len);
+		memcpy(mr->addr + (qp->write_va - mr->iova), p->payload, len);
 		qp->write_va += len;
 	}
 	if (flags & DROCE_OPF_LAST) {
@@ -533,6 +533,8 @@ droce_rc_resp_tx_lc(struct droce_qp *qp, unsigned int budget)
 		} else {
 			uint32_t len = RTE_MIN(pmtu, e->len - e->off);
 			bool first = e->off == 0, last = e->off + len == e->len;
+			const struct droce_mr *mr = NULL;
+			const uint8_t *src = NULL;
 			enum droce_op op = first && last ? DROCE_OP_READ_RESP_ONLY
 					   : first	 ? DROCE_OP_READ_RESP_FIRST
 					   : last	 ? DROCE_OP_READ_RESP_LAST
@@ -540,22 +542,29 @@ droce_rc_resp_tx_lc(struct droce_qp *qp, unsigned int budget)
 
 			f.opcode = DROCE_OPC(qp->xport, op);
 			f.psn = droce_psn_add(e->psn, e->off / pmtu);
-			m = pkt_alloc(qp, &f, len, &payload);
-			if (m == NULL)
-				break;
 			if (len) {
-				const struct droce_mr *mr = mr_check(qp, e->rkey, e->va + e->off, len,
-								     DROCE_ACCESS_REMOTE_READ);
+				mr = mr_check(qp, e->rkey, e->va + e->off, len, DROCE_ACCESS_REMOTE_READ);
 				if (mr == NULL) {
 					/* deregistered since the request was checked */
-					rte_pktmbuf_free(m);
 					qp->rd_resp_count = 0;
 					resp_error(qp, DROCE_ERR_REM_ACCESS, f.psn);
 					return n;
 				}
-				memcpy(payload, mr->addr + (e->va + e->off - mr->iova), len);
+				src = mr->addr + (e->va + e->off - mr->iova);
 			}
-			pkt_send(qp, m, len);
+			if (droce_xport_zc_ok(qp, len)) {
+				/* straight from the responder's MR (zcopy.c) */
+				f.dqpn = qp->attr.dest_qpn;
+				if (droce_zc_send_span_lc(qp, &f, mr, src, len) != DROCE_XPORT_TX_SENT)
+					break;
+			} else {
+				m = pkt_alloc(qp, &f, len, &payload);
+				if (m == NULL)
+					break;
+				if (len)
+					memcpy(payload, src, len);
+				pkt_send(qp, m, len);
+			}
 			e->off += len;
 			done = last;
 		}

@@ -182,7 +182,7 @@ recv_send(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame)
 		droce_qp_complete_recv_lc(qp, &c, false);
 		return;
 	}
-	if (!droce_xport_scatter_lc(qp, r->sge, r->num_sge, qp->recv_off, frame + p->payload_off,
+	if (!droce_xport_scatter_lc(qp, r->sge, r->num_sge, qp->recv_off, p->payload,
 				    p->payload_len)) {
 		struct droce_cqe c = { .opcode = DROCE_WC_RECV };
 
@@ -246,7 +246,7 @@ recv_write(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame)
 			access_drop(qp); /* deregistered since the FIRST packet */
 			return;
 		}
-		memcpy(mr->addr + (qp->write_va - mr->iova), frame + p->payload_off, len);
+		memcpy(mr->addr + (qp->write_va - mr->iova), p->payload, len);
 		qp->write_va += len;
 		qp->rxseq.msg_bytes += len;
 	}

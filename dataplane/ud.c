@@ -154,7 +154,7 @@ droce_ud_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *
 		memcpy(grh + GRH_LEN - sizeof(struct rte_ipv4_hdr), frame + p->l3_off,
 		       sizeof(struct rte_ipv4_hdr));
 	if (!droce_xport_scatter_lc(qp, r->sge, r->num_sge, 0, grh, GRH_LEN) ||
-	    !droce_xport_scatter_lc(qp, r->sge, r->num_sge, GRH_LEN, frame + p->payload_off,
+	    !droce_xport_scatter_lc(qp, r->sge, r->num_sge, GRH_LEN, p->payload,
 				    p->payload_len)) {
 		droce_qp_fail_recv_lc(qp, DROCE_ERR_RESP_LOC_PROT, &c);
 		goto out;

@@ -479,6 +479,7 @@ struct droce_pkt {
 	uint16_t l3_off, l4_off, bth_off;
 	uint16_t payload_off;
 	uint32_t payload_len; /* without pad */
+	const uint8_t *payload; /* the payload's bytes: frame + payload_off, or a split frame's */
 	uint8_t pad;
 	uint16_t udp_sport;
 	uint8_t src_gid[16], dst_gid[16]; /* IPv4 as IPv4-mapped */
@@ -499,6 +500,17 @@ droce_pkt_hdr(const struct droce_pkt *p, const uint8_t *frame, enum droce_hdr h)
 
 /* Parses and validates a flat frame of @len bytes; returns why it is dropped. */
 enum droce_drop droce_parse_frame(const uint8_t *frame, uint32_t len, struct droce_pkt *out);
+
+/*
+ * The same for a frame in three pieces, the shape zero-copy transmit builds
+ * (zcopy.c): @hdr every header up to the payload, @payload exactly the
+ * payload, @tail the pad and the ICRC; the ICRC is checked over the three.
+ * Anything else (another split, a UDP checksum) is refused: the caller then
+ * parses the frame flat.  out->payload points into @payload.
+ */
+enum droce_drop droce_parse_split(const uint8_t *hdr, uint32_t hlen, const uint8_t *payload,
+				  uint32_t plen, const uint8_t *tail, uint32_t tlen,
+				  struct droce_pkt *out);
 
 /* Reads every field of an accepted packet back into @f. */
 void droce_pkt_read_fields(const struct droce_pkt *p, const uint8_t *frame,

@@ -123,7 +123,13 @@ struct droce_port_config {
 	char capture[DROCE_CONFIG_PATH_MAX]; /* "" = off */
 	uint16_t vlan;                   /* 0 = untagged */
 	struct droce_impair_config impair;
+	uint32_t zero_copy;              /* RC payloads of this many bytes or more are sent
+					    zero-copy from registered memory when the port
+					    has multi-segment transmit; 0 = never */
 };
+
+/* [portN] zero_copy's default (bytes; see the README's zero-copy row). */
+#define DROCE_ZERO_COPY_DEFAULT 1024
 
 struct droce_config {
 	char source[DROCE_CONFIG_PATH_MAX]; /* file path, or "<embedded loopback.ini>" */
