@@ -626,19 +626,27 @@ rx_phase_lc(struct droce_engine *eng)
 void
 droce_engine_rx_free_flush_lc(struct droce_engine *eng)
 {
-	/* rte_pktmbuf_free_bulk's work, inline: one-segment frames of one pool
-	 * (every frame, in practice) go back in one rte_mempool_put_bulk */
+	/* rte_pktmbuf_free_bulk's work, inline: the segments of one pool (every
+	 * frame, in practice, zero-copy chains too: their external segment's
+	 * reference is dropped by rte_pktmbuf_prefree_seg) go back in one
+	 * rte_mempool_put_bulk */
 	struct rte_mempool *mp = eng->rxfree[0]->pool;
-	void *objs[DROCE_BURST];
+	void *objs[DROCE_BURST * 3];
 	unsigned int k = 0;
 
 	for (unsigned int i = 0; i < eng->nrxfree; i++) {
 		struct rte_mbuf *m = eng->rxfree[i];
 
-		if (likely(m->nb_segs == 1 && m->pool == mp)) {
-			m = rte_pktmbuf_prefree_seg(m); /* NULL: still referenced */
-			if (m != NULL)
-				objs[k++] = m;
+		if (likely(m->nb_segs <= 3)) {
+			do {
+				struct rte_mbuf *next = m->next, *f = rte_pktmbuf_prefree_seg(m);
+
+				if (f != NULL && likely(f->pool == mp))
+					objs[k++] = f;
+				else if (f != NULL)
+					rte_mempool_put(f->pool, f);
+				m = next;
+			} while (m != NULL);
 		} else {
 			rte_pktmbuf_free(m);
 		}

@@ -405,6 +405,21 @@ droce_engine_mbuf_lc(struct droce_engine *eng, struct rte_mempool *mp)
 	return rte_pktmbuf_alloc(mp);
 }
 
+/* @n mbufs of @mp at once, as droce_engine_mbuf_lc: 0, or -1 (none taken). */
+static inline int
+droce_engine_mbufs_lc(struct droce_engine *eng, struct rte_mempool *mp, struct rte_mbuf **ms,
+		      unsigned int n)
+{
+	if (likely(mp == eng->mcache_mp)) {
+		if (rte_mempool_generic_get(mp, (void **)ms, n, eng->mcache) != 0)
+			return -1;
+		for (unsigned int i = 0; i < n; i++)
+			rte_pktmbuf_reset(ms[i]);
+		return 0;
+	}
+	return rte_pktmbuf_alloc_bulk(mp, ms, n);
+}
+
 /* Frees the frames droce_engine_rx_free_lc() collected (one bulk free). */
 void droce_engine_rx_free_flush_lc(struct droce_engine *eng);
 

@@ -41,19 +41,17 @@ droce_zc_send_span_lc(struct droce_qp *qp, struct droce_pkt_fields *f, const str
 	uint32_t hlen = (uint32_t)qp->tmpl.len + droce_opcode_table[f->opcode].hdr_len;
 	uint32_t pad = (-len) & 3u;
 	struct rte_mbuf_ext_shared_info *shinfo;
-	struct rte_mbuf *h, *e, *t;
+	struct rte_mbuf *ms[3], *h, *e, *t;
 	uint8_t *hb, *tb;
 	uint32_t crc;
 
-	h = droce_engine_mbuf_lc(eng, mp);
-	e = h ? droce_engine_mbuf_lc(eng, mp) : NULL;
-	t = e ? droce_engine_mbuf_lc(eng, mp) : NULL;
-	if (t == NULL) {
-		rte_pktmbuf_free(h);
-		rte_pktmbuf_free(e);
+	if (droce_engine_mbufs_lc(eng, mp, ms, 3) != 0) {
 		eng->stats.alloc_fail++;
 		return DROCE_XPORT_TX_NOMBUF;
 	}
+	h = ms[0];
+	e = ms[1];
+	t = ms[2];
 	hb = (uint8_t *)rte_pktmbuf_append(h, (uint16_t)hlen);
 	tb = (uint8_t *)rte_pktmbuf_append(t, (uint16_t)(pad + DROCE_ICRC_LEN));
 	f->pkey = DROCE_XPORT_DEFAULT_PKEY;

@@ -86,15 +86,18 @@ write_checked(struct zc *c, uint32_t len, size_t loff, size_t roff, uint32_t see
 	return zc_frames() - before;
 }
 
-/* WRITEs of several shapes at path MTU @pmtu, each checked byte for byte,
- * with the number of frames that went zero-copy. */
+/* WRITEs of several shapes at path MTU @pmtu with the ports' zero_copy =
+ * @zc, each checked byte for byte, with the number of frames that went
+ * zero-copy. */
 static void
-write_shapes(uint32_t pmtu, uint32_t seed)
+write_shapes(uint32_t pmtu, uint32_t zc, uint32_t seed)
 {
+	char extra[64];
 	struct zc c;
 	uint64_t n;
 
-	setup(&c, pmtu, NULL, 0);
+	snprintf(extra, sizeof(extra), "zero_copy = %u", zc);
+	setup(&c, pmtu, extra, 0);
 	/* 64 KiB: every packet a full path MTU, all of them zero-copy */
 	n = write_checked(&c, 65536, 64, 128, seed);
 	cr_assert_eq(n, 65536 / pmtu, "pmtu %u: %" PRIu64 " zero-copy frames", pmtu, n);
@@ -102,23 +105,28 @@ write_shapes(uint32_t pmtu, uint32_t seed)
 	 * below the threshold: copied */
 	n = write_checked(&c, 3 * pmtu + 5, 7, 9, seed + 1);
 	cr_assert_eq(n, 3, "pmtu %u: odd length: %" PRIu64 " zero-copy frames", pmtu, n);
-	/* one byte over the threshold, unaligned: at 4096 one zero-copy packet
-	 * with 3 bytes of pad; at 1024 a full one and a copied byte */
-	n = write_checked(&c, DROCE_ZERO_COPY_DEFAULT + 1, 1, 3, seed + 2);
+	/* one byte over the threshold, unaligned: one zero-copy packet (with 3
+	 * bytes of pad when it is the only one), the byte after it copied */
+	n = write_checked(&c, zc + 1, 1, 3, seed + 2);
 	cr_assert_eq(n, 1, "pmtu %u: %" PRIu64 " zero-copy frames", pmtu, n);
 	/* below the threshold: copied */
-	n = write_checked(&c, DROCE_ZERO_COPY_DEFAULT - 1, 0, 8, seed + 3);
+	n = write_checked(&c, zc - 1, 0, 8, seed + 3);
 	cr_assert_eq(n, 0, "pmtu %u: small WRITE went zero-copy", pmtu);
 }
 
 Test(zcopy, write_bytes_pmtu_1024)
 {
-	write_shapes(1024, 1);
+	write_shapes(1024, 1024, 1);
 }
 
 Test(zcopy, write_bytes_pmtu_4096)
 {
-	write_shapes(4096, 11);
+	write_shapes(4096, 1024, 11);
+}
+
+Test(zcopy, write_bytes_pmtu_4096_default_threshold)
+{
+	write_shapes(4096, DROCE_ZERO_COPY_DEFAULT, 21);
 }
 
 Test(zcopy, send_gather_list_and_read)
