@@ -187,7 +187,7 @@ droce_rcm_service_id(uint16_t ps, uint16_t port)
 	return ((uint64_t)ps << 16) | port;
 }
 
-/* ---- shared by rdmacm.c, rdmacm_events.c, rdmacm_qp.c, rdmacm_conn.c ---- */
+/* ---- shared by rdmacm.c, rdmacm_events.c, rdmacm_qp.c, rdmacm_conn.c, rdmacm_handlers.c ---- */
 
 #define RCM_HIDDEN __attribute__((visibility("hidden")))
 #define ERR(e) (errno = (e), -1)
@@ -198,6 +198,10 @@ RCM_HIDDEN void rcm_fill_path(struct droce_rcm_id *p);
 RCM_HIDDEN int rcm_gid_index_on(int port, const uint8_t gid[16]);
 RCM_HIDDEN struct droce_rcm_id * rcm_id_alloc(struct rdma_event_channel *channel, void *context, enum rdma_port_space ps, enum ibv_qp_type qp_type);
 RCM_HIDDEN void rcm_id_free(struct droce_rcm_id *p);
+
+/* rdmacm_conn.c, rdmacm_handlers.c */
+RCM_HIDDEN bool rcm_hdr_get(const uint8_t *h, size_t len, struct sockaddr_storage *src, struct sockaddr_storage *dst, uint16_t dst_port);
+RCM_HIDDEN void rcm_conn_handler(const struct droce_cm_event *ev);
 
 /* rdmacm_events.c */
 RCM_HIDDEN void rcm_chan_push(struct droce_rcm_chan *c, struct droce_rcm_event *e);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * droce-perf: The bandwidth run (one process): -t outstanding per QP, CQ moderation,
+ * droce-perf: The bandwidth run (every topology): -t outstanding per QP, CQ moderation,
  * post lists, peak and average rates, UC/UD arrivals and losses.
  */
 #include "perf.h"
@@ -72,7 +72,7 @@ peak_bw(const struct peak_point *pt, size_t n, uint64_t size, uint64_t min_msgs)
 bool
 track_arrivals(void)
 {
-	return o.qpt != IBV_QPT_RC && !R.two &&
+	return o.qpt != IBV_QPT_RC && plays(1) &&
 	       (o.verb == V_SEND || (o.verb == V_WRITE && o.check));
 }
 
@@ -131,6 +131,14 @@ give_up_on(struct pair *p, uint32_t pi, uint64_t now)
 	p->last_arrival = now;
 }
 
+/*
+ * The bandwidth run, for every topology: the client posts -t per QP and
+ * polls; where this process also plays the server (the loopback), it polls
+ * that side too and follows what arrives there.  The server of two
+ * processes has no loop of its own: its receives are checked and reposted
+ * by poll_side_cq while the topology's end-of-run exchange waits
+ * (oob_idle), and the exchange tells it the client's figures.
+ */
 void
 run_bw(uint64_t size)
 {
@@ -152,6 +160,8 @@ run_bw(uint64_t size)
 	 * (--check) no more than the slots */
 	uint64_t window = o.verb == V_SEND ? R.nrecv : R.depth;
 
+	if (!plays(0))
+		return;
 	cap = o.duration > 0 ? MAX_PEAK_POINTS :
 	      count_rx ? (size_t)(o.iters * o.qps + 2) :
 			       (size_t)(o.iters * o.qps / R.cq_mod + o.qps + 2);
@@ -222,7 +232,7 @@ run_bw(uint64_t size)
 
 		/* complete */
 		got = poll_side(0);
-		if (o.verb == V_SEND && !R.two)
+		if (o.verb == V_SEND && plays(1))
 			got += poll_side(1);
 		now = rte_rdtsc();
 		if (track) {
@@ -265,7 +275,7 @@ run_bw(uint64_t size)
 
 			if (p->completed < p->target ||
 			    (track && resolved(p) < p->target) ||
-			    (!track && o.verb == V_SEND && !R.two && p->recv_seen[1] < p->target)) {
+			    (!track && o.verb == V_SEND && plays(1) && p->recv_seen[1] < p->target)) {
 				done = false;
 				break;
 			}
@@ -301,7 +311,7 @@ run_bw(uint64_t size)
 		}
 	}
 
-	if (o.check && o.verb == V_ATOMIC && !R.two) {
+	if (o.check && o.verb == V_ATOMIC && plays(1)) {
 		for (uint32_t i = 0; i < o.qps; i++) {
 			uint64_t v;
 

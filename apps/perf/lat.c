@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * droce-perf: The latency runs (one process): ping-pong for send and write, one at a
- * time for read and atomics, percentiles and --lat-samples.
+ * droce-perf: The latency run (every topology: the sides this process plays):
+ * ping-pong for send and write, one at a time for read and atomics,
+ * percentiles and --lat-samples.
  */
 #include "perf.h"
 
@@ -10,12 +11,9 @@
 void
 poll_sides(void)
 {
-	if (R.two) {
-		poll_side(R.me);
-	} else {
-		poll_side(0);
-		poll_side(1);
-	}
+	for (int s = 0; s < 2; s++)
+		if (plays(s))
+			poll_side(s);
 }
 
 void
@@ -57,16 +55,68 @@ cmp_u64(const void *a, const void *b)
 }
 
 
+/* --check of write_lat: message @seq in @side's buffer, as the peer wrote it. */
+static void
+lat_check_written(struct pair *p, int side, uint64_t seq, uint64_t size)
+{
+	uint8_t *b = rx_slot(p, side, seq);
+	int64_t off;
+
+	if (side == 1)
+		inject(b, size, 0, seq);
+	off = pattern_check(b, size, 0, seq);
+	if (off >= 0)
+		check_failed(side ? "RDMA WRITE, server's buffer" : "RDMA WRITE, client's buffer",
+			     0, seq, b, size, off);
+}
+
+/* The server's turn in iteration @i of a ping-pong (send_lat, write_lat):
+ * the client's message @i arrives and is answered.  @ahead (perftest's
+ * write_lat server, which writes first): message 0 went before the loop,
+ * message @i is answered with @i + 1, the last one with none. */
+static void
+lat_answer(struct pair *p, uint64_t i, uint64_t iters, bool ahead, struct watch *w,
+	   uint64_t size)
+{
+	uint64_t seq = i + ahead;
+
+	if (o.verb == V_SEND) {
+		WAIT_UNTIL(p->recv_seen[1] > i, w, size, "server waiting for the SEND");
+	} else {
+		volatile uint8_t *mark = rx_slot(p, 1, i) + size - 1;
+
+		WAIT_UNTIL(*mark == (uint8_t)(i + 1), w, size,
+			   "server polling the last byte of its buffer");
+		if (o.check)
+			lat_check_written(p, 1, i, size);
+	}
+	if (seq >= iters)
+		return;
+	lat_prepare(p, 1, seq);
+	post_one(p, 1, seq, (seq + 1) % LAT_SIGNAL_EVERY == 0 || seq + 1 == iters, w, size);
+}
+
+/*
+ * The latency run, for every topology: each iteration does the client's
+ * steps (post, wait for the answer or the completion, sample) and the
+ * server's (lat_answer) for the sides this process plays (plays()).  READ
+ * and atomics need nothing from the server.  Two processes: -D is refused
+ * (the server could not know where the client stops), and only the client
+ * keeps samples and adds a result.
+ */
 void
 run_lat(uint64_t size)
 {
 	struct pair *p = &R.p[0];
-	uint64_t *samples;
+	uint64_t *samples = NULL;
 	uint64_t cap = o.duration > 0 ? MAX_LAT_SAMPLES : o.iters;
 	uint64_t warm = (uint64_t)o.warmup;
 	uint64_t n = 0, iters = o.duration > 0 ? UINT64_MAX : warm + o.iters;
 	uint64_t dur = (uint64_t)(o.duration * (double)tsc_hz);
 	bool pingpong = o.verb == V_SEND || o.verb == V_WRITE;
+	bool cli = plays(0), srv = plays(1) && pingpong;
+	/* perftest's write_lat: the server writes first, then answers each of
+	 * the client's writes but the last (droce-perf peers do not) */
 	bool srv_first = R.two && !R.oob.peer_droce && o.verb == V_WRITE && o.duration <= 0;
 	struct result r = { .bytes = size };
 	struct watch w;
@@ -74,14 +124,17 @@ run_lat(uint64_t size)
 
 	if (cap > MAX_LAT_SAMPLES)
 		cap = MAX_LAT_SAMPLES;
-	samples = malloc(cap * sizeof(*samples));
-	if (samples == NULL)
+	if (cli && (samples = malloc(cap * sizeof(*samples))) == NULL)
 		fail("out of memory for %" PRIu64 " samples", cap);
+	if (!cli && !srv)
+		return; /* READ, atomics: the server's memory answers by itself */
 
 	watch_start(&w);
-	if (srv_first) {
-		/* perftest's write_lat server writes first (byte 1); each of our
-		 * writes but the last is then answered with the next byte */
+	if (srv && srv_first) {
+		lat_prepare(p, 1, 0);
+		post_one(p, 1, 0, iters == 1, &w, size);
+	}
+	if (cli && srv_first) {
 		volatile uint8_t *m0 = rx_slot(p, 0, 0) + size - 1;
 
 		WAIT_UNTIL(*m0 == 1, &w, size, "client waiting for the server's first write");
@@ -90,39 +143,29 @@ run_lat(uint64_t size)
 	for (uint64_t i = 0; i < iters; i++) {
 		bool sig = (i + 1) % LAT_SIGNAL_EVERY == 0 || i + 1 == iters;
 		volatile uint8_t *mark;
-		uint64_t t0, t1;
+		uint64_t t0 = 0, t1;
 
-		lat_prepare(p, 0, i);
-		if (!pingpong) {
-			uint64_t before = p->sends_done[0];
-
+		if (cli) {
+			lat_prepare(p, 0, i);
 			t0 = rte_rdtsc();
-			post_one(p, 0, i, true, &w, size);
-			WAIT_UNTIL(p->sends_done[0] > before, &w, size, "waiting for the completion");
+			post_one(p, 0, i, sig || !pingpong, &w, size);
+		}
+		if (srv)
+			lat_answer(p, i, iters, srv_first, &w, size);
+		if (!cli) {
+			w.last_progress = rte_rdtsc();
+			continue;
+		}
+		if (!pingpong) {
+			WAIT_UNTIL(p->sends_done[0] >= p->signaled[0], &w, size,
+				   "waiting for the completion");
 			t1 = rte_rdtsc();
 			if (o.check)
 				check_completed(p, 0, 0, i);
 		} else if (o.verb == V_SEND) {
-			t0 = rte_rdtsc();
-			post_one(p, 0, i, sig, &w, size);
-			if (!R.two) {
-				WAIT_UNTIL(p->recv_seen[1] > i, &w, size,
-					   "server waiting for the SEND");
-				lat_prepare(p, 1, i);
-				post_one(p, 1, i, sig, &w, size);
-			}
 			WAIT_UNTIL(p->recv_seen[0] > i, &w, size, "client waiting for the reply");
 			t1 = rte_rdtsc();
 		} else { /* write: poll the last byte of the buffer the peer writes */
-			t0 = rte_rdtsc();
-			post_one(p, 0, i, sig, &w, size);
-			if (!R.two) {
-				mark = rx_slot(p, 1, i) + size - 1;
-				WAIT_UNTIL(*mark == (uint8_t)(i + 1), &w, size,
-					   "server polling the last byte of its buffer");
-				lat_prepare(p, 1, i);
-				post_one(p, 1, i, sig, &w, size);
-			}
 			mark = rx_slot(p, 0, i) + size - 1;
 			if (srv_first && i + 1 == iters) /* no answer: its ACK */
 				WAIT_UNTIL(p->sends_done[0] >= p->signaled[0], &w, size,
@@ -131,26 +174,8 @@ run_lat(uint64_t size)
 				WAIT_UNTIL(*mark == (uint8_t)(i + 1 + srv_first), &w, size,
 					   "client polling the last byte of its buffer");
 			t1 = rte_rdtsc();
-			if (o.check && R.two) {
-				int64_t off = pattern_check(rx_slot(p, 0, i), size, 0, i);
-
-				if (off >= 0)
-					check_failed("RDMA WRITE, client's buffer", 0, i,
-						     rx_slot(p, 0, i), size, off);
-			} else if (o.check) {
-				int64_t off;
-
-				inject(rx_slot(p, 1, i), size, 0, i);
-				off = pattern_check(rx_slot(p, 1, i), size, 0, i);
-
-				if (off >= 0)
-					check_failed("RDMA WRITE, server's buffer", 0, i,
-						     rx_slot(p, 1, i), size, off);
-				off = pattern_check(rx_slot(p, 0, i), size, 0, i);
-				if (off >= 0)
-					check_failed("RDMA WRITE, client's buffer", 0, i,
-						     rx_slot(p, 0, i), size, off);
-			}
+			if (o.check)
+				lat_check_written(p, 0, i, size);
 		}
 		w.last_progress = t1;
 		if (i < warm) {
@@ -169,8 +194,10 @@ run_lat(uint64_t size)
 	/* let the last signaled sends complete before the QPs go */
 	WAIT_UNTIL(p->sends_done[0] >= p->signaled[0] && p->sends_done[1] >= p->signaled[1], &w,
 		   size, "final completions");
+	if (!cli)
+		return; /* the server of two processes: the client has the figures */
 
-	if (o.check && o.verb == V_ATOMIC && !R.two) {
+	if (o.check && o.verb == V_ATOMIC && plays(1)) {
 		uint64_t v;
 
 		memcpy(&v, rx_slot(p, 1, 0), 8);

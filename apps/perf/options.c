@@ -7,17 +7,24 @@
 /* ---- errors ---- */
 
 
+/* "droce-perf: " and the message, one line on stderr. */
+static void
+say(const char *fmt, va_list ap)
+{
+	fprintf(stderr, "droce-perf: ");
+	vfprintf(stderr, fmt, ap);
+	fprintf(stderr, "\n");
+}
+
 void __attribute__((format(printf, 1, 2), noreturn))
 fail(const char *fmt, ...)
 {
 	va_list ap;
 
 	fflush(stdout);
-	fprintf(stderr, "droce-perf: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	say(fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\n");
 	if (o.stats && stats_ready) {
 		/* a failed run's counters say the most (drops, retransmissions) */
 		stats_ready = false;
@@ -108,11 +115,9 @@ usage_fail(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "droce-perf: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	say(fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\n");
 	usage(stderr);
 	exit(EXIT_USAGE);
 }
@@ -122,11 +127,9 @@ unsupported(const char *fmt, ...)
 {
 	va_list ap;
 
-	fprintf(stderr, "droce-perf: ");
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	say(fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\n");
 	exit(EXIT_USAGE);
 }
 

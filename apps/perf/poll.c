@@ -62,7 +62,7 @@ event_wait(void)
 	struct pollfd pf[2];
 
 	for (int s = 0; s < 2; s++) {
-		if (R.two && s != R.me)
+		if (!plays(s))
 			continue;
 		if (R.s[s].cq == NULL || R.s[s].ch == NULL)
 			continue;
@@ -101,7 +101,7 @@ poll_side(int side)
 {
 	int n = poll_side_cq(side);
 
-	if (n == 0 && o.use_event && (!R.two || side == R.me))
+	if (n == 0 && o.use_event && plays(side))
 		n = event_wait();
 	return n;
 }

@@ -111,18 +111,35 @@ side_open(struct side *s, double wait_s)
 		fail("ibv_alloc_pd: %s", strerror(errno));
 }
 
+/* ibv_get_device_list, or the run fails. */
+struct ibv_device **
+device_list(int *n)
+{
+	struct ibv_device **list = ibv_get_device_list(n);
+
+	if (list == NULL)
+		fail("ibv_get_device_list: %s", strerror(errno));
+	return list;
+}
+
+/* The device of @list called @name, or NULL. */
+struct ibv_device *
+device_named(struct ibv_device **list, int n, const char *name)
+{
+	for (int i = 0; i < n; i++)
+		if (strcmp(ibv_get_device_name(list[i]), name) == 0)
+			return list[i];
+	return NULL;
+}
+
 void
 open_devices(void)
 {
 	struct ibv_device **list;
 	int n;
 
-	list = ibv_get_device_list(&n);
-	if (list == NULL)
-		fail("ibv_get_device_list: %s", strerror(errno));
-	for (int i = 0; i < n; i++)
-		if (strcmp(ibv_get_device_name(list[i]), o.dev) == 0)
-			R.s[0].dev = list[i];
+	list = device_list(&n);
+	R.s[0].dev = device_named(list, n, o.dev);
 	if (R.s[0].dev == NULL)
 		fail("no device %s (%d devices)", o.dev, n);
 	for (int i = 0; i < n; i++)
@@ -162,6 +179,16 @@ close_devices(void)
 		pt_rcm_close(&R.cm);
 }
 
+/* ibv_modify_qp, or the run fails naming the transport and the state. */
+static void
+modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *a, int mask, const char *state)
+{
+	int rc = ibv_modify_qp(qp, a, mask);
+
+	if (rc != 0)
+		fail("ibv_modify_qp %s QP to %s: %s", o.conn, state, strerror(rc));
+}
+
 void
 to_init(struct ibv_qp *qp)
 {
@@ -171,7 +198,6 @@ to_init(struct ibv_qp *qp)
 				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
 	};
 	int mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
-	int rc;
 
 	if (o.qpt == IBV_QPT_UD) {
 		/* UD: a Q_Key instead of access flags (perftest's DEF_QKEY) */
@@ -182,13 +208,14 @@ to_init(struct ibv_qp *qp)
 		/* UC: RDMA WRITE is the only remote access there is */
 		a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE;
 	}
-	rc = ibv_modify_qp(qp, &a, mask);
-	if (rc != 0)
-		fail("ibv_modify_qp %s QP to INIT: %s", o.conn, strerror(rc));
+	modify_qp(qp, &a, mask, "INIT");
 }
 
-/* RC, as perftest's ctx_modify_qp_to_rtr / _rts: max_dest_rd_atomic is this
- * side's outstanding reads (-o), max_rd_atomic the peer's. */
+/* INIT -> RTR -> RTS, as perftest's ctx_modify_qp_to_rtr / _rts.  RC:
+ * max_dest_rd_atomic is this side's outstanding reads (-o), max_rd_atomic
+ * the peer's.  UC: the path and the peer, but no responder resources, ACK
+ * timeout, retries or RNR timer.  UD: no path and no peer in the QP (each
+ * WR names its AH and QPN). */
 void
 to_rts(struct ibv_qp *qp, uint32_t psn, const struct ibv_qp *peer, uint32_t peer_psn,
        const union ibv_gid *peer_gid, uint32_t my_reads, uint32_t peer_reads)
@@ -201,41 +228,16 @@ to_rts(struct ibv_qp *qp, uint32_t psn, const struct ibv_qp *peer, uint32_t peer
 			     .grh = { .dgid = *peer_gid, .sgid_index = (uint8_t)o.gid_index,
 				      .hop_limit = 64 } },
 	};
-	int rc;
+	int rtr = IBV_QP_STATE, rts = IBV_QP_STATE | IBV_QP_SQ_PSN;
 
-	if (o.qpt == IBV_QPT_UD) {
-		/* UD: no path, no peer in the QP (each WR names its AH and QPN) */
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_RTR;
-		rc = ibv_modify_qp(qp, &a, IBV_QP_STATE);
-		if (rc != 0)
-			fail("ibv_modify_qp UD QP to RTR: %s", strerror(rc));
-		a.qp_state = IBV_QPS_RTS;
-		a.sq_psn = psn;
-		rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
-		if (rc != 0)
-			fail("ibv_modify_qp UD QP to RTS: %s", strerror(rc));
-		return;
+	if (o.qpt != IBV_QPT_UD)
+		rtr |= IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | IBV_QP_RQ_PSN;
+	if (o.qpt == IBV_QPT_RC) {
+		rtr |= IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		rts |= IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+		       IBV_QP_MAX_QP_RD_ATOMIC;
 	}
-	if (o.qpt == IBV_QPT_UC) {
-		/* UC: the path and the peer, but no responder resources, ACK
-		 * timeout, retries or RNR timer */
-		rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN);
-		if (rc != 0)
-			fail("ibv_modify_qp UC QP to RTR: %s", strerror(rc));
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_RTS;
-		a.sq_psn = psn;
-		rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN);
-		if (rc != 0)
-			fail("ibv_modify_qp UC QP to RTS: %s", strerror(rc));
-		return;
-	}
-	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
-			   IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-	if (rc != 0)
-		fail("ibv_modify_qp to RTR: %s", strerror(rc));
+	modify_qp(qp, &a, rtr, "RTR");
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = o.qp_timeout;
@@ -243,10 +245,7 @@ to_rts(struct ibv_qp *qp, uint32_t psn, const struct ibv_qp *peer, uint32_t peer
 	a.rnr_retry = 7;
 	a.sq_psn = psn;
 	a.max_rd_atomic = (uint8_t)peer_reads;
-	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
-			   IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
-	if (rc != 0)
-		fail("ibv_modify_qp to RTS: %s", strerror(rc));
+	modify_qp(qp, &a, rts, "RTS");
 }
 
 /* UD: @side's address handle to the peer's GID, as perftest builds it

@@ -21,7 +21,7 @@ struct topology {
 	void (*open)(void);            /* devices, and the peer's exchange */
 	void (*setup)(uint64_t size);  /* buffers and CQs for one size */
 	void (*connect)(void);         /* the QPs, connected */
-	void (*run[2])(uint64_t size); /* [M_BW], [M_LAT] */
+	void (*run_end[2])(uint64_t size); /* after run_bw [M_BW], run_lat [M_LAT] */
 	void (*end)(void);             /* after the last size, before the reports */
 	void (*close)(void);           /* after the reports */
 };
@@ -112,25 +112,6 @@ connect_two(void)
 }
 
 static void
-run_lat_two(uint64_t size)
-{
-	if (R.me == 0)
-		run_lat(size);
-	else
-		serve_lat(size);
-	if (R.oob.peer_droce) {
-		/* droce peers: a last barrier, so neither leaves early */
-		R.oob.timeout_ms = 0;
-		barrier("end of the run");
-	} else if (o.verb != V_WRITE) {
-		/* perftest 6.06: read_lat, send_lat, atomic_lat end with a closing
-		 * handshake (write_lat with none) */
-		R.oob.timeout_ms = 0;
-		barrier("closing");
-	}
-}
-
-static void
 end_two(void)
 {
 	pt_oob_close(&R.oob);
@@ -141,15 +122,21 @@ nothing(void)
 {
 }
 
+static void
+nothing_size(uint64_t size)
+{
+	(void)size;
+}
+
 static const struct topology topologies[] = {
 	{ "loopback", false, false, check_loop, open_devices, setup_loop, connect_loop,
-	  { run_bw, run_lat }, nothing, close_devices },
+	  { nothing_size, nothing_size }, nothing, close_devices },
 	{ "loopback, rdma_cm", false, true, check_loop, open_devices, setup_loop, setup_loop_rdma_cm,
-	  { run_bw, run_lat }, nothing, close_devices },
+	  { nothing_size, nothing_size }, nothing, close_devices },
 	{ "two processes", true, false, check_two, open_two, setup_two, connect_two,
-	  { run_bw_two, run_lat_two }, end_two, teardown_two },
+	  { bw_end_two, lat_end_two }, end_two, teardown_two },
 	{ "two processes, rdma_cm", true, true, check_two, open_two, setup_two, connect_two,
-	  { run_bw_two, run_lat_two }, end_two, teardown_two },
+	  { bw_end_two, lat_end_two }, end_two, teardown_two },
 };
 
 void
@@ -182,7 +169,11 @@ run_topology(bool two, uint64_t *sizes, unsigned int n_sizes)
 			if (R.me == 0 || o.mode == M_BW)
 				print_header();
 		}
-		t->run[o.mode](sizes[i]);
+		if (o.mode == M_BW)
+			run_bw(sizes[i]);
+		else
+			run_lat(sizes[i]);
+		t->run_end[o.mode](sizes[i]);
 		if (!t->two)
 			teardown(); /* two processes: after the reports (--stats reads the QPs) */
 	}

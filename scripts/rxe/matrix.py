@@ -139,8 +139,11 @@ def sane(out, test, size, iters, must):
     if int(row[1]) <= 0:
         return "zero iterations"
     if test.endswith("_bw"):
-        if row[3] <= 0:            # BW average
-            return "BW average %.2f" % row[3]
+        # BW average; perftest prints it in MB/s with two decimals, so 8-byte
+        # atomics under TCG (a few hundred a second) show 0.00: then the
+        # message rate (Mpps, six decimals) says whether anything moved
+        if row[3] <= 0 and not (len(row) > 4 and row[4] > 0):
+            return "BW average %.2f, message rate %s" % (row[3], row[4] if len(row) > 4 else "-")
     elif not (0 < row[5] < 10e6):  # t_avg, usec
         return "t_avg %.2f" % row[5]
     return ""
@@ -191,6 +194,76 @@ def where_hung(monitor):
     except (OSError, ValueError):
         return ""
 
+def _timeout_out(e):
+    """What a timed-out subprocess.run printed before it was killed."""
+    out = e.stdout or ""
+    return out.decode(errors="replace") if isinstance(out, bytes) else out
+
+def guest_serves(a, gcmd, hcmd, hname, env, ready=None, host_timeout=None):
+    """A cell with the guest as server: @gcmd runs in the guest (through the
+    agent, in a thread); once @ready() says it listens (None: at once),
+    droce's side @hcmd (@hname in messages) runs here as the client.
+    Returns (guest result, host rc, host output, why)."""
+    gres, why = {}, ""
+    th = threading.Thread(target=lambda: gres.update(
+        agent(a.guest_ip, a.agent_port, gcmd, a.timeout)))
+    th.start()
+    if ready is not None and not ready():
+        why = "%s in the guest did not listen" % gcmd[2]
+        drc, dout = -1, ""
+    else:
+        try:
+            dres = subprocess.run(hcmd, env=env, capture_output=True, text=True,
+                                  timeout=host_timeout or a.timeout)
+            drc, dout = dres.returncode, dres.stdout + dres.stderr
+        except subprocess.TimeoutExpired as e:
+            drc, dout = 124, _timeout_out(e) + "\nrxe: %s timed out\n" % hname
+    th.join(10 if drc == 0 else 3)
+    if th.is_alive():  # droce's side is done: do not wait for a stuck server
+        agent(a.guest_ip, a.agent_port, ["killjobs"], 10)
+    th.join(a.timeout + 40)
+    return gres, drc, dout, why
+
+def until(p, cond, secs):
+    """Polls @cond every 0.1 s while @p runs, up to @secs; True when it held."""
+    dl = time.monotonic() + secs
+    while p.poll() is None and time.monotonic() < dl and not cond():
+        time.sleep(0.1)
+    return p.poll() is None and cond()
+
+def host_serves(a, hcmd, hname, env, ready, guest_client):
+    """A cell with droce as server: @hcmd (@hname in messages) runs here;
+    once @ready(p, lines) says it listens (it waits, bounded; @lines is its
+    output so far), @guest_client() runs the guest's side and returns the
+    agent's result.  Returns (guest result, host rc, host output, why)."""
+    p = subprocess.Popen(hcmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True)
+    started.append(p)
+    lines, gres, why, killed = [], {}, "", False
+    def reader():
+        for line in p.stdout:
+            lines.append(line)
+    rt = threading.Thread(target=reader, daemon=True)
+    rt.start()
+    try:
+        if ready(p, lines):
+            gres = guest_client()
+        else:
+            why = "%s did not listen" % hname
+        try:
+            # a client that failed leaves the server waiting: 10 s of grace
+            p.wait(timeout=a.timeout + 30 if gres.get("rc") == 0 else 10)
+        except subprocess.TimeoutExpired:
+            killed = True
+    finally:
+        if p.poll() is None:  # killed, or an exception above: never leave it running
+            p.kill()
+            p.wait()
+    rt.join(5)
+    if killed:
+        lines.append("\nrxe: %s killed after the client ended\n" % hname)
+    return gres, 124 if killed else p.returncode, "".join(lines), why
+
 def guest_wait_listen(a, port, secs):
     """Waits until a listening rdma_cm id on @port shows in the guest's
     `rdma res show cm_id`; True when it did."""
@@ -203,7 +276,7 @@ def run_rdmacm(a, test, role, cfg, env):
     """One rdma_cm cell.  Returns (guest argv, grc, gout, host argv, drc, dout, why)."""
     gdiag = ["sh", "-c", "echo '## guest: rdma res show cm_id'; rdma res show cm_id; "
              "echo '## guest: dmesg (last 20 lines)'; dmesg | tail -20"]
-    gres, why = {}, ""
+    why = ""
     port = RDMACM_PORT[test]
     ex = lambda name: os.path.join(a.rdmacm_bin, name)
     if test == "udaddy":
@@ -224,53 +297,13 @@ def run_rdmacm(a, test, role, cfg, env):
         hcmd = [ex("example_rdma_server"), "-s", a.droce_ip, "-p", str(port)]
     hname = os.path.basename(hcmd[0])
     if role == "guest-srv":
-        th = threading.Thread(target=lambda: gres.update(
-            agent(a.guest_ip, a.agent_port, gcmd, a.timeout)))
-        th.start()
-        if not guest_wait_listen(a, port, 20):
-            why = "%s in the guest did not listen" % gcmd[2]
-            drc, dout = -1, ""
-        else:
-            try:
-                dres = subprocess.run(hcmd, env=env, capture_output=True, text=True,
-                                      timeout=a.timeout)
-                drc, dout = dres.returncode, dres.stdout + dres.stderr
-            except subprocess.TimeoutExpired as e:
-                drc = 124
-                dout = ((e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes)
-                        else (e.stdout or "")) + "\nrxe: %s timed out\n" % hname
-        th.join(10 if drc == 0 else 3)
-        if th.is_alive():
-            agent(a.guest_ip, a.agent_port, ["killjobs"], 10)
-        th.join(a.timeout + 40)
+        gres, drc, dout, why = guest_serves(a, gcmd, hcmd, hname, env,
+                                            lambda: guest_wait_listen(a, port, 20))
     else:
-        p = subprocess.Popen(hcmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True)
-        started.append(p)
-        head, ready = [], threading.Event()
-        def reader():
-            for line in p.stdout:
-                head.append(line)
-                if "listening" in line:
-                    ready.set()
-            ready.set()
-        rt = threading.Thread(target=reader, daemon=True)
-        rt.start()
-        ready.wait(30)
-        if p.poll() is None and any("listening" in l for l in head):
-            gres.update(agent(a.guest_ip, a.agent_port, gcmd, a.timeout))
-        else:
-            why = "%s did not listen" % hname
-        try:
-            p.wait(timeout=a.timeout + 30 if gres.get("rc") == 0 else 10)
-            drc = p.returncode
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-            head.append("\nrxe: %s killed after the client ended\n" % hname)
-            drc = 124
-        rt.join(5)
-        dout = "".join(head)
+        gres, drc, dout, why = host_serves(
+            a, hcmd, hname, env,
+            lambda p, lines: until(p, lambda: any("listening" in l for l in lines), 30),
+            lambda: agent(a.guest_ip, a.agent_port, gcmd, a.timeout))
     grc, gout = gres.get("rc", -1), gres.get("out", "")
     if not why:
         if grc != 0 or drc != 0:
@@ -295,7 +328,7 @@ def run_dropin(a, test, size, role, env, gidx):
     on this host through droce-run.  Returns (guest argv, grc, gout, host argv,
     drc, dout, why)."""
     run = [a.droce_run]
-    why, gres = "", {}
+    why = ""
     server_is_guest = role == "guest-srv"
     peer = a.guest_ip if server_is_guest else a.host_ip     # where a client connects
     if test == "rping":
@@ -325,62 +358,25 @@ def run_dropin(a, test, size, role, env, gidx):
     hcmd = run + hargs
     hname = "droce-run " + hargs[0]
     if server_is_guest:
-        th = threading.Thread(target=lambda: gres.update(
-            agent(a.guest_ip, a.agent_port, gcmd, a.timeout)))
-        th.start()
-        ready = guest_wait_listen(a, port, 20) if kind == "cm" else guest_wait_tcp(a, port, 20)
-        if not ready:
-            why = "%s in the guest did not listen" % gargs[0]
-            drc, dout = -1, ""
-        else:
-            try:
-                dres = subprocess.run(hcmd, env=env, capture_output=True, text=True,
-                                      timeout=a.timeout)
-                drc, dout = dres.returncode, dres.stdout + dres.stderr
-            except subprocess.TimeoutExpired as e:
-                drc = 124
-                dout = ((e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes)
-                        else (e.stdout or "")) + "\nrxe: %s timed out\n" % hname
-        th.join(10 if drc == 0 else 3)
-        if th.is_alive():
-            agent(a.guest_ip, a.agent_port, ["killjobs"], 10)
-        th.join(a.timeout + 40)
+        gres, drc, dout, why = guest_serves(
+            a, gcmd, hcmd, hname, env,
+            lambda: guest_wait_listen(a, port, 20) if kind == "cm" else guest_wait_tcp(a, port, 20))
     else:
-        p = subprocess.Popen(hcmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True)
-        started.append(p)
-        out = []
-        rt = threading.Thread(target=lambda: out.extend(p.stdout), daemon=True)
-        rt.start()
-        if kind == "tcp":
-            dl = time.monotonic() + 30
-            while not listening(port) and p.poll() is None and time.monotonic() < dl:
-                time.sleep(0.1)
-            ready = listening(port)
-        else:
-            # rping prints nothing when it listens: give droce's start a
-            # moment; a REJ (nobody listening yet) lets the guest try again
+        def ready(p, lines):
+            if kind == "tcp":
+                return until(p, lambda: listening(port), 30)
+            # rping prints nothing when it listens: give droce's start a moment
             time.sleep(3)
-            ready = p.poll() is None
-        if ready:
+            return p.poll() is None
+        def guest_client():
+            # a REJ (nobody listening yet on rdma_cm) lets the guest try again
             for attempt in range(3):
-                gres.clear()
-                gres.update(agent(a.guest_ip, a.agent_port, gcmd, a.timeout))
-                if gres.get("rc") == 0 or kind != "cm" or "REJECTED" not in gres.get("out", ""):
+                r = agent(a.guest_ip, a.agent_port, gcmd, a.timeout)
+                if r.get("rc") == 0 or kind != "cm" or "REJECTED" not in r.get("out", ""):
                     break
                 time.sleep(2)
-        else:
-            why = "%s did not listen" % hname
-        try:
-            p.wait(timeout=a.timeout + 30 if gres.get("rc") == 0 else 10)
-            drc = p.returncode
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-            out.append("\nrxe: %s killed after the client ended\n" % hname)
-            drc = 124
-        rt.join(5)
-        dout = "".join(out)
+            return r
+        gres, drc, dout, why = host_serves(a, hcmd, hname, env, ready, guest_client)
     grc, gout = gres.get("rc", -1), gres.get("out", "")
     if not why:
         cout = dout if server_is_guest else gout           # the client's output
@@ -399,6 +395,22 @@ def run_dropin(a, test, size, role, env, gidx):
         else:
             why = sane(cout, "write_bw", size, a.iters, True)
     return gcmd, grc, gout, hcmd, drc, dout, why
+
+def finish_cell(a, results, key, t0, why, label, log_path, log_text):
+    """Records a cell: its result (a failure with the guest no longer
+    answering says so), its log, its PASS/FAIL line.  True when the guest hung."""
+    secs = time.monotonic() - t0
+    note = "2nd boot" if a.resume else ""
+    hung = bool(why) and agent(a.guest_ip, a.agent_port, ["ping"], 5)["rc"] != 0
+    if hung:
+        why = "the guest stopped answering" + where_hung(a.monitor) + "; was: " + why
+    results[key] = (why, secs, note)
+    with open(log_path, "w") as f:
+        f.write(log_text)
+    print("%s %s (%.1f s)%s" % (label, "PASS" if not why else "FAIL", secs,
+                                "" if not why else ": " + why))
+    sys.stdout.flush()
+    return hung
 
 def main():
     ap = argparse.ArgumentParser()
@@ -479,19 +491,10 @@ def main():
                                                                        gidx)
                 else:
                     gcmd, grc, gout, hcmd, drc, dout, why = run_rdmacm(a, test, role, cfg, env)
-                secs = time.monotonic() - t0
-                note = "2nd boot" if a.resume else ""
-                hung = bool(why) and agent(a.guest_ip, a.agent_port, ["ping"], 5)["rc"] != 0
-                if hung:
-                    why = "the guest stopped answering" + where_hung(a.monitor) + "; was: " + why
-                results[(test, size, role)] = (why, secs, note)
-                with open(os.path.join(a.logdir, tag + ".log"), "w") as f:
-                    f.write("# guest: %s\n# rc %d\n%s\n# host: DROCE_CONFIG=%s %s\n# rc %d\n%s" % (
-                        " ".join(gcmd), grc, gout, cfg, " ".join(hcmd), drc, dout))
-                print("%-15s %-9s %s (%.1f s)%s" % (test, role, "PASS" if not why else "FAIL",
-                      secs, "" if not why else ": " + why))
-                sys.stdout.flush()
-                if hung:
+                if finish_cell(a, results, (test, size, role), t0, why, "%-15s %-9s" % (test, role),
+                               os.path.join(a.logdir, tag + ".log"),
+                               "# guest: %s\n# rc %d\n%s\n# host: DROCE_CONFIG=%s %s\n# rc %d\n%s" % (
+                                   " ".join(gcmd), grc, gout, cfg, " ".join(hcmd), drc, dout)):
                     save()
                     print("rxe: the guest hung during this cell", file=sys.stderr)
                     return 3
@@ -506,7 +509,6 @@ def main():
             # -R: no TCP; the guest's client connects to droce's own address
             srv_addr = a.droce_ip if rcm else a.host_ip
             env = dict(os.environ, DROCE_CONFIG=cfg)
-            gres, why = {}, ""
             dump = None
             if a.tcpdump and not rcm:
                 dump = subprocess.Popen(["dumpcap", "-q", "-i", "br0", "-f", "tcp port 18515",
@@ -515,60 +517,16 @@ def main():
                 started.append(dump)
                 time.sleep(2)   # dumpcap is capturing before the first SYN
             if role == "guest-srv":
-                th = threading.Thread(target=lambda: gres.update(
-                    agent(a.guest_ip, a.agent_port, pt, a.timeout)))
-                th.start()
-                try:
-                    dres = subprocess.run(dp + [a.guest_ip], env=env, capture_output=True,
-                                          text=True, timeout=a.timeout + 30)
-                    drc, dout = dres.returncode, dres.stdout + dres.stderr
-                except subprocess.TimeoutExpired as e:
-                    drc, dout = 124, "droce-perf timed out\n"
-                th.join(10 if drc == 0 else 3)
-                if th.is_alive():  # droce-perf is done: do not wait for a stuck server
-                    agent(a.guest_ip, a.agent_port, ["killjobs"], 10)
-                th.join(a.timeout + 40)
+                gres, drc, dout, why = guest_serves(a, pt, dp + [a.guest_ip], "droce-perf", env,
+                                                    host_timeout=a.timeout + 30)
             else:
-                p = subprocess.Popen(dp + ["--server"], env=env, stdout=subprocess.PIPE,
-                                     stderr=subprocess.STDOUT, text=True)
-                started.append(p)
                 # TCP: listening on 18515; -R: droce-perf says it waits once its
                 # rdma_cm id listens
-                head, ready = [], threading.Event()
-                def reader():
-                    for line in p.stdout:
-                        head.append(line)
-                        if "Waiting for client" in line:
-                            ready.set()
-                    ready.set()
-                rt = threading.Thread(target=reader, daemon=True)
-                rt.start()
-                dl = time.monotonic() + 30
-                while p.poll() is None and time.monotonic() < dl and not (
-                        ready.is_set() if rcm else listening(18515)):
-                    time.sleep(0.1)
-                if ready.is_set() if rcm else listening(18515):
-                    gres.update(agent(a.guest_ip, a.agent_port, pt + [srv_addr], a.timeout))
-                else:
-                    why = "droce-perf --server did not listen"
-                try:
-                    # a client that failed leaves the server waiting: 10 s of grace
-                    grace = a.timeout + 30 if gres.get("rc") == 0 else 10
-                    p.wait(timeout=grace)
-                    rt.join(5)
-                    dout = "".join(head)
-                    drc = p.returncode
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
-                    rt.join(5)
-                    dout = "".join(head)
-                    dout += "\nrxe: droce-perf --server killed after the client ended\n"
-                    drc = 124
-                finally:
-                    if p.poll() is None:  # an exception above: never leave it running
-                        p.kill()
-                        p.wait()
+                gres, drc, dout, why = host_serves(
+                    a, dp + ["--server"], "droce-perf --server", env,
+                    lambda p, lines: until(p, (lambda: any("Waiting for client" in l for l in lines))
+                                           if rcm else (lambda: listening(18515)), 30),
+                    lambda: agent(a.guest_ip, a.agent_port, pt + [srv_addr], a.timeout))
             if dump is not None:
                 time.sleep(1)
                 dump.terminate()
@@ -583,21 +541,13 @@ def main():
                     why = sane(gout, base, size, a.iters, not server_is_guest) or \
                           sane(dout, base, size, a.iters, server_is_guest) or \
                           same_figures(gout, dout, base, size, variant)
-            secs = time.monotonic() - t0
-            note = "2nd boot" if a.resume else ""
-            hung = bool(why) and agent(a.guest_ip, a.agent_port, ["ping"], 5)["rc"] != 0
-            if hung:
-                why = "the guest stopped answering" + where_hung(a.monitor) + "; was: " + why
-            results[(test, size, role)] = (why, secs, note)
-            with open(os.path.join(a.logdir, tag + ".log"), "w") as f:
-                f.write("# guest: %s%s\n# rc %d\n%s\n# host: DROCE_CONFIG=%s %s%s\n# rc %d\n%s" % (
-                    " ".join(pt), "" if server_is_guest else " " + srv_addr, grc, gout,
-                    cfg, " ".join(dp), " " + a.guest_ip if server_is_guest else " --server",
-                    drc, dout))
-            print("%-9s -s %-6d %-9s %s (%.1f s)%s" % (test, size, role,
-                  "PASS" if not why else "FAIL", secs, "" if not why else ": " + why))
-            sys.stdout.flush()
-            if hung:
+            if finish_cell(a, results, (test, size, role), t0, why,
+                           "%-9s -s %-6d %-9s" % (test, size, role),
+                           os.path.join(a.logdir, tag + ".log"),
+                           "# guest: %s%s\n# rc %d\n%s\n# host: DROCE_CONFIG=%s %s%s\n# rc %d\n%s" % (
+                               " ".join(pt), "" if server_is_guest else " " + srv_addr, grc, gout,
+                               cfg, " ".join(dp), " " + a.guest_ip if server_is_guest else " --server",
+                               drc, dout)):
                 save()
                 print("rxe: the guest hung during this cell", file=sys.stderr)
                 return 3

@@ -144,15 +144,23 @@ tc_fill(uint8_t *p, size_t n, uint32_t seed)
 	}
 }
 
-bool
-tc_check(const uint8_t *p, size_t n, uint32_t seed)
+long
+tc_first_diff(const uint8_t *p, size_t n, uint32_t seed)
 {
 	uint8_t *want = malloc(n ? n : 1);
-	bool ok;
+	long at = -1;
 
 	cr_assert_not_null(want);
 	tc_fill(want, n, seed);
-	ok = memcmp(p, want, n) == 0;
+	for (size_t i = 0; i < n && at < 0; i++)
+		if (p[i] != want[i])
+			at = (long)i;
 	free(want);
-	return ok;
+	return at;
+}
+
+bool
+tc_check(const uint8_t *p, size_t n, uint32_t seed)
+{
+	return tc_first_diff(p, n, seed) < 0;
 }

@@ -54,5 +54,7 @@ void tc_qp_state(struct ibv_qp *qp, enum ibv_qp_state state);
 /* A pseudo-random pattern from @seed, and its check. */
 void tc_fill(uint8_t *p, size_t n, uint32_t seed);
 bool tc_check(const uint8_t *p, size_t n, uint32_t seed);
+/* Index of the first byte of @p that differs from tc_fill(@seed), or -1. */
+long tc_first_diff(const uint8_t *p, size_t n, uint32_t seed);
 
 #endif

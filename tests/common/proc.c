@@ -28,6 +28,17 @@ tc_run(const char *cmd, char *out, size_t cap)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
+int
+tc_run_prog(const char *var, const char *args, char *out, size_t cap)
+{
+	const char *exe = getenv(var);
+	char cmd[1024];
+
+	cr_assert_not_null(exe, "%s not set (run through meson test)", var);
+	snprintf(cmd, sizeof(cmd), "env -u DROCE_CONFIG %s %s 2>&1", exe, args);
+	return tc_run(cmd, out, cap);
+}
+
 pid_t
 tc_spawn(const char *cfg, const char *exe, const char *args, const char *out)
 {

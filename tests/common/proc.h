@@ -15,6 +15,11 @@
  * Its exit status, or -1 when it did not exit normally. */
 int tc_run(const char *cmd, char *out, size_t cap);
 
+/* Runs the program named by environment variable @var (set by meson: the
+ * test fails without it) with @args, DROCE_CONFIG unset, stdout and stderr
+ * into @out as tc_run. */
+int tc_run_prog(const char *var, const char *args, char *out, size_t cap);
+
 /* Starts `exe args` with DROCE_CONFIG=@cfg (NULL: unset, the embedded
  * loopback config), its stdout and stderr into the file @out. */
 pid_t tc_spawn(const char *cfg, const char *exe, const char *args, const char *out);

@@ -186,29 +186,13 @@ h_buf_free(struct h_buf *b)
 void
 h_fill(uint8_t *p, size_t n, uint32_t seed)
 {
-	uint32_t x = seed * 2654435761u + 0x9e3779b9u;
-
-	for (size_t i = 0; i < n; i++) {
-		x ^= x << 13;
-		x ^= x >> 17;
-		x ^= x << 5;
-		p[i] = (uint8_t)(x ^ (i >> 8));
-	}
+	tc_fill(p, n, seed);
 }
 
 long
 h_check_fill(const uint8_t *p, size_t n, uint32_t seed)
 {
-	uint32_t x = seed * 2654435761u + 0x9e3779b9u;
-
-	for (size_t i = 0; i < n; i++) {
-		x ^= x << 13;
-		x ^= x >> 17;
-		x ^= x << 5;
-		if (p[i] != (uint8_t)(x ^ (i >> 8)))
-			return (long)i;
-	}
-	return -1;
+	return tc_first_diff(p, n, seed);
 }
 
 /* ---- QPs ---- */

@@ -47,25 +47,8 @@ need() {
 [ -x "$run" ] || fail "$run missing"
 
 # Configs: one memif port each, as README's two-process examples.
-for side in 1 2; do
-	role=$([ $side = 1 ] && echo server || echo client)
-	cat >"$tmp/$role.ini" <<INI
-[eal]
-args = --no-huge --no-pci -m 128 --log-level=lib.eal:warning
-[mempool]
-mbufs = 4095
-cache = 64
-[port0]
-kind = memif
-role = $role
-socket = $tmp/memif.sock
-id = 0
-mac = 02:00:c6:12:00:0$side
-ipv4 = 198.18.0.$side
-rxd = 512
-txd = 512
-INI
-done
+. "$(dirname "$0")/../common/memif_ini.sh"
+memif_configs "$tmp" "$tmp/memif.sock"
 
 # A TCP port nobody on this machine listens on, from a range per process.
 tcp_port() {
@@ -125,22 +108,34 @@ server_status() {
 	return $rc
 }
 
+# split_pair SERVERCMD... -- CLIENTCMD...: into the caller's arrays s and c
+split_pair() {
+	while [ "$1" != "--" ]; do s+=("$1"); shift; done
+	shift
+	c=("$@")
+}
+
+# both_exit_0 CRC: waits for the server side; it and the client (exit
+# status CRC) must have exited 0
+both_exit_0() {
+	local src
+	server_status
+	src=$?
+	[ "$1" = 0 ] || fail "client exited $1"
+	[ $src = 0 ] || fail "server exited $src"
+}
+
 # pair_tcp SECONDS PORT SERVERCMD -- CLIENTCMD: both sides must exit 0
 pair_tcp() {
 	local t=$1 port=$2
 	shift 2
 	local -a s=() c=()
-	while [ "$1" != "--" ]; do s+=("$1"); shift; done
-	shift
-	c=("$@")
+	split_pair "$@"
 	start_server "$t" "${s[@]}"
 	wait_tcp "$port" || fail "server never listened on TCP $port"
 	client "$t" "${c[@]}"
 	local crc=$?
-	server_status
-	local src=$?
-	[ $crc = 0 ] || fail "client exited $crc"
-	[ $src = 0 ] || fail "server exited $src"
+	both_exit_0 "$crc"
 }
 
 # pair_perftest SECONDS PORT SERVERCMD -- CLIENTCMD: perftest's server
@@ -154,9 +149,7 @@ pair_perftest() {
 	local t=$1 port=$2
 	shift 2
 	local -a s=() c=()
-	while [ "$1" != "--" ]; do s+=("$1"); shift; done
-	shift
-	c=("$@")
+	split_pair "$@"
 	start_server "$t" "${s[@]}"
 	wait_memif || fail "the server side never made its memif socket"
 	client "$t" "${c[@]}"
@@ -167,10 +160,7 @@ pair_perftest() {
 		client "$t" "${c[@]}"
 		crc=$?
 	fi
-	server_status
-	local src=$?
-	[ $crc = 0 ] || fail "client exited $crc"
-	[ $src = 0 ] || fail "server exited $src"
+	both_exit_0 "$crc"
 }
 
 # pair_cm SECONDS SERVERCMD -- CLIENTCMD: an rdma_cm pair.  The server
@@ -181,9 +171,7 @@ pair_cm() {
 	local t=$1
 	shift
 	local -a s=() c=()
-	while [ "$1" != "--" ]; do s+=("$1"); shift; done
-	shift
-	c=("$@")
+	split_pair "$@"
 	start_server "$t" "${s[@]}"
 	wait_memif || fail "the server side never made its memif socket"
 	sleep 1
@@ -197,10 +185,7 @@ pair_cm() {
 		echo "client rejected (server not listening yet), try $try"
 		sleep 1
 	done
-	server_status
-	local src=$?
-	[ $crc = 0 ] || fail "client exited $crc"
-	[ $src = 0 ] || fail "server exited $src"
+	both_exit_0 "$crc"
 }
 
 # grep_in LOG PATTERN WHAT

@@ -14,6 +14,8 @@
 
 #include <droce/droce.h>
 
+#include "proc.h"
+
 static char tmp_path[64];
 
 static const char *
@@ -282,33 +284,6 @@ Test(config, start_uses_env)
 		  droce_last_error());
 }
 
-/* Runs droce-loop with @args; returns its exit status and output in @out. */
-static int
-run_loop(const char *args, char *out, size_t cap)
-{
-	const char *exe = getenv("DROCE_LOOP");
-	char cmd[1024];
-	size_t n = 0;
-	FILE *f;
-	int st;
-
-	cr_assert_not_null(exe, "DROCE_LOOP not set (run through meson test)");
-	snprintf(cmd, sizeof(cmd), "env -u DROCE_CONFIG %s %s 2>&1", exe, args);
-	f = popen(cmd, "r");
-	cr_assert_not_null(f);
-	while (n + 1 < cap) {
-		size_t k = fread(out + n, 1, cap - 1 - n, f);
-
-		if (k == 0)
-			break;
-		n += k;
-	}
-	out[n] = '\0';
-	st = pclose(f);
-	cr_assert(WIFEXITED(st), "droce-loop did not exit normally: %s", out);
-	return WEXITSTATUS(st);
-}
-
 Test(config, droce_loop_bad_config_exits_nonzero)
 {
 	const char *path = write_ini("[port0]\nkind = ring\npeer = port1\nipv4 = 198.18.0.1\nmtu = 99999\n"
@@ -316,7 +291,7 @@ Test(config, droce_loop_bad_config_exits_nonzero)
 	char args[128], out[8192];
 
 	snprintf(args, sizeof(args), "-c %s -n 10", path);
-	cr_expect_neq(run_loop(args, out, sizeof(out)), 0);
+	cr_expect_neq(tc_run_prog("DROCE_LOOP", args, out, sizeof(out)), 0);
 	cr_expect(strstr(out, path) != NULL, "%s", out);
 	cr_expect(strstr(out, "[port0] mtu = 99999: not a valid MTU (256..9000)") != NULL, "%s", out);
 	cr_expect(strstr(out, "PASS") == NULL, "%s", out);
@@ -326,7 +301,7 @@ Test(config, droce_loop_missing_config_exits_nonzero)
 {
 	char out[8192];
 
-	cr_expect_neq(run_loop("-c /nonexistent/x.ini", out, sizeof(out)), 0);
+	cr_expect_neq(tc_run_prog("DROCE_LOOP", "-c /nonexistent/x.ini", out, sizeof(out)), 0);
 	cr_expect(strstr(out, "/nonexistent/x.ini") != NULL, "%s", out);
 }
 
@@ -334,7 +309,7 @@ Test(config, droce_loop_default_passes, .timeout = 60)
 {
 	char out[16384];
 
-	cr_expect_eq(run_loop("-n 2000 -s 512", out, sizeof(out)), 0, "%s", out);
+	cr_expect_eq(tc_run_prog("DROCE_LOOP", "-n 2000 -s 512", out, sizeof(out)), 0, "%s", out);
 	cr_expect(strstr(out, "PASS") != NULL, "%s", out);
 	cr_expect(strstr(out, "port0->port1: sent 2000 frames") != NULL, "%s", out);
 	cr_expect(strstr(out, "intact 2000") != NULL, "%s", out);

@@ -696,28 +696,17 @@ Test(impair_config, good_values)
 
 /* ---- droce-loop over an impaired link ---- */
 
-static int
-run_loop(const char *args, char *out, size_t cap)
-{
-	const char *exe = getenv("DROCE_LOOP");
-	char cmd[1024];
-
-	cr_assert_not_null(exe, "DROCE_LOOP not set (run through meson test)");
-	snprintf(cmd, sizeof(cmd), "env -u DROCE_CONFIG %s %s 2>&1", exe, args);
-	return tc_run(cmd, out, cap);
-}
-
 Test(impair_loop, loss_reported_not_failed, .timeout = 60)
 {
 	static char out[16384];
 	int rc;
 
-	rc = run_loop("-q -n 5000 -s 256 --impair drop=0.02,dup=0.02,reorder=0.02,corrupt=0.01,seed=3",
+	rc = tc_run_prog("DROCE_LOOP", "-q -n 5000 -s 256 --impair drop=0.02,dup=0.02,reorder=0.02,corrupt=0.01,seed=3",
 		      out, sizeof(out));
 	cr_expect_eq(rc, 0, "droce-loop failed:\n%s", out);
 	cr_expect(strstr(out, "port0: impair tx: dropped") != NULL, "no counters:\n%s", out);
 	cr_expect(strstr(out, "droce-loop: PASS") != NULL, "%s", out);
-	rc = run_loop("-q -n 10 --impair drop=2", out, sizeof(out));
+	rc = tc_run_prog("DROCE_LOOP", "-q -n 10 --impair drop=2", out, sizeof(out));
 	cr_expect_neq(rc, 0);
 	cr_expect(strstr(out, "--impair drop=2: drop = 2") != NULL, "%s", out);
 }

@@ -26,6 +26,8 @@
 
 #include "dataplane/wire.h"
 #include "pmd_glue/port.h"
+#include "pair_config.h"
+#include "proc.h"
 
 static void
 start_default(void)
@@ -283,24 +285,6 @@ Test(runtime, non_arp_frame_not_consumed)
 	rte_pktmbuf_free(got[0]);
 }
 
-static int
-run_capture(char *out, size_t cap, const char *cmd)
-{
-	size_t n = 0;
-	FILE *f = popen(cmd, "r");
-
-	cr_assert_not_null(f);
-	while (n + 1 < cap) {
-		size_t k = fread(out + n, 1, cap - 1 - n, f);
-
-		if (k == 0)
-			break;
-		n += k;
-	}
-	out[n] = '\0';
-	return pclose(f);
-}
-
 Test(runtime, capture_read_by_tshark)
 {
 	const char *tshark = getenv("TSHARK");
@@ -348,23 +332,23 @@ Test(runtime, capture_read_by_tshark)
 	snprintf(cmd, sizeof(cmd),
 		 "%s -n -r %s -T fields -e infiniband.bth.opcode -e infiniband.bth.psn 2>/dev/null",
 		 tshark, path);
-	st = run_capture(out, sizeof(out), cmd);
-	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0, "tshark failed on %s", path);
+	st = tc_run(cmd, out, sizeof(out));
+	cr_expect(st == 0, "tshark failed on %s", path);
 	cr_expect_str_eq(out, expect);
 
 	/* Direction flags and addresses survive too. */
 	snprintf(cmd, sizeof(cmd),
 		 "%s -n -r %s -T fields -e frame.interface_id -e ip.src -e ip.dst -e udp.dstport -e infiniband.bth.destqp 2>/dev/null | sort | uniq -c",
 		 tshark, path);
-	st = run_capture(out, sizeof(out), cmd);
-	cr_expect(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	st = tc_run(cmd, out, sizeof(out));
+	cr_expect(st == 0);
 	cr_expect(strstr(out, "5 0\t198.18.0.1\t198.18.0.2\t4791\t0x000012") != NULL, "%s", out);
 	cr_expect(strstr(out, "3 0\t198.18.0.2\t198.18.0.1\t4791\t0x000012") != NULL, "%s", out);
 
 	/* Timestamps are wall-clock time (rte_pcapng's clock base primed right). */
 	snprintf(cmd, sizeof(cmd), "%s -n -r %s -T fields -e frame.time_epoch 2>/dev/null | head -1",
 		 tshark, path);
-	run_capture(out, sizeof(out), cmd);
+	tc_run(cmd, out, sizeof(out));
 	{
 		double t = atof(out), now = (double)time(NULL);
 
@@ -385,48 +369,42 @@ Test(runtime, capture_bad_path_refused)
 		  "%s", droce_last_error());
 }
 
-Test(runtime, dedicated_lcore_not_enabled)
+/* droce_start from a file holding the port pair's config for @o: its result. */
+static int
+start_from_file(const struct tc_pair *o)
 {
-	char path[64];
-	FILE *f;
-	int fd;
+	char text[4096], path[64];
+	int n = tc_pair_config(text, sizeof(text), o), fd, rc;
 
+	cr_assert_gt(n, 0);
 	snprintf(path, sizeof(path), "/tmp/droce-cfg-XXXXXX");
 	fd = mkstemp(path);
 	cr_assert(fd >= 0);
-	f = fdopen(fd, "w");
-	fprintf(f, "[eal]\nargs = --no-huge --no-pci -m 64 -l 0\n"
-		   "[engines]\nmode = dedicated\nlcores = 5\n"
-		   "[mempool]\nmbufs = 4095\ncache = 64\n"
-		   "[port0]\nkind = ring\npeer = port1\nipv4 = 198.18.0.1\n"
-		   "[port1]\nkind = ring\npeer = port0\nipv4 = 198.18.0.2\n");
-	fclose(f);
-	cr_assert_eq(droce_start(path), -1);
+	cr_assert_eq(write(fd, text, (size_t)n), n);
+	close(fd);
+	rc = droce_start(path);
 	unlink(path);
+	return rc;
+}
+
+Test(runtime, dedicated_lcore_not_enabled)
+{
+	struct tc_pair o = { .eal_extra = "-l 0", .engines = 1, .lcores = "5" };
+
+	cr_assert_eq(start_from_file(&o), -1);
 	cr_expect(strstr(droce_last_error(), "[engines] lcores") != NULL, "%s", droce_last_error());
 	cr_expect(strstr(droce_last_error(), "lcore 5") != NULL, "%s", droce_last_error());
 }
 
-/* Starts droce from an INI whose [eal] args are @eal; the calling thread's CPUs after. */
+/* Starts droce (the port pair, from a file) with @eal_extra on its EAL
+ * line; the calling thread's CPUs after. */
 static cpu_set_t
-cpus_after_start(const char *eal)
+cpus_after_start(const char *eal_extra)
 {
-	char path[64];
+	struct tc_pair o = { .eal_extra = eal_extra };
 	cpu_set_t set;
-	FILE *f;
-	int fd;
 
-	snprintf(path, sizeof(path), "/tmp/droce-cfg-XXXXXX");
-	fd = mkstemp(path);
-	cr_assert(fd >= 0);
-	f = fdopen(fd, "w");
-	fprintf(f, "[eal]\nargs = %s\n"
-		   "[mempool]\nmbufs = 4095\ncache = 64\n"
-		   "[port0]\nkind = ring\npeer = port1\nipv4 = 198.18.0.1\n"
-		   "[port1]\nkind = ring\npeer = port0\nipv4 = 198.18.0.2\n", eal);
-	fclose(f);
-	cr_assert_eq(droce_start(path), 0, "%s", droce_last_error());
-	unlink(path);
+	cr_assert_eq(start_from_file(&o), 0, "%s", droce_last_error());
 	cr_assert_eq(pthread_getaffinity_np(pthread_self(), sizeof(set), &set), 0);
 	return set;
 }
@@ -443,7 +421,7 @@ Test(runtime, thread_keeps_its_cpus_without_core_options)
 	CPU_SET(0, &before);
 	CPU_SET(1, &before);
 	cr_assert_eq(pthread_setaffinity_np(pthread_self(), sizeof(before), &before), 0);
-	after = cpus_after_start("--no-huge --no-pci -m 64");
+	after = cpus_after_start("");
 	cr_assert(CPU_EQUAL(&before, &after), "%d CPUs after start, 2 before", CPU_COUNT(&after));
 }
 
@@ -453,7 +431,7 @@ Test(runtime, thread_pinned_when_the_config_chooses_cores)
 
 	if (sysconf(_SC_NPROCESSORS_ONLN) < 2)
 		cr_skip_test("needs two CPUs");
-	after = cpus_after_start("--no-huge --no-pci -m 64 -l 1");
+	after = cpus_after_start("-l 1");
 	cr_assert_eq(CPU_COUNT(&after), 1);
 	cr_assert(CPU_ISSET(1, &after));
 }

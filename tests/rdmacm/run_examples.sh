@@ -25,26 +25,8 @@ if ldd "$tmp/rdma_client" | grep -Eq 'librdmacm|libibverbs'; then
   echo "example links rdma-core's libraries"; exit 1
 fi
 
-sock=$tmp/memif.sock
-for side in 1 2; do
-  role=$([ $side = 1 ] && echo server || echo client)
-  cat >"$tmp/$role.ini" <<INI
-[eal]
-args = --no-huge --no-pci -m 128 --log-level=lib.eal:warning
-[mempool]
-mbufs = 4095
-cache = 64
-[port0]
-kind = memif
-role = $role
-socket = $sock
-id = 0
-mac = 02:00:c6:12:00:0$side
-ipv4 = 198.18.0.$side
-rxd = 512
-txd = 512
-INI
-done
+. "$(dirname "$0")/../common/memif_ini.sh"
+memif_configs "$tmp" "$tmp/memif.sock"
 
 export LD_LIBRARY_PATH=$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 DROCE_CONFIG=$tmp/server.ini timeout 60 "$tmp/rdma_server" 198.18.0.1 7471 >"$tmp/srv.log" 2>&1 &
