@@ -43,6 +43,7 @@
 
 #include "engine.h"
 #include "internal.h"
+#include "rc_internal.h"
 #include "pmd_glue/port.h"
 #include "raw.h"
 #include "pmd_glue/stats_internal.h"
@@ -1091,6 +1092,7 @@ droce_engines_start(void)
 		return ENODEV;
 	}
 	engines.n = cfg->n_engines ? cfg->n_engines : 1;
+	droce_rc_sr_config(cfg->selective_repeat != 0);
 	engines.dedicated = cfg->engine_mode == DROCE_ENGINE_MODE_DEDICATED;
 	for (unsigned int pi = 0; pi < droce_port_count(); pi++) {
 		struct droce_port *p = droce_port_get(pi);

@@ -99,6 +99,8 @@ struct droce_swqe {
 	bool started;        /* first packet sent at least once */
 	bool done;           /* answered (READ, atomics) */
 	bool rd_counted;     /* counted in qp->rd_atomic_out */
+	bool reask;          /* READ: asked again for what has not arrived (rc_read.c) */
+	uint32_t sr_asked;   /* READ, selective repeat: holes below this response asked (rc_sr.c) */
 };
 
 enum droce_req_state {
@@ -117,6 +119,13 @@ struct droce_qp_stats {
 	uint64_t retries;      /* retry_cnt units spent (one per attribute timeout stalled) */
 	uint64_t read_resumes; /* READs asked again from their first missing response */
 	uint64_t resp_cut;     /* queued READ responses dropped: the requester went back */
+	uint64_t read_ooo;     /* READ responses placed past a missing one (rc_read.c) */
+	uint64_t read_reasks;  /* READ requests for a missing range of a READ asked before */
+	/* selective repeat between droce ends (rc_sr.c) */
+	uint64_t sr_peer;      /* a gauge: 1 once the peer showed the hint */
+	uint64_t sr_held;      /* requests past a hole kept by the responder */
+	uint64_t sr_released;  /* ... and let go (executed in order, stale, or flushed) */
+	uint64_t sr_resent;    /* packets re-sent alone for a sequence NAK (no go-back) */
 	uint64_t srtt_ns;      /* a gauge: the smoothed RTT (0: no sample yet) */
 	uint64_t rto_ns;       /* a gauge: the retransmission timer now */
 	uint64_t xrc_srq_naks;     /* XRC target: requests naming no SRQ of its domain */
@@ -241,6 +250,13 @@ struct droce_qp {
 	uint32_t goback_psn;    /* where the last sequence NAK sent us back to ... */
 	uint64_t goback_tsc;    /* ... and when (0: none) */
 	uint32_t pkts_since_ackreq;
+	struct droce_rc_rdmap *rdmap; /* READ responses placed past a hole (rc_read.c; lazily) */
+	uint32_t rd_hi;         /* the highest READ response PSN seen in the window */
+	bool sr_peer;           /* selective repeat: the peer showed the hint (rc_sr.c) */
+	bool sr_tail_check;     /* a timeout re-sent psn_una alone: an ACK to it means a lost tail */
+	uint32_t sr_resent_psn; /* the last packet re-sent alone ... */
+	uint64_t sr_resent_tsc; /* ... and when (0: none) */
+	struct droce_rc_srhold *srhold; /* responder: requests past a hole (lazily) */
 
 	/* responder */
 	uint32_t epsn;        /* expected request PSN */

@@ -15,6 +15,7 @@
 #include "errors.h"
 #include "internal.h"
 #include "qp_internal.h"
+#include "rc_internal.h"
 #include "srq.h"
 #include "xrc.h"
 
@@ -371,6 +372,8 @@ droce_qp_destroy(struct droce_qp *qp)
 		droce_engine_del_qp(qp->eng, qp);
 	free(qp->stash); /* completions still waiting for room go with their QP */
 	free(qp->res);
+	droce_rc_rdmap_free(qp);
+	droce_rc_sr_free(qp);
 	free(qp->sq);
 	free(qp->rq);
 	free(qp->swqe);
@@ -600,6 +603,10 @@ reset_lc(struct droce_qp *qp)
 	qp->rto_deadline = qp->rnr_deadline = 0;
 	qp->req_state = DROCE_REQ_IDLE;
 	qp->msn = 0;
+	droce_rc_rdmap_reset_lc(qp);
+	droce_rc_sr_release_lc(qp);
+	qp->sr_peer = qp->sr_tail_check = false;
+	qp->stats.sr_peer = 0;
 	if (qp->atomic_replay != NULL)
 		memset(qp->atomic_replay, 0, DROCE_ATOMIC_REPLAY * sizeof(qp->atomic_replay[0]));
 }
@@ -634,6 +641,7 @@ droce_qp_set_state_lc(struct droce_qp *qp, enum droce_qp_state state)
 		qp->rd_resp_count = 0;
 		qp->resp_failing = false;
 		qp->ack_pending = false;
+		droce_rc_sr_release_lc(qp);
 		flush_lc(qp);
 		/* an SRQ QP entering ERR: its WQEs are flushed, it takes no more */
 		if (state == DROCE_QPS_ERR && prev != DROCE_QPS_ERR && qp->srq != NULL)

@@ -25,10 +25,20 @@ droce_rc_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *
 	uint32_t flags = p->info->flags;
 	uint32_t psn = droce_bth_psn(droce_pkt_bth(p, frame));
 
+	bool held = false;
+
+	if (unlikely(droce_rc_sr_on) && !qp->sr_peer)
+		droce_rc_sr_peer_seen_lc(qp, p, frame);
 	if (!droce_xrc_rx_ok(qp, p->opcode & 0xe0, flags)) { /* RC, or XRC's side */
 		qp->eng->stats.seq_drops++;
 	} else if (flags & DROCE_OPF_REQ) {
+		uint32_t epsn = qp->rxseq.epsn;
+
+		/* selective repeat: a request past a hole is kept, not dropped */
+		held = qp->sr_peer && droce_rc_sr_hold_lc(qp, m, p, psn);
 		droce_rc_resp_rx_lc(qp, p, frame);
+		if (qp->srhold != NULL && qp->rxseq.epsn != epsn)
+			droce_rc_sr_drain_lc(qp); /* what was kept past it, in order */
 	} else if (qp->state == DROCE_QPS_RTS || qp->state == DROCE_QPS_SQD) {
 		if (flags & DROCE_OPF_READ)
 			droce_rc_comp_read_resp_lc(qp, p, frame, psn);
@@ -37,7 +47,8 @@ droce_rc_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *
 		else
 			droce_rc_comp_ack_lc(qp, psn, droce_aeth_syndrome(droce_pkt_hdr(p, frame, DROCE_HDR_AETH)));
 	}
-	droce_engine_rx_free_lc(qp->eng, m);
+	if (!held)
+		droce_engine_rx_free_lc(qp->eng, m);
 	droce_engine_activate_lc(qp->eng, qp);
 }
 

@@ -75,10 +75,18 @@ complete_upto(struct droce_qp *qp, uint32_t psn)
 			break;
 		}
 		if ((wr_is_read(w->opcode) || wr_is_atomic(w->opcode)) && !s->done) {
-			/* acknowledged past an unanswered READ/atomic: its response was lost */
+			/* acknowledged past an unanswered READ/atomic: its response was lost
+			 * (a READ: asked again each round its hole shows, rc_retx.c) */
 			uint32_t from = droce_psn_add(s->first_psn, s->got / qp->attr.pmtu);
 
-			if (s->gap_mark != from + 1) {
+			if (wr_is_read(w->opcode) && qp->sr_peer) {
+				/* its answer ended: ask for its holes alone (rc_sr.c) */
+				droce_rc_sr_read_repair_lc(qp, w, s, s->npkts,
+							   droce_rc_read_gap_lc(qp, s, from,
+										droce_psn_add(psn, 1)));
+			} else if (wr_is_read(w->opcode)
+					   ? droce_rc_read_gap_lc(qp, s, from, droce_psn_add(psn, 1))
+					   : s->gap_mark != from + 1) {
 				s->gap_mark = from + 1;
 				qp->stats.implicit_naks++;
 				droce_rc_rewind_lc(qp, from);
@@ -194,6 +202,14 @@ comp_ack(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 {
 	(void)syndrome;
 	complete_upto(qp, psn);
+	if (unlikely(qp->sr_tail_check)) {
+		/* selective repeat: the answer to a timeout's re-send is an ACK,
+		 * not a NAK: the responder keeps nothing past it, so what follows
+		 * was lost too: go back over it now rather than a timer each */
+		qp->sr_tail_check = false;
+		if (qp->psn_una != qp->psn_next && (qp->state == DROCE_QPS_RTS || qp->state == DROCE_QPS_SQD))
+			droce_rc_rewind_lc(qp, qp->psn_una);
+	}
 	return COMP_DONE;
 }
 
@@ -233,6 +249,10 @@ comp_seq_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 	(void)syndrome;
 	if (comp_nak_retire(qp, psn)) {
 		qp->stats.seq_naks_rx++;
+		qp->sr_tail_check = false;
+		/* selective repeat (rc_sr.c): the packet it names, alone */
+		if (qp->sr_peer && droce_rc_sr_resend_lc(qp, psn, false))
+			return COMP_DONE;
 		if (droce_rc_seq_nak_fresh_lc(qp, psn)) {
 			droce_rc_window_loss_lc(qp);
 			droce_rc_rewind_lc(qp, psn);
@@ -306,44 +326,101 @@ answer_done(struct droce_qp *qp, struct droce_swqe *s)
 	retire_head(qp, droce_psn_add(s->first_psn, s->npkts - 1));
 }
 
+/* The READ whose responses include @psn, among the WQEs sent (NULL if none). */
+static struct droce_swqe *
+read_of(struct droce_qp *qp, uint32_t psn, const struct droce_wqe **w)
+{
+	for (uint32_t idx = qp->sq_head; idx != qp->sq_avail; idx++) {
+		struct droce_swqe *s = droce_qp_swqe(qp, idx);
+		int32_t d;
+
+		if (!s->started)
+			return NULL;
+		d = droce_psn_diff(psn, s->first_psn);
+		if (d < 0)
+			return NULL;
+		if ((uint32_t)d < s->npkts) {
+			*w = droce_qp_wqe(qp, idx);
+			return wr_is_read((*w)->opcode) ? s : NULL;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * A READ response: everything before its PSN was received and answered
+ * (what that completes retires; a READ before it still missing responses
+ * lost them and is asked again).  It is placed wherever its PSN says, in
+ * order or past a missing one (rc_read.c); a READ completes once all its
+ * bytes are placed and everything before it has completed.
+ */
 void
 droce_rc_comp_read_resp_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame, uint32_t psn)
 {
-	uint32_t flags = p->info->flags, len = p->payload_len, pmtu = qp->attr.pmtu;
-	const struct droce_wqe *w;
-	struct droce_swqe *s = answered_head(qp, psn, &w);
-	uint32_t expect;
+	uint32_t pmtu = qp->attr.pmtu, expect, got;
+	const struct droce_wqe *w = NULL;
+	struct droce_swqe *s;
+	bool head;
 
-	if (s == NULL || !wr_is_read(w->opcode)) {
+	if (!ack_in_window(qp, psn)) {
+		qp->eng->stats.seq_drops++;
+		return;
+	}
+	complete_upto(qp, droce_psn_add(psn, DROCE_PSN_MASK));
+	s = qp->state == DROCE_QPS_RTS || qp->state == DROCE_QPS_SQD ? read_of(qp, psn, &w) : NULL;
+	if (s == NULL) {
 		qp->eng->stats.seq_drops++;
 		return;
 	}
 	qp->peer_heard = true;
+	if (!ack_in_window(qp, qp->rd_hi) || droce_psn_diff(psn, qp->rd_hi) > 0)
+		qp->rd_hi = psn; /* the highest in the window (what lies outside is stale) */
+	head = s == droce_qp_swqe(qp, qp->sq_head);
 	expect = droce_psn_add(s->first_psn, s->got / pmtu);
-	if (psn != expect) {
-		if (droce_rc_read_gap_lc(qp, s, expect, psn)) {
-			/* responses lost: ask again for the rest */
-			droce_rc_window_loss_lc(qp);
-			droce_rc_rewind_lc(qp, expect);
+	got = s->got;
+	if (psn != expect && qp->sr_peer) {
+		/* responses lost: ask for the holes below this one alone, now (rc_sr.c) */
+		droce_rc_sr_read_repair_lc(qp, w, s, (uint32_t)droce_psn_diff(psn, s->first_psn),
+					   droce_rc_read_gap_lc(qp, s, expect, psn));
+	} else if (psn != expect && droce_rc_read_gap_lc(qp, s, expect, psn)) {
+		/* responses lost: ask again for what has not arrived */
+		droce_rc_window_loss_lc(qp);
+		droce_rc_rewind_lc(qp, expect);
+	}
+	switch (droce_rc_read_place_lc(qp, w, s, p, frame, psn)) {
+	case DROCE_RC_PLACE_OK:
+		break;
+	case DROCE_RC_PLACE_BAD:
+		if (head && psn == expect) {
+			fail_head(qp, DROCE_ERR_BAD_RESP);
+			return;
+		}
+		qp->eng->stats.seq_drops++; /* judged when its turn comes */
+		return;
+	case DROCE_RC_PLACE_PROT:
+		if (head) {
+			fail_head(qp, DROCE_ERR_LOC_PROT);
+			return;
 		}
 		qp->eng->stats.seq_drops++;
 		return;
-	}
-	if (len > pmtu || (!(flags & DROCE_OPF_LAST) && len != pmtu) ||
-	    (uint64_t)s->got + len > w->length ||
-	    ((flags & DROCE_OPF_LAST) && s->got + len != w->length)) {
-		fail_head(qp, DROCE_ERR_BAD_RESP);
+	default:
+		qp->eng->stats.seq_drops++;
 		return;
 	}
-	if (!scatter(qp, w->sge, w->num_sge, s->got, p->payload, len)) {
-		fail_head(qp, DROCE_ERR_LOC_PROT);
-		return;
-	}
-	s->got += len;
+	if (s->got == got && !s->done)
+		return; /* past a missing one: kept for later */
 	s->gap_mark = 0;
-	qp->psn_una = droce_psn_add(psn, 1);
-	if (flags & DROCE_OPF_LAST)
+	if (!head)
+		return; /* completes after the WQEs before it */
+	if (s->done) {
 		answer_done(qp, s);
+		/* READs after it answered whole before it, and what they acknowledge */
+		if (ack_in_window(qp, qp->rd_hi))
+			complete_upto(qp, qp->rd_hi);
+	} else {
+		qp->psn_una = droce_psn_add(s->first_psn, s->got / pmtu);
+	}
 	progress_made(qp);
 }
 

@@ -33,7 +33,38 @@ bool droce_rc_seq_nak_due_lc(struct droce_qp *qp, uint32_t psn, bool ackreq);   
 bool droce_rc_seq_nak_fresh_lc(struct droce_qp *qp, uint32_t psn);   /* requester */
 bool droce_rc_read_gap_lc(struct droce_qp *qp, struct droce_swqe *s, uint32_t expect,
 			  uint32_t psn);
-bool droce_rc_resp_cut_lc(struct droce_qp *qp, uint32_t psn, uint64_t va, uint32_t len);
+bool droce_rc_resp_cut_lc(struct droce_qp *qp, uint32_t psn, uint64_t va, uint32_t len, bool cut);
+
+/* rc_read.c: READ responses kept past a hole, missing ranges asked again */
+#define DROCE_RC_RDMAP_BITS 1024 /* READ response PSNs past psn_una a QP can place */
+enum droce_rc_place {
+	DROCE_RC_PLACE_OK,   /* placed */
+	DROCE_RC_PLACE_DUP,  /* had it already */
+	DROCE_RC_PLACE_DROP, /* cannot keep it (beyond the map's reach): asked again later */
+	DROCE_RC_PLACE_BAD,  /* not the length or opcode its place requires */
+	DROCE_RC_PLACE_PROT, /* the scatter failed (an lkey went away) */
+};
+enum droce_rc_place droce_rc_read_place_lc(struct droce_qp *qp, const struct droce_wqe *w,
+					   struct droce_swqe *s, const struct droce_pkt *p,
+					   const uint8_t *frame, uint32_t psn);
+unsigned int droce_rc_read_ask_lc(struct droce_qp *qp, const struct droce_wqe *w,
+				  struct droce_swqe *s, bool *whole);
+void droce_rc_sr_read_repair_lc(struct droce_qp *qp, const struct droce_wqe *w,
+				struct droce_swqe *s, uint32_t lim, bool again);
+void droce_rc_rdmap_reset_lc(struct droce_qp *qp);
+void droce_rc_rdmap_free(struct droce_qp *qp);
+
+/* rc_sr.c: selective repeat between droce ends (negotiated by a BTH hint) */
+#define DROCE_RC_SR_WIN 256   /* requests past a hole a responder keeps, per QP: the requester's window */
+void droce_rc_sr_config(bool on);
+void droce_rc_sr_peer_seen_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame);
+bool droce_rc_sr_hold_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *p,
+			 uint32_t psn);
+void droce_rc_sr_drain_lc(struct droce_qp *qp);
+void droce_rc_sr_release_lc(struct droce_qp *qp);
+void droce_rc_sr_free(struct droce_qp *qp);
+bool droce_rc_sr_resend_lc(struct droce_qp *qp, uint32_t psn, bool timeout);
+void droce_rc_resp_nak_gap_lc(struct droce_qp *qp, uint32_t hi);   /* rc_resp.c */
 
 /* ---- shared by rc_req.c, rc_comp.c and rc_resp.c ---- */
 

@@ -107,37 +107,36 @@ send_wqe(struct droce_qp *qp, uint32_t idx, unsigned int budget, bool *whole)
 {
 	const struct droce_wqe *w = droce_qp_wqe(qp, idx);
 	struct droce_swqe *s = droce_qp_swqe(qp, idx);
-	uint32_t pmtu = qp->attr.pmtu;
 	struct droce_pkt_fields f;
 	struct rte_mbuf *m;
 	uint8_t *payload;
 	unsigned int n = 0;
 
 	*whole = false;
-	if (wr_is_read(w->opcode) || wr_is_atomic(w->opcode)) {
+	if (wr_is_read(w->opcode)) {
+		/* one request per range that has not arrived (rc_read.c) */
+		n = droce_rc_read_ask_lc(qp, w, s, whole);
+		if (*whole) {
+			s->sent_pkts = s->npkts;
+			note_sent(qp, droce_psn_add(s->first_psn, s->npkts));
+		}
+		return n;
+	}
+	if (wr_is_atomic(w->opcode)) {
 		memset(&f, 0, sizeof(f));
 		f.ackreq = true;
 		f.xrc_srqn = w->remote_qpn; /* XRC: the remote SRQ (XRCETH) */
-		if (wr_is_read(w->opcode)) {
-			/* a resumed READ asks only for what has not arrived */
-			f.opcode = DROCE_OPC(qp->xport, DROCE_OP_READ_REQ);
-			f.psn = droce_psn_add(s->first_psn, s->got / pmtu);
-			f.reth.va = w->remote_addr + s->got;
-			f.reth.rkey = w->rkey;
-			f.reth.len = w->length - s->got;
+		f.opcode = DROCE_OPC(qp->xport, w->opcode == DROCE_WR_ATOMIC_CMP_AND_SWP
+							? DROCE_OP_CMP_SWAP
+							: DROCE_OP_FETCH_ADD);
+		f.psn = s->first_psn;
+		f.atomic.va = w->remote_addr;
+		f.atomic.rkey = w->rkey;
+		if (w->opcode == DROCE_WR_ATOMIC_CMP_AND_SWP) {
+			f.atomic.cmp = w->compare_add;
+			f.atomic.swap_add = w->swap;
 		} else {
-			f.opcode = DROCE_OPC(qp->xport, w->opcode == DROCE_WR_ATOMIC_CMP_AND_SWP
-								? DROCE_OP_CMP_SWAP
-								: DROCE_OP_FETCH_ADD);
-			f.psn = s->first_psn;
-			f.atomic.va = w->remote_addr;
-			f.atomic.rkey = w->rkey;
-			if (w->opcode == DROCE_WR_ATOMIC_CMP_AND_SWP) {
-				f.atomic.cmp = w->compare_add;
-				f.atomic.swap_add = w->swap;
-			} else {
-				f.atomic.swap_add = w->compare_add;
-			}
+			f.atomic.swap_add = w->compare_add;
 		}
 		m = pkt_alloc(qp, &f, 0, &payload);
 		if (m == NULL)
@@ -168,7 +167,19 @@ send_wqe(struct droce_qp *qp, uint32_t idx, unsigned int budget, bool *whole)
 	return n;
 }
 
-/* Goes back to resend from @psn (go-back-N). */
+/* READ @s is to be asked again for what of it has not arrived (nothing
+ * when all of it has: done, it waits only for the WQEs before it). */
+static void
+read_reask(struct droce_swqe *s)
+{
+	if (s->done)
+		return;
+	s->sent = 0;
+	s->sent_pkts = 0;
+	s->reask = true;
+}
+
+/* Goes back to resend from @psn (go-back-N; READs ask only for what is missing). */
 void
 droce_rc_rewind_lc(struct droce_qp *qp, uint32_t psn)
 {
@@ -188,28 +199,43 @@ droce_rc_rewind_lc(struct droce_qp *qp, uint32_t psn)
 	}
 	if (idx == qp->sq_avail)
 		return;
+	if ((int32_t)(idx - qp->sq_cur) > 0) {
+		/* a go-back to before it is under way and will reach it: a READ
+		 * there is asked again for what it misses, nothing else moves */
+		if (wr_is_read(droce_qp_wqe(qp, idx)->opcode))
+			read_reask(droce_qp_swqe(qp, idx));
+		return;
+	}
 	{
 		struct droce_swqe *s = droce_qp_swqe(qp, idx);
 		const struct droce_wqe *w = droce_qp_wqe(qp, idx);
 		uint32_t k = (uint32_t)droce_psn_diff(psn, s->first_psn);
 
-		if (wr_is_read(w->opcode) || wr_is_atomic(w->opcode)) {
-			/* asked again: a READ for what has not arrived, an atomic whole */
-			s->got = RTE_MIN(s->got, k * pmtu);
-			s->sent_pkts = 0;
+		if (wr_is_read(w->opcode)) {
+			/* asked again for what has not arrived; what has stays */
+			read_reask(s);
+		} else if (wr_is_atomic(w->opcode)) {
+			s->sent_pkts = 0; /* asked again whole */
 		} else {
 			s->sent_pkts = k;
 			s->sent = k * pmtu;
 		}
 	}
-	/* later WQEs start again from scratch, with the same PSNs */
+	/* later WQEs start again from scratch, with the same PSNs; a READ keeps
+	 * what arrived of it and is asked again for the rest (a responder drops
+	 * the responses it still had queued past a repeated READ) */
 	for (uint32_t j = idx + 1; j != qp->sq_avail; j++) {
 		struct droce_swqe *s = droce_qp_swqe(qp, j);
+		uint8_t op = droce_qp_wqe(qp, j)->opcode;
 
 		if (!s->started)
 			break;
-		if (droce_mw_wr_is_local(droce_qp_wqe(qp, j)->opcode))
+		if (droce_mw_wr_is_local(op))
 			continue; /* executed once; passed over on the way again */
+		if (wr_is_read(op)) {
+			read_reask(s);
+			continue;
+		}
 		s->started = false;
 		if (s->rd_counted) {
 			s->rd_counted = false;
@@ -277,7 +303,7 @@ droce_rc_req_tx_lc(struct droce_qp *qp, unsigned int budget)
 			retire_local(qp);
 			continue;
 		}
-		if (rd && !s->rd_counted) {
+		if (rd && !s->rd_counted && !s->done) {
 			s->rd_counted = true;
 			qp->rd_atomic_out++;
 		}

@@ -119,7 +119,7 @@ resp_duplicate(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *fr
 
 		qp->stats.dup_reads++;
 		if (read_allowed(qp, e.va, e.rkey, e.len) &&
-		    droce_rc_resp_cut_lc(qp, psn, e.va, e.len))
+		    droce_rc_resp_cut_lc(qp, psn, e.va, e.len, !qp->sr_peer))
 			resp_queue(qp, &e);
 		return;
 	}
@@ -400,6 +400,18 @@ resp_seq_nak(struct droce_qp *qp, const struct resp_pkt *r)
 		send_nak(qp, DROCE_NAK_PSN_SEQ_ERR, qp->rxseq.epsn);
 	}
 	return RESP_DONE;
+}
+
+/* Selective repeat (rc_sr.c): the requests kept past the expected PSN,
+ * up to @hi, leave a hole at it: NAK it now (one per gap and round, as
+ * droce_rc_seq_nak_due_lc counts them). */
+void
+droce_rc_resp_nak_gap_lc(struct droce_qp *qp, uint32_t hi)
+{
+	if (droce_rc_seq_nak_due_lc(qp, hi, false)) {
+		qp->stats.seq_naks_tx++;
+		send_nak(qp, DROCE_NAK_PSN_SEQ_ERR, qp->rxseq.epsn);
+	}
 }
 
 static enum resp_state

@@ -208,6 +208,14 @@ droce_rc_timers_lc(struct droce_qp *qp)
 	}
 	last = droce_psn_add(qp->psn_next, DROCE_PSN_MASK);
 	qp->peer_heard = false;
+	if (qp->sr_peer && qp->rto_backoff == 0 && droce_rc_sr_resend_lc(qp, qp->psn_una, true)) {
+		/* selective repeat: the responder keeps what followed; the
+		 * oldest one alone, and go back only if this times out too */
+		qp->rto_backoff++;
+		qp->sr_tail_check = true;
+		rearm_rto(qp);
+		return;
+	}
 	droce_rc_window_loss_lc(qp);
 	if (qp->rto_backoff++ == 0 && qp->psn_next == qp->psn_max && last != qp->psn_una &&
 	    droce_psn_diff(last, qp->psn_una) > 0) {
@@ -237,7 +245,8 @@ droce_rc_seq_nak_due_lc(struct droce_qp *qp, uint32_t psn, bool ackreq)
 		return true;
 	}
 	if (psn == qp->nak_hi)
-		return false; /* a copy of the last one */
+		return ackreq && qp->sr_peer; /* a copy of the last one (selective repeat: a
+					       * probe asks, rc_sr.c) */
 	qp->nak_hi = psn;
 	/* the requester asks for an answer: the NAK again (the first may be lost) */
 	return ackreq;
@@ -277,13 +286,14 @@ droce_rc_read_gap_lc(struct droce_qp *qp, struct droce_swqe *s, uint32_t expect,
 }
 
 /*
- * Responder: a duplicate READ for [@va, @va + @len) at @psn.  Drops the
- * responses still queued from @psn on (the requester went back to @psn and
- * re-sends every later request).  False when the same READ is still queued
- * unanswered (a copy of the request): nothing to add then.
+ * Responder: a duplicate READ for [@va, @va + @len) at @psn.  With @cut,
+ * drops the responses still queued from @psn on (a go-back-N requester went
+ * back to @psn and re-sends every later request; a selective-repeat peer,
+ * rc_sr.c, asks only for what it misses: no cut).  False when the same READ
+ * is still queued unanswered (a copy of the request): nothing to add then.
  */
 bool
-droce_rc_resp_cut_lc(struct droce_qp *qp, uint32_t psn, uint64_t va, uint32_t len)
+droce_rc_resp_cut_lc(struct droce_qp *qp, uint32_t psn, uint64_t va, uint32_t len, bool cut)
 {
 	uint32_t cap = DROCE_RD_RESP_CAP, pmtu = qp->attr.pmtu;
 
@@ -297,6 +307,8 @@ droce_rc_resp_cut_lc(struct droce_qp *qp, uint32_t psn, uint64_t va, uint32_t le
 			continue;
 		if (!e->atomic && e->psn == psn && e->off == 0 && e->va == va && e->len == len)
 			return false;
+		if (!cut)
+			continue;
 		qp->stats.resp_cut += qp->rd_resp_count - i;
 		qp->rd_resp_count = i;
 		return true;

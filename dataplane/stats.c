@@ -72,6 +72,12 @@ static const struct {
 	QS(retries, "retries_spent"),
 	QS(read_resumes, "read_resumes"),
 	QS(resp_cut, "read_resp_cut"),
+	QS(read_ooo, "read_resp_ooo"),
+	QS(read_reasks, "read_reasks"),
+	QS(sr_peer, "sr_peer"),
+	QS(sr_held, "sr_held"),
+	QS(sr_released, "sr_released"),
+	QS(sr_resent, "sr_resent"),
 	QS(srtt_ns, "srtt_ns"),
 	QS(rto_ns, "rto_ns"),
 };

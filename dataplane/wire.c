@@ -190,7 +190,8 @@ droce_build_headers(struct droce_hdr_tmpl *t, uint8_t *buf, size_t cap,
 	{
 		uint32_t w0 = (uint32_t)f->opcode << 24 | (uint32_t)f->se << 23 |
 			      (uint32_t)f->mig << 22 | (uint32_t)pad_for(payload_len) << 20 | f->pkey;
-		uint32_t w1 = (uint32_t)f->fecn << 31 | (uint32_t)f->becn << 30 | (f->dqpn & 0xffffffu);
+		uint32_t w1 = (uint32_t)f->fecn << 31 | (uint32_t)f->becn << 30 |
+			      (uint32_t)(f->resv6a & 0x3f) << 24 | (f->dqpn & 0xffffffu);
 		uint32_t w2 = (uint32_t)f->ackreq << 31 | (f->psn & 0xffffffu);
 		rte_be32_t be[3] = { rte_cpu_to_be_32(w0), rte_cpu_to_be_32(w1), rte_cpu_to_be_32(w2) };
 

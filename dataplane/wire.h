@@ -382,6 +382,7 @@ void droce_tmpl_init(struct droce_hdr_tmpl *t, const struct droce_path *p);
 struct droce_pkt_fields {
 	uint8_t opcode;
 	bool se, mig, fecn, becn, ackreq;
+	uint8_t resv6a;   /* BTH reserved bits after FECN/BECN (droce's selective-repeat hint) */
 	uint16_t pkey;
 	uint32_t dqpn, psn;
 	struct { uint64_t va; uint32_t rkey, len; } reth;

@@ -20,6 +20,12 @@
 
 #define DROCE_XPORT_DEFAULT_PKEY 0xffff
 
+/* RC selective repeat (rc_sr.c): [engines] selective_repeat, and the hint RC
+ * requests then carry in the BTH's Resv6a bits (not in the ICRC); responses,
+ * ACKs and NAKs carry it only once the peer's requests showed it */
+#define DROCE_RC_SR_HINT 0x01
+extern bool droce_rc_sr_on;
+
 static inline bool
 droce_xport_wr_is_write(uint8_t op)
 {
@@ -143,6 +149,10 @@ droce_xport_pkt_alloc_lc(struct droce_qp *qp, struct droce_pkt_fields *f, uint32
 		return NULL;
 	}
 	f->pkey = DROCE_XPORT_DEFAULT_PKEY;
+	if (unlikely(droce_rc_sr_on) && qp->type == DROCE_QPT_RC &&
+	    (qp->sr_peer || (f->opcode & 0x1f) < DROCE_OP_READ_RESP_FIRST ||
+	     (f->opcode & 0x1f) > DROCE_OP_ATOMIC_ACK)) /* a request */
+		f->resv6a = DROCE_RC_SR_HINT;
 	hdr = droce_build_headers(&qp->tmpl, buf, total, f, plen);
 	*payload = buf + hdr;
 	return m;

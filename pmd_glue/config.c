@@ -141,6 +141,8 @@ key_engines_count(struct loader *ld, const char *sec, const char *key, const cha
 
 U32_KEY(key_engines_fallback_us, ((struct droce_config *)obj)->fallback_us, 0,
 	DROCE_FALLBACK_US_MAX, "fallback delay in microseconds")
+U32_KEY(key_engines_sr, ((struct droce_config *)obj)->selective_repeat, 0, 1,
+	"selective_repeat switch (0 or 1)")
 U32_KEY(key_pool_mbufs, ((struct droce_config *)obj)->mbufs, 63, 4u << 20, "mbuf count")
 U32_KEY(key_pool_cache, ((struct droce_config *)obj)->mbuf_cache, 0, RTE_MEMPOOL_CACHE_MAX_SIZE,
 	"mempool cache size")
@@ -315,6 +317,7 @@ static const struct key_def engine_keys[] = {
 	{ "lcores", key_engines_lcores, 0 },
 	{ "count", key_engines_count, 0 },
 	{ "fallback_us", key_engines_fallback_us, 0 },
+	{ "selective_repeat", key_engines_sr, 0 },
 	{ NULL, NULL, 0 },
 };
 

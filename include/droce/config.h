@@ -11,6 +11,10 @@
  *                                       has driven for N µs is driven by droce's
  *                                       fallback progress thread; 0 = no fallback
  *                                       thread; default 50, at most 1000000)
+ *              selective_repeat = 0 | 1  (RC: 1 = selective repeat with peers
+ *                                       that are droce with it too, found by
+ *                                       a BTH hint; default 0: plain IBTA
+ *                                       go-back-N, frames unchanged)
  *   [mempool]  mbufs = N, cache = N, data_room = bytes, capture_mbufs = N
  *   [portN]    kind = ring | memif | af_packet | af_xdp | tap | pci
  *              peer = portM            (ring)
@@ -143,6 +147,7 @@ struct droce_config {
 	unsigned int n_engines;
 	uint16_t engine_lcores[DROCE_MAX_ENGINES]; /* dedicated only */
 	uint32_t fallback_us;                     /* colocated only, 0 = off */
+	uint32_t selective_repeat;                /* 0 or 1 (dataplane/rc_sr.c) */
 	/* [mempool] */
 	uint32_t mbufs, mbuf_cache, data_room, capture_mbufs;
 	/* [portN] */

@@ -30,6 +30,7 @@ tc_pair_config(char *buf, size_t cap, const struct tc_pair *o)
 		     "[engines]\n"
 		     "%s"
 		     "%s"
+		     "%s%s"
 		     "[mempool]\n"
 		     "mbufs = %u\n"
 		     "cache = 128\n"
@@ -54,6 +55,7 @@ tc_pair_config(char *buf, size_t cap, const struct tc_pair *o)
 		     "rxq = %u\ntxq = %u\nrxd = %u\ntxd = %u\n"
 		     "%s\n",
 		     o->mem_mb ? o->mem_mb : 256, o->eal_extra ? o->eal_extra : "", engines, fallback,
+		     o->engines_extra ? o->engines_extra : "", o->engines_extra ? "\n" : "",
 		     o->mbufs ? o->mbufs : 8191, o->data_room ? o->data_room : 2176,
 		     o->mempool_extra ? o->mempool_extra : "", o->mempool_extra ? "\n" : "",
 		     o->ipv6 ? "ipv6 = 2001:2::1\n" : "", mtu, q, q, d, d,

@@ -19,6 +19,7 @@ struct tc_pair {
 				     co-located; .engines must still give their number (queues) */
 	const char *eal_extra;    /* appended to the EAL args (e.g. "-l 0-1") */
 	int fallback_us;          /* [engines] fallback_us; 0: the default, -1: 0 (off) */
+	const char *engines_extra; /* more [engines] lines, e.g. "selective_repeat = 1" */
 	unsigned int descs;       /* rxd / txd per queue; 0: 1024 */
 	unsigned int mbufs;       /* 0: 8191 */
 	unsigned int data_room;   /* 0: 2176 */

@@ -84,6 +84,8 @@ h_start(const struct h_cfg *c, bool may_fail)
 		.data_room = c->data_room ? c->data_room : 10240,
 		.mem_mb = c->mem_mb ? c->mem_mb : 512,
 		.mempool_extra = "capture_mbufs = 4095",
+		.fallback_us = c->fallback_us,
+		.engines_extra = c->selective_repeat ? "selective_repeat = 1" : NULL,
 		.port0_extra = port0,
 		.port1_extra = extra,
 	};

@@ -38,6 +38,8 @@ struct h_cfg {
 	unsigned int mem_mb;     /* EAL -m; 0 = 512 */
 	const char *capture0;    /* port0 capture file; NULL = $DROCE_TEST_CAPTURE if set, else none */
 	const char *port_extra;  /* extra "key = value" lines for every [portN], NULL = none */
+	int fallback_us;         /* [engines] fallback_us: 0 the default, -1 off (only the test drives) */
+	bool selective_repeat;   /* [engines] selective_repeat = 1 (dataplane/rc_sr.c) */
 };
 
 /*

@@ -284,12 +284,15 @@ on_recv_cqe(struct qstate *qs, const struct droce_cqe *c)
 	post_recv(s);
 }
 
+static bool sr; /* [engines] selective_repeat = 1 (dataplane/rc_sr.c) */
+
 static void
 run(const char *impair, uint32_t total, bool expect_loss)
 {
 	static struct qstate qs[NQP];
 	char extra[512];
-	struct h_cfg cfg = { .engines = 2, .port_extra = extra, .mbufs = 32767, .mem_mb = 1024 };
+	struct h_cfg cfg = { .engines = 2, .port_extra = extra, .mbufs = 32767, .mem_mb = 1024,
+			     .selective_repeat = sr };
 	struct h_conn_opts o = h_conn_defaults(PMTU);
 	struct droce_cq *scq0, *rcq0, *scq1, *rcq1;
 	struct droce_qp_stats sum = { 0 }, rsum = { 0 };
@@ -398,6 +401,8 @@ run(const char *impair, uint32_t total, bool expect_loss)
 		rsum.dup_reqs += b->dup_reqs;
 		rsum.dup_reads += b->dup_reads;
 		rsum.dup_atomics += b->dup_atomics;
+		rsum.sr_held += b->sr_held;
+		sum.sr_resent += a->sr_resent;
 	}
 	for (unsigned int i = 0; i < 2; i++)
 		droce_port_stats_get(droce_port_get(i), &ps[i]);
@@ -408,6 +413,8 @@ run(const char *impair, uint32_t total, bool expect_loss)
 	fprintf(stderr, "[info] " "responders: seq NAKs tx %" PRIu64 " dup requests %" PRIu64 " dup READs %" PRIu64
 		    " dup atomics %" PRIu64 "\n",
 		    rsum.seq_naks_tx, rsum.dup_reqs, rsum.dup_reads, rsum.dup_atomics);
+	fprintf(stderr, "[info] selective repeat %s: requests kept %" PRIu64 ", packets re-sent alone %" PRIu64 "\n",
+		sr ? "on" : "off", rsum.sr_held, sum.sr_resent);
 	for (unsigned int i = 0; i < 2; i++)
 		fprintf(stderr, "[info] " "port%u tx: dropped %" PRIu64 " duplicated %" PRIu64 " reordered %" PRIu64
 			    " corrupted %" PRIu64 "\n",
@@ -431,7 +438,11 @@ run(const char *impair, uint32_t total, bool expect_loss)
 			cr_assert_gt(ps[i].impair_tx.reordered, 0, "port%u reordered nothing", i);
 		}
 		cr_assert_gt(ps[0].impair_tx.corrupted + ps[1].impair_tx.corrupted, 0);
-		cr_assert_gt(sum.retransmits, 0, "no retransmissions");
+		cr_assert_gt(sum.retransmits + sum.sr_resent, 0, "no retransmissions");
+		if (sr) {
+			cr_assert_gt(rsum.sr_held, 0, "selective repeat: no request kept");
+			cr_assert_gt(sum.sr_resent, 0, "selective repeat: no packet re-sent alone");
+		}
 		cr_assert_gt(sum.seq_naks_rx + sum.implicit_naks, 0, "no NAKs");
 		cr_assert_gt(rsum.seq_naks_tx, 0, "responders sent no sequence NAK");
 		cr_assert_gt(rsum.dup_reqs, 0, "responders saw no duplicate");
@@ -441,6 +452,18 @@ run(const char *impair, uint32_t total, bool expect_loss)
 Test(rc_loss, mixed_clean_link)
 {
 	run("", (uint32_t)h_env_ulong("DROCE_TEST_CLEAN_MSGS", 2000), false);
+}
+
+/* The same between two droce ends with selective repeat (rc_sr.c). */
+Test(rc_loss, mixed_impaired_link_selective_repeat)
+{
+	sr = true;
+	run("impair_drop = 1%\n"
+	    "impair_dup = 1%\n"
+	    "impair_reorder = 1%\n"
+	    "impair_corrupt = 0.1%\n"
+	    "impair_dir = tx",
+	    (uint32_t)h_env_ulong("DROCE_TEST_LOSS_MSGS", 10000), true);
 }
 
 Test(rc_loss, mixed_impaired_link)

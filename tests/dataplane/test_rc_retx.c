@@ -6,8 +6,13 @@
  * received), or hands a real responder the requests a requester would send.
  *  - a 64 KiB WRITE whose 21st packet is lost: one go-back, re-sending from
  *    the lost packet only, no timeout;
- *  - a READ whose 6th response is lost, twice: asked again from it each
- *    time (a READ for the rest), bytes right;
+ *  - a READ whose 6th response is lost, twice: the responses after it are
+ *    kept, and it alone is asked again each round its hole shows, bytes right;
+ *  - against a real responder (its answers dropped, the test hands the
+ *    requester the frames it sent): one middle READ response lost, then two,
+ *    then one in the first of two READs: only the missing responses are asked
+ *    again (the responder sends exactly that many), the READs complete in
+ *    order with the right bytes;
  *  - the last ACK lost: the timeout re-sends one packet (a probe), the ACK to
  *    it completes the WRITE, no go-back;
  *  - retry_cnt 0 survives timeouts shorter than the timeout attribute (a
@@ -38,7 +43,7 @@ static struct h_buf lb, rb;
 static void
 setup(struct h_conn_opts *o)
 {
-	struct h_cfg cfg = { 0 };
+	struct h_cfg cfg = { .fallback_us = -1 }; /* only the test drives: exact batches */
 
 	h_start(&cfg, false);
 	h_buf_init(&lb, 1 << 20, ALL_ACCESS);
@@ -161,17 +166,16 @@ Test(rc_retx, read_resumed_from_first_missing_response)
 	h_spin(20);
 	cr_assert_eq(s->tx_pkts, 2, "one READ re-issued, not %" PRIu64, s->tx_pkts - 1);
 	cr_assert_eq(s->read_resumes, 1);
-	/* round 2, the answer to the READ for 5..15: 5 lost again, 6 arrives */
+	cr_assert_eq(s->read_ooo, 10, "responses 6..15 kept: %" PRIu64, s->read_ooo);
+	cr_assert_eq(s->read_reasks, 1);
+	/* round 2: 5 lost again, and a copy of 6 shows the hole again */
 	read_resp(psn(H_PSN_A, 6), DROCE_OP_READ_RESP_MIDDLE, src + 6 * PMTU, PMTU);
 	wait_tx(p.qp[0], 3, "READ asked again, second round");
 	h_spin(20);
 	cr_assert_eq(s->tx_pkts, 3);
 	cr_assert_eq(s->read_resumes, 2);
-	/* round 3: the rest, as a READ for 5..15 is answered (FIRST at 5) */
-	for (uint32_t i = 5; i < 16; i++)
-		read_resp(psn(H_PSN_A, i), i == 5 ? DROCE_OP_READ_RESP_FIRST :
-					 i == 15 ? DROCE_OP_READ_RESP_LAST : DROCE_OP_READ_RESP_MIDDLE,
-			  src + i * PMTU, PMTU);
+	/* round 3: the answer to a READ for 5 alone */
+	read_resp(psn(H_PSN_A, 5), DROCE_OP_READ_RESP_ONLY, src + 5 * PMTU, PMTU);
 	c = h_poll1(p.scq[0], POLL_MS, "READ");
 	cr_assert_eq(c.wr_id, 0x22);
 	cr_assert_eq(c.status, DROCE_WC_SUCCESS, "status %u", c.status);
@@ -351,8 +355,9 @@ Test(rc_retx, answering_peer_spends_no_retry)
 	until = tc_now_ms() + 50;
 	while (tc_now_ms() < until) {
 		/* response 1 is lost; the responder is busy with later ones */
-		read_resp(psn(H_PSN_A, 2 + (uint32_t)(tc_now_ms() % 10)), DROCE_OP_READ_RESP_MIDDLE,
-			  src + 2 * PMTU, PMTU);
+		uint32_t i = 2 + (uint32_t)(tc_now_ms() % 10);
+
+		read_resp(psn(H_PSN_A, i), DROCE_OP_READ_RESP_MIDDLE, src + i * PMTU, PMTU);
 		h_spin(4);
 	}
 	cr_assert_eq(h_qp_state(p.qp[0]), DROCE_QPS_RTS, "failed after %" PRIu64 " retries",
@@ -365,4 +370,143 @@ Test(rc_retx, answering_peer_spends_no_retry)
 	c = h_poll1(p.scq[0], POLL_MS, "READ");
 	cr_assert_eq(c.status, DROCE_WC_SUCCESS, "status %u", c.status);
 	cr_assert_eq(memcmp(lb.p, src, sizeof(src)), 0, "READ bytes");
+}
+
+/* ---- READ responses kept past a hole, against a real responder ---- */
+
+/*
+ * QP 0 towards QP 1 (its requests arrive), QP 1 towards a QPN nobody has (its
+ * responses are dropped): the test hands QP 0 the responses QP 1 sent, minus
+ * the lost ones, and QP 1's frame count says what QP 0 asked for again.
+ */
+static void
+setup_real_responder(void)
+{
+	struct h_conn_opts o = h_conn_defaults(PMTU);
+	struct h_cfg cfg = { .fallback_us = -1 };
+
+	o.timeout = 0; /* no timer: only what arrives moves the requester */
+	h_start(&cfg, false);
+	h_buf_init(&lb, 1 << 20, ALL_ACCESS);
+	h_buf_init(&rb, 1 << 20, ALL_ACCESS);
+	h_pair_create_cqs(&p, 64, 64, 256);
+	h_connect(p.qp[0], 0, 1, p.qpn[1], H_PSN_A, H_PSN_B, &o);
+	h_connect(p.qp[1], 1, 0, p.qpn[0] + GHOST, H_PSN_B, H_PSN_A, &o);
+	h_fill(rb.p, 64 * PMTU, 91);
+	memset(lb.p, 0, 64 * PMTU);
+}
+
+/* A READ of @npkts responses at offset @off (both sides). */
+static void
+post_read(uint64_t id, uint32_t off, uint32_t npkts)
+{
+	struct droce_wqe w = h_wqe(id, DROCE_WR_RDMA_READ, DROCE_WQE_SIGNALED);
+
+	h_wqe_sge(&w, &lb, off, npkts * PMTU);
+	w.remote_addr = h_va(&rb, off);
+	w.rkey = rb.mr.rkey;
+	h_post_send(p.qp[0], &w);
+}
+
+/* Response @i (of @n, PSN H_PSN_A + @base + @i) of a READ whose data starts at @off. */
+static void
+read_resp_of(uint32_t base, uint32_t off, uint32_t i, uint32_t n)
+{
+	read_resp(psn(H_PSN_A, base + i), i == 0 ? DROCE_OP_READ_RESP_FIRST :
+					   i == n - 1 ? DROCE_OP_READ_RESP_LAST :
+							DROCE_OP_READ_RESP_MIDDLE,
+		  rb.p + off + i * PMTU, PMTU);
+}
+
+static void
+expect_read_done(uint64_t id, uint32_t off, uint32_t len)
+{
+	struct droce_cqe c = h_poll1(p.scq[0], POLL_MS, "READ");
+
+	cr_assert_eq(c.wr_id, id, "completed %" PRIu64 ", want %" PRIu64, c.wr_id, id);
+	cr_assert_eq(c.status, DROCE_WC_SUCCESS, "status %u", c.status);
+	cr_assert_eq(memcmp(lb.p + off, rb.p + off, len), 0, "READ %" PRIu64 " bytes", id);
+}
+
+Test(rc_retx, read_middle_response_lost_only_it_asked_again)
+{
+	const struct droce_qp_stats *rq, *rs;
+
+	setup_real_responder();
+	rq = h_qp_stats(p.qp[0]);
+	rs = h_qp_stats(p.qp[1]);
+	post_read(0x71, 0, 16);
+	wait_tx(p.qp[1], 16, "the responder's 16 responses");
+	for (uint32_t i = 0; i < 16; i++)
+		if (i != 7)
+			read_resp_of(0, 0, i, 16); /* one batch: the engine sees them in one pass */
+	h_spin(20);
+	cr_assert_eq(rq->tx_pkts, 2, "%" PRIu64 " READ requests, want 2", rq->tx_pkts);
+	cr_assert_eq(rq->read_reasks, 1);
+	cr_assert_eq(rq->read_ooo, 8, "responses 8..15 kept: %" PRIu64, rq->read_ooo);
+	cr_assert_eq(rs->dup_reads, 1);
+	cr_assert_eq(rs->tx_pkts, 17, "the responder sent %" PRIu64 " responses again, want 1",
+		     rs->tx_pkts - 16);
+	h_expect_empty(p.scq[0], 0, "a response is missing");
+	read_resp(psn(H_PSN_A, 7), DROCE_OP_READ_RESP_ONLY, rb.p + 7 * PMTU, PMTU);
+	expect_read_done(0x71, 0, 16 * PMTU);
+	cr_assert_eq(rq->timeouts, 0);
+	cr_assert_eq(rq->retransmits, 1);
+}
+
+Test(rc_retx, read_two_holes_two_ranges_asked)
+{
+	const struct droce_qp_stats *rq, *rs;
+
+	setup_real_responder();
+	rq = h_qp_stats(p.qp[0]);
+	rs = h_qp_stats(p.qp[1]);
+	post_read(0x72, 0, 16);
+	wait_tx(p.qp[1], 16, "the responder's 16 responses");
+	for (uint32_t i = 0; i < 16; i++)
+		if (i != 5 && i != 9 && i != 10)
+			read_resp_of(0, 0, i, 16);
+	h_spin(20);
+	/* a READ for 5, one for 9..10 */
+	cr_assert_eq(rq->tx_pkts, 3, "%" PRIu64 " READ requests, want 3", rq->tx_pkts);
+	cr_assert_eq(rq->read_reasks, 2);
+	cr_assert_eq(rs->dup_reads, 2);
+	cr_assert_eq(rs->tx_pkts, 16 + 3, "the responder sent %" PRIu64 " responses again, want 3",
+		     rs->tx_pkts - 16);
+	/* their answers: ONLY at 5; FIRST, LAST at 9, 10 */
+	read_resp(psn(H_PSN_A, 9), DROCE_OP_READ_RESP_FIRST, rb.p + 9 * PMTU, PMTU);
+	read_resp(psn(H_PSN_A, 10), DROCE_OP_READ_RESP_LAST, rb.p + 10 * PMTU, PMTU);
+	h_spin(10);
+	h_expect_empty(p.scq[0], 0, "response 5 is missing");
+	read_resp(psn(H_PSN_A, 5), DROCE_OP_READ_RESP_ONLY, rb.p + 5 * PMTU, PMTU);
+	expect_read_done(0x72, 0, 16 * PMTU);
+	cr_assert_eq(rq->timeouts, 0);
+}
+
+Test(rc_retx, read_hole_in_first_read_second_kept_order_kept)
+{
+	const struct droce_qp_stats *rq, *rs;
+
+	setup_real_responder();
+	rq = h_qp_stats(p.qp[0]);
+	rs = h_qp_stats(p.qp[1]);
+	post_read(0x73, 0, 16);
+	post_read(0x74, 16 * PMTU, 16);
+	wait_tx(p.qp[1], 32, "the responder's 32 responses");
+	cr_assert_eq(rq->tx_pkts, 2);
+	for (uint32_t i = 0; i < 16; i++)
+		if (i != 3)
+			read_resp_of(0, 0, i, 16);
+	for (uint32_t i = 0; i < 16; i++)
+		read_resp_of(16, 16 * PMTU, i, 16);
+	h_spin(20);
+	/* the second READ is all there: not asked again; the first only for 3 */
+	cr_assert_eq(rq->tx_pkts, 3, "%" PRIu64 " READ requests, want 3", rq->tx_pkts);
+	cr_assert_eq(rs->tx_pkts, 33, "the responder sent %" PRIu64 " responses again, want 1",
+		     rs->tx_pkts - 32);
+	h_expect_empty(p.scq[0], 0, "the first READ misses a response, the second waits for it");
+	read_resp(psn(H_PSN_A, 3), DROCE_OP_READ_RESP_ONLY, rb.p + 3 * PMTU, PMTU);
+	expect_read_done(0x73, 0, 16 * PMTU);
+	expect_read_done(0x74, 16 * PMTU, 16 * PMTU);
+	cr_assert_eq(rq->timeouts, 0);
 }

@@ -131,7 +131,9 @@ int
 LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	/* the test pair, with the fallback progress thread off */
-	static const struct tc_pair pair = { .fallback_us = -1, .eal_extra = "--log-level=droce.*:error" };
+	static const struct tc_pair pair = { .fallback_us = -1, .eal_extra = "--log-level=droce.*:error",
+					     /* frames with the hint exercise rc_sr.c too */
+					     .engines_extra = "selective_repeat = 1" };
 	char cfg[4096];
 	char path[] = "/tmp/droce-fuzz-rc-XXXXXX";
 	struct ibv_device **list;
