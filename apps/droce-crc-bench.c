@@ -17,7 +17,12 @@
  * First checks every backend against zlib on random data (many lengths and
  * alignments, plus continuation for the seedable ones) and exits 1 on any
  * difference; then times each backend per buffer size, then the whole ICRC of
- * a frame with a 4 KiB payload through droce_icrc_flat().  No EAL needed.
+ * a frame with a 4 KiB payload through droce_icrc_flat(); then the
+ * transports' template path per payload size: the ICRC from the template's
+ * constant (droce_icrc_tmpl, transmit), through the receive cache
+ * (droce_icrc_rx, a cached flow) against droce_icrc_flat, and the header
+ * build (droce_tmpl_build against the field-by-field droce_build_headers).
+ * No EAL needed.
  *
  *   droce-crc-bench [--json] [--time SECONDS_PER_CELL] [--sizes a,b,c]
  */
@@ -45,6 +50,7 @@
 
 #include "dataplane/icrc.h"
 #include "dataplane/wire.h"
+#include "dataplane/wire_tmpl.h"
 
 #define MAX_BUF (1u << 20)
 #define AUTO_NAME (HAVE_ISAL ? "auto: table below 16 B, isal from 16 B" : "auto: table below 16 B, clmul from 16 B")
@@ -376,6 +382,95 @@ time_icrc(const uint8_t *payload, uint32_t plen, double secs, struct icrc_result
 	r->gbps_v4 = (double)cov4 / r->ns_v4;
 }
 
+/* ---- the template path per payload size ---- */
+
+struct tmpl_result {
+	uint32_t plen;
+	size_t covered; /* IPv4: IP header .. pad */
+	double flat4, tmpl4, rx4, flat6, tmpl6, build_ref, build_tmpl;
+};
+
+static const uint32_t tmpl_plens[] = { 0, 2, 16, 64, 256, 1024, 4096 };
+#define NB_TMPL (sizeof(tmpl_plens) / sizeof(tmpl_plens[0]))
+
+/* False when a template result disagrees with the flat ICRC or the reference builder. */
+static bool
+time_tmpl(const uint8_t *payload, uint32_t plen, double secs, struct tmpl_result *r)
+{
+	static uint8_t frame4[8192], frame6[8192], scratch[8192];
+	static struct droce_icrc_cache cache;
+	struct droce_path p4 = { 0 }, p6;
+	struct droce_hdr_tmpl t4, t6, tb;
+	struct droce_pkt_fields f = {
+		.opcode = DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_WRITE_ONLY),
+		.pkey = 0xffff, .dqpn = 0x1234, .psn = 77,
+		.reth = { .va = 0x7f0000001000ull, .rkey = 0xabc, .len = plen },
+	};
+	size_t len4, len6, cov6;
+	const uint8_t *l34, *l36;
+	uint64_t n;
+	uint32_t acc = 0;
+	double t0, el;
+
+	p4.src_mac.addr_bytes[0] = 0x02;
+	p4.dst_mac.addr_bytes[0] = 0x02;
+	droce_gid_from_ipv4(p4.src_gid, rte_cpu_to_be_32(0xc6120001u));
+	droce_gid_from_ipv4(p4.dst_gid, rte_cpu_to_be_32(0xc6120002u));
+	p4.udp_sport = 0xc000;
+	p6 = p4;
+	p6.ipv6 = true;
+	memset(p6.src_gid, 0, 16);
+	memset(p6.dst_gid, 0, 16);
+	p6.src_gid[0] = p6.dst_gid[0] = 0x20;
+	p6.src_gid[1] = p6.dst_gid[1] = 0x01;
+	p6.src_gid[3] = p6.dst_gid[3] = 0x02;
+	p6.src_gid[15] = 1;
+	p6.dst_gid[15] = 2;
+	droce_tmpl_init(&t4, &p4);
+	droce_tmpl_init(&t6, &p6);
+	tb = t4; /* the same IPv4 id as frame4's */
+	len4 = droce_build_frame(&t4, frame4, sizeof(frame4), &f, payload, plen);
+	len6 = droce_build_frame(&t6, frame6, sizeof(frame6), &f, payload, plen);
+	if (!len4 || !len6)
+		return false;
+	l34 = frame4 + t4.l3_off;
+	l36 = frame6 + t6.l3_off;
+	r->plen = plen;
+	r->covered = len4 - t4.l3_off - DROCE_ICRC_LEN;
+	cov6 = len6 - t6.l3_off - DROCE_ICRC_LEN;
+	if (droce_icrc_tmpl(t4.icrc_k, l34, r->covered, false) != droce_icrc_flat(l34, r->covered, false) ||
+	    droce_icrc_tmpl(t6.icrc_k, l36, cov6, true) != droce_icrc_flat(l36, cov6, true) ||
+	    droce_icrc_rx(&cache, l34, r->covered, false) != droce_icrc_flat(l34, r->covered, false))
+		return false;
+	if (droce_tmpl_build(&tb, scratch, sizeof(scratch), &f, plen) != len4 - plen - (-plen & 3u) - 4 ||
+	    memcmp(scratch, frame4, len4 - plen - (-plen & 3u) - 4) != 0)
+		return false;
+
+#define TIME_LOOP(expr, out)                                            \
+	do {                                                            \
+		n = 0;                                                  \
+		t0 = now();                                             \
+		do {                                                    \
+			for (int i_ = 0; i_ < 1024; i_++)               \
+				acc ^= (uint32_t)(expr);                \
+			n += 1024;                                      \
+			el = now() - t0;                                \
+		} while (el < secs);                                    \
+		(out) = el * 1e9 / (double)n;                           \
+	} while (0)
+
+	TIME_LOOP(droce_icrc_flat(l34, r->covered, false), r->flat4);
+	TIME_LOOP(droce_icrc_tmpl(t4.icrc_k, l34, r->covered, false), r->tmpl4);
+	TIME_LOOP(droce_icrc_rx(&cache, l34, r->covered, false), r->rx4);
+	TIME_LOOP(droce_icrc_flat(l36, cov6, true), r->flat6);
+	TIME_LOOP(droce_icrc_tmpl(t6.icrc_k, l36, cov6, true), r->tmpl6);
+	TIME_LOOP(droce_build_headers(&tb, scratch, sizeof(scratch), &f, plen), r->build_ref);
+	TIME_LOOP(droce_tmpl_build(&tb, scratch, sizeof(scratch), &f, plen), r->build_tmpl);
+#undef TIME_LOOP
+	sink = acc ^ scratch[20];
+	return true;
+}
+
 /* ---- output ---- */
 
 static void
@@ -435,6 +530,7 @@ main(int argc, char **argv)
 	unsigned int nsizes = 6;
 	struct cell cells[NB_BACKENDS][16];
 	struct icrc_result ir = { 0 }, ir64 = { 0 };
+	struct tmpl_result tr[NB_TMPL];
 	bool json = false;
 	double secs = 0.2;
 	uint8_t *mem, *data;
@@ -514,6 +610,13 @@ main(int argc, char **argv)
 		free(mem);
 		return 1;
 	}
+	for (size_t k = 0; k < NB_TMPL; k++)
+		if (!time_tmpl(data, tmpl_plens[k], secs, &tr[k])) {
+			fprintf(stderr, "droce-crc-bench: the template path disagrees with the reference "
+					"at %u B payload\n", tmpl_plens[k]);
+			free(mem);
+			return 1;
+		}
 
 	cpu_model(cpu, sizeof(cpu));
 	if (json) {
@@ -552,9 +655,16 @@ main(int argc, char **argv)
 			       "\"ns_ipv6\": %.1f, \"ns_ipv4_two_segments\": %.1f, "
 			       "\"gbps_ipv4\": %.2f}%s\n",
 			       k ? "64b" : "4k", r->frame_len, r->covered, r->ns_v4, r->ns_v6,
-			       r->ns_seg, r->gbps_v4, k ? "" : ",");
+			       r->ns_seg, r->gbps_v4, ",");
 		}
-		printf("}\n");
+		printf(" \"template\": [\n");
+		for (size_t k = 0; k < NB_TMPL; k++)
+			printf("  {\"payload\": %u, \"covered_ipv4\": %zu, \"ns_flat_ipv4\": %.1f, "
+			       "\"ns_tmpl_ipv4\": %.1f, \"ns_rx_cached_ipv4\": %.1f, \"ns_flat_ipv6\": %.1f, "
+			       "\"ns_tmpl_ipv6\": %.1f, \"ns_build_headers\": %.1f, \"ns_tmpl_build\": %.1f}%s\n",
+			       tr[k].plen, tr[k].covered, tr[k].flat4, tr[k].tmpl4, tr[k].rx4, tr[k].flat6,
+			       tr[k].tmpl6, tr[k].build_ref, tr[k].build_tmpl, k + 1 < NB_TMPL ? "," : "");
+		printf(" ]\n}\n");
 		free(mem);
 		return 0;
 	}
@@ -595,6 +705,15 @@ main(int argc, char **argv)
 		       k ? 64u : 4096u, r->frame_len, r->covered, r->ns_v4, r->gbps_v4, r->ns_v6,
 		       r->ns_seg);
 	}
+	printf("\nThe transports' template path, RC_RDMA_WRITE_ONLY, ns per call (IPv4 unless marked):\n"
+	       "  ICRC: flat = droce_icrc_flat, tmpl = droce_icrc_tmpl (transmit), rx = droce_icrc_rx\n"
+	       "  (a cached flow); build: droce_build_headers (reference) / droce_tmpl_build\n");
+	printf("  %8s %8s %7s %7s %7s %8s %8s %10s %10s\n", "payload", "covered", "flat", "tmpl", "rx",
+	       "flat v6", "tmpl v6", "build ref", "build tmpl");
+	for (size_t k = 0; k < NB_TMPL; k++)
+		printf("  %8u %8zu %7.1f %7.1f %7.1f %8.1f %8.1f %10.1f %10.1f\n", tr[k].plen, tr[k].covered,
+		       tr[k].flat4, tr[k].tmpl4, tr[k].rx4, tr[k].flat6, tr[k].tmpl6, tr[k].build_ref,
+		       tr[k].build_tmpl);
 	free(mem);
 	return 0;
 }

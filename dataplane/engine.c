@@ -489,7 +489,7 @@ dispatch_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *
 	uint32_t qpn;
 
 	if (likely(m->nb_segs == 1)) {
-		why = droce_parse_frame(frame, rte_pktmbuf_data_len(m), &p);
+		why = droce_parse_frame_c(frame, rte_pktmbuf_data_len(m), &p, &eng->icrc_rx);
 	} else if (m->nb_segs == 3 &&
 		   droce_parse_split(frame, m->data_len, rte_pktmbuf_mtod(m->next, const uint8_t *),
 				     m->next->data_len,
@@ -506,7 +506,7 @@ dispatch_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *
 			return;
 		}
 		frame = rte_pktmbuf_mtod(m, const uint8_t *);
-		why = droce_parse_frame(frame, rte_pktmbuf_data_len(m), &p);
+		why = droce_parse_frame_c(frame, rte_pktmbuf_data_len(m), &p, &eng->icrc_rx);
 	}
 	if (why != DROCE_DROP_NONE) {
 		if ((why == DROCE_DROP_ETHERTYPE || why == DROCE_DROP_NOT_UDP ||

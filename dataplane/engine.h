@@ -18,6 +18,7 @@
 #include <droce/config.h>
 
 #include "dp.h"
+#include "icrc.h"
 #include "seqcheck.h"
 #include "wire.h"
 
@@ -377,6 +378,8 @@ struct droce_engine {
 	/* received frames done with, freed together (droce_engine_rx_free_lc) */
 	struct rte_mbuf *rxfree[DROCE_BURST];
 	uint16_t nrxfree;
+	/* header constants of the flows received last (the ICRC check, icrc.h) */
+	struct droce_icrc_cache icrc_rx;
 	uint64_t now;          /* TSC, read once per loop */
 	uint64_t pass_gap;     /* TSC since the pass before (the engine was not running) */
 	uint64_t tsc_hz;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 #include <string.h>
 
+#include <rte_branch_prediction.h>
 #include <rte_common.h>
 
 #ifdef DROCE_HAVE_ISAL
@@ -25,6 +26,14 @@ const char *const droce_crc_backend_name[DROCE_CRC_BACKEND_COUNT] = {
 static uint32_t crc_tab[16][256];
 static bool have_clmul;
 
+/* The same for the per-packet bytes of a header template that sit further
+ * than 15 bytes from the end of the masked IP + UDP + BTH span
+ * (droce_icrc_tmpl): IPv4 total length and id (37..34 bytes), IPv6 payload
+ * length (55, 54). */
+enum { FAR_V4 = 34, FAR_V6 = 54 };
+static uint32_t crc_far_v4[4][256]; /* [t - 34] */
+static uint32_t crc_far_v6[2][256]; /* [t - 54] */
+
 RTE_INIT(droce_crc_table_init)
 {
 	for (uint32_t i = 0; i < 256; i++) {
@@ -36,6 +45,17 @@ RTE_INIT(droce_crc_table_init)
 	for (uint32_t i = 0; i < 256; i++)
 		for (int t = 1; t < 16; t++)
 			crc_tab[t][i] = (crc_tab[t - 1][i] >> 8) ^ crc_tab[0][crc_tab[t - 1][i] & 0xff];
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = crc_tab[15][i];
+
+		for (int t = 16; t <= FAR_V6 + 1; t++) {
+			c = (c >> 8) ^ crc_tab[0][c & 0xff];
+			if (t >= FAR_V4 && t < FAR_V4 + 4)
+				crc_far_v4[t - FAR_V4][i] = c;
+			if (t >= FAR_V6)
+				crc_far_v6[t - FAR_V6][i] = c;
+		}
+	}
 #if defined(RTE_ARCH_X86_64)
 	__builtin_cpu_init();
 	have_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
@@ -352,3 +372,142 @@ droce_icrc_flat(const uint8_t *l3, size_t len, bool ipv6)
 	return droce_icrc_finish(droce_icrc_begin(l3, len, ipv6));
 }
 
+
+/*
+ * ---- The ICRC of a frame built from a header template ----
+ *
+ * The raw CRC register is linear in (start value, bytes): the register after
+ * the masked IP + UDP + BTH span is the register over the span with its
+ * per-packet bytes zero (K, once per template) XOR, for each per-packet byte
+ * b standing t bytes before the span's end, crc_tab[t][b] (the register after
+ * b and t zero bytes).  Per-packet: IPv4 total length and id, IPv6 payload
+ * length, UDP length, and the BTH but its masked byte 4 (opcode, flags,
+ * P_Key, QPN, AckReq, PSN).  Everything else (MACs aside, which the ICRC does
+ * not cover) is the template's: addresses, ports, protocol, flow label and
+ * class (masked), hop limit / TTL (masked), checksums (masked).
+ */
+#define V4_SPAN 40u /* IPv4 20 + UDP 8 + BTH 12 */
+#define V6_SPAN 60u /* IPv6 40 + UDP 8 + BTH 12 */
+
+uint32_t
+droce_icrc_tmpl_k(const uint8_t *l3, bool ipv6)
+{
+	uint8_t m[V6_SPAN];
+	size_t span = ipv6 ? V6_SPAN : V4_SPAN;
+	size_t ip = span - 20;
+
+	/* IP and UDP from the template, the BTH zero but its masked byte */
+	memcpy(m, l3, ip + 8);
+	memset(m + ip + 8, 0, 12);
+	m[ip + 8 + 4] = 0xff;
+	if (ipv6) {
+		m[0] |= 0x0f; /* class and flow label masked, version kept */
+		memset(m + 1, 0xff, 3);
+		m[4] = m[5] = 0;  /* payload length */
+		m[7] = 0xff;      /* hop limit */
+	} else {
+		m[1] = 0xff;      /* TOS */
+		memset(m + 2, 0, 4); /* total length, id */
+		m[8] = 0xff;      /* TTL */
+		m[10] = m[11] = 0xff; /* header checksum */
+	}
+	m[ip + 4] = m[ip + 5] = 0;    /* UDP length */
+	m[ip + 6] = m[ip + 7] = 0xff; /* UDP checksum */
+	return crc_raw_table(~DROCE_ICRC_SEED, m, span);
+}
+
+/* The BTH's per-packet bytes (all but byte 4), the last 12 bytes of the span:
+ * words @w0 (bytes 0-3), @w1 (4-7) and @w2 (8-11) as loaded little-endian. */
+static inline uint32_t
+icrc_tmpl_bth(uint32_t w0, uint32_t w1, uint32_t w2)
+{
+	return crc_tab[11][w0 & 0xff] ^ crc_tab[10][(w0 >> 8) & 0xff] ^
+	       crc_tab[9][(w0 >> 16) & 0xff] ^ crc_tab[8][w0 >> 24] ^
+	       crc_tab[6][(w1 >> 8) & 0xff] ^ crc_tab[5][(w1 >> 16) & 0xff] ^
+	       crc_tab[4][w1 >> 24] ^
+	       crc_tab[3][w2 & 0xff] ^ crc_tab[2][(w2 >> 8) & 0xff] ^
+	       crc_tab[1][(w2 >> 16) & 0xff] ^ crc_tab[0][w2 >> 24];
+}
+
+/* The raw register after the masked IP + UDP + BTH span of @l3 (V4_SPAN or
+ * V6_SPAN bytes), from the template constant @k. */
+static inline uint32_t
+icrc_tmpl_span(uint32_t k, const uint8_t *l3, bool ipv6)
+{
+	uint32_t c, a, u;
+	size_t span;
+
+	if (ipv6) {
+		span = V6_SPAN;
+		a = load_le32(l3 + 4);   /* payload length in bytes 0-1 */
+		u = load_le32(l3 + 44);  /* UDP length in bytes 0-1 */
+		c = k ^ crc_far_v6[1][a & 0xff] ^ crc_far_v6[0][(a >> 8) & 0xff];
+	} else {
+		span = V4_SPAN;
+		a = load_le32(l3 + 2);   /* total length, id */
+		u = load_le32(l3 + 24);
+		c = k ^ crc_far_v4[3][a & 0xff] ^ crc_far_v4[2][(a >> 8) & 0xff] ^
+		    crc_far_v4[1][(a >> 16) & 0xff] ^ crc_far_v4[0][a >> 24];
+	}
+	c ^= crc_tab[15][u & 0xff] ^ crc_tab[14][(u >> 8) & 0xff];
+	return c ^ icrc_tmpl_bth(load_le32(l3 + span - 12), load_le32(l3 + span - 8),
+				 load_le32(l3 + span - 4));
+}
+
+uint32_t
+droce_icrc_tmpl(uint32_t k, const uint8_t *l3, size_t len, bool ipv6)
+{
+	size_t span = ipv6 ? V6_SPAN : V4_SPAN;
+	uint32_t c = ~icrc_tmpl_span(k, l3, ipv6);
+
+	return len > span ? crc32_auto(c, l3 + span, len - span) : c;
+}
+
+/* The words of IP + UDP a template's constant depends on, with the bytes it
+ * does not (lengths, id, masked) cleared: IPv4 at offsets 0, 8, 16, 20
+ * (version/IHL, flags/fragment, protocol, addresses, ports), IPv6 at 0, 8 ..
+ * 40 (version, next header, addresses, ports).  Little-endian words. */
+static const uint64_t key_mask_v4[4] = {
+	0xffff0000000000ffull, 0xffffffff0000ff00ull, ~0ull, 0x00000000ffffffffull,
+};
+static const uint64_t key_mask_v6[6] = {
+	0x00ff0000000000f0ull, ~0ull, ~0ull, ~0ull, ~0ull, 0x00000000ffffffffull,
+};
+
+uint32_t
+droce_icrc_rx(struct droce_icrc_cache *c, const uint8_t *l3, size_t len, bool ipv6)
+{
+	size_t span = ipv6 ? V6_SPAN : V4_SPAN;
+	struct droce_icrc_cache_slot *s;
+	uint64_t key[6], diff = 0;
+	unsigned int n, i;
+	uint32_t r;
+
+	if (unlikely(len < span))
+		return droce_icrc_flat(l3, len, ipv6);
+	if (ipv6) {
+		n = 6;
+		for (i = 0; i < 6; i++)
+			key[i] = load_le64(l3 + 8 * i) & key_mask_v6[i];
+	} else {
+		n = 4;
+		key[0] = load_le64(l3) & key_mask_v4[0];
+		key[1] = load_le64(l3 + 8) & key_mask_v4[1];
+		key[2] = load_le64(l3 + 16) & key_mask_v4[2];
+		key[3] = load_le64(l3 + 20) & key_mask_v4[3];
+	}
+	/* the slot by a hash of the destination address and the ports */
+	s = &c->slot[((key[2] ^ key[n - 1]) * 0x9e3779b97f4a7c15ull) >> 60];
+	static_assert(DROCE_ICRC_CACHE_SLOTS == 16, "4 hash bits");
+	for (i = 0; i < n; i++)
+		diff |= key[i] ^ s->key[i];
+	if (unlikely(diff != 0 || !s->valid || s->ipv6 != ipv6)) {
+		memcpy(s->key, key, sizeof(key[0]) * n);
+		s->k = droce_icrc_tmpl_k(l3, ipv6);
+		s->ipv6 = ipv6;
+		s->valid = true;
+		c->misses++;
+	}
+	r = ~icrc_tmpl_span(s->k, l3, ipv6);
+	return len > span ? crc32_auto(r, l3 + span, len - span) : r;
+}

@@ -76,4 +76,40 @@ droce_icrc_load(const uint8_t *p)
  */
 uint32_t droce_icrc_flat(const uint8_t *l3, size_t len, bool ipv6);
 
+/*
+ * The ICRC of a frame built from a header template, cheaper than
+ * droce_icrc_flat: droce_icrc_tmpl_k() once per template (@l3: its IP and
+ * UDP headers; lengths, id and checksums may hold anything), then per frame
+ * droce_icrc_tmpl() over @len bytes at @l3 (IP header up to the ICRC, at
+ * least IP + UDP + BTH), which reads only the per-packet bytes of the
+ * headers (IP and UDP lengths, IPv4 id, the BTH) and takes the rest as the
+ * template's.  Same value as droce_icrc_flat() when the frame's other IP and
+ * UDP bytes are the template's (masked ones aside).
+ */
+uint32_t droce_icrc_tmpl_k(const uint8_t *l3, bool ipv6);
+uint32_t droce_icrc_tmpl(uint32_t k, const uint8_t *l3, size_t len, bool ipv6);
+
+/*
+ * The receive side of the same: the constant of the last few flows seen
+ * (by UDP source port, direct mapped), kept with the header bytes it stands
+ * for (IP and UDP but lengths, id and masked bytes).  droce_icrc_rx() is
+ * droce_icrc_flat() for a frame whose IP + UDP + BTH are whole: a frame of a
+ * cached flow costs droce_icrc_tmpl(), another one droce_icrc_tmpl_k() more
+ * (and takes the slot).  One per engine; zeroed is empty.
+ */
+#define DROCE_ICRC_CACHE_SLOTS 16
+
+struct droce_icrc_cache_slot {
+	uint64_t key[6]; /* the header words that count, masked */
+	uint32_t k;
+	bool ipv6, valid;
+};
+
+struct droce_icrc_cache {
+	struct droce_icrc_cache_slot slot[DROCE_ICRC_CACHE_SLOTS];
+	uint64_t misses;
+};
+
+uint32_t droce_icrc_rx(struct droce_icrc_cache *c, const uint8_t *l3, size_t len, bool ipv6);
+
 #endif /* DROCE_ICRC_H */

@@ -5,6 +5,7 @@
 
 #include "icrc.h"
 #include "wire.h"
+#include "wire_tmpl.h"
 
 #define IPV4_HDR_LEN ((uint16_t)sizeof(struct rte_ipv4_hdr))
 #define IPV6_HDR_LEN ((uint16_t)sizeof(struct rte_ipv6_hdr))
@@ -90,64 +91,16 @@ droce_tmpl_init(struct droce_hdr_tmpl *t, const struct droce_path *p)
 	udp->dst_port = rte_cpu_to_be_16(DROCE_UDP_PORT);
 	off += UDP_HDR_LEN;
 	t->len = (uint8_t)off;
+	t->copy = off + sizeof(struct droce_bth) <= 64 ? 64 : DROCE_TMPL_COPY;
 	t->ip_id = p->ip_id;
 	t->udp_csum = p->udp_csum;
+	t->icrc_k = droce_icrc_tmpl_k(t->bytes + t->l3_off, p->ipv6);
 }
 
 static inline uint8_t
 pad_for(uint32_t payload_len)
 {
 	return (uint8_t)(-payload_len & 3u);
-}
-
-size_t
-droce_frame_len(const struct droce_hdr_tmpl *t, uint8_t opcode, uint32_t payload_len)
-{
-	return (size_t)t->len + droce_opcode_table[opcode].hdr_len + payload_len +
-	       pad_for(payload_len) + DROCE_ICRC_LEN;
-}
-
-static void
-write_ext_headers(uint8_t *bth0, const struct droce_opcode_info *oi,
-		  const struct droce_pkt_fields *f)
-{
-	if (oi->hdr_mask & DROCE_HDRM(DETH)) {
-		struct droce_deth *d = (struct droce_deth *)(bth0 + oi->off[DROCE_HDR_DETH]);
-		droce_deth_set_qkey(d, f->deth.qkey);
-		droce_deth_set_sqp(d, f->deth.src_qp);
-	}
-	if (oi->hdr_mask & DROCE_HDRM(XRCETH))
-		droce_xrceth_set_srqn((struct droce_xrceth *)(bth0 + oi->off[DROCE_HDR_XRCETH]),
-				      f->xrc_srqn);
-	if (oi->hdr_mask & DROCE_HDRM(RETH)) {
-		struct droce_reth *r = (struct droce_reth *)(bth0 + oi->off[DROCE_HDR_RETH]);
-		droce_reth_set_va(r, f->reth.va);
-		droce_reth_set_rkey(r, f->reth.rkey);
-		droce_reth_set_len(r, f->reth.len);
-	}
-	if (oi->hdr_mask & DROCE_HDRM(ATMETH)) {
-		struct droce_atmeth *a = (struct droce_atmeth *)(bth0 + oi->off[DROCE_HDR_ATMETH]);
-		droce_atmeth_set_va(a, f->atomic.va);
-		droce_atmeth_set_rkey(a, f->atomic.rkey);
-		droce_atmeth_set_swap_add(a, f->atomic.swap_add);
-		droce_atmeth_set_cmp(a, f->atomic.cmp);
-	}
-	if (oi->hdr_mask & DROCE_HDRM(AETH)) {
-		struct droce_aeth *a = (struct droce_aeth *)(bth0 + oi->off[DROCE_HDR_AETH]);
-		a->syn_msn = 0;
-		droce_aeth_set_syndrome(a, f->aeth.syndrome);
-		droce_aeth_set_msn(a, f->aeth.msn);
-	}
-	if (oi->hdr_mask & DROCE_HDRM(ATMACK)) {
-		struct droce_atmack *a = (struct droce_atmack *)(bth0 + oi->off[DROCE_HDR_ATMACK]);
-		droce_atmack_set_orig(a, f->atomic_orig);
-	}
-	if (oi->hdr_mask & DROCE_HDRM(IMMDT))
-		droce_immdt_set_imm((struct droce_immdt *)(bth0 + oi->off[DROCE_HDR_IMMDT]), f->imm);
-	if (oi->hdr_mask & DROCE_HDRM(IETH))
-		droce_ieth_set_rkey((struct droce_ieth *)(bth0 + oi->off[DROCE_HDR_IETH]), f->ieth_rkey);
-	if (oi->hdr_mask & DROCE_HDRM(CNP))
-		memset(bth0 + oi->off[DROCE_HDR_CNP], 0, sizeof(struct droce_cnp_pad));
 }
 
 size_t
@@ -199,7 +152,7 @@ droce_build_headers(struct droce_hdr_tmpl *t, uint8_t *buf, size_t cap,
 	}
 	if (oi->hdr_len > sizeof(*bth))
 		memset((uint8_t *)bth + sizeof(*bth), 0, oi->hdr_len - sizeof(*bth));
-	write_ext_headers((uint8_t *)bth, oi, f);
+	droce_write_ext_headers((uint8_t *)bth, oi, f);
 	return hdr_len;
 }
 
@@ -394,7 +347,8 @@ parse_hdrs(const uint8_t *frame, uint32_t len, uint32_t avail, struct droce_pkt 
 }
 
 enum droce_drop
-droce_parse_frame(const uint8_t *frame, uint32_t len, struct droce_pkt *out)
+droce_parse_frame_c(const uint8_t *frame, uint32_t len, struct droce_pkt *out,
+		    struct droce_icrc_cache *ic)
 {
 	uint32_t body;
 	enum droce_drop why = parse_hdrs(frame, len, len, out, &body);
@@ -403,9 +357,14 @@ droce_parse_frame(const uint8_t *frame, uint32_t len, struct droce_pkt *out)
 		return why;
 	if (!udp_csum_ok(frame, out))
 		return DROCE_DROP_UDP_CSUM;
-	if (droce_icrc_flat(frame + out->l3_off, out->frame_len - DROCE_ICRC_LEN - out->l3_off,
-			    out->ipv6) != droce_icrc_load(frame + out->frame_len - DROCE_ICRC_LEN))
-		return DROCE_DROP_ICRC;
+	{
+		const uint8_t *l3 = frame + out->l3_off;
+		size_t n = out->frame_len - DROCE_ICRC_LEN - out->l3_off;
+		uint32_t icrc = ic ? droce_icrc_rx(ic, l3, n, out->ipv6) : droce_icrc_flat(l3, n, out->ipv6);
+
+		if (icrc != droce_icrc_load(frame + out->frame_len - DROCE_ICRC_LEN))
+			return DROCE_DROP_ICRC;
+	}
 	out->payload = frame + out->payload_off;
 	return DROCE_DROP_NONE;
 }
@@ -431,6 +390,12 @@ droce_parse_split(const uint8_t *hdr, uint32_t hlen, const uint8_t *payload, uin
 		return DROCE_DROP_ICRC;
 	out->payload = payload;
 	return DROCE_DROP_NONE;
+}
+
+enum droce_drop
+droce_parse_frame(const uint8_t *frame, uint32_t len, struct droce_pkt *out)
+{
+	return droce_parse_frame_c(frame, len, out, NULL);
 }
 
 void

@@ -363,17 +363,22 @@ bool droce_gid_is_v4mapped(const uint8_t gid[16]);
 void droce_gid_from_ipv4(uint8_t gid[16], rte_be32_t addr);
 
 #define DROCE_TMPL_MAX (RTE_ETHER_HDR_LEN + 4 + 40 + 8)
+/* What droce_tmpl_build() copies per frame: 64 bytes when Ethernet (+VLAN),
+ * IP, UDP and BTH fit (IPv4), else 96; zeros after the UDP header. */
+#define DROCE_TMPL_COPY 96
 
 /* Everything in a frame before the BTH, prebuilt per QP. */
 struct droce_hdr_tmpl {
-	uint8_t bytes[DROCE_TMPL_MAX];
+	uint8_t bytes[DROCE_TMPL_COPY] __rte_aligned(16);
 	uint8_t len;     /* Ethernet (+VLAN) + IP + UDP */
 	uint8_t l3_off;  /* IP header */
 	uint8_t l4_off;  /* UDP header */
+	uint8_t copy;    /* bytes droce_tmpl_build() copies: 64 or 96 */
 	bool ipv6;
 	bool udp_csum;
 	uint16_t ip_id;  /* next IPv4 id */
 	uint32_t ip_csum_base; /* IPv4 header sum without length and id */
+	uint32_t icrc_k; /* droce_icrc_tmpl_k() of these IP and UDP headers */
 };
 
 void droce_tmpl_init(struct droce_hdr_tmpl *t, const struct droce_path *p);
@@ -396,13 +401,19 @@ struct droce_pkt_fields {
 };
 
 /* Total frame length for @payload_len bytes of payload (pad and ICRC included). */
-size_t droce_frame_len(const struct droce_hdr_tmpl *t, uint8_t opcode, uint32_t payload_len);
+static inline size_t
+droce_frame_len(const struct droce_hdr_tmpl *t, uint8_t opcode, uint32_t payload_len)
+{
+	return (size_t)t->len + droce_opcode_table[opcode].hdr_len + payload_len +
+	       (-payload_len & 3u) + DROCE_ICRC_LEN;
+}
 
 /*
  * Writes the frame's headers (template, BTH, extended headers) into @buf and
  * fixes the lengths and IPv4 checksum for @payload_len payload bytes.  Returns
  * the header length (payload goes right after), or 0 if @cap is too small or
- * the opcode is not valid.
+ * the opcode is not valid.  Field by field: the reference for
+ * droce_tmpl_build() (wire_tmpl.h), which the transports use.
  */
 size_t droce_build_headers(struct droce_hdr_tmpl *t, uint8_t *buf, size_t cap,
 			   const struct droce_pkt_fields *f, uint32_t payload_len);
@@ -501,6 +512,12 @@ droce_pkt_hdr(const struct droce_pkt *p, const uint8_t *frame, enum droce_hdr h)
 
 /* Parses and validates a flat frame of @len bytes; returns why it is dropped. */
 enum droce_drop droce_parse_frame(const uint8_t *frame, uint32_t len, struct droce_pkt *out);
+
+/* The same, the ICRC checked through @ic (icrc.h droce_icrc_rx: the engine's
+ * cache of the flows' header constants). */
+struct droce_icrc_cache;
+enum droce_drop droce_parse_frame_c(const uint8_t *frame, uint32_t len, struct droce_pkt *out,
+				    struct droce_icrc_cache *ic);
 
 /*
  * The same for a frame in three pieces, the shape zero-copy transmit builds

@@ -16,6 +16,7 @@
 #include "icrc.h"
 #include "mw.h"
 #include "qp_internal.h"
+#include "wire_tmpl.h"
 #include "pmd_glue/port_struct.h"
 
 #define DROCE_XPORT_DEFAULT_PKEY 0xffff
@@ -136,29 +137,35 @@ droce_xport_pkt_alloc_lc(struct droce_qp *qp, struct droce_pkt_fields *f, uint32
 	struct rte_mbuf *m = droce_engine_mbuf_lc(qp->eng, qp->port->mp);
 	size_t total = droce_frame_len(&qp->tmpl, f->opcode, plen);
 	uint8_t *buf;
-	size_t hdr;
+	size_t hdr, room;
 
 	if (m == NULL) {
 		qp->eng->stats.alloc_fail++;
 		return NULL;
 	}
-	buf = (uint8_t *)rte_pktmbuf_append(m, (uint16_t)total);
-	if (buf == NULL || total > UINT16_MAX) {
+	/* a fresh single-segment mbuf: its data is the frame (rte_pktmbuf_append
+	 * without the walk to the last segment) */
+	room = rte_pktmbuf_tailroom(m);
+	if (unlikely(total > room)) {
 		rte_pktmbuf_free(m);
 		qp->eng->stats.alloc_fail++;
 		return NULL;
 	}
+	buf = rte_pktmbuf_mtod(m, uint8_t *);
+	m->data_len = (uint16_t)total;
+	m->pkt_len = (uint32_t)total;
 	f->pkey = DROCE_XPORT_DEFAULT_PKEY;
 	if (unlikely(droce_rc_sr_on) && qp->type == DROCE_QPT_RC &&
 	    (qp->sr_peer || (f->opcode & 0x1f) < DROCE_OP_READ_RESP_FIRST ||
 	     (f->opcode & 0x1f) > DROCE_OP_ATOMIC_ACK)) /* a request */
 		f->resv6a = DROCE_RC_SR_HINT;
-	hdr = droce_build_headers(&qp->tmpl, buf, total, f, plen);
+	hdr = droce_tmpl_build(&qp->tmpl, buf, room, f, plen);
 	*payload = buf + hdr;
 	return m;
 }
 
-/* Pads, adds the ICRC and queues the frame. */
+/* Pads, adds the ICRC (from the template's: only the per-packet header bytes
+ * are read) and queues the frame. */
 static inline void
 droce_xport_pkt_send_lc(struct droce_qp *qp, struct rte_mbuf *m, uint32_t plen)
 {
@@ -169,7 +176,8 @@ droce_xport_pkt_send_lc(struct droce_qp *qp, struct rte_mbuf *m, uint32_t plen)
 
 	memset(buf + total - DROCE_ICRC_LEN - pad, 0, pad);
 	droce_icrc_store(buf + total - DROCE_ICRC_LEN,
-			 droce_icrc_flat(l3, (size_t)(buf + total - DROCE_ICRC_LEN - l3), qp->tmpl.ipv6));
+			 droce_icrc_tmpl(qp->tmpl.icrc_k, l3, (size_t)(buf + total - DROCE_ICRC_LEN - l3),
+					 qp->tmpl.ipv6));
 	qp->stats.tx_pkts++;
 	droce_engine_tx_lc(qp->eng, qp->port_index, m);
 }
