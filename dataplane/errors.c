@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * The one table that maps a transport error to what it becomes: the NAK the
  * responder sends, the completion status each side reports, and the state
- * the QP moves to.
+ * the QP moves to.  The transports choose no status or NAK code of their
+ * own: they name the error and this table answers (an RNR NAK is a flow
+ * control syndrome with a timer, not a NAK code, and stays rc_resp.c's).
  */
 #include "errors.h"
 
@@ -45,9 +47,15 @@ const struct droce_err_info droce_err_table[DROCE_ERR_COUNT] = {
 	/* RAW_PACKET: a frame over the port's MTU, a TSO of too many segments */
 	[DROCE_ERR_SEND_LEN] = { "local length", DROCE_ERR_NO_NAK, DROCE_WC_LOC_LEN_ERR,
 				 DROCE_WC_SUCCESS, DROCE_QPS_ERR },
-	/* RAW_PACKET: a TSO header that is not Ethernet / IPv4 / TCP */
+	/* a WR the QP cannot execute: RAW_PACKET, a TSO header that is not
+	 * Ethernet / IPv4 / TCP; UC, SEND_WITH_INV (no UC opcode has an IETH);
+	 * UD, a WR other than a SEND (completes, the QP carries on) */
 	[DROCE_ERR_SEND_OP] = { "local QP operation", DROCE_ERR_NO_NAK, DROCE_WC_LOC_QP_OP_ERR,
 				DROCE_WC_SUCCESS, DROCE_QPS_ERR },
+	/* responder: a request past the expected PSN: the sequence NAK, which
+	 * sends the requester back (rc_comp.c), fails nothing and moves no state */
+	[DROCE_ERR_PSN_SEQ] = { "PSN sequence", DROCE_NAK_PSN_SEQ_ERR, DROCE_WC_SUCCESS,
+				DROCE_WC_SUCCESS, DROCE_QPS_RTS },
 };
 
 /* A NAK code received by a requester, as an internal error. */
@@ -60,6 +68,8 @@ droce_err_from_nak(uint8_t code)
 		return DROCE_ERR_REM_INV_REQ;
 	case DROCE_NAK_REM_ACCESS_ERR:
 		return DROCE_ERR_REM_ACCESS;
+	case DROCE_NAK_PSN_SEQ_ERR:
+		return DROCE_ERR_PSN_SEQ;
 	default:
 		return DROCE_ERR_REM_OP;
 	}

@@ -20,6 +20,7 @@ enum droce_err {
 	DROCE_ERR_CQ_OVERRUN,
 	DROCE_ERR_SEND_LEN,   /* requester: a message too long for what it goes out as (RAW_PACKET) */
 	DROCE_ERR_SEND_OP,    /* requester: a WR the QP cannot execute (RAW_PACKET TSO header) */
+	DROCE_ERR_PSN_SEQ,    /* responder: a request ahead of the expected PSN (not a failure) */
 	DROCE_ERR_COUNT
 };
 

@@ -20,12 +20,6 @@ extern int droce_dp_logtype;
 			DP_LOG(level, fmt, ##__VA_ARGS__);            \
 	} while (0)
 
-/* The name of RC responder state @state (rc_resp.c's enum resp_state, in its
- * order), NULL past the last. */
-const char *droce_rc_resp_state_name(unsigned int state);
-/* The same for the completer's ACK handling (rc_comp.c's enum comp_state). */
-const char *droce_rc_comp_state_name(unsigned int state);
-
 /* Waits until every engine has passed a quiescent point. */
 void droce_dp_synchronize(void);
 

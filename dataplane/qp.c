@@ -663,11 +663,11 @@ droce_qp_error_publish_lc(struct droce_qp *qp, enum droce_err err)
 }
 
 void
-droce_qp_fail_send_lc(struct droce_qp *qp, enum droce_err err, enum droce_wc_status status)
+droce_qp_fail_send_lc(struct droce_qp *qp, enum droce_err err)
 {
 	droce_qp_error_publish_lc(qp, err); /* before the completion a poller sees */
 	if (qp->sq_head != qp->sq_avail)
-		droce_qp_complete_send_lc(qp, status);
+		droce_qp_complete_send_lc(qp, droce_err_table[err].req_status);
 	droce_qp_error_lc(qp, err);
 }
 
@@ -678,6 +678,13 @@ droce_qp_fail_recv_lc(struct droce_qp *qp, enum droce_err err, struct droce_cqe 
 	droce_qp_error_publish_lc(qp, err);
 	droce_qp_complete_recv_lc(qp, c, false);
 	droce_qp_error_lc(qp, err);
+}
+
+void
+droce_qp_recv_error_lc(struct droce_qp *qp, enum droce_err err, struct droce_cqe *c)
+{
+	c->status = droce_err_table[err].resp_status;
+	droce_qp_complete_recv_lc(qp, c, false);
 }
 
 void

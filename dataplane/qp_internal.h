@@ -22,13 +22,17 @@ void droce_qp_error_lc(struct droce_qp *qp, enum droce_err err);
  * of droce_qp_error_lc(): call it before pushing the completion that reports
  * @err, so a poller that sees that completion also sees the new state. */
 void droce_qp_error_publish_lc(struct droce_qp *qp, enum droce_err err);
-/* The oldest send WQE (if any) fails with @status because of @err, in that
- * order: the new state published, the completion, the state change. */
-void droce_qp_fail_send_lc(struct droce_qp *qp, enum droce_err err, enum droce_wc_status status);
+/* The oldest send WQE (if any) fails because of @err, with the error table's
+ * requester status, in that order: the new state published, the completion,
+ * the state change. */
+void droce_qp_fail_send_lc(struct droce_qp *qp, enum droce_err err);
 /* The receive WQE at rq_head fails because of @err: @c (its other fields
  * filled in) completes with the error table's responder status, published
  * and followed by the state change as for a send. */
 void droce_qp_fail_recv_lc(struct droce_qp *qp, enum droce_err err, struct droce_cqe *c);
+/* The same completion, but the QP carries on in its state (UD, UC and
+ * RAW_PACKET: a message too long for its receive buffer). */
+void droce_qp_recv_error_lc(struct droce_qp *qp, enum droce_err err, struct droce_cqe *c);
 
 /*
  * Refreshes and says whether a receive WQE is ready at rq_head; for a QP

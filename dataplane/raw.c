@@ -29,12 +29,13 @@
 #include "qp_internal.h"
 #include "raw.h"
 #include "xport.h"
+#include "xport_rx.h"
 
 /* The oldest WQE fails with @err; the QP goes where the error table says. */
 static void
 fail_head(struct droce_qp *qp, enum droce_err err)
 {
-	droce_qp_fail_send_lc(qp, err, droce_err_table[err].req_status);
+	droce_qp_fail_send_lc(qp, err);
 }
 
 uint32_t
@@ -420,7 +421,6 @@ csum_ok(const struct rte_mbuf *m)
 void
 droce_raw_rx_lc(struct droce_qp *qp, struct rte_mbuf *m)
 {
-	const struct droce_rqe *r;
 	struct droce_cqe c;
 	uint32_t len;
 
@@ -438,22 +438,13 @@ droce_raw_rx_lc(struct droce_qp *qp, struct rte_mbuf *m)
 		goto out;
 	}
 	qp->stats.rx_pkts++;
-	r = droce_qp_rqe(qp, qp->rq_head);
 	len = rte_pktmbuf_data_len(m);
 	memset(&c, 0, sizeof(c));
 	c.opcode = DROCE_WC_RECV;
-	if (len > r->length) {
-		c.status = DROCE_WC_LOC_LEN_ERR;
-		droce_qp_complete_recv_lc(qp, &c, false);
-		goto out;
-	}
-	if (!droce_xport_scatter_lc(qp, r->sge, r->num_sge, 0, rte_pktmbuf_mtod(m, const uint8_t *),
-				    len)) {
-		droce_qp_fail_recv_lc(qp, DROCE_ERR_RESP_LOC_PROT, &c);
-		goto out;
-	}
-	c.status = DROCE_WC_SUCCESS;
-	c.byte_len = len;
+	if (!droce_xport_recv_place_lc(
+		    qp, &c,
+		    (const struct droce_xport_piece[]){ { rte_pktmbuf_mtod(m, const uint8_t *), len } }, 1))
+		goto out; /* completed in error */
 	if (csum_ok(m))
 		c.wc_flags = DROCE_WC_F_IP_CSUM_OK;
 	droce_qp_complete_recv_lc(qp, &c, false);

@@ -15,6 +15,7 @@
 #include "internal.h"
 #include "qp_internal.h"
 #include "rc_internal.h"
+#include "rc_sm.h"
 #include "xport.h"
 #include "xrc.h"
 
@@ -60,13 +61,5 @@ droce_rc_tx_lc(struct droce_qp *qp, unsigned int budget)
 	if (!droce_xport_tx_begin_lc(qp))
 		return 0;
 	n = droce_rc_resp_tx_lc(qp, budget);
-	if (qp->state != DROCE_QPS_RTS || qp->req_state != DROCE_REQ_IDLE)
-		return n;
-	/* a WQE that failed at start completes once everything before it is done */
-	if (qp->sq_head == qp->sq_cur && qp->sq_cur != qp->sq_avail &&
-	    droce_qp_swqe(qp, qp->sq_cur)->started && droce_qp_swqe(qp, qp->sq_cur)->err) {
-		fail_head(qp, droce_qp_swqe(qp, qp->sq_cur)->err);
-		return n;
-	}
 	return n + droce_rc_req_tx_lc(qp, budget > n ? budget - n : 0);
 }

@@ -13,6 +13,7 @@
 #include "internal.h"
 #include "qp_internal.h"
 #include "rc_internal.h"
+#include "rc_sm.h"
 #include "xport.h"
 #include "xrc.h"
 
@@ -110,28 +111,9 @@ ack_in_window(const struct droce_qp *qp, uint32_t psn)
 
 /*
  * The completer's handling of an ACKNOWLEDGE packet as an explicit state
- * machine (rxe_comp.c's manner): one step function per state, each returning
- * the next; COMP_DONE ends the packet.
- *   CHECK_WINDOW    PSN in [una - 1, max - 1], else dropped (seq_drops)
- *   CHECK_GHOST     a NAK must name an outstanding request (IBTA 9.7.5.1.2)
- *   CHECK_SYNDROME  to ACK, RNR_NAK, SEQ_NAK or ERR_NAK (reserved: dropped)
- *   ACK             retire the WQEs the ACK covers
- *   RNR_NAK         retire what it covers, then wait the RNR timer or fail
- *   SEQ_NAK         retire what it covers, go back to the PSN
- *   ERR_NAK         retire what it covers, fail the head with the NAK's error
+ * machine (rxe_comp.c's manner; rc_sm.h lists the states): one step
+ * function per state, each returning the next; COMP_DONE ends the packet.
  */
-enum comp_state {
-	COMP_CHECK_WINDOW,
-	COMP_CHECK_GHOST,
-	COMP_CHECK_SYNDROME,
-	COMP_ACK,
-	COMP_RNR_NAK,
-	COMP_SEQ_NAK,
-	COMP_ERR_NAK,
-	COMP_DONE,
-	COMP_STATE_COUNT
-};
-
 /* For logs (debug level: compiled out of the data path by default). */
 static const char *const comp_state_name[COMP_STATE_COUNT] = {
 	[COMP_CHECK_WINDOW] = "CHECK_WINDOW",
@@ -150,7 +132,7 @@ droce_rc_comp_state_name(unsigned int state)
 	return state < COMP_STATE_COUNT && comp_state_name[state] ? comp_state_name[state] : NULL;
 }
 
-static enum comp_state
+static enum droce_rc_comp_state
 comp_check_window(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 {
 	(void)syndrome;
@@ -161,7 +143,7 @@ comp_check_window(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 	return COMP_CHECK_GHOST;
 }
 
-static enum comp_state
+static enum droce_rc_comp_state
 comp_check_ghost(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 {
 	qp->peer_heard = true; /* in the window: the peer answers (rc_retx.c) */
@@ -179,7 +161,7 @@ comp_check_ghost(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 	return COMP_CHECK_SYNDROME;
 }
 
-static enum comp_state
+static enum droce_rc_comp_state
 comp_check_syndrome(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 {
 	(void)psn;
@@ -189,15 +171,16 @@ comp_check_syndrome(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 	case DROCE_AETH_RNR_NAK:
 		return COMP_RNR_NAK;
 	case DROCE_AETH_NAK:
-		return droce_aeth_syndrome_value(syndrome) == DROCE_NAK_PSN_SEQ_ERR ? COMP_SEQ_NAK
-										    : COMP_ERR_NAK;
+		return droce_err_from_nak(droce_aeth_syndrome_value(syndrome)) == DROCE_ERR_PSN_SEQ
+			       ? COMP_SEQ_NAK
+			       : COMP_ERR_NAK;
 	default:
 		qp->eng->stats.seq_drops++;
 		return COMP_DONE;
 	}
 }
 
-static enum comp_state
+static enum droce_rc_comp_state
 comp_ack(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 {
 	(void)syndrome;
@@ -222,7 +205,7 @@ comp_nak_retire(struct droce_qp *qp, uint32_t psn)
 	return qp->state == DROCE_QPS_RTS || qp->state == DROCE_QPS_SQD;
 }
 
-static enum comp_state
+static enum droce_rc_comp_state
 comp_rnr_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 {
 	qp->stats.rnr_naks_rx++;
@@ -243,7 +226,7 @@ comp_rnr_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 	return COMP_DONE;
 }
 
-static enum comp_state
+static enum droce_rc_comp_state
 comp_seq_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 {
 	(void)syndrome;
@@ -261,7 +244,7 @@ comp_seq_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 	return COMP_DONE;
 }
 
-static enum comp_state
+static enum droce_rc_comp_state
 comp_err_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 {
 	if (comp_nak_retire(qp, psn)) {
@@ -271,24 +254,36 @@ comp_err_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 	return COMP_DONE;
 }
 
+static enum droce_rc_comp_state
+comp_step(struct droce_qp *qp, enum droce_rc_comp_state st, uint32_t psn, uint8_t syndrome)
+{
+	switch (st) {
+	case COMP_CHECK_WINDOW: return comp_check_window(qp, psn, syndrome);
+	case COMP_CHECK_GHOST: return comp_check_ghost(qp, psn, syndrome);
+	case COMP_CHECK_SYNDROME: return comp_check_syndrome(qp, psn, syndrome);
+	case COMP_ACK: return comp_ack(qp, psn, syndrome);
+	case COMP_RNR_NAK: return comp_rnr_nak(qp, psn, syndrome);
+	case COMP_SEQ_NAK: return comp_seq_nak(qp, psn, syndrome);
+	case COMP_ERR_NAK: return comp_err_nak(qp, psn, syndrome);
+	default: return COMP_DONE;
+	}
+}
+
+DROCE_RC_SM_STEP enum droce_rc_comp_state
+droce_rc_comp_step_lc(struct droce_qp *qp, enum droce_rc_comp_state st, uint32_t psn,
+		      uint8_t syndrome)
+{
+	return comp_step(qp, st, psn, syndrome);
+}
+
 void
 droce_rc_comp_ack_lc(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 {
-	enum comp_state st = COMP_CHECK_WINDOW;
+	enum droce_rc_comp_state st = COMP_CHECK_WINDOW;
 
 	while (st != COMP_DONE) {
-		enum comp_state next;
+		enum droce_rc_comp_state next = comp_step(qp, st, psn, syndrome);
 
-		switch (st) {
-		case COMP_CHECK_WINDOW: next = comp_check_window(qp, psn, syndrome); break;
-		case COMP_CHECK_GHOST: next = comp_check_ghost(qp, psn, syndrome); break;
-		case COMP_CHECK_SYNDROME: next = comp_check_syndrome(qp, psn, syndrome); break;
-		case COMP_ACK: next = comp_ack(qp, psn, syndrome); break;
-		case COMP_RNR_NAK: next = comp_rnr_nak(qp, psn, syndrome); break;
-		case COMP_SEQ_NAK: next = comp_seq_nak(qp, psn, syndrome); break;
-		case COMP_ERR_NAK: next = comp_err_nak(qp, psn, syndrome); break;
-		default: next = COMP_DONE; break;
-		}
 		DP_LOG_DP(DEBUG, "qp %u ack psn %u: %s -> %s", qp->qpn, psn, comp_state_name[st],
 			  comp_state_name[next]);
 		st = next;

@@ -121,14 +121,11 @@ rearm_rto(struct droce_qp *qp)
 static inline void
 fail_head(struct droce_qp *qp, enum droce_err err)
 {
-	droce_qp_fail_send_lc(qp, err, droce_err_table[err].req_status);
+	droce_qp_fail_send_lc(qp, err);
 }
 
 /* the three parts, as the entry points (rc.c) call them */
-unsigned int droce_rc_req_tx_lc(struct droce_qp *qp, unsigned int budget);
-void droce_rc_resp_rx_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame);
-unsigned int droce_rc_resp_tx_lc(struct droce_qp *qp, unsigned int budget);
-void droce_rc_comp_ack_lc(struct droce_qp *qp, uint32_t psn, uint8_t syndrome);
+/* (the state machines' entry points: rc_sm.h) */
 void droce_rc_comp_read_resp_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame,
 				uint32_t psn);
 void droce_rc_comp_atomic_ack_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame,

@@ -13,6 +13,7 @@
 #include "internal.h"
 #include "qp_internal.h"
 #include "rc_internal.h"
+#include "rc_sm.h"
 #include "xport.h"
 #include "xrc.h"
 
@@ -101,70 +102,35 @@ window_full(const struct droce_qp *qp)
 	       droce_psn_add(qp->psn_next, 1) != qp->psn_max;
 }
 
-/* Sends (more of) WQE @idx; returns packets sent, and sets *@whole when all of it is out. */
-static unsigned int
-send_wqe(struct droce_qp *qp, uint32_t idx, unsigned int budget, bool *whole)
+/* An atomic request: one packet (false: no mbuf). */
+static bool
+send_atomic_req(struct droce_qp *qp, const struct droce_wqe *w, struct droce_swqe *s)
 {
-	const struct droce_wqe *w = droce_qp_wqe(qp, idx);
-	struct droce_swqe *s = droce_qp_swqe(qp, idx);
 	struct droce_pkt_fields f;
 	struct rte_mbuf *m;
 	uint8_t *payload;
-	unsigned int n = 0;
 
-	*whole = false;
-	if (wr_is_read(w->opcode)) {
-		/* one request per range that has not arrived (rc_read.c) */
-		n = droce_rc_read_ask_lc(qp, w, s, whole);
-		if (*whole) {
-			s->sent_pkts = s->npkts;
-			note_sent(qp, droce_psn_add(s->first_psn, s->npkts));
-		}
-		return n;
+	memset(&f, 0, sizeof(f));
+	f.ackreq = true;
+	f.xrc_srqn = w->remote_qpn; /* XRC: the remote SRQ (XRCETH) */
+	f.opcode = DROCE_OPC(qp->xport, w->opcode == DROCE_WR_ATOMIC_CMP_AND_SWP
+						? DROCE_OP_CMP_SWAP
+						: DROCE_OP_FETCH_ADD);
+	f.psn = s->first_psn;
+	f.atomic.va = w->remote_addr;
+	f.atomic.rkey = w->rkey;
+	if (w->opcode == DROCE_WR_ATOMIC_CMP_AND_SWP) {
+		f.atomic.cmp = w->compare_add;
+		f.atomic.swap_add = w->swap;
+	} else {
+		f.atomic.swap_add = w->compare_add;
 	}
-	if (wr_is_atomic(w->opcode)) {
-		memset(&f, 0, sizeof(f));
-		f.ackreq = true;
-		f.xrc_srqn = w->remote_qpn; /* XRC: the remote SRQ (XRCETH) */
-		f.opcode = DROCE_OPC(qp->xport, w->opcode == DROCE_WR_ATOMIC_CMP_AND_SWP
-							? DROCE_OP_CMP_SWAP
-							: DROCE_OP_FETCH_ADD);
-		f.psn = s->first_psn;
-		f.atomic.va = w->remote_addr;
-		f.atomic.rkey = w->rkey;
-		if (w->opcode == DROCE_WR_ATOMIC_CMP_AND_SWP) {
-			f.atomic.cmp = w->compare_add;
-			f.atomic.swap_add = w->swap;
-		} else {
-			f.atomic.swap_add = w->compare_add;
-		}
-		m = pkt_alloc(qp, &f, 0, &payload);
-		if (m == NULL)
-			return 0;
-		pkt_send(qp, m, 0);
-		s->sent_pkts = s->npkts;
-		note_sent(qp, droce_psn_add(s->first_psn, s->npkts));
-		*whole = true;
-		return 1;
-	}
-
-	while (n < budget && !window_full(qp)) {
-		bool last;
-
-		/* at least four AckReqs per loss window: one lost ACK stalls nothing */
-		if (droce_xport_send_segment_lc(qp, w, s, qp->xport,
-						RTE_MIN((uint32_t)ACKREQ_EVERY, droce_rc_window(qp) / 4),
-						&last) !=
-		    DROCE_XPORT_TX_SENT)
-			break; /* no mbuf; or s->err */
-		note_sent(qp, droce_psn_add(s->first_psn, s->sent_pkts));
-		n++;
-		if (last) {
-			*whole = true;
-			break;
-		}
-	}
-	return n;
+	m = pkt_alloc(qp, &f, 0, &payload);
+	if (m == NULL)
+		return false;
+	pkt_send(qp, m, 0);
+	s->sent_pkts = s->npkts;
+	return true;
 }
 
 /* READ @s is to be asked again for what of it has not arrived (nothing
@@ -258,61 +224,216 @@ retire_local(struct droce_qp *qp)
 		droce_qp_complete_send_lc(qp, DROCE_WC_SUCCESS);
 }
 
-unsigned int
-droce_rc_req_tx_lc(struct droce_qp *qp, unsigned int budget)
+/*
+ * The requester's transmit turn as a state machine (rc_sm.h lists the
+ * states): one step function per state, each returning the next.  A WQE
+ * passes NEXT_WQE -> WINDOW -> CHECK_LOCAL (first time) -> SEND_PKT ->
+ * NOTE_SENT, back to NEXT_WQE for its next packet or to WQE_DONE after its
+ * last; BIND_MW / LOCAL_INV go LOCAL_OP -> RETIRE_LOCAL; a WQE that cannot
+ * start goes to FAIL.  Every stop (budget, window, limits, no mbuf) is DONE.
+ */
+static const char *const req_state_name[REQ_STATE_COUNT] = {
+	[REQ_CHECK_QP_STATE] = "CHECK_QP_STATE",
+	[REQ_RETIRE_LOCAL] = "RETIRE_LOCAL",
+	[REQ_NEXT_WQE] = "NEXT_WQE",
+	[REQ_WINDOW] = "WINDOW",
+	[REQ_CHECK_LOCAL] = "CHECK_LOCAL",
+	[REQ_LOCAL_OP] = "LOCAL_OP",
+	[REQ_SEND_PKT] = "SEND_PKT",
+	[REQ_NOTE_SENT] = "NOTE_SENT",
+	[REQ_WQE_DONE] = "WQE_DONE",
+	[REQ_FAIL] = "FAIL",
+	[REQ_DONE] = "DONE",
+};
+
+const char *
+droce_rc_req_state_name(unsigned int state)
 {
-	unsigned int sent = 0;
+	return state < REQ_STATE_COUNT ? req_state_name[state] : NULL;
+}
 
+/* Takes the WQE at @idx into the context. */
+static inline void
+req_take(struct droce_qp *qp, struct droce_rc_req_ctx *c, uint32_t idx)
+{
+	c->idx = idx;
+	c->w = droce_qp_wqe(qp, idx);
+	c->s = droce_qp_swqe(qp, idx);
+	c->rd = wr_is_read(c->w->opcode) || wr_is_atomic(c->w->opcode);
+}
+
+static inline enum droce_rc_req_state
+req_check_qp_state(struct droce_qp *qp, struct droce_rc_req_ctx *c)
+{
+	if (qp->state != DROCE_QPS_RTS || qp->req_state != DROCE_REQ_IDLE)
+		return REQ_DONE;
+	/* a WQE that failed at start completes once everything before it is done */
+	if (qp->sq_head == qp->sq_cur && qp->sq_cur != qp->sq_avail &&
+	    droce_qp_swqe(qp, qp->sq_cur)->started && droce_qp_swqe(qp, qp->sq_cur)->err) {
+		req_take(qp, c, qp->sq_cur);
+		c->err = (enum droce_err)c->s->err;
+		return REQ_FAIL;
+	}
+	return REQ_RETIRE_LOCAL;
+}
+
+static inline enum droce_rc_req_state
+req_retire_local(struct droce_qp *qp, struct droce_rc_req_ctx *c)
+{
+	(void)c;
 	retire_local(qp);
-	while (sent < budget && qp->sq_cur != qp->sq_avail) {
-		uint32_t idx = qp->sq_cur;
-		const struct droce_wqe *w = droce_qp_wqe(qp, idx);
-		struct droce_swqe *s = droce_qp_swqe(qp, idx);
-		bool rd = wr_is_read(w->opcode) || wr_is_atomic(w->opcode);
-		bool whole;
+	return REQ_NEXT_WQE;
+}
 
-		/* SENDs and WRITEs wait for ACKs; READs and atomics for max_rd_atomic */
-		if (!rd && window_full(qp))
-			break;
+static inline enum droce_rc_req_state
+req_next_wqe(struct droce_qp *qp, struct droce_rc_req_ctx *c)
+{
+	if (c->sent >= c->budget || qp->sq_cur == qp->sq_avail)
+		return REQ_DONE;
+	req_take(qp, c, qp->sq_cur);
+	return REQ_WINDOW;
+}
 
-		if (!s->started || s->err) {
-			enum droce_err err;
+static inline enum droce_rc_req_state
+req_window(struct droce_qp *qp, struct droce_rc_req_ctx *c)
+{
+	/* SENDs and WRITEs wait for ACKs; READs and atomics for max_rd_atomic */
+	if (!c->rd && window_full(qp))
+		return REQ_DONE;
+	if (!c->s->started || c->s->err)
+		return REQ_CHECK_LOCAL;
+	return droce_mw_wr_is_local(c->w->opcode) ? REQ_LOCAL_OP : REQ_SEND_PKT;
+}
 
-			if (!s->started && rd && qp->rd_atomic_out >= RTE_MAX(qp->attr.max_rd_atomic, 1))
-				break;
-			if (!s->started && (w->flags & DROCE_WQE_FENCE) && qp->rd_atomic_out > 0)
-				break;
-			/* after losses, a READ's responses must fit in the loss window
-			 * (two may be out whatever it is: the second's answers show
-			 * the first's last ones lost without waiting for the timer) */
-			if (!s->started && rd && qp->rd_atomic_out > 1 && qp->cwnd &&
-			    (uint32_t)droce_psn_diff(qp->psn_next, qp->psn_una) +
-					    droce_seq_npkts(w->length, qp->attr.pmtu) > qp->cwnd)
-				break;
-			err = s->err ? (enum droce_err)s->err : (s->started ? DROCE_ERR_NONE : wqe_start(qp, idx));
-			if (err != DROCE_ERR_NONE) {
-				/* completes in order: only once everything before it is done */
-				s->err = (uint8_t)err;
-				if (qp->sq_head == idx)
-					fail_head(qp, err);
-				break;
-			}
-		}
-		if (droce_mw_wr_is_local(w->opcode)) {
-			qp->sq_cur = idx + 1;
-			retire_local(qp);
-			continue;
-		}
-		if (rd && !s->rd_counted && !s->done) {
+static inline enum droce_rc_req_state
+req_check_local(struct droce_qp *qp, struct droce_rc_req_ctx *c)
+{
+	const struct droce_wqe *w = c->w;
+	struct droce_swqe *s = c->s;
+
+	if (!s->started) {
+		if (c->rd && qp->rd_atomic_out >= RTE_MAX(qp->attr.max_rd_atomic, 1))
+			return REQ_DONE;
+		if ((w->flags & DROCE_WQE_FENCE) && qp->rd_atomic_out > 0)
+			return REQ_DONE;
+		/* after losses, a READ's responses must fit in the loss window
+		 * (two may be out whatever it is: the second's answers show
+		 * the first's last ones lost without waiting for the timer) */
+		if (c->rd && qp->rd_atomic_out > 1 && qp->cwnd &&
+		    (uint32_t)droce_psn_diff(qp->psn_next, qp->psn_una) +
+				    droce_seq_npkts(w->length, qp->attr.pmtu) > qp->cwnd)
+			return REQ_DONE;
+	}
+	c->err = s->err ? (enum droce_err)s->err : (s->started ? DROCE_ERR_NONE : wqe_start(qp, c->idx));
+	if (c->err != DROCE_ERR_NONE)
+		return REQ_FAIL;
+	return droce_mw_wr_is_local(w->opcode) ? REQ_LOCAL_OP : REQ_SEND_PKT;
+}
+
+static inline enum droce_rc_req_state
+req_local_op(struct droce_qp *qp, struct droce_rc_req_ctx *c)
+{
+	qp->sq_cur = c->idx + 1;
+	return REQ_RETIRE_LOCAL;
+}
+
+static inline enum droce_rc_req_state
+req_send_pkt(struct droce_qp *qp, struct droce_rc_req_ctx *c)
+{
+	struct droce_swqe *s = c->s;
+
+	if (c->rd) {
+		if (!s->rd_counted && !s->done) {
 			s->rd_counted = true;
 			qp->rd_atomic_out++;
 		}
-		sent += send_wqe(qp, idx, budget - sent, &whole);
-		if (s->err)
-			continue;
-		if (!whole)
-			break;
-		qp->sq_cur = idx + 1;
+		if (wr_is_read(c->w->opcode)) {
+			/* one request per range that has not arrived (rc_read.c) */
+			c->sent += droce_rc_read_ask_lc(qp, c->w, s, &c->last);
+			if (c->last) {
+				s->sent_pkts = s->npkts;
+				note_sent(qp, droce_psn_add(s->first_psn, s->npkts));
+			}
+			if (s->err)
+				return REQ_NEXT_WQE;
+			return c->last ? REQ_WQE_DONE : REQ_DONE;
+		}
+		if (!send_atomic_req(qp, c->w, s))
+			return REQ_DONE;
+		c->last = true;
+		return REQ_NOTE_SENT;
 	}
-	return sent;
+	/* at least four AckReqs per loss window: one lost ACK stalls nothing */
+	if (droce_xport_send_segment_lc(qp, c->w, s, qp->xport,
+					RTE_MIN((uint32_t)ACKREQ_EVERY, droce_rc_window(qp) / 4),
+					&c->last) == DROCE_XPORT_TX_SENT)
+		return REQ_NOTE_SENT;
+	return s->err ? REQ_NEXT_WQE : REQ_DONE; /* s->err: FAIL on the way again; else no mbuf */
+}
+
+static inline enum droce_rc_req_state
+req_note_sent(struct droce_qp *qp, struct droce_rc_req_ctx *c)
+{
+	note_sent(qp, droce_psn_add(c->s->first_psn, c->s->sent_pkts));
+	c->sent++;
+	return c->last ? REQ_WQE_DONE : REQ_NEXT_WQE;
+}
+
+static inline enum droce_rc_req_state
+req_wqe_done(struct droce_qp *qp, struct droce_rc_req_ctx *c)
+{
+	qp->sq_cur = c->idx + 1;
+	return REQ_NEXT_WQE;
+}
+
+static inline enum droce_rc_req_state
+req_fail(struct droce_qp *qp, struct droce_rc_req_ctx *c)
+{
+	/* completes in order: only once everything before it is done */
+	c->s->err = (uint8_t)c->err;
+	if (qp->sq_head == c->idx)
+		fail_head(qp, c->err);
+	return REQ_DONE;
+}
+
+static enum droce_rc_req_state
+req_step(struct droce_qp *qp, enum droce_rc_req_state st, struct droce_rc_req_ctx *c)
+{
+	switch (st) {
+	case REQ_CHECK_QP_STATE: return req_check_qp_state(qp, c);
+	case REQ_RETIRE_LOCAL: return req_retire_local(qp, c);
+	case REQ_NEXT_WQE: return req_next_wqe(qp, c);
+	case REQ_WINDOW: return req_window(qp, c);
+	case REQ_CHECK_LOCAL: return req_check_local(qp, c);
+	case REQ_LOCAL_OP: return req_local_op(qp, c);
+	case REQ_SEND_PKT: return req_send_pkt(qp, c);
+	case REQ_NOTE_SENT: return req_note_sent(qp, c);
+	case REQ_WQE_DONE: return req_wqe_done(qp, c);
+	case REQ_FAIL: return req_fail(qp, c);
+	default: return REQ_DONE;
+	}
+}
+
+DROCE_RC_SM_STEP enum droce_rc_req_state
+droce_rc_req_step_lc(struct droce_qp *qp, enum droce_rc_req_state st, struct droce_rc_req_ctx *c)
+{
+	return req_step(qp, st, c);
+}
+
+unsigned int
+droce_rc_req_tx_lc(struct droce_qp *qp, unsigned int budget)
+{
+	struct droce_rc_req_ctx c = { .budget = budget };
+	enum droce_rc_req_state st = REQ_CHECK_QP_STATE;
+
+	if (qp->sq_head == qp->sq_avail)
+		return 0; /* the idle turn: nothing posted, nothing to retire or fail */
+	while (st != REQ_DONE) {
+		enum droce_rc_req_state next = req_step(qp, st, &c);
+
+		DP_LOG_DP(DEBUG, "qp %u req: %s -> %s", qp->qpn, req_state_name[st],
+			  req_state_name[next]);
+		st = next;
+	}
+	return c.sent;
 }

@@ -13,7 +13,9 @@
 #include "internal.h"
 #include "qp_internal.h"
 #include "rc_internal.h"
+#include "rc_sm.h"
 #include "xport.h"
+#include "xport_rx.h"
 #include "xrc.h"
 
 /* An ACK or NAK (opcode ACKNOWLEDGE) for @psn. */
@@ -98,11 +100,7 @@ resp_queue(struct droce_qp *qp, const struct droce_rd_resp *r)
 static bool
 read_allowed(const struct droce_qp *qp, uint64_t va, uint32_t rkey, uint32_t len)
 {
-	if (len == 0)
-		return true; /* a zero-length READ names no memory */
-	if (!(qp->attr.access & DROCE_ACCESS_REMOTE_READ))
-		return false;
-	return mr_check(qp, rkey, va, len, DROCE_ACCESS_REMOTE_READ) != NULL;
+	return droce_xport_remote_ok_lc(qp, rkey, va, len, DROCE_ACCESS_REMOTE_READ);
 }
 
 static void
@@ -198,39 +196,21 @@ resp_write(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame,
 	uint32_t flags = p->info->flags, len = p->payload_len;
 
 	if (flags & DROCE_OPF_FIRST) {
-		const struct droce_reth *r = droce_pkt_hdr(p, frame, DROCE_HDR_RETH);
-		uint32_t dlen = droce_reth_len(r);
+		uint32_t dlen;
 
-		qp->write_va = droce_reth_va(r);
-		qp->write_rkey = droce_reth_rkey(r);
-		if (dlen != 0 && (!(qp->attr.access & DROCE_ACCESS_REMOTE_WRITE) ||
-				  mr_check(qp, qp->write_rkey, qp->write_va, dlen,
-					   DROCE_ACCESS_REMOTE_WRITE) == NULL)) {
+		if (!droce_xport_write_first_lc(qp, p, frame, &dlen)) {
 			resp_error(qp, DROCE_ERR_REM_ACCESS, psn);
 			return;
 		}
 	}
-	if (len) {
-		const struct droce_mr *mr = mr_check(qp, qp->write_rkey, qp->write_va, len,
-						     DROCE_ACCESS_REMOTE_WRITE);
-		if (mr == NULL) {
-			resp_error(qp, DROCE_ERR_REM_ACCESS, psn);
-			return;
-		}
-		memcpy(mr->addr + (qp->write_va - mr->iova), p->payload, len);
-		qp->write_va += len;
+	if (len && !droce_xport_write_place_lc(qp, p->payload, len)) {
+		resp_error(qp, DROCE_ERR_REM_ACCESS, psn); /* deregistered since the FIRST packet */
+		return;
 	}
 	if (flags & DROCE_OPF_LAST) {
 		qp->msn = droce_psn_add(qp->msn, 1);
-		if (flags & DROCE_OPF_IMM) {
-			struct droce_cqe c = { .status = DROCE_WC_SUCCESS,
-					       .opcode = DROCE_WC_RECV_RDMA_WITH_IMM,
-					       .byte_len = qp->rxseq.write_len,
-					       .src_qp = qp->attr.dest_qpn,
-					       .wc_flags = DROCE_WC_F_WITH_IMM };
-			c.imm_or_inv = droce_immdt_imm(droce_pkt_hdr(p, frame, DROCE_HDR_IMMDT));
-			droce_qp_complete_recv_lc(qp, &c, droce_bth_se(droce_pkt_bth(p, frame)));
-		}
+		if (flags & DROCE_OPF_IMM)
+			droce_xport_write_imm_done_lc(qp, p, frame);
 	}
 }
 
@@ -305,34 +285,12 @@ resp_atomic(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame
 
 /*
  * The responder's receive path as an explicit state machine, in the manner
- * of Linux rxe's rxe_resp.c: one step function per state, each returning the
- * next state; RESP_DONE ends the packet.  The states, in the order a good
- * request passes them:
- *   CHECK_QP_STATE  RTR/RTS/SQD and no responder error pending, else DONE
- *   CHECK_PSN       expected PSN: on; ahead: SEQ_NAK; behind: DUPLICATE
- *   CHECK_RESOURCE  room for a READ/atomic response; a receive WQE for a
- *                   SEND (or WRITE with immediate), else RNR_NAK
- *   CHECK_OP_SEQ    FIRST/MIDDLE/LAST order, lengths (seqcheck.c), else
- *                   ERR_INV_REQ
- *   EXECUTE         place the SEND / WRITE, queue the READ / atomic response
- *   ACKNOWLEDGE     an AckReq on a SEND / WRITE arms the coalesced ACK
- * and the ends SEQ_NAK, DUPLICATE, RNR_NAK and ERR_INV_REQ.
+ * of Linux rxe's rxe_resp.c (rc_sm.h lists the states): one step function
+ * per state, each returning the next state; RESP_DONE ends the packet.  A
+ * good request passes CHECK_QP_STATE, CHECK_PSN, CHECK_RESOURCE,
+ * CHECK_OP_SEQ, EXECUTE and ACKNOWLEDGE; the ends are SEQ_NAK, DUPLICATE,
+ * RNR_NAK and ERR_INV_REQ.
  */
-enum resp_state {
-	RESP_CHECK_QP_STATE,
-	RESP_CHECK_PSN,
-	RESP_CHECK_RESOURCE,
-	RESP_CHECK_OP_SEQ,
-	RESP_EXECUTE,
-	RESP_ACKNOWLEDGE,
-	RESP_SEQ_NAK,
-	RESP_DUPLICATE,
-	RESP_RNR_NAK,
-	RESP_ERR_INV_REQ,
-	RESP_DONE,
-	RESP_STATE_COUNT
-};
-
 /* For logs (debug level: compiled out of the data path by default). */
 static const char *const resp_state_name[RESP_STATE_COUNT] = {
 	[RESP_CHECK_QP_STATE] = "CHECK_QP_STATE",
@@ -362,7 +320,7 @@ struct resp_pkt {
 	uint32_t psn, flags;
 };
 
-static enum resp_state
+static enum droce_rc_resp_state
 resp_check_qp_state(struct droce_qp *qp, const struct resp_pkt *r)
 {
 	(void)r;
@@ -372,7 +330,7 @@ resp_check_qp_state(struct droce_qp *qp, const struct resp_pkt *r)
 	return RESP_CHECK_PSN;
 }
 
-static enum resp_state
+static enum droce_rc_resp_state
 resp_check_psn(struct droce_qp *qp, const struct resp_pkt *r)
 {
 	int32_t d = droce_psn_diff(r->psn, qp->rxseq.epsn);
@@ -392,12 +350,12 @@ resp_check_psn(struct droce_qp *qp, const struct resp_pkt *r)
 	return RESP_CHECK_RESOURCE;
 }
 
-static enum resp_state
+static enum droce_rc_resp_state
 resp_seq_nak(struct droce_qp *qp, const struct resp_pkt *r)
 {
 	if (droce_rc_seq_nak_due_lc(qp, r->psn, droce_bth_ackreq(r->bth))) { /* one NAK per gap and round */
 		qp->stats.seq_naks_tx++;
-		send_nak(qp, DROCE_NAK_PSN_SEQ_ERR, qp->rxseq.epsn);
+		send_nak(qp, droce_err_table[DROCE_ERR_PSN_SEQ].nak_code, qp->rxseq.epsn);
 	}
 	return RESP_DONE;
 }
@@ -410,11 +368,11 @@ droce_rc_resp_nak_gap_lc(struct droce_qp *qp, uint32_t hi)
 {
 	if (droce_rc_seq_nak_due_lc(qp, hi, false)) {
 		qp->stats.seq_naks_tx++;
-		send_nak(qp, DROCE_NAK_PSN_SEQ_ERR, qp->rxseq.epsn);
+		send_nak(qp, droce_err_table[DROCE_ERR_PSN_SEQ].nak_code, qp->rxseq.epsn);
 	}
 }
 
-static enum resp_state
+static enum droce_rc_resp_state
 resp_check_resource(struct droce_qp *qp, const struct resp_pkt *r)
 {
 	if ((r->flags & (DROCE_OPF_READ | DROCE_OPF_ATOMIC)) &&
@@ -428,7 +386,7 @@ resp_check_resource(struct droce_qp *qp, const struct resp_pkt *r)
 	return RESP_CHECK_OP_SEQ;
 }
 
-static enum resp_state
+static enum droce_rc_resp_state
 resp_rnr_nak(struct droce_qp *qp, const struct resp_pkt *r)
 {
 	qp->stats.rnr_naks_tx++;
@@ -436,7 +394,7 @@ resp_rnr_nak(struct droce_qp *qp, const struct resp_pkt *r)
 	return RESP_DONE;
 }
 
-static enum resp_state
+static enum droce_rc_resp_state
 resp_check_op_seq(struct droce_qp *qp, const struct resp_pkt *r)
 {
 	if (droce_seq_rx_check(&qp->rxseq, r->p, r->frame) != DROCE_SEQ_OK)
@@ -444,7 +402,7 @@ resp_check_op_seq(struct droce_qp *qp, const struct resp_pkt *r)
 	return RESP_EXECUTE;
 }
 
-static enum resp_state
+static enum droce_rc_resp_state
 resp_execute(struct droce_qp *qp, const struct resp_pkt *r)
 {
 	if (r->flags & DROCE_OPF_SEND)
@@ -458,7 +416,7 @@ resp_execute(struct droce_qp *qp, const struct resp_pkt *r)
 	return RESP_ACKNOWLEDGE;
 }
 
-static enum resp_state
+static enum droce_rc_resp_state
 resp_acknowledge(struct droce_qp *qp, const struct resp_pkt *r)
 {
 	if ((r->flags & (DROCE_OPF_SEND | DROCE_OPF_WRITE)) && droce_bth_ackreq(r->bth) &&
@@ -470,128 +428,253 @@ resp_acknowledge(struct droce_qp *qp, const struct resp_pkt *r)
 	return RESP_DONE;
 }
 
+static enum droce_rc_resp_state
+resp_duplicate_step(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	resp_duplicate(qp, r->p, r->frame, r->psn);
+	return RESP_DONE;
+}
+
+static enum droce_rc_resp_state
+resp_err_inv_req(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	resp_error(qp, DROCE_ERR_REM_INV_REQ, r->psn);
+	return RESP_DONE;
+}
+
+static enum droce_rc_resp_state
+resp_step(struct droce_qp *qp, enum droce_rc_resp_state st, const struct resp_pkt *r)
+{
+	switch (st) {
+	case RESP_CHECK_QP_STATE: return resp_check_qp_state(qp, r);
+	case RESP_CHECK_PSN: return resp_check_psn(qp, r);
+	case RESP_CHECK_RESOURCE: return resp_check_resource(qp, r);
+	case RESP_CHECK_OP_SEQ: return resp_check_op_seq(qp, r);
+	case RESP_EXECUTE: return resp_execute(qp, r);
+	case RESP_ACKNOWLEDGE: return resp_acknowledge(qp, r);
+	case RESP_SEQ_NAK: return resp_seq_nak(qp, r);
+	case RESP_DUPLICATE: return resp_duplicate_step(qp, r);
+	case RESP_RNR_NAK: return resp_rnr_nak(qp, r);
+	case RESP_ERR_INV_REQ: return resp_err_inv_req(qp, r);
+	default: return RESP_DONE;
+	}
+}
+
+static inline struct resp_pkt
+resp_pkt_of(const struct droce_pkt *p, const uint8_t *frame)
+{
+	const struct droce_bth *bth = droce_pkt_bth(p, frame);
+
+	return (struct resp_pkt){ .p = p, .frame = frame, .bth = bth, .psn = droce_bth_psn(bth),
+				  .flags = p->info->flags };
+}
+
+DROCE_RC_SM_STEP enum droce_rc_resp_state
+droce_rc_resp_step_lc(struct droce_qp *qp, enum droce_rc_resp_state st, const struct droce_pkt *p,
+		      const uint8_t *frame)
+{
+	const struct resp_pkt r = resp_pkt_of(p, frame);
+
+	return resp_step(qp, st, &r);
+}
+
 void
 droce_rc_resp_rx_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame)
 {
-	const struct droce_bth *bth = droce_pkt_bth(p, frame);
-	const struct resp_pkt r = { .p = p, .frame = frame, .bth = bth,
-				    .psn = droce_bth_psn(bth), .flags = p->info->flags };
-	enum resp_state st = RESP_CHECK_QP_STATE;
+	const struct resp_pkt r = resp_pkt_of(p, frame);
+	enum droce_rc_resp_state st = RESP_CHECK_QP_STATE;
 
 	while (st != RESP_DONE) {
-		enum resp_state next;
+		enum droce_rc_resp_state next = resp_step(qp, st, &r);
 
-		switch (st) {
-		case RESP_CHECK_QP_STATE: next = resp_check_qp_state(qp, &r); break;
-		case RESP_CHECK_PSN: next = resp_check_psn(qp, &r); break;
-		case RESP_CHECK_RESOURCE: next = resp_check_resource(qp, &r); break;
-		case RESP_CHECK_OP_SEQ: next = resp_check_op_seq(qp, &r); break;
-		case RESP_EXECUTE: next = resp_execute(qp, &r); break;
-		case RESP_ACKNOWLEDGE: next = resp_acknowledge(qp, &r); break;
-		case RESP_SEQ_NAK: next = resp_seq_nak(qp, &r); break;
-		case RESP_DUPLICATE:
-			resp_duplicate(qp, p, frame, r.psn);
-			next = RESP_DONE;
-			break;
-		case RESP_RNR_NAK: next = resp_rnr_nak(qp, &r); break;
-		case RESP_ERR_INV_REQ:
-			resp_error(qp, DROCE_ERR_REM_INV_REQ, r.psn);
-			next = RESP_DONE;
-			break;
-		default: next = RESP_DONE; break;
-		}
 		DP_LOG_DP(DEBUG, "qp %u psn %u: %s -> %s", qp->qpn, r.psn, resp_state_name[st],
 			  resp_state_name[next]);
 		st = next;
 	}
 }
 
-/* Sends queued READ responses and atomic ACKs, then a pending ACK. */
+/*
+ * The responder's transmit turn as a state machine (rc_sm.h lists the
+ * states): the queued READ responses and atomic ACKs oldest first, a NAK
+ * queued behind them, then the pending coalesced ACK.
+ */
+static const char *const rtx_state_name[RTX_STATE_COUNT] = {
+	[RTX_NEXT] = "NEXT",
+	[RTX_NAK] = "NAK",
+	[RTX_ATOMIC_ACK] = "ATOMIC_ACK",
+	[RTX_READ_RESP] = "READ_RESP",
+	[RTX_SENT] = "SENT",
+	[RTX_ACK] = "ACK",
+	[RTX_DONE] = "DONE",
+};
+
+const char *
+droce_rc_rtx_state_name(unsigned int state)
+{
+	return state < RTX_STATE_COUNT ? rtx_state_name[state] : NULL;
+}
+
+/* The fields every queued answer starts from: an ACK syndrome, the MSN. */
+static inline void
+rtx_fields(const struct droce_qp *qp, struct droce_pkt_fields *f)
+{
+	memset(f, 0, sizeof(*f));
+	f->aeth.syndrome = droce_aeth_make_syndrome(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID);
+	f->aeth.msn = qp->msn;
+}
+
+static inline void
+rtx_dequeue(struct droce_qp *qp)
+{
+	qp->rd_resp_head = (qp->rd_resp_head + 1) % DROCE_RD_RESP_CAP;
+	qp->rd_resp_count--;
+}
+
+static inline enum droce_rc_rtx_state
+rtx_next(struct droce_qp *qp, struct droce_rc_rtx_ctx *c)
+{
+	if (qp->rd_resp_count == 0 || c->sent >= c->budget)
+		return RTX_ACK;
+	c->e = &qp->rd_resp[qp->rd_resp_head];
+	return c->e->nak_err ? RTX_NAK : c->e->atomic ? RTX_ATOMIC_ACK : RTX_READ_RESP;
+}
+
+static enum droce_rc_rtx_state
+rtx_nak(struct droce_qp *qp, struct droce_rc_rtx_ctx *c)
+{
+	/* everything before it has been answered: now fail */
+	enum droce_err err = (enum droce_err)c->e->nak_err;
+	uint32_t psn = c->e->psn;
+
+	rtx_dequeue(qp);
+	resp_error(qp, err, psn);
+	c->sent++;
+	return RTX_DONE;
+}
+
+static enum droce_rc_rtx_state
+rtx_atomic_ack(struct droce_qp *qp, struct droce_rc_rtx_ctx *c)
+{
+	struct droce_pkt_fields f;
+	struct rte_mbuf *m;
+	uint8_t *payload;
+
+	rtx_fields(qp, &f);
+	f.opcode = DROCE_OPC(qp->xport, DROCE_OP_ATOMIC_ACK);
+	f.psn = c->e->psn;
+	f.atomic_orig = c->e->orig;
+	m = pkt_alloc(qp, &f, 0, &payload);
+	if (m == NULL)
+		return RTX_ACK;
+	pkt_send(qp, m, 0);
+	c->whole = true;
+	return RTX_SENT;
+}
+
+static enum droce_rc_rtx_state
+rtx_read_resp(struct droce_qp *qp, struct droce_rc_rtx_ctx *c)
+{
+	struct droce_rd_resp *e = c->e;
+	uint32_t pmtu = qp->attr.pmtu;
+	uint32_t len = RTE_MIN(pmtu, e->len - e->off);
+	bool first = e->off == 0, last = e->off + len == e->len;
+	enum droce_op op = first && last ? DROCE_OP_READ_RESP_ONLY
+			   : first	 ? DROCE_OP_READ_RESP_FIRST
+			   : last	 ? DROCE_OP_READ_RESP_LAST
+					 : DROCE_OP_READ_RESP_MIDDLE;
+	struct droce_pkt_fields f;
+	const struct droce_mr *mr = NULL;
+	const uint8_t *src = NULL;
+	struct rte_mbuf *m;
+	uint8_t *payload;
+
+	rtx_fields(qp, &f);
+	f.opcode = DROCE_OPC(qp->xport, op);
+	f.psn = droce_psn_add(e->psn, e->off / pmtu);
+	if (len) {
+		mr = mr_check(qp, e->rkey, e->va + e->off, len, DROCE_ACCESS_REMOTE_READ);
+		if (mr == NULL) {
+			/* deregistered since the request was checked */
+			qp->rd_resp_count = 0;
+			resp_error(qp, DROCE_ERR_REM_ACCESS, f.psn);
+			return RTX_DONE;
+		}
+		src = mr->addr + (e->va + e->off - mr->iova);
+	}
+	if (droce_xport_zc_ok(qp, len)) {
+		/* straight from the responder's MR (zcopy.c) */
+		f.dqpn = qp->attr.dest_qpn;
+		if (droce_zc_send_span_lc(qp, &f, mr, src, len) != DROCE_XPORT_TX_SENT)
+			return RTX_ACK;
+	} else {
+		m = pkt_alloc(qp, &f, len, &payload);
+		if (m == NULL)
+			return RTX_ACK;
+		if (len)
+			memcpy(payload, src, len);
+		pkt_send(qp, m, len);
+	}
+	e->off += len;
+	c->whole = last;
+	return RTX_SENT;
+}
+
+static inline enum droce_rc_rtx_state
+rtx_sent(struct droce_qp *qp, struct droce_rc_rtx_ctx *c)
+{
+	c->sent++;
+	if (c->whole)
+		rtx_dequeue(qp);
+	return RTX_NEXT;
+}
+
+static inline enum droce_rc_rtx_state
+rtx_ack(struct droce_qp *qp, struct droce_rc_rtx_ctx *c)
+{
+	if (qp->ack_pending && qp->rd_resp_count == 0 && c->sent < c->budget) {
+		send_aeth(qp, qp->ack_syndrome, qp->ack_psn);
+		qp->ack_pending = false;
+		c->sent++;
+	}
+	return RTX_DONE;
+}
+
+static enum droce_rc_rtx_state
+rtx_step(struct droce_qp *qp, enum droce_rc_rtx_state st, struct droce_rc_rtx_ctx *c)
+{
+	switch (st) {
+	case RTX_NEXT: return rtx_next(qp, c);
+	case RTX_NAK: return rtx_nak(qp, c);
+	case RTX_ATOMIC_ACK: return rtx_atomic_ack(qp, c);
+	case RTX_READ_RESP: return rtx_read_resp(qp, c);
+	case RTX_SENT: return rtx_sent(qp, c);
+	case RTX_ACK: return rtx_ack(qp, c);
+	default: return RTX_DONE;
+	}
+}
+
+DROCE_RC_SM_STEP enum droce_rc_rtx_state
+droce_rc_rtx_step_lc(struct droce_qp *qp, enum droce_rc_rtx_state st, struct droce_rc_rtx_ctx *c)
+{
+	return rtx_step(qp, st, c);
+}
+
 unsigned int
 droce_rc_resp_tx_lc(struct droce_qp *qp, unsigned int budget)
 {
-	uint32_t pmtu = qp->attr.pmtu, cap = DROCE_RD_RESP_CAP;
-	uint8_t ack_syn = droce_aeth_make_syndrome(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID);
-	unsigned int n = 0;
+	struct droce_rc_rtx_ctx c = { .budget = budget };
+	enum droce_rc_rtx_state st = RTX_NEXT;
 
-	while (qp->rd_resp_count && n < budget) {
-		struct droce_rd_resp *e = &qp->rd_resp[qp->rd_resp_head];
-		struct droce_pkt_fields f;
-		struct rte_mbuf *m;
-		uint8_t *payload;
-		bool done;
+	if (qp->rd_resp_count == 0 && !qp->ack_pending)
+		return 0; /* the common turn: nothing queued, no ACK due */
+	while (st != RTX_DONE) {
+		enum droce_rc_rtx_state next = rtx_step(qp, st, &c);
 
-		memset(&f, 0, sizeof(f));
-		f.aeth.syndrome = ack_syn;
-		f.aeth.msn = qp->msn;
-		if (e->nak_err) {
-			/* everything before it has been answered: now fail */
-			enum droce_err err = (enum droce_err)e->nak_err;
-
-			qp->rd_resp_head = (qp->rd_resp_head + 1) % cap;
-			qp->rd_resp_count--;
-			resp_error(qp, err, e->psn);
-			return n + 1;
-		}
-		if (e->atomic) {
-			f.opcode = DROCE_OPC(qp->xport, DROCE_OP_ATOMIC_ACK);
-			f.psn = e->psn;
-			f.atomic_orig = e->orig;
-			m = pkt_alloc(qp, &f, 0, &payload);
-			if (m == NULL)
-				break;
-			pkt_send(qp, m, 0);
-			done = true;
-		} else {
-			uint32_t len = RTE_MIN(pmtu, e->len - e->off);
-			bool first = e->off == 0, last = e->off + len == e->len;
-			const struct droce_mr *mr = NULL;
-			const uint8_t *src = NULL;
-			enum droce_op op = first && last ? DROCE_OP_READ_RESP_ONLY
-					   : first	 ? DROCE_OP_READ_RESP_FIRST
-					   : last	 ? DROCE_OP_READ_RESP_LAST
-							 : DROCE_OP_READ_RESP_MIDDLE;
-
-			f.opcode = DROCE_OPC(qp->xport, op);
-			f.psn = droce_psn_add(e->psn, e->off / pmtu);
-			if (len) {
-				mr = mr_check(qp, e->rkey, e->va + e->off, len, DROCE_ACCESS_REMOTE_READ);
-				if (mr == NULL) {
-					/* deregistered since the request was checked */
-					qp->rd_resp_count = 0;
-					resp_error(qp, DROCE_ERR_REM_ACCESS, f.psn);
-					return n;
-				}
-				src = mr->addr + (e->va + e->off - mr->iova);
-			}
-			if (droce_xport_zc_ok(qp, len)) {
-				/* straight from the responder's MR (zcopy.c) */
-				f.dqpn = qp->attr.dest_qpn;
-				if (droce_zc_send_span_lc(qp, &f, mr, src, len) != DROCE_XPORT_TX_SENT)
-					break;
-			} else {
-				m = pkt_alloc(qp, &f, len, &payload);
-				if (m == NULL)
-					break;
-				if (len)
-					memcpy(payload, src, len);
-				pkt_send(qp, m, len);
-			}
-			e->off += len;
-			done = last;
-		}
-		n++;
-		if (done) {
-			qp->rd_resp_head = (qp->rd_resp_head + 1) % cap;
-			qp->rd_resp_count--;
-		}
+		DP_LOG_DP(DEBUG, "qp %u resp tx: %s -> %s", qp->qpn, rtx_state_name[st],
+			  rtx_state_name[next]);
+		st = next;
 	}
-	if (qp->ack_pending && qp->rd_resp_count == 0 && n < budget) {
-		send_aeth(qp, qp->ack_syndrome, qp->ack_psn);
-		qp->ack_pending = false;
-		n++;
-	}
-	return n;
+	return c.sent;
 }
 
 void

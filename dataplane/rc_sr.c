@@ -38,6 +38,7 @@
 
 #include "internal.h"
 #include "rc_internal.h"
+#include "rc_sm.h"
 
 bool droce_rc_sr_on;
 

@@ -25,6 +25,7 @@
 #include "internal.h"
 #include "qp_internal.h"
 #include "xport.h"
+#include "xport_rx.h"
 
 /* ---- requester ---- */
 
@@ -50,7 +51,7 @@ wqe_start(struct droce_qp *qp, uint32_t idx)
 	default:
 		/* SEND_WITH_INV: IBTA gives UC no opcode with an IETH, so it cannot
 		 * be sent; it completes with LOC_QP_OP_ERR, as on Linux rxe */
-		return DROCE_ERR_REM_OP;
+		return DROCE_ERR_SEND_OP;
 	}
 	if (!droce_xport_sges_ok_lc(qp, w, 0))
 		return DROCE_ERR_LOC_PROT;
@@ -63,8 +64,7 @@ wqe_start(struct droce_qp *qp, uint32_t idx)
 static void
 fail_head(struct droce_qp *qp, enum droce_err err)
 {
-	droce_qp_fail_send_lc(qp, err, err == DROCE_ERR_REM_OP ? DROCE_WC_LOC_QP_OP_ERR
-							   : droce_err_table[err].req_status);
+	droce_qp_fail_send_lc(qp, err);
 }
 
 /* Sends (more of) the oldest WQE; returns packets sent, *@whole when all of it is out. */
@@ -175,11 +175,11 @@ recv_send(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame)
 	}
 	r = droce_qp_rqe(qp, qp->rq_head);
 	if ((uint64_t)qp->recv_off + p->payload_len > r->length) {
-		struct droce_cqe c = { .status = DROCE_WC_LOC_LEN_ERR, .opcode = DROCE_WC_RECV };
+		struct droce_cqe c = { .opcode = DROCE_WC_RECV };
 
 		qp->rxseq.open_kind = 0;
 		qp->rqe_open = false;
-		droce_qp_complete_recv_lc(qp, &c, false);
+		droce_qp_recv_error_lc(qp, DROCE_ERR_LOC_LEN, &c);
 		return;
 	}
 	if (!droce_xport_scatter_lc(qp, r->sge, r->num_sge, qp->recv_off, p->payload,
@@ -219,14 +219,9 @@ recv_write(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame)
 	uint32_t flags = p->info->flags, len = p->payload_len;
 
 	if (flags & DROCE_OPF_FIRST) {
-		const struct droce_reth *reth = droce_pkt_hdr(p, frame, DROCE_HDR_RETH);
-		uint32_t dlen = droce_reth_len(reth);
+		uint32_t dlen;
 
-		qp->write_va = droce_reth_va(reth);
-		qp->write_rkey = droce_reth_rkey(reth);
-		if (dlen != 0 && (!(qp->attr.access & DROCE_ACCESS_REMOTE_WRITE) ||
-				  droce_xport_mr_check_lc(qp, qp->write_rkey, qp->write_va, dlen,
-							  DROCE_ACCESS_REMOTE_WRITE) == NULL)) {
+		if (!droce_xport_write_first_lc(qp, p, frame, &dlen)) {
 			access_drop(qp);
 			return;
 		}
@@ -240,32 +235,21 @@ recv_write(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame)
 		return;
 	}
 	if (len) {
-		const struct droce_mr *mr = droce_xport_mr_check_lc(qp, qp->write_rkey, qp->write_va,
-								    len, DROCE_ACCESS_REMOTE_WRITE);
-		if (mr == NULL) {
+		if (!droce_xport_write_place_lc(qp, p->payload, len)) {
 			access_drop(qp); /* deregistered since the FIRST packet */
 			return;
 		}
-		memcpy(mr->addr + (qp->write_va - mr->iova), p->payload, len);
-		qp->write_va += len;
 		qp->rxseq.msg_bytes += len;
 	}
 	if (!(flags & DROCE_OPF_LAST))
 		return;
 	qp->rxseq.open_kind = 0;
 	if (flags & DROCE_OPF_IMM) {
-		struct droce_cqe c = { .status = DROCE_WC_SUCCESS,
-				       .opcode = DROCE_WC_RECV_RDMA_WITH_IMM,
-				       .byte_len = qp->rxseq.write_len,
-				       .src_qp = qp->attr.dest_qpn,
-				       .wc_flags = DROCE_WC_F_WITH_IMM };
-
 		if (!droce_qp_rq_ready_lc(qp)) {
 			qp->eng->stats.rq_empty_drops++; /* the bytes landed; nothing to complete */
 			return;
 		}
-		c.imm_or_inv = droce_immdt_imm(droce_pkt_hdr(p, frame, DROCE_HDR_IMMDT));
-		droce_qp_complete_recv_lc(qp, &c, droce_bth_se(droce_pkt_bth(p, frame)));
+		droce_xport_write_imm_done_lc(qp, p, frame);
 	}
 }
 

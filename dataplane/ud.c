@@ -23,6 +23,7 @@
 #include "internal.h"
 #include "qp_internal.h"
 #include "xport.h"
+#include "xport_rx.h"
 
 #define GRH_LEN 40
 #define QKEY_USE_QP 0x80000000u
@@ -56,7 +57,7 @@ tmpl_for(struct droce_qp *qp, const struct droce_ah *ah)
 static void
 fail_head(struct droce_qp *qp, enum droce_err err)
 {
-	droce_qp_fail_send_lc(qp, err, droce_err_table[err].req_status);
+	droce_qp_fail_send_lc(qp, err);
 }
 
 /* Sends WQE @idx (the oldest); false when it has to wait (no mbuf). */
@@ -68,7 +69,7 @@ send_one(struct droce_qp *qp, uint32_t idx)
 
 	if ((w->opcode != DROCE_WR_SEND && w->opcode != DROCE_WR_SEND_WITH_IMM) || w->ah == NULL) {
 		/* verbs_api lets only these through; a raw dp.h caller may not */
-		droce_qp_complete_send_lc(qp, DROCE_WC_LOC_QP_OP_ERR);
+		droce_qp_complete_send_lc(qp, droce_err_table[DROCE_ERR_SEND_OP].req_status);
 		return true;
 	}
 	if (!droce_xport_sges_ok_lc(qp, w, 0)) {
@@ -118,7 +119,6 @@ droce_ud_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *
 	const uint8_t *frame = rte_pktmbuf_mtod(m, const uint8_t *);
 	const struct droce_bth *bth = droce_pkt_bth(p, frame);
 	const struct droce_deth *deth;
-	const struct droce_rqe *r;
 	uint8_t grh[GRH_LEN];
 	struct droce_cqe c;
 
@@ -137,30 +137,21 @@ droce_ud_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *
 		qp->eng->stats.rq_empty_drops++; /* UD has no RNR: the datagram is lost */
 		goto out;
 	}
-	r = droce_qp_rqe(qp, qp->rq_head);
 	memset(&c, 0, sizeof(c));
 	c.opcode = DROCE_WC_RECV;
 	c.src_qp = droce_deth_sqp(deth);
-	if ((uint64_t)GRH_LEN + p->payload_len > r->length) {
-		/* too long for the buffer: the WQE completes in error, the QP carries on */
-		c.status = DROCE_WC_LOC_LEN_ERR;
-		droce_qp_complete_recv_lc(qp, &c, false);
-		goto out;
-	}
 	memset(grh, 0, sizeof(grh));
 	if (p->ipv6)
 		memcpy(grh, frame + p->l3_off, GRH_LEN);
 	else
 		memcpy(grh + GRH_LEN - sizeof(struct rte_ipv4_hdr), frame + p->l3_off,
 		       sizeof(struct rte_ipv4_hdr));
-	if (!droce_xport_scatter_lc(qp, r->sge, r->num_sge, 0, grh, GRH_LEN) ||
-	    !droce_xport_scatter_lc(qp, r->sge, r->num_sge, GRH_LEN, p->payload,
-				    p->payload_len)) {
-		droce_qp_fail_recv_lc(qp, DROCE_ERR_RESP_LOC_PROT, &c);
-		goto out;
-	}
-	c.status = DROCE_WC_SUCCESS;
-	c.byte_len = GRH_LEN + p->payload_len;
+	if (!droce_xport_recv_place_lc(qp, &c,
+				       (const struct droce_xport_piece[]){
+					       { grh, GRH_LEN },
+					       { p->payload, p->payload_len } },
+				       2))
+		goto out; /* completed in error */
 	c.wc_flags = DROCE_WC_F_GRH;
 	if (p->info->flags & DROCE_OPF_IMM) {
 		c.wc_flags |= DROCE_WC_F_WITH_IMM;

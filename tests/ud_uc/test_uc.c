@@ -165,6 +165,43 @@ Test(uc, remote_access_error_dropped_silently)
 	cr_assert(tc_check(B.buf, 2000, 5));
 }
 
+/* Local errors take their statuses from the error table: a SEND longer than
+ * its receive buffer completes that WQE with LOC_LEN_ERR and the QP carries
+ * on; a SEND_WITH_INV (no UC opcode carries an IETH) completes with
+ * LOC_QP_OP_ERR and the requester goes to ERR. */
+Test(uc, local_errors_from_the_table)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr qa;
+	struct ibv_wc wc;
+
+	setup(NULL, 16, 16, 0);
+	cr_assert_eq(t_post_recv(&B, 1, 0, 100), 0);
+	cr_assert_eq(t_post_recv(&B, 2, 8192, 4096), 0);
+	tc_fill(A.buf, 2000, 9);
+	cr_assert_eq(post(&A, IBV_WR_SEND, 10, 0, 2000, 0, 0, 0), 0);
+	check_send(A.scq, 10, IBV_WC_SEND, &A);
+	wc = tc_wait(B.rcq, 3000, "too long for the buffer");
+	cr_assert_eq(wc.status, IBV_WC_LOC_LEN_ERR, "%s", ibv_wc_status_str(wc.status));
+	cr_assert_eq(wc.wr_id, 1);
+	cr_assert_eq(post(&A, IBV_WR_SEND, 11, 0, 2000, 0, 0, 0), 0);
+	check_send(A.scq, 11, IBV_WC_SEND, &A);
+	wc = tc_wait(B.rcq, 3000, "the next SEND");
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
+	cr_assert_eq(wc.wr_id, 2);
+	cr_assert_eq(wc.byte_len, 2000);
+	cr_assert(tc_check(B.buf + 8192, 2000, 9));
+	cr_assert_eq(ibv_query_qp(B.qp, &qa, IBV_QP_STATE, &init), 0);
+	cr_assert_eq(qa.qp_state, IBV_QPS_RTS, "the receiver carries on");
+
+	cr_assert_eq(post(&A, IBV_WR_SEND_WITH_INV, 12, 0, 64, 0, 0, 0), 0);
+	wc = tc_wait(A.scq, 3000, "SEND_WITH_INV on UC");
+	cr_assert_eq(wc.status, IBV_WC_LOC_QP_OP_ERR, "%s", ibv_wc_status_str(wc.status));
+	cr_assert_eq(wc.wr_id, 12);
+	cr_assert_eq(ibv_query_qp(A.qp, &qa, IBV_QP_STATE, &init), 0);
+	cr_assert_eq(qa.qp_state, IBV_QPS_ERR);
+}
+
 #define N_MSG 400
 #define SLOT 4096u
 #define WRITE_AREA (2u << 20)

@@ -344,3 +344,34 @@ Test(ud, create_ah_errors)
 	cr_assert_null(ibv_create_ah(A.pd, &a));
 	cr_assert_eq(errno, EINVAL);
 }
+
+/* A datagram longer than its receive buffer (GRH included) completes that
+ * WQE with LOC_LEN_ERR, the error table's status, and the QP carries on. */
+Test(ud, receive_too_long_completes_in_error_and_carries_on)
+{
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr qa;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+
+	setup(1500);
+	ah = make_ah(&A, &B.gid4, 0);
+	cr_assert_eq(t_post_recv(&B, 1, 0, 40 + 63), 0); /* one byte short */
+	cr_assert_eq(t_post_recv(&B, 2, 8192, 4096), 0);
+	tc_fill(A.buf, 64, 3);
+	cr_assert_eq(ud_send(&A, ah, B.qp->qp_num, QKEY, 1, 0, 64, false), 0);
+	check_send_wc((struct ibv_wc[]){ tc_wait(A.scq, 3000, "send") }, 1, &A);
+	wc = tc_wait(B.rcq, 3000, "too long");
+	cr_assert_eq(wc.status, IBV_WC_LOC_LEN_ERR, "%s", ibv_wc_status_str(wc.status));
+	cr_assert_eq(wc.wr_id, 1);
+	cr_assert_eq(ud_send(&A, ah, B.qp->qp_num, QKEY, 2, 0, 64, false), 0);
+	check_send_wc((struct ibv_wc[]){ tc_wait(A.scq, 3000, "send") }, 2, &A);
+	wc = tc_wait(B.rcq, 3000, "the next datagram");
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "%s", ibv_wc_status_str(wc.status));
+	cr_assert_eq(wc.wr_id, 2);
+	cr_assert_eq(wc.byte_len, 40 + 64);
+	cr_assert(tc_check(B.buf + 8192 + 40, 64, 3));
+	cr_assert_eq(ibv_query_qp(B.qp, &qa, IBV_QP_STATE, &init), 0);
+	cr_assert_eq(qa.qp_state, IBV_QPS_RTS);
+	cr_assert_eq(ibv_destroy_ah(ah), 0);
+}
