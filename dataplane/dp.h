@@ -5,7 +5,8 @@
  * Ownership, in one place:
  *  - struct droce_mr: written by the application before droce_mr_register()
  *    publishes it; engines only read it; droce_mr_unregister() returns once no
- *    engine can still see it (RCU quiescent state), then the caller frees it.
+ *    engine can still see it (RCU quiescent state) and no frame in flight
+ *    points into its memory (zc_refs), then the caller frees it.
  *  - struct droce_cq: one sub-ring per engine; the engine alone produces,
  *    any threads calling droce_cq_poll() consume (multi-consumer, lock-free).
  *    A completion that finds its sub-ring full waits in its QP, which goes to
@@ -118,13 +119,22 @@ struct droce_mr {
 	uint32_t access;  /* enum droce_access */
 	uint32_t pd_id;
 	uint32_t mw_binds; /* memory windows bound to it (atomic; engines change it) */
+	uint32_t zc_refs;  /* frames whose payload points into it (atomic; zcopy.c) */
 };
 
 /* Publishes @mr and gives it its keys: 0, or ENOMEM when the key table is full. */
 int droce_mr_register(struct droce_mr *mr);
 
-/* Unpublishes @mr and waits until no engine can still be using it. */
-void droce_mr_unregister(struct droce_mr *mr);
+/* Unpublishes @mr and waits until no engine can still be using it and no
+ * frame still points into its memory (zero-copy transmit, zcopy.c): driving
+ * co-located engines, droce_mr_drain_ms at most.  0, or EBUSY when frames
+ * still hold it then (a stalled port): @mr stays unpublished, the caller
+ * must not free it or its memory; calling again waits again. */
+int droce_mr_unregister(struct droce_mr *mr);
+/* That bound in ms: DROCE_MR_DRAIN_MS (more than the longest delay the
+ * impaired link can hold a frame, 1 s); tests lower it. */
+#define DROCE_MR_DRAIN_MS 2000
+extern unsigned int droce_mr_drain_ms;
 
 /* True while a memory window is bound to @mr (ibv_dereg_mr fails then). */
 static inline bool

@@ -317,6 +317,7 @@ struct droce_engine_stats {
 	uint64_t injected;        /* raw frames handed over by droce_dp_inject (test support) */
 	uint64_t cqe_stashed;     /* completions that found their CQ full and waited in their QP */
 	uint64_t cqe_lost;        /* ... and that found no room there either (must stay 0) */
+	uint64_t zc_tx;           /* frames sent zero-copy (payload in registered memory, zcopy.c) */
 };
 
 TAILQ_HEAD(droce_qp_list, droce_qp);
@@ -426,6 +427,21 @@ droce_engine_mbuf_lc(struct droce_engine *eng, struct rte_mempool *mp)
 		return m;
 	}
 	return rte_pktmbuf_alloc(mp);
+}
+
+/* @n mbufs of @mp at once, as droce_engine_mbuf_lc: 0, or -1 (none taken). */
+static inline int
+droce_engine_mbufs_lc(struct droce_engine *eng, struct rte_mempool *mp, struct rte_mbuf **ms,
+		      unsigned int n)
+{
+	if (likely(mp == eng->mcache_mp)) {
+		if (rte_mempool_generic_get(mp, (void **)ms, n, eng->mcache) != 0)
+			return -1;
+		for (unsigned int i = 0; i < n; i++)
+			rte_pktmbuf_reset(ms[i]);
+		return 0;
+	}
+	return rte_pktmbuf_alloc_bulk(mp, ms, n);
 }
 
 /* Frees the frames droce_engine_rx_free_lc() collected (one bulk free). */

@@ -179,16 +179,26 @@ dispatch_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *
 	struct droce_pkt p;
 	enum droce_drop why;
 
-	if (m->nb_segs != 1) {
-		/* the parser reads flat frames: linearise the rare chained one */
+	if (likely(m->nb_segs == 1)) {
+		why = droce_parse_frame_c(frame, rte_pktmbuf_data_len(m), &p, &eng->icrc_rx);
+	} else if (m->nb_segs == 3 &&
+		   droce_parse_split(frame, m->data_len, rte_pktmbuf_mtod(m->next, const uint8_t *),
+				     m->next->data_len,
+				     rte_pktmbuf_mtod(m->next->next, const uint8_t *),
+				     m->next->next->data_len, &p) == DROCE_DROP_NONE) {
+		/* a zero-copy frame of an in-process peer (zcopy.c): the payload
+		 * is read where it lies, in the sender's registered memory */
+		why = DROCE_DROP_NONE;
+	} else {
+		/* any other chain is linearised for the flat parser */
 		if (rte_pktmbuf_linearize(m) != 0) {
 			eng->stats.drops[DROCE_DROP_RUNT]++;
 			rte_pktmbuf_free(m);
 			return;
 		}
 		frame = rte_pktmbuf_mtod(m, const uint8_t *);
+		why = droce_parse_frame_c(frame, rte_pktmbuf_data_len(m), &p, &eng->icrc_rx);
 	}
-	why = droce_parse_frame_c(frame, rte_pktmbuf_data_len(m), &p, &eng->icrc_rx);
 	if (why != DROCE_DROP_NONE) {
 		if ((why == DROCE_DROP_ETHERTYPE || why == DROCE_DROP_NOT_UDP ||
 		     why == DROCE_DROP_UDP_PORT) &&
@@ -228,7 +238,8 @@ xfer_one_lc(struct droce_engine *eng, struct rte_mbuf *m)
 
 	if (unlikely(tag & DROCE_XFER_RAW)) {
 		droce_engine_raw_deliver_lc(eng, eng->ports[tag & ~DROCE_XFER_RAW], m->hash.usr, m);
-	} else if (likely(pkt_meta_off >= 0)) {
+	} else if (likely(pkt_meta_off >= 0 && m->nb_segs == 1)) {
+		/* (a zero-copy chain is parsed again: its payload is not in the frame) */
 		const uint8_t *frame = rte_pktmbuf_mtod(m, const uint8_t *);
 
 		droce_pkt_unpack(frame, RTE_MBUF_DYNFIELD(m, pkt_meta_off, struct droce_pkt_meta *), &p);
@@ -283,19 +294,27 @@ rx_phase_lc(struct droce_engine *eng)
 void
 droce_engine_rx_free_flush_lc(struct droce_engine *eng)
 {
-	/* rte_pktmbuf_free_bulk's work, inline: one-segment frames of one pool
-	 * (every frame, in practice) go back in one rte_mempool_put_bulk */
+	/* rte_pktmbuf_free_bulk's work, inline: the segments of one pool (every
+	 * frame, in practice, zero-copy chains too: their external segment's
+	 * reference is dropped by rte_pktmbuf_prefree_seg) go back in one
+	 * rte_mempool_put_bulk */
 	struct rte_mempool *mp = eng->rxfree[0]->pool;
-	void *objs[DROCE_BURST];
+	void *objs[DROCE_BURST * 3];
 	unsigned int k = 0;
 
 	for (unsigned int i = 0; i < eng->nrxfree; i++) {
 		struct rte_mbuf *m = eng->rxfree[i];
 
-		if (likely(m->nb_segs == 1 && m->pool == mp)) {
-			m = rte_pktmbuf_prefree_seg(m); /* NULL: still referenced */
-			if (m != NULL)
-				objs[k++] = m;
+		if (likely(m->nb_segs <= 3)) {
+			do {
+				struct rte_mbuf *next = m->next, *f = rte_pktmbuf_prefree_seg(m);
+
+				if (f != NULL && likely(f->pool == mp))
+					objs[k++] = f;
+				else if (f != NULL)
+					rte_mempool_put(f->pool, f);
+				m = next;
+			} while (m != NULL);
 		} else {
 			rte_pktmbuf_free(m);
 		}

@@ -2,11 +2,14 @@
  * Memory keys.  A key is (table index << 8 | 8-bit tag); the tag changes on
  * every reuse of an index so a stale key misses.  Engines read the table
  * without locks; unregistering waits for every engine to pass a quiescent
- * point (DPDK RCU QSBR) before the caller may free the region.  Memory
+ * point (DPDK RCU QSBR), and for every frame pointing into the region
+ * (zero-copy transmit) to be freed, before the caller may free it.  Memory
  * windows (mw.c) take their keys from the same table.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
+#include <time.h>
 #include <stdatomic.h>
 
 #include "engine.h"
@@ -85,10 +88,26 @@ droce_mr_register(struct droce_mr *mr)
 	return droce_key_publish((uintptr_t)mr, &key, mr_set_keys) == 0 ? 0 : ENOMEM;
 }
 
-void
+unsigned int droce_mr_drain_ms = DROCE_MR_DRAIN_MS;
+
+int
 droce_mr_unregister(struct droce_mr *mr)
 {
+	struct timespec t0, t;
+
 	droce_key_unpublish((uintptr_t)mr, mr->lkey);
+	/* no engine takes a new reference now (they find no key); the frames
+	 * already built let go when a port or the receiving engine frees them */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (__atomic_load_n(&mr->zc_refs, __ATOMIC_ACQUIRE) != 0) {
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 >=
+		    (long)droce_mr_drain_ms)
+			return EBUSY;
+		droce_engines_progress();
+		sched_yield();
+	}
+	return 0;
 }
 
 const struct droce_mr *

@@ -119,7 +119,7 @@ droce_rc_read_place_lc(struct droce_qp *qp, const struct droce_wqe *w, struct dr
 		return DROCE_RC_PLACE_BAD;
 	if (off != s->got && !map_set(qp, psn))
 		return DROCE_RC_PLACE_DROP; /* too far ahead, or no map: asked again later */
-	if (!scatter(qp, w->sge, w->num_sge, (uint32_t)off, frame + p->payload_off, len)) {
+	if (!scatter(qp, w->sge, w->num_sge, (uint32_t)off, p->payload, len)) {
 		map_take(qp, psn);
 		return DROCE_RC_PLACE_PROT;
 	}

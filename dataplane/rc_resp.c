@@ -162,7 +162,7 @@ resp_send(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame, 
 		resp_error(qp, DROCE_ERR_LOC_LEN, psn);
 		return;
 	}
-	if (!scatter(qp, r->sge, r->num_sge, qp->recv_off, frame + p->payload_off, p->payload_len)) {
+	if (!scatter(qp, r->sge, r->num_sge, qp->recv_off, p->payload, p->payload_len)) {
 		resp_error(qp, DROCE_ERR_RESP_LOC_PROT, psn);
 		return;
 	}
@@ -203,7 +203,7 @@ resp_write(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame,
 			return;
 		}
 	}
-	if (len && !droce_xport_write_place_lc(qp, frame + p->payload_off, len)) {
+	if (len && !droce_xport_write_place_lc(qp, p->payload, len)) {
 		resp_error(qp, DROCE_ERR_REM_ACCESS, psn); /* deregistered since the FIRST packet */
 		return;
 	}
@@ -583,28 +583,37 @@ rtx_read_resp(struct droce_qp *qp, struct droce_rc_rtx_ctx *c)
 			   : last	 ? DROCE_OP_READ_RESP_LAST
 					 : DROCE_OP_READ_RESP_MIDDLE;
 	struct droce_pkt_fields f;
+	const struct droce_mr *mr = NULL;
+	const uint8_t *src = NULL;
 	struct rte_mbuf *m;
 	uint8_t *payload;
 
 	rtx_fields(qp, &f);
 	f.opcode = DROCE_OPC(qp->xport, op);
 	f.psn = droce_psn_add(e->psn, e->off / pmtu);
-	m = pkt_alloc(qp, &f, len, &payload);
-	if (m == NULL)
-		return RTX_ACK;
 	if (len) {
-		const struct droce_mr *mr = mr_check(qp, e->rkey, e->va + e->off, len,
-						     DROCE_ACCESS_REMOTE_READ);
+		mr = mr_check(qp, e->rkey, e->va + e->off, len, DROCE_ACCESS_REMOTE_READ);
 		if (mr == NULL) {
 			/* deregistered since the request was checked */
-			rte_pktmbuf_free(m);
 			qp->rd_resp_count = 0;
 			resp_error(qp, DROCE_ERR_REM_ACCESS, f.psn);
 			return RTX_DONE;
 		}
-		memcpy(payload, mr->addr + (e->va + e->off - mr->iova), len);
+		src = mr->addr + (e->va + e->off - mr->iova);
 	}
-	pkt_send(qp, m, len);
+	if (droce_xport_zc_ok(qp, len)) {
+		/* straight from the responder's MR (zcopy.c) */
+		f.dqpn = qp->attr.dest_qpn;
+		if (droce_zc_send_span_lc(qp, &f, mr, src, len) != DROCE_XPORT_TX_SENT)
+			return RTX_ACK;
+	} else {
+		m = pkt_alloc(qp, &f, len, &payload);
+		if (m == NULL)
+			return RTX_ACK;
+		if (len)
+			memcpy(payload, src, len);
+		pkt_send(qp, m, len);
+	}
 	e->off += len;
 	c->whole = last;
 	return RTX_SENT;

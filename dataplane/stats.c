@@ -43,6 +43,7 @@ static const struct {
 	ES(qp_state_drops, "drop_qp_state"),
 	ES(cqe_stashed, "cqe_stashed"),
 	ES(cqe_lost, "cqe_lost"),
+	ES(zc_tx, "tx_zero_copy"),
 	ES(injected, "injected"),
 };
 #undef ES

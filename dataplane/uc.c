@@ -182,7 +182,7 @@ recv_send(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame)
 		droce_qp_recv_error_lc(qp, DROCE_ERR_LOC_LEN, &c);
 		return;
 	}
-	if (!droce_xport_scatter_lc(qp, r->sge, r->num_sge, qp->recv_off, frame + p->payload_off,
+	if (!droce_xport_scatter_lc(qp, r->sge, r->num_sge, qp->recv_off, p->payload,
 				    p->payload_len)) {
 		struct droce_cqe c = { .opcode = DROCE_WC_RECV };
 
@@ -235,7 +235,7 @@ recv_write(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame)
 		return;
 	}
 	if (len) {
-		if (!droce_xport_write_place_lc(qp, frame + p->payload_off, len)) {
+		if (!droce_xport_write_place_lc(qp, p->payload, len)) {
 			access_drop(qp); /* deregistered since the FIRST packet */
 			return;
 		}

@@ -149,7 +149,7 @@ droce_ud_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *
 	if (!droce_xport_recv_place_lc(qp, &c,
 				       (const struct droce_xport_piece[]){
 					       { grh, GRH_LEN },
-					       { frame + p->payload_off, p->payload_len } },
+					       { p->payload, p->payload_len } },
 				       2))
 		goto out; /* completed in error */
 	c.wc_flags = DROCE_WC_F_GRH;

@@ -262,9 +262,15 @@ udp_csum_ok(const uint8_t *frame, const struct droce_pkt *p)
 			: rte_ipv4_udptcp_cksum_verify(l3, udp)) == 0;
 }
 
-enum droce_drop
-droce_parse_frame_c(const uint8_t *frame, uint32_t len, struct droce_pkt *out,
-		    struct droce_icrc_cache *ic)
+/*
+ * The header part of both parsers: every check up to the payload.  @len is
+ * the frame's length, @avail how many of its bytes are at @frame (all of
+ * them for a flat frame, the headers for a split one).  *@body gets the
+ * payload and pad length.
+ */
+static inline enum droce_drop
+parse_hdrs(const uint8_t *frame, uint32_t len, uint32_t avail, struct droce_pkt *out,
+	   uint32_t *body_out)
 {
 	const struct rte_ether_hdr *eth = (const struct rte_ether_hdr *)frame;
 	const struct rte_udp_hdr *udp;
@@ -275,25 +281,29 @@ droce_parse_frame_c(const uint8_t *frame, uint32_t len, struct droce_pkt *out,
 	enum droce_drop why;
 
 	memset(out, 0, sizeof(*out));
-	if (len < RTE_ETHER_HDR_LEN)
+	if (avail < RTE_ETHER_HDR_LEN)
 		return DROCE_DROP_RUNT;
 	ethertype = rte_be_to_cpu_16(eth->ether_type);
 	out->l3_off = RTE_ETHER_HDR_LEN;
 	if (ethertype == RTE_ETHER_TYPE_VLAN) {
 		const struct rte_vlan_hdr *vh = (const struct rte_vlan_hdr *)(eth + 1);
 
-		if (len < RTE_ETHER_HDR_LEN + sizeof(*vh))
+		if (avail < RTE_ETHER_HDR_LEN + sizeof(*vh))
 			return DROCE_DROP_RUNT;
 		out->vlan = true;
 		out->vlan_tci = rte_be_to_cpu_16(vh->vlan_tci);
 		ethertype = rte_be_to_cpu_16(vh->eth_proto);
 		out->l3_off += sizeof(*vh);
 	}
+	/* (flat frames: parse_l3 finds the same) */
+	if ((ethertype == RTE_ETHER_TYPE_IPV4 && avail < (uint32_t)out->l3_off + IPV4_HDR_LEN) ||
+	    (ethertype == RTE_ETHER_TYPE_IPV6 && avail < (uint32_t)out->l3_off + IPV6_HDR_LEN))
+		return DROCE_DROP_RUNT;
 	why = parse_l3(frame, len, out, ethertype, &l4_len);
 	if (why != DROCE_DROP_NONE)
 		return why;
 
-	if (l4_len < UDP_HDR_LEN)
+	if (l4_len < UDP_HDR_LEN || avail < (uint32_t)out->l4_off + UDP_HDR_LEN)
 		return DROCE_DROP_RUNT;
 	udp = (const struct rte_udp_hdr *)(frame + out->l4_off);
 	if (rte_be_to_cpu_16(udp->dst_port) != DROCE_UDP_PORT)
@@ -306,6 +316,8 @@ droce_parse_frame_c(const uint8_t *frame, uint32_t len, struct droce_pkt *out,
 	bth_len = l4_len - UDP_HDR_LEN; /* BTH .. ICRC */
 	if (bth_len < BTH_LEN + DROCE_ICRC_LEN)
 		return DROCE_DROP_HDR_LEN;
+	if (avail < (uint32_t)out->bth_off + BTH_LEN)
+		return DROCE_DROP_RUNT;
 	bth = (const struct droce_bth *)(frame + out->bth_off);
 	if (droce_bth_tver(bth) != 0)
 		return DROCE_DROP_BTH_TVER;
@@ -314,6 +326,8 @@ droce_parse_frame_c(const uint8_t *frame, uint32_t len, struct droce_pkt *out,
 		return DROCE_DROP_OPCODE;
 	if (bth_len < (uint32_t)oi->hdr_len + DROCE_ICRC_LEN)
 		return DROCE_DROP_HDR_LEN;
+	if (avail < (uint32_t)out->bth_off + oi->hdr_len)
+		return DROCE_DROP_RUNT;
 	body = bth_len - oi->hdr_len - DROCE_ICRC_LEN; /* payload + pad */
 	out->pad = droce_bth_pad(bth);
 	if (!(oi->flags & DROCE_OPF_PAYLOAD)) {
@@ -324,6 +338,23 @@ droce_parse_frame_c(const uint8_t *frame, uint32_t len, struct droce_pkt *out,
 	} else if ((body & 3u) != 0 || out->pad > body) {
 		return DROCE_DROP_PAD;
 	}
+	out->info = oi;
+	out->opcode = droce_bth_opcode(bth);
+	out->payload_off = (uint16_t)(out->bth_off + oi->hdr_len);
+	out->payload_len = body - out->pad;
+	*body_out = body;
+	return DROCE_DROP_NONE;
+}
+
+enum droce_drop
+droce_parse_frame_c(const uint8_t *frame, uint32_t len, struct droce_pkt *out,
+		    struct droce_icrc_cache *ic)
+{
+	uint32_t body;
+	enum droce_drop why = parse_hdrs(frame, len, len, out, &body);
+
+	if (why != DROCE_DROP_NONE)
+		return why;
 	if (!udp_csum_ok(frame, out))
 		return DROCE_DROP_UDP_CSUM;
 	{
@@ -334,11 +365,30 @@ droce_parse_frame_c(const uint8_t *frame, uint32_t len, struct droce_pkt *out,
 		if (icrc != droce_icrc_load(frame + out->frame_len - DROCE_ICRC_LEN))
 			return DROCE_DROP_ICRC;
 	}
+	out->payload = frame + out->payload_off;
+	return DROCE_DROP_NONE;
+}
 
-	out->info = oi;
-	out->opcode = droce_bth_opcode(bth);
-	out->payload_off = (uint16_t)(out->bth_off + oi->hdr_len);
-	out->payload_len = body - out->pad;
+enum droce_drop
+droce_parse_split(const uint8_t *hdr, uint32_t hlen, const uint8_t *payload, uint32_t plen,
+		  const uint8_t *tail, uint32_t tlen, struct droce_pkt *out)
+{
+	uint32_t body, crc;
+	enum droce_drop why = parse_hdrs(hdr, hlen + plen + tlen, hlen, out, &body);
+
+	if (why != DROCE_DROP_NONE)
+		return why;
+	if (out->payload_off != hlen || out->payload_len != plen || tlen != (uint32_t)out->pad + DROCE_ICRC_LEN ||
+	    out->frame_len != hlen + plen + tlen)
+		return DROCE_DROP_HDR_LEN; /* not the zero-copy shape */
+	if (((const struct rte_udp_hdr *)(hdr + out->l4_off))->dgram_cksum != 0)
+		return DROCE_DROP_UDP_CSUM; /* checked on the flat frame only */
+	crc = droce_icrc_begin(hdr + out->l3_off, hlen - out->l3_off, out->ipv6);
+	crc = droce_icrc_update(crc, payload, plen);
+	crc = droce_icrc_update(crc, tail, out->pad);
+	if (droce_icrc_finish(crc) != droce_icrc_load(tail + out->pad))
+		return DROCE_DROP_ICRC;
+	out->payload = payload;
 	return DROCE_DROP_NONE;
 }
 

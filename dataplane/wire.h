@@ -492,6 +492,7 @@ struct droce_pkt {
 	uint16_t l3_off, l4_off, bth_off;
 	uint16_t payload_off;
 	uint32_t payload_len; /* without pad */
+	const uint8_t *payload; /* the payload's bytes: frame + payload_off, or a split frame's */
 	uint8_t pad;
 	uint16_t udp_sport;
 	uint8_t src_gid[16], dst_gid[16]; /* IPv4 as IPv4-mapped */
@@ -518,6 +519,17 @@ enum droce_drop droce_parse_frame(const uint8_t *frame, uint32_t len, struct dro
 struct droce_icrc_cache;
 enum droce_drop droce_parse_frame_c(const uint8_t *frame, uint32_t len, struct droce_pkt *out,
 				    struct droce_icrc_cache *ic);
+
+/*
+ * The same for a frame in three pieces, the shape zero-copy transmit builds
+ * (zcopy.c): @hdr every header up to the payload, @payload exactly the
+ * payload, @tail the pad and the ICRC; the ICRC is checked over the three.
+ * Anything else (another split, a UDP checksum) is refused: the caller then
+ * parses the frame flat.  out->payload points into @payload.
+ */
+enum droce_drop droce_parse_split(const uint8_t *hdr, uint32_t hlen, const uint8_t *payload,
+				  uint32_t plen, const uint8_t *tail, uint32_t tlen,
+				  struct droce_pkt *out);
 
 /*
  * An accepted frame's parse result in 16 bytes, for a frame handed to the
@@ -574,6 +586,7 @@ droce_pkt_unpack(const uint8_t *frame, const struct droce_pkt_meta *m, struct dr
 	p->l4_off = (uint16_t)(m->bth_off - sizeof(struct rte_udp_hdr));
 	p->payload_off = (uint16_t)(m->bth_off + oi->hdr_len);
 	p->payload_len = m->payload_len;
+	p->payload = frame + p->payload_off; /* a flat frame: split ones are parsed again */
 	p->pad = m->pad;
 	p->udp_sport = m->udp_sport;
 	p->frame_len = (uint32_t)p->payload_off + m->payload_len + m->pad + DROCE_ICRC_LEN;

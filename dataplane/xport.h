@@ -221,18 +221,45 @@ enum droce_xport_tx {
 	DROCE_XPORT_TX_PROT,   /* the gather failed (an lkey or the MR went away) */
 };
 
+/* zcopy.c: one packet with header fields @f whose @len payload bytes at @src
+ * lie in @mr, sent zero-copy (SENT or NOMBUF). */
+enum droce_xport_tx droce_zc_send_span_lc(struct droce_qp *qp, struct droce_pkt_fields *f,
+					  const struct droce_mr *mr, const uint8_t *src,
+					  uint32_t len);
+/* The same for @len bytes at offset @off of WQE @w's gather list: false
+ * when they do not lie in one SGE (copy them), else true with *@rc SENT,
+ * NOMBUF, or PROT when the SGE's MR check fails. */
+bool droce_zc_send_wqe_lc(struct droce_qp *qp, const struct droce_wqe *w,
+			  struct droce_pkt_fields *f, uint32_t off, uint32_t len,
+			  enum droce_xport_tx *rc);
+
+/* True when a payload of @len bytes goes out zero-copy on @qp: at least the
+ * port's threshold (UINT32_MAX when the port has no multi-segment transmit
+ * or zero_copy = 0), RC or XRC only (see zcopy.c). */
+static inline bool
+droce_xport_zc_ok(const struct droce_qp *qp, uint32_t len)
+{
+	return len >= qp->port->zc_min && qp->type == DROCE_QPT_RC;
+}
+
 /*
  * One packet of WQE @w: the header template and @f (the caller's opcode,
  * PSN, destination and extended headers), @len payload bytes gathered from
- * the WQE's SGEs at message offset @off, padded, ICRC'd and queued.
+ * the WQE's SGEs at message offset @off, padded, ICRC'd and queued; zero-copy
+ * (zcopy.c) when droce_xport_zc_ok and the bytes lie in one SGE.
  */
 static inline enum droce_xport_tx
 droce_xport_send_data_lc(struct droce_qp *qp, const struct droce_wqe *w,
 			 struct droce_pkt_fields *f, uint32_t off, uint32_t len)
 {
 	uint8_t *payload;
-	struct rte_mbuf *m = droce_xport_pkt_alloc_lc(qp, f, len, &payload);
+	struct rte_mbuf *m;
+	enum droce_xport_tx rc;
 
+	if (droce_xport_zc_ok(qp, len) && !(w->flags & DROCE_WQE_INLINE) &&
+	    droce_zc_send_wqe_lc(qp, w, f, off, len, &rc))
+		return rc;
+	m = droce_xport_pkt_alloc_lc(qp, f, len, &payload);
 	if (m == NULL)
 		return DROCE_XPORT_TX_NOMBUF;
 	if (!droce_xport_gather_lc(qp, w, off, payload, len)) {

@@ -161,6 +161,8 @@ U32_KEY(key_port_rxd, ((struct droce_port_config *)obj)->rxd, 32, 32768,
 	"receive descriptor count")
 U32_KEY(key_port_txd, ((struct droce_port_config *)obj)->txd, 32, 32768,
 	"transmit descriptor count")
+U32_KEY(key_port_zero_copy, ((struct droce_port_config *)obj)->zero_copy, 0, UINT16_MAX,
+	"zero-copy threshold in bytes")
 U32_KEY(key_port_vlan, ((struct droce_port_config *)obj)->vlan, 1, 4094, "VLAN id")
 U32_KEY(key_port_memif_id, ((struct droce_port_config *)obj)->memif_id, 0, UINT32_MAX,
 	"memif id")
@@ -346,6 +348,7 @@ static const struct key_def port_keys[] = {
 	{ "txd", key_port_txd, 0 },
 	{ "capture", key_port_capture, 0 },
 	{ "vlan", key_port_vlan, 0 },
+	{ "zero_copy", key_port_zero_copy, 0 },
 	{ "impair_drop", key_port_impair, 0 },
 	{ "impair_dup", key_port_impair, 0 },
 	{ "impair_reorder", key_port_impair, 0 },
@@ -423,6 +426,7 @@ port_defaults(struct droce_port_config *pc, unsigned int idx)
 	snprintf(pc->name, sizeof(pc->name), "port%u", idx);
 	pc->peer = -1;
 	pc->mtu = 1500;
+	pc->zero_copy = DROCE_ZERO_COPY_DEFAULT;
 	pc->rxq = 1;
 	pc->txq = 1;
 	pc->rxd = 1024;

@@ -284,6 +284,7 @@ configure_port(const char *src, struct droce_port *p)
 
 	p->offload_capa = discover_offloads(&info, &rx_off, &tx_off);
 	p->offloads = p->offload_capa;
+	p->zc_min = droce_port_zc_min(p->offloads, pc->zero_copy);
 	p->max_rx_pktlen = info.max_rx_pktlen;
 
 	memset(&conf, 0, sizeof(conf));

@@ -83,7 +83,15 @@ const char *droce_port_name(const struct droce_port *p);        /* DPDK device n
 const struct droce_port_config *droce_port_cfg(const struct droce_port *p);
 const struct rte_ether_addr *droce_port_mac(const struct droce_port *p);
 uint16_t droce_port_mtu(const struct droce_port *p);            /* IP MTU */
-uint32_t droce_port_offloads(const struct droce_port *p);       /* enum droce_port_offload bits in use */
+uint32_t droce_port_offloads(const struct droce_port *p);
+/* The smallest RC payload a port with @offloads sends zero-copy when its
+ * config says zero_copy = @zero_copy: UINT32_MAX (never) without multi-segment
+ * transmit or when @zero_copy is 0. */
+static inline uint32_t
+droce_port_zc_min(uint32_t offloads, uint32_t zero_copy)
+{
+	return (offloads & DROCE_PORT_OFFLOAD_TX_MULTI_SEG) && zero_copy ? zero_copy : UINT32_MAX;
+}       /* enum droce_port_offload bits in use */
 uint16_t droce_port_vlan(const struct droce_port *p);           /* 0 = untagged */
 uint32_t droce_port_link_speed(const struct droce_port *p);     /* Mbps */
 /* The link status last read (droce_port_link_up reads a fresh one). */

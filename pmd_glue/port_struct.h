@@ -37,6 +37,7 @@ struct droce_port {
 	uint16_t vlan;           /* 0 = untagged */
 	uint32_t offloads;       /* enabled enum droce_port_offload bits */
 	uint32_t offload_capa;   /* what the PMD offers */
+	uint32_t zc_min;         /* smallest payload sent zero-copy (zcopy.c); UINT32_MAX: never */
 	uint32_t max_rx_pktlen;
 	bool started;
 	bool link_up;

@@ -479,8 +479,11 @@ gsi_close(unsigned int port)
 	if (g->qp != NULL)
 		droce_qp_destroy(g->qp);
 	g->qp = NULL;
-	if (g->mr_ok)
-		droce_mr_unregister(&g->mr);
+	if (g->mr_ok && droce_mr_unregister(&g->mr) != 0) {
+		g->buf = NULL; /* frames still point into it: left allocated */
+		g->mr_ok = false;
+		return;
+	}
 	g->mr_ok = false;
 	free(g->buf);
 	g->buf = NULL;

@@ -217,13 +217,18 @@ ibv_dereg_mr(struct ibv_mr *ibmr)
 {
 	struct droce_vmr *mr = (struct droce_vmr *)ibmr;
 	struct droce_vpd *pd;
+	int err;
 
 	if (mr == NULL)
 		return EINVAL;
 	if (droce_mr_has_mw(&mr->dmr))
 		return EBUSY; /* ibv_alloc_mw(3): fails while a window is bound to it */
-	/* returns once no engine can still be reading the key */
-	droce_mr_unregister(&mr->dmr);
+	/* returns once no engine can still be reading the key and no frame in
+	 * flight points into the memory (zero-copy transmit); EBUSY when frames
+	 * stay held (a stalled port): the key is gone, the MR stays listed */
+	err = droce_mr_unregister(&mr->dmr);
+	if (err != 0)
+		return err;
 	pd = (struct droce_vpd *)ibmr->pd;
 	pthread_mutex_lock(&pd->lock);
 	TAILQ_REMOVE(&pd->mrs, mr, pd_link);

@@ -127,7 +127,15 @@ struct droce_port_config {
 	char capture[DROCE_CONFIG_PATH_MAX]; /* "" = off */
 	uint16_t vlan;                   /* 0 = untagged */
 	struct droce_impair_config impair;
+	uint32_t zero_copy;              /* RC payloads of this many bytes or more are sent
+					    zero-copy from registered memory when the port
+					    has multi-segment transmit; 0 = never */
 };
+
+/* [portN] zero_copy's default (bytes): full packets at path MTU 4096.  Below that
+ * the three mbufs of a zero-copy frame cost more CPU than copying the payload
+ * (README, Performance: zero-copy). */
+#define DROCE_ZERO_COPY_DEFAULT 4096
 
 struct droce_config {
 	char source[DROCE_CONFIG_PATH_MAX]; /* file path, or "<embedded loopback.ini>" */

@@ -125,7 +125,7 @@ h_stop(void)
 	for (unsigned int i = 0; i < reg.nmr; i++) {
 		if (reg.mr[i] == NULL)
 			continue;
-		droce_mr_unregister(reg.mr[i]);
+		cr_expect_eq(droce_mr_unregister(reg.mr[i]), 0, "droce_mr_unregister");
 		free(reg.mem[i]);
 		free(reg.mr[i]);
 	}
@@ -176,7 +176,7 @@ h_buf_free(struct h_buf *b)
 	for (unsigned int i = 0; i < reg.nmr; i++) {
 		if (reg.mem[i] != b->p)
 			continue;
-		droce_mr_unregister(reg.mr[i]);
+		cr_assert_eq(droce_mr_unregister(reg.mr[i]), 0, "droce_mr_unregister");
 		free(reg.mr[i]);
 		reg.mr[i] = NULL;
 		reg.mem[i] = NULL;
