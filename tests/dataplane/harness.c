@@ -473,6 +473,30 @@ h_wqe_sges(struct droce_wqe *w, const struct h_buf *b, size_t off, uint32_t len,
 }
 
 void
+h_post_read(struct droce_qp *qp, uint64_t wr_id, const struct h_buf *local,
+	    const struct h_buf *remote, size_t off, uint32_t len)
+{
+	struct droce_wqe w = h_wqe(wr_id, DROCE_WR_RDMA_READ, DROCE_WQE_SIGNALED);
+
+	h_wqe_sge(&w, local, off, len);
+	w.remote_addr = h_va(remote, off);
+	w.rkey = remote->mr.rkey;
+	h_post_send(qp, &w);
+}
+
+void
+h_wait_tx(struct droce_qp *qp, uint64_t n, const char *what)
+{
+	uint64_t deadline = tc_now_ms() + 5000;
+
+	while (qp->stats.tx_pkts < n) {
+		cr_assert_leq(tc_now_ms(), deadline, "%s: %" PRIu64 " frames sent, waiting for %" PRIu64,
+			      what, qp->stats.tx_pkts, n);
+		droce_engines_progress();
+	}
+}
+
+void
 h_post_send(struct droce_qp *qp, const struct droce_wqe *w)
 {
 	int rc = droce_qp_post_send(qp, w);

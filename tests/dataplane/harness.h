@@ -155,6 +155,11 @@ void h_wqe_sge(struct droce_wqe *w, const struct h_buf *b, size_t off, uint32_t 
 /* Splits [off, off + len) of @b into @n SGEs of uneven sizes. */
 void h_wqe_sges(struct droce_wqe *w, const struct h_buf *b, size_t off, uint32_t len, unsigned int n);
 void h_post_send(struct droce_qp *qp, const struct droce_wqe *w);
+/* Posts a signaled READ of @len bytes from @remote at @off into @local at @off. */
+void h_post_read(struct droce_qp *qp, uint64_t wr_id, const struct h_buf *local,
+		 const struct h_buf *remote, size_t off, uint32_t len);
+/* Drives the engines until @qp has sent @n frames (fails after 5 s, naming @what). */
+void h_wait_tx(struct droce_qp *qp, uint64_t n, const char *what);
 
 struct droce_rqe h_rqe(uint64_t wr_id);
 void h_rqe_sge(struct droce_rqe *r, const struct h_buf *b, size_t off, uint32_t len);

@@ -59,19 +59,6 @@ psn(uint32_t base, uint32_t n)
 	return (base + n) & DROCE_PSN_MASK;
 }
 
-/* Drives the engines until QP 0 has sent @n frames (fails after 5 s). */
-static void
-wait_tx(struct droce_qp *qp, uint64_t n, const char *what)
-{
-	uint64_t deadline = tc_now_ms() + 5000;
-
-	while (h_qp_stats(qp)->tx_pkts < n) {
-		cr_assert_leq(tc_now_ms(), deadline, "%s: %" PRIu64 " frames sent, waiting for %" PRIu64,
-			      what, h_qp_stats(qp)->tx_pkts, n);
-		droce_engines_progress();
-	}
-}
-
 /* An ACKNOWLEDGE to QP 0 as if from its peer: @kind ACK or NAK (@code). */
 static void
 ack_to_requester(uint32_t at, enum droce_aeth_kind kind, uint8_t code)
@@ -119,11 +106,11 @@ Test(rc_retx, write_middle_packet_lost_one_goback)
 	setup(&o);
 	s = h_qp_stats(p.qp[0]);
 	post_write(0x11, 65536);
-	wait_tx(p.qp[0], 64, "64 KiB WRITE");
+	h_wait_tx(p.qp[0], 64, "64 KiB WRITE");
 	/* the responder got 0..19, not 20: ACK up to 15 (AckReq), NAK 20 */
 	ack_to_requester(psn(H_PSN_A, 15), DROCE_AETH_ACK, 0);
 	ack_to_requester(psn(H_PSN_A, 20), DROCE_AETH_NAK, DROCE_NAK_PSN_SEQ_ERR);
-	wait_tx(p.qp[0], 64 + 44, "the go-back");
+	h_wait_tx(p.qp[0], 64 + 44, "the go-back");
 	h_spin(20);
 	cr_assert_eq(s->tx_pkts, 64 + 44, "re-sent %" PRIu64 " frames, want 20..63 (44)",
 		     s->tx_pkts - 64);
@@ -155,14 +142,14 @@ Test(rc_retx, read_resumed_from_first_missing_response)
 	w.remote_addr = h_va(&rb, 0);
 	w.rkey = rb.mr.rkey;
 	h_post_send(p.qp[0], &w);
-	wait_tx(p.qp[0], 1, "READ request");
+	h_wait_tx(p.qp[0], 1, "READ request");
 	/* round 1: responses 0..4, 5 lost, 6..15 */
 	read_resp(psn(H_PSN_A, 0), DROCE_OP_READ_RESP_FIRST, src, PMTU);
 	for (uint32_t i = 1; i < 16; i++)
 		if (i != 5)
 			read_resp(psn(H_PSN_A, i), i == 15 ? DROCE_OP_READ_RESP_LAST : DROCE_OP_READ_RESP_MIDDLE,
 				  src + i * PMTU, PMTU);
-	wait_tx(p.qp[0], 2, "READ asked again");
+	h_wait_tx(p.qp[0], 2, "READ asked again");
 	h_spin(20);
 	cr_assert_eq(s->tx_pkts, 2, "one READ re-issued, not %" PRIu64, s->tx_pkts - 1);
 	cr_assert_eq(s->read_resumes, 1);
@@ -170,7 +157,7 @@ Test(rc_retx, read_resumed_from_first_missing_response)
 	cr_assert_eq(s->read_reasks, 1);
 	/* round 2: 5 lost again, and a copy of 6 shows the hole again */
 	read_resp(psn(H_PSN_A, 6), DROCE_OP_READ_RESP_MIDDLE, src + 6 * PMTU, PMTU);
-	wait_tx(p.qp[0], 3, "READ asked again, second round");
+	h_wait_tx(p.qp[0], 3, "READ asked again, second round");
 	h_spin(20);
 	cr_assert_eq(s->tx_pkts, 3);
 	cr_assert_eq(s->read_resumes, 2);
@@ -194,9 +181,9 @@ Test(rc_retx, lost_ack_probe_no_goback)
 	setup(&o);
 	s = h_qp_stats(p.qp[0]);
 	post_write(0x33, 8 * PMTU);
-	wait_tx(p.qp[0], 8, "8-packet WRITE");
+	h_wait_tx(p.qp[0], 8, "8-packet WRITE");
 	/* its ACK is lost: the timeout re-sends the last packet only */
-	wait_tx(p.qp[0], 9, "the probe");
+	h_wait_tx(p.qp[0], 9, "the probe");
 	cr_assert_eq(s->probes, 1);
 	cr_assert_eq(s->timeouts, 1);
 	/* the responder had it all: the duplicate is answered with the ACK */
@@ -221,7 +208,7 @@ Test(rc_retx, retries_per_attribute_timeout_not_per_event)
 	s = h_qp_stats(p.qp[0]);
 	/* an RTT sample first: a WRITE answered at once */
 	post_write(0x41, PMTU);
-	wait_tx(p.qp[0], 1, "first WRITE");
+	h_wait_tx(p.qp[0], 1, "first WRITE");
 	ack_to_requester(H_PSN_A, DROCE_AETH_ACK, 0);
 	c = h_poll1(p.scq[0], POLL_MS, "first WRITE");
 	cr_assert_eq(c.status, DROCE_WC_SUCCESS);
@@ -236,7 +223,7 @@ Test(rc_retx, retries_per_attribute_timeout_not_per_event)
 	 * at most 200 ms (under T = 268 ms: no whole attribute passes; a loaded
 	 * machine's RTT sample can make the adaptive timer tens of ms) */
 	post_write(0x42, PMTU);
-	wait_tx(p.qp[0], 2, "second WRITE");
+	h_wait_tx(p.qp[0], 2, "second WRITE");
 	t0 = tc_now_ms();
 	while (s->timeouts < 2 && tc_now_ms() - t0 < 200)
 		h_spin(5);
@@ -354,7 +341,7 @@ Test(rc_retx, answering_peer_spends_no_retry)
 	w.remote_addr = h_va(&rb, 0);
 	w.rkey = rb.mr.rkey;
 	h_post_send(p.qp[0], &w);
-	wait_tx(p.qp[0], 1, "READ request");
+	h_wait_tx(p.qp[0], 1, "READ request");
 	read_resp(psn(H_PSN_A, 0), DROCE_OP_READ_RESP_FIRST, src, PMTU);
 	until = tc_now_ms() + 50;
 	while (tc_now_ms() < until) {
@@ -404,12 +391,7 @@ setup_real_responder(void)
 static void
 post_read(uint64_t id, uint32_t off, uint32_t npkts)
 {
-	struct droce_wqe w = h_wqe(id, DROCE_WR_RDMA_READ, DROCE_WQE_SIGNALED);
-
-	h_wqe_sge(&w, &lb, off, npkts * PMTU);
-	w.remote_addr = h_va(&rb, off);
-	w.rkey = rb.mr.rkey;
-	h_post_send(p.qp[0], &w);
+	h_post_read(p.qp[0], id, &lb, &rb, off, npkts * PMTU);
 }
 
 /* Response @i (of @n, PSN H_PSN_A + @base + @i) of a READ whose data starts at @off. */
@@ -440,7 +422,7 @@ Test(rc_retx, read_middle_response_lost_only_it_asked_again)
 	rq = h_qp_stats(p.qp[0]);
 	rs = h_qp_stats(p.qp[1]);
 	post_read(0x71, 0, 16);
-	wait_tx(p.qp[1], 16, "the responder's 16 responses");
+	h_wait_tx(p.qp[1], 16, "the responder's 16 responses");
 	for (uint32_t i = 0; i < 16; i++)
 		if (i != 7)
 			read_resp_of(0, 0, i, 16); /* one batch: the engine sees them in one pass */
@@ -466,7 +448,7 @@ Test(rc_retx, read_two_holes_two_ranges_asked)
 	rq = h_qp_stats(p.qp[0]);
 	rs = h_qp_stats(p.qp[1]);
 	post_read(0x72, 0, 16);
-	wait_tx(p.qp[1], 16, "the responder's 16 responses");
+	h_wait_tx(p.qp[1], 16, "the responder's 16 responses");
 	for (uint32_t i = 0; i < 16; i++)
 		if (i != 5 && i != 9 && i != 10)
 			read_resp_of(0, 0, i, 16);
@@ -496,7 +478,7 @@ Test(rc_retx, read_hole_in_first_read_second_kept_order_kept)
 	rs = h_qp_stats(p.qp[1]);
 	post_read(0x73, 0, 16);
 	post_read(0x74, 16 * PMTU, 16);
-	wait_tx(p.qp[1], 32, "the responder's 32 responses");
+	h_wait_tx(p.qp[1], 32, "the responder's 32 responses");
 	cr_assert_eq(rq->tx_pkts, 2);
 	for (uint32_t i = 0; i < 16; i++)
 		if (i != 3)

@@ -55,18 +55,6 @@ setup(unsigned int ghost_side)
 	h_connect(p.qp[1], 1, 0, p.qpn[0] + (ghost_side == 1 ? GHOST : 0), H_PSN_B, H_PSN_A, &o);
 }
 
-static void
-wait_tx(struct droce_qp *qp, uint64_t n, const char *what)
-{
-	uint64_t deadline = tc_now_ms() + 5000;
-
-	while (h_qp_stats(qp)->tx_pkts < n) {
-		cr_assert_leq(tc_now_ms(), deadline, "%s: %" PRIu64 " frames sent, waiting for %" PRIu64,
-			      what, h_qp_stats(qp)->tx_pkts, n);
-		droce_engines_progress();
-	}
-}
-
 /* WRITE packet @n of a @len-byte message, injected into QP 1 as if from QP 0. */
 static void
 write_req(uint32_t n, enum droce_op op, bool ackreq, uint32_t len, uint8_t hint)
@@ -180,7 +168,7 @@ Test(rc_sr, requester_resends_only_the_named_packet)
 	setup(0);
 	s = h_qp_stats(p.qp[0]);
 	post_write(0x81, 64 * PMTU);
-	wait_tx(p.qp[0], 64, "64 KiB WRITE");
+	h_wait_tx(p.qp[0], 64, "64 KiB WRITE");
 	/* the responder (a droce: hint) got 0..19 and kept 21..63 */
 	ack_to_requester(psn(H_PSN_A, 15), DROCE_AETH_ACK, 0, HINT);
 	ack_to_requester(psn(H_PSN_A, 20), DROCE_AETH_NAK, DROCE_NAK_PSN_SEQ_ERR, HINT);
@@ -205,10 +193,10 @@ Test(rc_sr, requester_goes_back_for_a_peer_without_the_hint)
 	setup(0);
 	s = h_qp_stats(p.qp[0]);
 	post_write(0x82, 64 * PMTU);
-	wait_tx(p.qp[0], 64, "64 KiB WRITE");
+	h_wait_tx(p.qp[0], 64, "64 KiB WRITE");
 	ack_to_requester(psn(H_PSN_A, 15), DROCE_AETH_ACK, 0, 0);
 	ack_to_requester(psn(H_PSN_A, 20), DROCE_AETH_NAK, DROCE_NAK_PSN_SEQ_ERR, 0);
-	wait_tx(p.qp[0], 64 + 44, "the go-back");
+	h_wait_tx(p.qp[0], 64 + 44, "the go-back");
 	h_spin(20);
 	cr_assert_eq(s->sr_peer, 0);
 	cr_assert_eq(s->tx_pkts, 64 + 44, "re-sent %" PRIu64 " frames, want 20..63", s->tx_pkts - 64);
@@ -233,15 +221,11 @@ read_resp(uint32_t base, uint32_t i, enum droce_op op, uint32_t off)
 	h_inject_frame_dir(1, 0, &f, rb.p + off + i * PMTU, PMTU, DROCE_INJECT_RX);
 }
 
+/* A READ of @npkts responses at offset @off (both sides). */
 static void
 post_read(uint64_t id, uint32_t off, uint32_t npkts)
 {
-	struct droce_wqe w = h_wqe(id, DROCE_WR_RDMA_READ, DROCE_WQE_SIGNALED);
-
-	h_wqe_sge(&w, &lb, off, npkts * PMTU);
-	w.remote_addr = h_va(&rb, off);
-	w.rkey = rb.mr.rkey;
-	h_post_send(p.qp[0], &w);
+	h_post_read(p.qp[0], id, &lb, &rb, off, npkts * PMTU);
 }
 
 Test(rc_sr, read_hole_asked_alone_responder_keeps_its_queue)
@@ -256,7 +240,7 @@ Test(rc_sr, read_hole_asked_alone_responder_keeps_its_queue)
 	memset(lb.p, 0, 32 * PMTU);
 	post_read(0x91, 0, 16);
 	post_read(0x92, 16 * PMTU, 16);
-	wait_tx(p.qp[1], 32, "the responder's 32 responses");
+	h_wait_tx(p.qp[1], 32, "the responder's 32 responses");
 	cr_assert_eq(rs->sr_peer, 1, "the READ requests' hint not seen");
 	for (uint32_t i = 0; i < 32; i++)
 		if (i != 3)
