@@ -472,16 +472,31 @@ h_wqe_sges(struct droce_wqe *w, const struct h_buf *b, size_t off, uint32_t len,
 	}
 }
 
-void
-h_post_read(struct droce_qp *qp, uint64_t wr_id, const struct h_buf *local,
-	    const struct h_buf *remote, size_t off, uint32_t len)
+/* A signaled READ or WRITE of [off, off + len) between @local and @remote. */
+static void
+post_rdma(struct droce_qp *qp, uint8_t opcode, uint64_t wr_id, const struct h_buf *local,
+	  const struct h_buf *remote, size_t off, uint32_t len)
 {
-	struct droce_wqe w = h_wqe(wr_id, DROCE_WR_RDMA_READ, DROCE_WQE_SIGNALED);
+	struct droce_wqe w = h_wqe(wr_id, opcode, DROCE_WQE_SIGNALED);
 
 	h_wqe_sge(&w, local, off, len);
 	w.remote_addr = h_va(remote, off);
 	w.rkey = remote->mr.rkey;
 	h_post_send(qp, &w);
+}
+
+void
+h_post_write(struct droce_qp *qp, uint64_t wr_id, const struct h_buf *local,
+	     const struct h_buf *remote, size_t off, uint32_t len)
+{
+	post_rdma(qp, DROCE_WR_RDMA_WRITE, wr_id, local, remote, off, len);
+}
+
+void
+h_post_read(struct droce_qp *qp, uint64_t wr_id, const struct h_buf *local,
+	    const struct h_buf *remote, size_t off, uint32_t len)
+{
+	post_rdma(qp, DROCE_WR_RDMA_READ, wr_id, local, remote, off, len);
 }
 
 void

@@ -155,6 +155,9 @@ void h_wqe_sge(struct droce_wqe *w, const struct h_buf *b, size_t off, uint32_t 
 /* Splits [off, off + len) of @b into @n SGEs of uneven sizes. */
 void h_wqe_sges(struct droce_wqe *w, const struct h_buf *b, size_t off, uint32_t len, unsigned int n);
 void h_post_send(struct droce_qp *qp, const struct droce_wqe *w);
+/* Posts a signaled WRITE of @len bytes from @local at @off to @remote at @off. */
+void h_post_write(struct droce_qp *qp, uint64_t wr_id, const struct h_buf *local,
+		  const struct h_buf *remote, size_t off, uint32_t len);
 /* Posts a signaled READ of @len bytes from @remote at @off into @local at @off. */
 void h_post_read(struct droce_qp *qp, uint64_t wr_id, const struct h_buf *local,
 		 const struct h_buf *remote, size_t off, uint32_t len);

@@ -88,12 +88,7 @@ read_resp(uint32_t at, enum droce_op op, const uint8_t *data, uint32_t len)
 static void
 post_write(uint64_t id, uint32_t len)
 {
-	struct droce_wqe w = h_wqe(id, DROCE_WR_RDMA_WRITE, DROCE_WQE_SIGNALED);
-
-	h_wqe_sge(&w, &lb, 0, len);
-	w.remote_addr = h_va(&rb, 0);
-	w.rkey = rb.mr.rkey;
-	h_post_send(p.qp[0], &w);
+	h_post_write(p.qp[0], id, &lb, &rb, 0, len);
 }
 
 Test(rc_retx, write_middle_packet_lost_one_goback)
