@@ -4,8 +4,9 @@
  * the logs (droce_rc_*_state_name) and one step function per state that
  * returns the next.  The engine runs each machine from its first state to
  * DONE (the entry points below); droce_rc_*_step_lc() runs one step, for
- * tests that drive single steps on a QP built in plain memory (no EAL: the
- * steps that only decide touch no mbuf).  Those are flattened (every step
+ * tests that drive single steps on a QP built in plain memory (no EAL; the
+ * steps that build packets take mbufs from the port's pool, which the tests
+ * give them in plain memory).  Those are flattened (every step
  * inlined into them), so that the engine's loop stays the step functions'
  * only caller and the compiler inlines them there as it did before.
  * Engine thread only.
