@@ -160,7 +160,7 @@ comp_check_window(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
 {
 	if (!ack_in_window(qp, c->psn))
 		return comp_drop(qp);
-	return c->p == NULL ? COMP_CHECK_GHOST : COMP_RETIRE_BEFORE;
+	return c->kind == COMP_KIND_ACK ? COMP_CHECK_GHOST : COMP_RETIRE_BEFORE;
 }
 
 COMP_STATE
@@ -296,7 +296,7 @@ COMP_STATE
 comp_retire_before(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
 {
 	complete_upto(qp, droce_psn_add(c->psn, DROCE_PSN_MASK));
-	return c->read ? COMP_READ_WQE : COMP_ATOMIC_WQE;
+	return c->kind == COMP_KIND_READ ? COMP_READ_WQE : COMP_ATOMIC_WQE;
 }
 
 /* The READ whose responses include @psn, among the WQEs sent (NULL if none). */
@@ -439,15 +439,15 @@ comp_answered(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
 	}
 	retire_head(qp, droce_psn_add(s->first_psn, s->npkts - 1));
 	/* READs after it answered whole before it, and what they acknowledge */
-	if (c->read && ack_in_window(qp, qp->rd_hi))
+	if (c->kind == COMP_KIND_READ && ack_in_window(qp, qp->rd_hi))
 		complete_upto(qp, qp->rd_hi);
 	progress_made(qp);
 	return COMP_DONE;
 }
 
-/* Inlined into each entry point (and the single-step entry): with the start
- * state a constant there, the compiler threads the steps into straight-line
- * code rather than a dispatch per step. */
+/* Inlined, with every step, into each entry point (and the single-step
+ * entry): one jump-table dispatch per step and no call; each entry's kind
+ * is a constant there, so the tests on it fold away. */
 static inline __attribute__((always_inline)) enum droce_rc_comp_state
 comp_step(struct droce_qp *qp, enum droce_rc_comp_state st, struct droce_rc_comp_ctx *c)
 {
@@ -496,7 +496,7 @@ comp_run(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
 void
 droce_rc_comp_ack_lc(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 {
-	struct droce_rc_comp_ctx c = { .psn = psn, .syndrome = syndrome };
+	struct droce_rc_comp_ctx c = { .kind = COMP_KIND_ACK, .psn = psn, .syndrome = syndrome };
 
 	comp_run(qp, &c);
 }
@@ -505,7 +505,7 @@ void
 droce_rc_comp_read_resp_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame,
 			   uint32_t psn)
 {
-	struct droce_rc_comp_ctx c = { .psn = psn, .p = p, .frame = frame, .read = true };
+	struct droce_rc_comp_ctx c = { .kind = COMP_KIND_READ, .psn = psn, .p = p, .frame = frame };
 
 	comp_run(qp, &c);
 }
@@ -514,7 +514,7 @@ void
 droce_rc_comp_atomic_ack_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame,
 			    uint32_t psn)
 {
-	struct droce_rc_comp_ctx c = { .psn = psn, .p = p, .frame = frame };
+	struct droce_rc_comp_ctx c = { .kind = COMP_KIND_ATOMIC, .psn = psn, .p = p, .frame = frame };
 
 	comp_run(qp, &c);
 }

@@ -83,13 +83,19 @@ enum droce_rc_comp_state {
 	COMP_STATE_COUNT
 };
 
+enum droce_rc_comp_kind {
+	COMP_KIND_ACK,    /* an ACKNOWLEDGE (ACK or NAK): psn, syndrome */
+	COMP_KIND_READ,   /* a READ response: psn, p, frame */
+	COMP_KIND_ATOMIC, /* an atomic ACKNOWLEDGE: psn, p, frame */
+};
+
 struct droce_pkt;
 struct droce_rc_comp_ctx {
+	enum droce_rc_comp_kind kind;
 	uint32_t psn;
 	uint8_t syndrome;             /* an ACKNOWLEDGE's AETH syndrome */
-	const struct droce_pkt *p;    /* a READ response / atomic ACK (NULL: an ACKNOWLEDGE) */
+	const struct droce_pkt *p;    /* a READ response / atomic ACK */
 	const uint8_t *frame;
-	bool read;                    /* p is a READ response (else an atomic ACK) */
 	const struct droce_wqe *w;    /* the WQE it answers (READ_WQE, ATOMIC_WQE) */
 	struct droce_swqe *s;
 	uint32_t expect;              /* READ: the PSN its in-order prefix waits for */

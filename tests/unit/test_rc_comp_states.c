@@ -24,7 +24,8 @@ read_resp(struct droce_pkt *p, uint8_t op, uint32_t psn, uint32_t len, uint8_t f
 	p->info = droce_opcode_info(p->opcode);
 	p->payload = resp_bytes;
 	p->payload_len = len;
-	return (struct droce_rc_comp_ctx){ .psn = psn, .p = p, .frame = resp_frame, .read = true };
+	return (struct droce_rc_comp_ctx){ .kind = COMP_KIND_READ, .psn = psn, .p = p,
+					  .frame = resp_frame };
 }
 
 /* An atomic ACK at @psn carrying the original value @orig. */
@@ -37,7 +38,8 @@ atomic_ack(struct droce_pkt *p, uint32_t psn, uint64_t orig)
 	p->info = droce_opcode_info(p->opcode);
 	droce_atmack_set_orig((struct droce_atmack *)(void *)(resp_frame + p->info->off[DROCE_HDR_ATMACK]),
 			      orig);
-	return (struct droce_rc_comp_ctx){ .psn = psn, .p = p, .frame = resp_frame };
+	return (struct droce_rc_comp_ctx){ .kind = COMP_KIND_ATOMIC, .psn = psn, .p = p,
+					  .frame = resp_frame };
 }
 
 /* Runs @c from @st, checking each state it goes through against @path (ending in DONE). */
