@@ -58,7 +58,7 @@ RTE_INIT(droce_crc_table_init)
 	}
 #if defined(RTE_ARCH_X86_64)
 	__builtin_cpu_init();
-	cpu_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+	cpu_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("avx");
 #endif
 	have_clmul = cpu_clmul;
 }
@@ -157,7 +157,9 @@ crc32_table(uint32_t crc, const uint8_t *p, size_t len)
 #if defined(RTE_ARCH_X86_64)
 #include <immintrin.h>
 #define HAVE_CLMUL_CODE 1
-#define CLMUL_FN __attribute__((target("pclmul,sse4.1")))
+/* AVX for the three-operand (VEX) forms: no register copies between the
+ * multiplications */
+#define CLMUL_FN __attribute__((target("pclmul,avx")))
 
 /*
  * Carry-less multiplication (Intel's "Fast CRC Computation for Generic
@@ -221,8 +223,15 @@ clmul_run(__m128i x, const uint8_t *p, size_t n)
 {
 	const __m128i k43 = CLMUL_K43;
 
-	for (; n >= 16; p += 16, n -= 16)
+	for (; n >= 32; p += 32, n -= 32) {
 		x = clmul_fold(x, k43, _mm_loadu_si128((const __m128i *)p));
+		x = clmul_fold(x, k43, _mm_loadu_si128((const __m128i *)(p + 16)));
+	}
+	if (n >= 16) {
+		x = clmul_fold(x, k43, _mm_loadu_si128((const __m128i *)p));
+		p += 16;
+		n -= 16;
+	}
 	if (n) {
 		__m128i shl = _mm_loadu_si128((const __m128i *)(clmul_shuf + n));
 		__m128i shr = _mm_loadu_si128((const __m128i *)(clmul_shuf + 16 + n));
@@ -385,6 +394,22 @@ icrc_masked_ipv6(const uint8_t *l3)
  * rest of the frame runs through the same chain: one pass over headers and
  * payload, no table lookups.  @len >= V4_SPAN / V6_SPAN.
  */
+/* A payload this long goes to crc32_auto (ISA-L's parallel folds) once the
+ * headers are folded: one chain is latency-bound (droce-crc-bench). */
+#define ICRC_FOLD_MAX 256
+
+/* The ICRC from state @x (the 8 bytes of ones and the headers) and the @n
+ * bytes at @p (the 16 bytes before p + n are the frame's). */
+CLMUL_FN static inline uint32_t
+icrc_clmul_rest(__m128i x, const uint8_t *p, size_t n)
+{
+	if (unlikely(n > ICRC_FOLD_MAX)) {
+		/* the headers' register, then on through crc32_auto */
+		return crc32_auto(~clmul_reduce(x), p, n);
+	}
+	return ~clmul_run(x, p, n);
+}
+
 CLMUL_FN static uint32_t
 icrc_clmul(const uint8_t *l3, size_t len, bool ipv6)
 {
@@ -400,7 +425,7 @@ icrc_clmul(const uint8_t *l3, size_t len, bool ipv6)
 						    _mm_set_epi64x(0, 0xffff00ffLL)));
 		x = clmul_fold(x, k43, _mm_or_si128(_mm_loadu_si128((const __m128i *)(l3 + 24)),
 						    _mm_set_epi64x(0xffLL, 0xffff0000LL)));
-		return ~clmul_run(x, l3 + 40, len - 40);
+		return icrc_clmul_rest(x, l3 + 40, len - 40);
 	}
 	/* class and flow label (0-3 but the version), hop limit (7); UDP
 	 * checksum (46-47); BTH resv8 (52) */
@@ -410,7 +435,7 @@ icrc_clmul(const uint8_t *l3, size_t len, bool ipv6)
 	x = clmul_fold(x, k43, _mm_loadu_si128((const __m128i *)(l3 + 24)));
 	x = clmul_fold(x, k43, _mm_or_si128(_mm_loadu_si128((const __m128i *)(l3 + 40)),
 					    _mm_set_epi64x(0xff00000000LL, (long long)0xffff000000000000ull)));
-	return ~clmul_run(x, l3 + 56, len - 56);
+	return icrc_clmul_rest(x, l3 + 56, len - 56);
 }
 #define ICRC_CLMUL(l3, len, ipv6) (have_clmul ? (int64_t)icrc_clmul(l3, len, ipv6) : -1)
 #else
@@ -574,8 +599,9 @@ static const uint64_t key_mask_v6[6] = {
 	0x00ff0000000000f0ull, ~0ull, ~0ull, ~0ull, ~0ull, 0x00000000ffffffffull,
 };
 
-uint32_t
-droce_icrc_rx(struct droce_icrc_cache *c, const uint8_t *l3, size_t len, bool ipv6)
+/* The table path of droce_icrc_rx (no PCLMULQDQ): through the cache. */
+static __rte_noinline uint32_t
+icrc_rx_cached(struct droce_icrc_cache *c, const uint8_t *l3, size_t len, bool ipv6)
 {
 	size_t span = ipv6 ? V6_SPAN : V4_SPAN;
 	struct droce_icrc_cache_slot *s;
@@ -585,10 +611,6 @@ droce_icrc_rx(struct droce_icrc_cache *c, const uint8_t *l3, size_t len, bool ip
 
 	if (unlikely(len < span))
 		return droce_icrc_flat(l3, len, ipv6);
-#ifdef HAVE_CLMUL_CODE
-	if (likely(have_clmul))
-		return icrc_clmul(l3, len, ipv6); /* no constant needed */
-#endif
 	if (ipv6) {
 		n = 6;
 		for (i = 0; i < 6; i++)
@@ -614,4 +636,15 @@ droce_icrc_rx(struct droce_icrc_cache *c, const uint8_t *l3, size_t len, bool ip
 	}
 	r = ~icrc_tmpl_span(s->k, l3, ipv6);
 	return len > span ? crc32_auto(r, l3 + span, len - span) : r;
+}
+
+uint32_t
+droce_icrc_rx(struct droce_icrc_cache *c, const uint8_t *l3, size_t len, bool ipv6)
+{
+#ifdef HAVE_CLMUL_CODE
+	/* the fold needs no constant: the cache is not consulted */
+	if (likely(have_clmul) && likely(len >= (ipv6 ? V6_SPAN : V4_SPAN)))
+		return icrc_clmul(l3, len, ipv6);
+#endif
+	return icrc_rx_cached(c, l3, len, ipv6);
 }
