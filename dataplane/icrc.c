@@ -269,11 +269,13 @@ crc32_clmul(uint32_t crc, const uint8_t *p, size_t len)
 #endif
 
 /*
- * Chosen by length (droce-crc-bench, CPU time per call, on this machine's
- * AMD EPYC with VPCLMULQDQ): below 16 bytes the slice-by-16 table (ISA-L's
- * short path costs about 17 ns for the 4-12 byte spans an ACK's ICRC has,
- * the table 5-7 ns); from 16 bytes ISA-L (64 B in about 7 ns, the one-chain
- * carry-less fold about 17 ns); without ISA-L the fold from 16 bytes.
+ * Chosen by length (droce-crc-bench, CPU time per call, this machine's AMD
+ * EPYC: PCLMULQDQ and AVX, no AVX2 or VPCLMULQDQ): below 16 bytes the
+ * slice-by-16 table (ISA-L's short path about 17 ns for 4-12 bytes, the
+ * table 3-7 ns); from 16 bytes ISA-L: the one-chain fold is even with it up
+ * to 224 bytes (64 B 9.0 / 7.8 ns) and ISA-L's parallel folds win from 256
+ * (22 / 10 ns); without ISA-L the fold from 16 bytes.  The frame path
+ * (icrc_clmul) folds headers and a short payload in one chain itself.
  */
 #define CRC_SHORT 16
 
@@ -394,9 +396,12 @@ icrc_masked_ipv6(const uint8_t *l3)
  * rest of the frame runs through the same chain: one pass over headers and
  * payload, no table lookups.  @len >= V4_SPAN / V6_SPAN.
  */
-/* A payload this long goes to crc32_auto (ISA-L's parallel folds) once the
- * headers are folded: one chain is latency-bound (droce-crc-bench). */
-#define ICRC_FOLD_MAX 256
+/* A payload this long goes to crc32_auto (ISA-L's parallel folds from 256
+ * bytes) once the headers are folded: one chain is latency-bound.  Below it
+ * the chain costs what ISA-L's own one-chain path does (droce-crc-bench, ns
+ * per call: 64 B 9.0 / 7.8, 128 B 13.0 / 12.0, 192 B 17.7 / 16.2, 256 B
+ * 22.4 / 9.8, clmul / isal) and far fewer instructions with the headers. */
+#define ICRC_FOLD_MAX 255
 
 /* The ICRC from state @x (the 8 bytes of ones and the headers) and the @n
  * bytes at @p (the 16 bytes before p + n are the frame's). */
