@@ -583,13 +583,16 @@ uint32_t
 droce_icrc_tmpl(uint32_t k, const uint8_t *l3, size_t len, bool ipv6)
 {
 	size_t span = ipv6 ? V6_SPAN : V4_SPAN;
-	int64_t f = ICRC_CLMUL(l3, len, ipv6);
 	uint32_t c;
 
-	if (f >= 0)
-		return (uint32_t)f;
+#ifdef HAVE_CLMUL_CODE
+	/* a short frame in one fold; a long one's payload goes to ISA-L
+	 * anyway, and the constant and lookups are cheaper than the headers'
+	 * fold and reduction (droce-crc-bench: 256 B payload 16 / 20 ns) */
+	if (likely(have_clmul) && len - span <= ICRC_FOLD_MAX)
+		return icrc_clmul(l3, len, ipv6);
+#endif
 	c = ~icrc_tmpl_span(k, l3, ipv6);
-
 	return len > span ? crc32_auto(c, l3 + span, len - span) : c;
 }
 
@@ -647,8 +650,11 @@ uint32_t
 droce_icrc_rx(struct droce_icrc_cache *c, const uint8_t *l3, size_t len, bool ipv6)
 {
 #ifdef HAVE_CLMUL_CODE
-	/* the fold needs no constant: the cache is not consulted */
-	if (likely(have_clmul) && likely(len >= (ipv6 ? V6_SPAN : V4_SPAN)))
+	size_t span = ipv6 ? V6_SPAN : V4_SPAN;
+
+	/* a short frame: the fold needs no constant, the cache is not
+	 * consulted; a long one as droce_icrc_tmpl */
+	if (likely(have_clmul) && likely(len >= span) && len - span <= ICRC_FOLD_MAX)
 		return icrc_clmul(l3, len, ipv6);
 #endif
 	return icrc_rx_cached(c, l3, len, ipv6);

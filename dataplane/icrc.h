@@ -90,10 +90,10 @@ uint32_t droce_icrc_flat(const uint8_t *l3, size_t len, bool ipv6);
  * least IP + UDP + BTH), which reads only the per-packet bytes of the
  * headers (IP and UDP lengths, IPv4 id, the BTH) and takes the rest as the
  * template's.  Same value as droce_icrc_flat() when the frame's other IP and
- * UDP bytes are the template's (masked ones aside).  With PCLMULQDQ it is
- * droce_icrc_flat() (one carry-less fold over the masked headers and the
- * payload reads every byte and costs fewer instructions than the lookups)
- * and @k is not used.
+ * UDP bytes are the template's (masked ones aside).  With PCLMULQDQ, a frame
+ * with less than 256 bytes after the BTH is folded whole (one carry-less
+ * fold over the masked headers and the rest reads every byte and costs
+ * fewer instructions than the lookups) and @k is not used.
  */
 uint32_t droce_icrc_tmpl_k(const uint8_t *l3, bool ipv6);
 uint32_t droce_icrc_tmpl(uint32_t k, const uint8_t *l3, size_t len, bool ipv6);
@@ -105,7 +105,8 @@ uint32_t droce_icrc_tmpl(uint32_t k, const uint8_t *l3, size_t len, bool ipv6);
  * droce_icrc_flat() for a frame whose IP + UDP + BTH are whole: a frame of a
  * cached flow costs droce_icrc_tmpl(), another one droce_icrc_tmpl_k() more
  * (and takes the slot).  One per engine; zeroed is empty.  With PCLMULQDQ
- * the cache is not consulted: the frame is folded whole (droce_icrc_flat()).
+ * the cache is not consulted for a frame with less than 256 bytes after the
+ * BTH: it is folded whole.
  */
 #define DROCE_ICRC_CACHE_SLOTS 16
 
