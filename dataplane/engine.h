@@ -388,6 +388,7 @@ struct droce_engine {
 	uint64_t now;          /* TSC, read once per loop */
 	uint64_t pass_gap;     /* TSC since the pass before (the engine was not running) */
 	uint64_t tsc_hz;
+	uint64_t stall_tsc;    /* DROCE_STALL_US in TSC (0: unknown, every gap counts) */
 	struct droce_engine_stats stats;
 	_Atomic bool stop;
 };
@@ -475,6 +476,19 @@ void droce_rc_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_
 /* Sends what the QP may send now; returns packets queued. */
 unsigned int droce_rc_tx_lc(struct droce_qp *qp, unsigned int budget);
 void droce_rc_timers_lc(struct droce_qp *qp);
+/* An engine pause longer than this is not waiting time (rc_retx.c shifts the timers). */
+#define DROCE_STALL_US 100
+/* Whether droce_rc_timers_lc has anything to do this pass: the retransmission
+ * deadline passed, an RNR wait runs, or the engine paused (the deadlines move);
+ * a few loads, so the common pass (a deadline ahead) makes no call. */
+static inline bool
+droce_rc_timers_due(const struct droce_qp *qp)
+{
+	const struct droce_engine *eng = qp->eng;
+
+	return (qp->rto_deadline != 0 && eng->now >= qp->rto_deadline) ||
+	       qp->req_state == DROCE_REQ_RNR_WAIT || eng->pass_gap > eng->stall_tsc;
+}
 /* Sends the coalesced ACK now if one is due and no READ response waits before it. */
 void droce_rc_ack_now_lc(struct droce_qp *qp);
 /* UC (uc.c) and UD (ud.c): the same entry points without timers (no ACKs). */

@@ -387,7 +387,8 @@ work_phase_lc(struct droce_engine *eng)
 		if (droce_qp_stash_pending(qp))
 			droce_qp_stash_drain_lc(qp);
 		if (qp->type == DROCE_QPT_RC) {
-			droce_rc_timers_lc(qp);
+			if (droce_rc_timers_due(qp))
+				droce_rc_timers_lc(qp);
 			droce_rc_tx_lc(qp, budget);
 		} else if (qp->type == DROCE_QPT_UC) {
 			droce_uc_tx_lc(qp, budget);
