@@ -14,6 +14,7 @@
 #include <rte_mbuf.h>
 #include <rte_mbuf_dyn.h>
 #include <rte_prefetch.h>
+#include <rte_ring.h>
 
 #include "engine_internal.h"
 #include "internal.h"
@@ -249,6 +250,21 @@ xfer_one_lc(struct droce_engine *eng, struct rte_mbuf *m)
 	}
 }
 
+/* True when @port surely has nothing for this engine's queue: a ring pair's
+ * port (in this process) whose receive ring is empty and whose link was never
+ * impaired (an impaired link may release delayed frames with the ring empty).
+ * Two loads instead of the burst call through ethdev and the ring PMD; a
+ * frame enqueued right after is taken by the next pass, as it would be after
+ * an empty burst. */
+static __rte_always_inline bool
+rx_ring_empty(const struct droce_port *port, uint16_t queue)
+{
+	const struct rte_ring *r = port->rings[0][queue];
+
+	return r != NULL && !__atomic_load_n(&port->impair_used, __ATOMIC_RELAXED) &&
+	       rte_ring_empty(r);
+}
+
 /* Inlined into the pass (called once per pass; a call costs every idle pass). */
 static __rte_always_inline unsigned int
 rx_phase_lc(struct droce_engine *eng)
@@ -257,6 +273,8 @@ rx_phase_lc(struct droce_engine *eng)
 	unsigned int got = 0;
 
 	for (unsigned int pi = 0; pi < eng->n_ports; pi++) {
+		if (rx_ring_empty(eng->ports[pi], eng->queue))
+			continue;
 		/* drain up to a few bursts, so receiving keeps up with what a pass sends */
 		for (unsigned int b = 0; b < DROCE_RX_BURSTS; b++) {
 			uint16_t n = droce_port_rx_burst(eng->ports[pi], eng->queue, pkts, DROCE_BURST);
