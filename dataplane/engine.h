@@ -220,6 +220,12 @@ struct droce_qp {
 	uint64_t tmpl_ah_serial;           /* UD: the AH tmpl was last built for (0 = none) */
 	TAILQ_ENTRY(droce_qp) active_link;
 	bool active;
+	/* RC: the last transmit turn left nothing to send (all posted WQEs sent,
+	 * no ACK or READ response due), and nothing happened to the QP since:
+	 * droce_engine_activate_lc (every frame, bell, modify) and a timer that
+	 * fires clear it.  An active QP that only waits for its ACKs skips its
+	 * transmit turns (engine_pass.c). */
+	bool tx_idle;
 	struct droce_qp_stats stats;
 	/* CQ overrun (qp.c): completions waiting, in order, for room in their CQ */
 	struct droce_cqe_stash *stash;     /* allocated at the first overrun */

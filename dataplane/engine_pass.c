@@ -393,6 +393,19 @@ tx_budget_lc(const struct droce_engine *eng, const struct droce_qp *qp)
 	return room > 2 * DROCE_BURST ? RTE_MIN(room - 2 * DROCE_BURST, 2u * DROCE_BURST) : 0;
 }
 
+/* After an RC QP's transmit turn: true when the next turn would find nothing
+ * to do until something happens to the QP (see droce_qp.tx_idle): in RTS
+ * with no RNR wait, every posted WQE sent (sq_avail was refreshed by the
+ * turn; a later post rings a new bell), no ACK, NAK or READ response due.
+ * A local operation (BIND_MW, LOCAL_INV) waiting at the head is retired by
+ * the turn that runs after the ACK that exposes it (a received frame). */
+static inline bool
+rc_tx_idle(const struct droce_qp *qp)
+{
+	return qp->state == DROCE_QPS_RTS && qp->req_state == DROCE_REQ_IDLE &&
+	       qp->sq_cur == qp->sq_avail && !qp->ack_pending && qp->rd_resp_count == 0;
+}
+
 static void
 work_phase_lc(struct droce_engine *eng)
 {
@@ -405,9 +418,14 @@ work_phase_lc(struct droce_engine *eng)
 		if (droce_qp_stash_pending(qp))
 			droce_qp_stash_drain_lc(qp);
 		if (qp->type == DROCE_QPT_RC) {
-			if (droce_rc_timers_due(qp))
+			if (droce_rc_timers_due(qp)) {
 				droce_rc_timers_lc(qp);
-			droce_rc_tx_lc(qp, budget);
+				qp->tx_idle = false;
+			}
+			if (!qp->tx_idle) {
+				droce_rc_tx_lc(qp, budget);
+				qp->tx_idle = rc_tx_idle(qp);
+			}
 		} else if (qp->type == DROCE_QPT_UC) {
 			droce_uc_tx_lc(qp, budget);
 		} else if (qp->type == DROCE_QPT_UD) {
