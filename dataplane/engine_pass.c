@@ -4,7 +4,8 @@
  *      flow rules, the RoCE parse and dispatch to the QP's transport, frames
  *      handed to and from other engines (one SPSC ring per engine pair, with
  *      the parse result), the bulk free of received frames;
- *   3-4. work: the active QPs' transmit functions and timers, each within
+ *   3-4. work: the QPs whose timers are due join the active list
+ *      (engine_sched.c), then the active QPs' transmit functions and timers, each within
  *      what its port's waiting room allows;
  *   5. flush: the waiting frames to the PMDs.
  * In one file so the phases inline into the pass.
@@ -380,10 +381,12 @@ work_phase_lc(struct droce_engine *eng)
 {
 	struct droce_qp *qp, *next;
 
+	droce_engine_timers_lc(eng);
 	for (qp = TAILQ_FIRST(&eng->active); qp != NULL; qp = next) {
 		next = TAILQ_NEXT(qp, active_link);
 		unsigned int budget = tx_budget_lc(eng, qp);
 
+		eng->stats.qp_turns++;
 		if (droce_qp_stash_pending(qp))
 			droce_qp_stash_drain_lc(qp);
 		if (qp->type == DROCE_QPT_RC) {
@@ -397,10 +400,7 @@ work_phase_lc(struct droce_engine *eng)
 			droce_raw_tx_lc(qp, budget);
 		}
 		droce_qp_overrun_check_lc(qp);
-		if (!droce_qp_busy_lc(qp)) {
-			TAILQ_REMOVE(&eng->active, qp, active_link);
-			qp->active = false;
-		}
+		droce_engine_settle_lc(eng, qp);
 	}
 }
 
@@ -421,7 +421,7 @@ droce_engine_pass_lc(struct droce_engine *eng)
 	flush_lc(eng);
 	if (unlikely(eng->nrxfree != 0))
 		droce_engine_rx_free_flush_lc(eng); /* frames injected as received */
-	if (got != 0 || !TAILQ_EMPTY(&eng->active))
+	if (got != 0 || !TAILQ_EMPTY(&eng->active) || eng->tw_count != 0)
 		return true;
 	for (unsigned int pi = 0; pi < eng->n_ports; pi++)
 		if (eng->ntx[pi] != 0)

@@ -48,7 +48,7 @@
 #include "internal.h"
 
 #define RTO_MIN_US 500     /* the floor's floor */
-#define STALL_US 100       /* an engine pause longer than this is not waiting time */
+#define STALL_US DROCE_ENGINE_STALL_US /* an engine pause longer is not waiting time */
 #define RTO_MIN_SHIFT 10   /* floor: T / 1024 */
 #define RTO_BACKOFF_MAX 10
 #define CWND_MIN 16u       /* the loss window's floor, in PSNs */

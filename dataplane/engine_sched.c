@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Which QPs a pass visits.  A QP is on one of two engine lists, or none:
+ *   active  it has work now (posted WQEs the doorbell announced, an ACK or
+ *           READ response to send, completions waiting for CQ room, ...):
+ *           phase 3 runs its transport every pass until it has none;
+ *   wheel   it has only timers (retransmission, RNR): it waits in the
+ *           timer wheel's slot of its earliest deadline and goes back to
+ *           the active list when that comes (phase 4, before the work) or
+ *           when anything else activates it (a frame for it, a doorbell,
+ *           a modify).
+ * So a pass costs what the QPs with work cost, not a walk over every QP
+ * with something in flight (1,000 QPs each waiting for an ACK).
+ *
+ * The wheel: DROCE_TW_SLOTS lists, a slot per 2^tw_shift TSC cycles (a few
+ * microseconds); a deadline further away than one turn waits in its slot
+ * and is passed over (key still ahead) on the earlier turns.  A slot is
+ * taken once its tick is over, so a timer fires at most one tick late.
+ * Keys stay exact: every frame for an RC QP activates it (rc.c), which
+ * takes it off the wheel, and the work phase files it again with its
+ * deadlines as they are then.
+ *
+ * An engine pause (pass_gap above DROCE_ENGINE_STALL_US) puts every QP of
+ * the wheel back on the active list for that pass: droce_rc_timers_lc then
+ * moves each one's deadlines past the pause, as for any QP it visits.
+ */
+#include <rte_cycles.h>
+
+#include "engine_internal.h"
+#include "internal.h"
+
+void
+droce_engine_sched_init(struct droce_engine *eng)
+{
+	uint64_t tick = eng->tsc_hz / DROCE_TW_TICKS_PER_SEC;
+
+	TAILQ_INIT(&eng->active);
+	for (unsigned int s = 0; s < DROCE_TW_SLOTS; s++)
+		TAILQ_INIT(&eng->tw[s]);
+	eng->tw_shift = 0;
+	while (tick > 1) {
+		tick >>= 1;
+		eng->tw_shift++;
+	}
+	eng->stall_cycles = eng->tsc_hz / 1000000 * DROCE_ENGINE_STALL_US;
+	eng->tw_tick = rte_rdtsc() >> eng->tw_shift;
+	eng->tw_count = 0;
+}
+
+/* The earliest timer of @qp (0: none). */
+static inline uint64_t
+next_deadline(const struct droce_qp *qp)
+{
+	uint64_t a = qp->rto_deadline, b = qp->rnr_deadline;
+
+	return a == 0 ? b : b == 0 ? a : RTE_MIN(a, b);
+}
+
+static inline void
+wheel_del(struct droce_engine *eng, struct droce_qp *qp)
+{
+	TAILQ_REMOVE(&eng->tw[qp->tw_slot], qp, active_link);
+	eng->tw_count--;
+	qp->sched = DROCE_QP_SCHED_NONE;
+}
+
+void
+droce_engine_activate_lc(struct droce_engine *eng, struct droce_qp *qp)
+{
+	if (qp->sched == DROCE_QP_SCHED_ACTIVE)
+		return;
+	if (qp->sched == DROCE_QP_SCHED_WHEEL)
+		wheel_del(eng, qp);
+	TAILQ_INSERT_TAIL(&eng->active, qp, active_link);
+	qp->sched = DROCE_QP_SCHED_ACTIVE;
+}
+
+void
+droce_engine_unsched_lc(struct droce_engine *eng, struct droce_qp *qp)
+{
+	if (qp->sched == DROCE_QP_SCHED_ACTIVE)
+		TAILQ_REMOVE(&eng->active, qp, active_link);
+	else if (qp->sched == DROCE_QP_SCHED_WHEEL)
+		wheel_del(eng, qp);
+	qp->sched = DROCE_QP_SCHED_NONE;
+}
+
+void
+droce_engine_settle_lc(struct droce_engine *eng, struct droce_qp *qp)
+{
+	uint64_t d, t;
+
+	if (droce_qp_busy_lc(qp))
+		return; /* work now: it stays */
+	d = next_deadline(qp);
+	if (d != 0 && d <= eng->now)
+		return; /* due already (not an RC timer run this pass): next pass */
+	TAILQ_REMOVE(&eng->active, qp, active_link);
+	if (d == 0) {
+		qp->sched = DROCE_QP_SCHED_NONE;
+		return;
+	}
+	t = d >> eng->tw_shift;
+	if (t < eng->tw_tick)
+		t = eng->tw_tick;
+	qp->tw_key = d;
+	qp->tw_slot = (uint16_t)(t & (DROCE_TW_SLOTS - 1));
+	TAILQ_INSERT_TAIL(&eng->tw[qp->tw_slot], qp, active_link);
+	qp->sched = DROCE_QP_SCHED_WHEEL;
+	eng->tw_count++;
+}
+
+void
+droce_engine_timers_lc(struct droce_engine *eng)
+{
+	uint64_t now_tick = eng->now >> eng->tw_shift, end;
+	struct droce_qp *qp, *next;
+
+	if (likely(eng->tw_count == 0)) {
+		eng->tw_tick = now_tick;
+		return;
+	}
+	if (unlikely(eng->pass_gap > eng->stall_cycles)) {
+		/* the engine did not run: every timer is looked at (and moved) */
+		for (unsigned int s = 0; s < DROCE_TW_SLOTS && eng->tw_count != 0; s++)
+			while ((qp = TAILQ_FIRST(&eng->tw[s])) != NULL)
+				droce_engine_activate_lc(eng, qp);
+		eng->tw_tick = now_tick;
+		return;
+	}
+	/* the ticks that are over, each slot at most once */
+	end = now_tick;
+	if (end - eng->tw_tick > DROCE_TW_SLOTS)
+		eng->tw_tick = end - DROCE_TW_SLOTS;
+	for (; eng->tw_tick < end && eng->tw_count != 0; eng->tw_tick++) {
+		struct droce_qp_list *l = &eng->tw[eng->tw_tick & (DROCE_TW_SLOTS - 1)];
+
+		for (qp = TAILQ_FIRST(l); qp != NULL; qp = next) {
+			next = TAILQ_NEXT(qp, active_link);
+			if (qp->tw_key <= eng->now)
+				droce_engine_activate_lc(eng, qp); /* a later turn's stays */
+		}
+	}
+	eng->tw_tick = end;
+}
