@@ -235,7 +235,8 @@ struct droce_qp {
 	TAILQ_ENTRY(droce_qp) active_link;
 	uint8_t sched;                     /* enum droce_qp_sched */
 	uint16_t tw_slot;
-	uint64_t tw_key;
+	uint64_t tw_key;                   /* its deadline on the wheel's clock */
+	uint64_t tw_paused;                /* the engine's pauses when it was filed */
 	struct droce_qp_stats stats;
 	/* CQ overrun (qp.c): completions waiting, in order, for room in their CQ */
 	struct droce_cqe_stash *stash;     /* allocated at the first overrun */
@@ -394,6 +395,8 @@ struct droce_engine {
 	uint32_t tw_count;             /* QPs in the wheel */
 	unsigned int tw_shift;         /* a tick is 2^tw_shift TSC cycles */
 	uint64_t stall_cycles;         /* DROCE_ENGINE_STALL_US in TSC cycles */
+	uint64_t paused;               /* TSC cycles of engine pauses, passes before this one */
+	uint64_t pause_now;            /* ... and of this pass's (phase 3-4) */
 
 	/* frames built and not yet taken by the PMD; they wait here (backpressure) */
 	struct rte_mbuf *txq[DROCE_MAX_PORTS][DROCE_TXBUF];

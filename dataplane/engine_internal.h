@@ -68,9 +68,11 @@ void droce_engine_chan_forget(void);
 /* ---- which QPs a pass visits (engine_sched.c) ---- */
 
 void droce_engine_sched_init(struct droce_engine *eng);
-/* Phase 4: the QPs whose timers are due (or all, after an engine pause) go
- * to the active list, before phase 3 runs it. */
+/* Phase 4: the QPs whose timers are due go to the active list, before
+ * phase 3 runs it. */
 void droce_engine_timers_lc(struct droce_engine *eng);
+/* The end of phase 3: this pass's pause joins the engine's pauses. */
+void droce_engine_sched_end_lc(struct droce_engine *eng);
 /* After @qp's turn in phase 3: it stays active (work now), goes to the timer
  * wheel (only timers) or off both. */
 void droce_engine_settle_lc(struct droce_engine *eng, struct droce_qp *qp);

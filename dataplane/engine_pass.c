@@ -402,6 +402,7 @@ work_phase_lc(struct droce_engine *eng)
 		droce_qp_overrun_check_lc(qp);
 		droce_engine_settle_lc(eng, qp);
 	}
+	droce_engine_sched_end_lc(eng);
 }
 
 /* One pass; false when the engine is idle (nothing received or drained, no QP

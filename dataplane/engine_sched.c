@@ -19,9 +19,15 @@
  * takes it off the wheel, and the work phase files it again with its
  * deadlines as they are then.
  *
- * An engine pause (pass_gap above DROCE_ENGINE_STALL_US) puts every QP of
- * the wheel back on the active list for that pass: droce_rc_timers_lc then
- * moves each one's deadlines past the pause, as for any QP it visits.
+ * An engine pause (a pass starting more than DROCE_ENGINE_STALL_US after
+ * the one before: descheduled, or nobody drove it) is not waiting time:
+ * droce_rc_timers_lc moves the deadlines of the QPs it visits past it.  The
+ * QPs in the wheel are not visited, so the wheel runs on a clock without
+ * the pauses (vnow: the TSC less every pause so far) and a QP leaving it
+ * has its deadlines moved by the pauses it sat through (wheel_del), as if
+ * it had been visited in each; an engine pause costs no walk over them.
+ * The RNR deadline, which droce_rc_timers_lc does not move, may then come
+ * up to the pauses' length late (it is a minimum wait).
  */
 #include <rte_cycles.h>
 
@@ -44,6 +50,7 @@ droce_engine_sched_init(struct droce_engine *eng)
 	eng->stall_cycles = eng->tsc_hz / 1000000 * DROCE_ENGINE_STALL_US;
 	eng->tw_tick = rte_rdtsc() >> eng->tw_shift;
 	eng->tw_count = 0;
+	eng->paused = eng->pause_now = 0;
 }
 
 /* The earliest timer of @qp (0: none). */
@@ -55,12 +62,30 @@ next_deadline(const struct droce_qp *qp)
 	return a == 0 ? b : b == 0 ? a : RTE_MIN(a, b);
 }
 
+/* The wheel's clock: the TSC less the engine's pauses, this pass's included. */
+static inline uint64_t
+vnow(const struct droce_engine *eng)
+{
+	return eng->now - eng->paused - eng->pause_now;
+}
+
+/* Off the wheel: its retransmission deadline (and retry period) moved past
+ * the pauses since it was filed, before this pass's (droce_rc_timers_lc
+ * moves it past that one when it runs the QP this pass). */
 static inline void
 wheel_del(struct droce_engine *eng, struct droce_qp *qp)
 {
+	uint64_t shift = eng->paused - qp->tw_paused;
+
 	TAILQ_REMOVE(&eng->tw[qp->tw_slot], qp, active_link);
 	eng->tw_count--;
 	qp->sched = DROCE_QP_SCHED_NONE;
+	if (unlikely(shift != 0)) {
+		if (qp->rto_deadline)
+			qp->rto_deadline += shift;
+		if (qp->retry_epoch)
+			qp->retry_epoch += RTE_MIN(shift, eng->now - qp->retry_epoch);
+	}
 }
 
 void
@@ -99,10 +124,12 @@ droce_engine_settle_lc(struct droce_engine *eng, struct droce_qp *qp)
 		qp->sched = DROCE_QP_SCHED_NONE;
 		return;
 	}
-	t = d >> eng->tw_shift;
+	/* its deadlines count this pass's pause already (droce_rc_timers_lc) */
+	qp->tw_paused = eng->paused + eng->pause_now;
+	qp->tw_key = d - qp->tw_paused;
+	t = qp->tw_key >> eng->tw_shift;
 	if (t < eng->tw_tick)
 		t = eng->tw_tick;
-	qp->tw_key = d;
 	qp->tw_slot = (uint16_t)(t & (DROCE_TW_SLOTS - 1));
 	TAILQ_INSERT_TAIL(&eng->tw[qp->tw_slot], qp, active_link);
 	qp->sched = DROCE_QP_SCHED_WHEEL;
@@ -112,18 +139,14 @@ droce_engine_settle_lc(struct droce_engine *eng, struct droce_qp *qp)
 void
 droce_engine_timers_lc(struct droce_engine *eng)
 {
-	uint64_t now_tick = eng->now >> eng->tw_shift, end;
+	uint64_t now_tick, end, v;
 	struct droce_qp *qp, *next;
 
+	eng->pause_now = unlikely(eng->pass_gap > eng->stall_cycles) ?
+			 eng->pass_gap - eng->stall_cycles : 0;
+	v = vnow(eng);
+	now_tick = v >> eng->tw_shift;
 	if (likely(eng->tw_count == 0)) {
-		eng->tw_tick = now_tick;
-		return;
-	}
-	if (unlikely(eng->pass_gap > eng->stall_cycles)) {
-		/* the engine did not run: every timer is looked at (and moved) */
-		for (unsigned int s = 0; s < DROCE_TW_SLOTS && eng->tw_count != 0; s++)
-			while ((qp = TAILQ_FIRST(&eng->tw[s])) != NULL)
-				droce_engine_activate_lc(eng, qp);
 		eng->tw_tick = now_tick;
 		return;
 	}
@@ -136,9 +159,16 @@ droce_engine_timers_lc(struct droce_engine *eng)
 
 		for (qp = TAILQ_FIRST(l); qp != NULL; qp = next) {
 			next = TAILQ_NEXT(qp, active_link);
-			if (qp->tw_key <= eng->now)
+			if (qp->tw_key <= v)
 				droce_engine_activate_lc(eng, qp); /* a later turn's stays */
 		}
 	}
 	eng->tw_tick = end;
+}
+
+void
+droce_engine_sched_end_lc(struct droce_engine *eng)
+{
+	eng->paused += eng->pause_now;
+	eng->pause_now = 0;
 }
