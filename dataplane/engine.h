@@ -34,6 +34,8 @@ struct droce_engine;
 #define DROCE_TW_TICKS_PER_SEC 250000
 /* an engine pause longer than this is not waiting time for the timers (rc_retx.c) */
 #define DROCE_ENGINE_STALL_US 100
+/* QPs of a port run in a pass after its waiting room has no budget left */
+#define DROCE_FULL_TURNS 8
 #define DROCE_QPN_ENGINE_BITS 6 /* QPN = (local index + 1) << 6 | engine */
 #define DROCE_MAX_CHANNELS 64
 #define DROCE_CHANNEL_SIZE 4096
@@ -230,13 +232,14 @@ struct droce_qp {
 	struct droce_qp_mod attr;          /* current attributes */
 	struct droce_hdr_tmpl tmpl;
 	uint64_t tmpl_ah_serial;           /* UD: the AH tmpl was last built for (0 = none) */
-	/* the engine's scheduling (engine_sched.c): on its active list, in a
-	 * slot of its timer wheel (tw_slot; tw_key the deadline filed), or neither */
+	/* the engine's scheduling (engine_sched.c): on its port's active list,
+	 * in a slot of its timer wheel (tw_slot; tw_key the deadline filed), or neither */
 	TAILQ_ENTRY(droce_qp) active_link;
 	uint8_t sched;                     /* enum droce_qp_sched */
 	uint16_t tw_slot;
 	uint64_t tw_key;                   /* its deadline on the wheel's clock */
-	uint64_t tw_paused;                /* the engine's pauses when it was filed */
+	uint64_t tw_paused;                /* the engine's pauses at its last turn ... */
+	uint64_t tw_rto, tw_epoch;         /* ... and its rto_deadline, retry_epoch then */
 	struct droce_qp_stats stats;
 	/* CQ overrun (qp.c): completions waiting, in order, for room in their CQ */
 	struct droce_cqe_stash *stash;     /* allocated at the first overrun */
@@ -388,7 +391,10 @@ struct droce_engine {
 	uint32_t *qp_freed;       /* ring of indices given back, oldest first */
 	uint32_t freed_head, freed_count, freed_cap;
 	uint32_t n_qps;           /* indices in use */
-	struct droce_qp_list active;   /* QPs with work now (engine_sched.c) */
+	/* QPs with work now, per port (engine_sched.c) */
+	struct droce_qp_list active[DROCE_MAX_PORTS];
+	uint32_t n_active[DROCE_MAX_PORTS];
+	uint32_t n_active_all;
 	/* QPs with only timers, by deadline (engine_sched.c) */
 	struct droce_qp_list tw[DROCE_TW_SLOTS];
 	uint64_t tw_tick;              /* the first tick not yet taken */

@@ -379,28 +379,38 @@ tx_budget_lc(const struct droce_engine *eng, const struct droce_qp *qp)
 static void
 work_phase_lc(struct droce_engine *eng)
 {
-	struct droce_qp *qp, *next;
-
 	droce_engine_timers_lc(eng);
-	for (qp = TAILQ_FIRST(&eng->active); qp != NULL; qp = next) {
-		next = TAILQ_NEXT(qp, active_link);
-		unsigned int budget = tx_budget_lc(eng, qp);
+	for (unsigned int pi = 0; pi < eng->n_ports; pi++) {
+		struct droce_qp_list *l = &eng->active[pi];
+		unsigned int full = 0;
 
-		eng->stats.qp_turns++;
-		if (droce_qp_stash_pending(qp))
-			droce_qp_stash_drain_lc(qp);
-		if (qp->type == DROCE_QPT_RC) {
-			droce_rc_timers_lc(qp);
-			droce_rc_tx_lc(qp, budget);
-		} else if (qp->type == DROCE_QPT_UC) {
-			droce_uc_tx_lc(qp, budget);
-		} else if (qp->type == DROCE_QPT_UD) {
-			droce_ud_tx_lc(qp, budget);
-		} else if (qp->type == DROCE_QPT_RAW_PACKET) {
-			droce_raw_tx_lc(qp, budget);
+		/* each QP at most once, from the head; one that keeps work goes to the tail */
+		for (uint32_t n = eng->n_active[pi]; n > 0; n--) {
+			struct droce_qp *qp = TAILQ_FIRST(l);
+			unsigned int budget;
+
+			if (qp == NULL)
+				break;
+			budget = tx_budget_lc(eng, qp);
+			if (budget == 0 && ++full > DROCE_FULL_TURNS)
+				break; /* the port is full: the rest next pass */
+			eng->stats.qp_turns++;
+			if (droce_qp_stash_pending(qp))
+				droce_qp_stash_drain_lc(qp);
+			if (qp->type == DROCE_QPT_RC) {
+				droce_engine_catch_up_lc(eng, qp);
+				droce_rc_timers_lc(qp);
+				droce_rc_tx_lc(qp, budget);
+			} else if (qp->type == DROCE_QPT_UC) {
+				droce_uc_tx_lc(qp, budget);
+			} else if (qp->type == DROCE_QPT_UD) {
+				droce_ud_tx_lc(qp, budget);
+			} else if (qp->type == DROCE_QPT_RAW_PACKET) {
+				droce_raw_tx_lc(qp, budget);
+			}
+			droce_qp_overrun_check_lc(qp);
+			droce_engine_settle_lc(eng, qp);
 		}
-		droce_qp_overrun_check_lc(qp);
-		droce_engine_settle_lc(eng, qp);
 	}
 	droce_engine_sched_end_lc(eng);
 }
@@ -422,7 +432,7 @@ droce_engine_pass_lc(struct droce_engine *eng)
 	flush_lc(eng);
 	if (unlikely(eng->nrxfree != 0))
 		droce_engine_rx_free_flush_lc(eng); /* frames injected as received */
-	if (got != 0 || !TAILQ_EMPTY(&eng->active) || eng->tw_count != 0)
+	if (got != 0 || eng->n_active_all != 0 || eng->tw_count != 0)
 		return true;
 	for (unsigned int pi = 0; pi < eng->n_ports; pi++)
 		if (eng->ntx[pi] != 0)

@@ -2,7 +2,7 @@
  * Which QPs a pass visits.  A QP is on one of two engine lists, or none:
  *   active  it has work now (posted WQEs the doorbell announced, an ACK or
  *           READ response to send, completions waiting for CQ room, ...):
- *           phase 3 runs its transport every pass until it has none;
+ *           one list per port; phase 3 runs its transport until it has none;
  *   wheel   it has only timers (retransmission, RNR): it waits in the
  *           timer wheel's slot of its earliest deadline and goes back to
  *           the active list when that comes (phase 4, before the work) or
@@ -10,6 +10,12 @@
  *           a modify).
  * So a pass costs what the QPs with work cost, not a walk over every QP
  * with something in flight (1,000 QPs each waiting for an ACK).
+ *
+ * Phase 3 takes each port's list from its head, and a QP that keeps work
+ * goes to the tail (round robin).  Once the port's waiting room has no
+ * budget left for a QP, at most DROCE_FULL_TURNS more of its QPs run (with
+ * budget 0: completions, flushes) and the rest wait for the next pass, so
+ * a congested port does not cost a turn of each of its busy QPs per pass.
  *
  * The wheel: DROCE_TW_SLOTS lists, a slot per 2^tw_shift TSC cycles (a few
  * microseconds); a deadline further away than one turn waits in its slot
@@ -19,15 +25,16 @@
  * takes it off the wheel, and the work phase files it again with its
  * deadlines as they are then.
  *
- * An engine pause (a pass starting more than DROCE_ENGINE_STALL_US after
- * the one before: descheduled, or nobody drove it) is not waiting time:
- * droce_rc_timers_lc moves the deadlines of the QPs it visits past it.  The
- * QPs in the wheel are not visited, so the wheel runs on a clock without
- * the pauses (vnow: the TSC less every pause so far) and a QP leaving it
- * has its deadlines moved by the pauses it sat through (wheel_del), as if
- * it had been visited in each; an engine pause costs no walk over them.
- * The RNR deadline, which droce_rc_timers_lc does not move, may then come
- * up to the pauses' length late (it is a minimum wait).
+ * Engine pauses (a pass starting more than DROCE_ENGINE_STALL_US after the
+ * one before: descheduled, or nobody drove it) are not waiting time:
+ * droce_rc_timers_lc moves the deadlines of the QP it runs past this pass's
+ * pause.  A QP not run in a pass (in the wheel, or left waiting behind a
+ * full port) catches up when it next runs (droce_engine_catch_up_lc): its
+ * retransmission deadline and retry period, if still the ones it had at its
+ * last turn, move by the pauses since; the wheel runs on a clock without
+ * the pauses (the TSC less every pause so far).  A pause costs no walk over
+ * the QPs.  The RNR deadline, which droce_rc_timers_lc does not move, may
+ * come up to the pauses' length late in the wheel (it is a minimum wait).
  */
 #include <rte_cycles.h>
 
@@ -39,7 +46,11 @@ droce_engine_sched_init(struct droce_engine *eng)
 {
 	uint64_t tick = eng->tsc_hz / DROCE_TW_TICKS_PER_SEC;
 
-	TAILQ_INIT(&eng->active);
+	for (unsigned int pi = 0; pi < DROCE_MAX_PORTS; pi++) {
+		TAILQ_INIT(&eng->active[pi]);
+		eng->n_active[pi] = 0;
+	}
+	eng->n_active_all = 0;
 	for (unsigned int s = 0; s < DROCE_TW_SLOTS; s++)
 		TAILQ_INIT(&eng->tw[s]);
 	eng->tw_shift = 0;
@@ -69,23 +80,19 @@ vnow(const struct droce_engine *eng)
 	return eng->now - eng->paused - eng->pause_now;
 }
 
-/* Off the wheel: its retransmission deadline (and retry period) moved past
- * the pauses since it was filed, before this pass's (droce_rc_timers_lc
- * moves it past that one when it runs the QP this pass). */
+static inline void
+active_del(struct droce_engine *eng, struct droce_qp *qp)
+{
+	TAILQ_REMOVE(&eng->active[qp->port_index], qp, active_link);
+	eng->n_active[qp->port_index]--;
+	eng->n_active_all--;
+}
+
 static inline void
 wheel_del(struct droce_engine *eng, struct droce_qp *qp)
 {
-	uint64_t shift = eng->paused - qp->tw_paused;
-
 	TAILQ_REMOVE(&eng->tw[qp->tw_slot], qp, active_link);
 	eng->tw_count--;
-	qp->sched = DROCE_QP_SCHED_NONE;
-	if (unlikely(shift != 0)) {
-		if (qp->rto_deadline)
-			qp->rto_deadline += shift;
-		if (qp->retry_epoch)
-			qp->retry_epoch += RTE_MIN(shift, eng->now - qp->retry_epoch);
-	}
 }
 
 void
@@ -95,7 +102,11 @@ droce_engine_activate_lc(struct droce_engine *eng, struct droce_qp *qp)
 		return;
 	if (qp->sched == DROCE_QP_SCHED_WHEEL)
 		wheel_del(eng, qp);
-	TAILQ_INSERT_TAIL(&eng->active, qp, active_link);
+	else
+		qp->tw_paused = eng->paused; /* idle until now: no timer to move */
+	TAILQ_INSERT_TAIL(&eng->active[qp->port_index], qp, active_link);
+	eng->n_active[qp->port_index]++;
+	eng->n_active_all++;
 	qp->sched = DROCE_QP_SCHED_ACTIVE;
 }
 
@@ -103,29 +114,50 @@ void
 droce_engine_unsched_lc(struct droce_engine *eng, struct droce_qp *qp)
 {
 	if (qp->sched == DROCE_QP_SCHED_ACTIVE)
-		TAILQ_REMOVE(&eng->active, qp, active_link);
+		active_del(eng, qp);
 	else if (qp->sched == DROCE_QP_SCHED_WHEEL)
 		wheel_del(eng, qp);
 	qp->sched = DROCE_QP_SCHED_NONE;
 }
 
 void
+droce_engine_catch_up_lc(struct droce_engine *eng, struct droce_qp *qp)
+{
+	uint64_t shift = eng->paused - qp->tw_paused;
+
+	if (unlikely(shift != 0)) {
+		/* re-armed since (an ACK): a fresh deadline, nothing to move */
+		if (qp->rto_deadline != 0 && qp->rto_deadline == qp->tw_rto)
+			qp->rto_deadline += shift;
+		if (qp->retry_epoch != 0 && qp->retry_epoch == qp->tw_epoch)
+			qp->retry_epoch += RTE_MIN(shift, eng->now - qp->retry_epoch);
+	}
+}
+
+void
 droce_engine_settle_lc(struct droce_engine *eng, struct droce_qp *qp)
 {
+	struct droce_qp_list *l = &eng->active[qp->port_index];
 	uint64_t d, t;
 
-	if (droce_qp_busy_lc(qp))
-		return; /* work now: it stays */
+	/* its timers as this turn left them, this pass's pause counted */
+	qp->tw_paused = eng->paused + eng->pause_now;
+	qp->tw_rto = qp->rto_deadline;
+	qp->tw_epoch = qp->retry_epoch;
 	d = next_deadline(qp);
-	if (d != 0 && d <= eng->now)
-		return; /* due already (not an RC timer run this pass): next pass */
-	TAILQ_REMOVE(&eng->active, qp, active_link);
+	if (droce_qp_busy_lc(qp) || (d != 0 && d <= eng->now)) {
+		/* work now (or due already, not an RC timer run this pass): to the tail */
+		if (TAILQ_NEXT(qp, active_link) != NULL) {
+			TAILQ_REMOVE(l, qp, active_link);
+			TAILQ_INSERT_TAIL(l, qp, active_link);
+		}
+		return;
+	}
+	active_del(eng, qp);
 	if (d == 0) {
 		qp->sched = DROCE_QP_SCHED_NONE;
 		return;
 	}
-	/* its deadlines count this pass's pause already (droce_rc_timers_lc) */
-	qp->tw_paused = eng->paused + eng->pause_now;
 	qp->tw_key = d - qp->tw_paused;
 	t = qp->tw_key >> eng->tw_shift;
 	if (t < eng->tw_tick)
