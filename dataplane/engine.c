@@ -21,7 +21,8 @@
  *
  * This file: the engine set, start/stop and driving (progress, the dedicated
  * lcore loop).  The rest is in engine_chan.c (channels, phase 1),
- * engine_pass.c (a pass: phases 2-5), engine_qpt.c (QP indices) and
+ * engine_pass.c (a pass: phases 2-5), engine_sched.c (which QPs a pass visits:
+ * the active list, the timer wheel), engine_qpt.c (QP indices) and
  * engine_fallback.c; engine_internal.h is what they share.
  */
 #include <errno.h>
@@ -189,8 +190,7 @@ droce_engines_start(void)
 		eng->id = e;
 		eng->queue = (uint16_t)e;
 		eng->tsc_hz = rte_get_tsc_hz();
-		eng->stall_tsc = eng->tsc_hz / 1000000 * DROCE_STALL_US;
-		TAILQ_INIT(&eng->active);
+		droce_engine_sched_init(eng);
 		eng->n_ports = droce_port_count();
 		for (unsigned int pi = 0; pi < eng->n_ports; pi++)
 			eng->ports[pi] = droce_port_get(pi);

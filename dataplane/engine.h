@@ -28,6 +28,14 @@ struct droce_engine;
 #define DROCE_BURST 32
 #define DROCE_TXBUF 512     /* per port: frames waiting for the PMD */
 #define DROCE_RX_BURSTS 4   /* rx bursts per port per pass, at most */
+/* the timer wheel (engine_sched.c): slots, and ticks per second (a slot's
+ * span is the power of two of TSC cycles nearest below) */
+#define DROCE_TW_SLOTS 256
+#define DROCE_TW_TICKS_PER_SEC 250000
+/* an engine pause longer than this is not waiting time for the timers (rc_retx.c) */
+#define DROCE_ENGINE_STALL_US 100
+/* QPs of a port run in a pass after its waiting room has no budget left */
+#define DROCE_FULL_TURNS 8
 #define DROCE_QPN_ENGINE_BITS 6 /* QPN = (local index + 1) << 6 | engine */
 #define DROCE_MAX_CHANNELS 64
 #define DROCE_CHANNEL_SIZE 4096
@@ -102,6 +110,12 @@ struct droce_swqe {
 	bool rd_counted;     /* counted in qp->rd_atomic_out */
 	bool reask;          /* READ: asked again for what has not arrived (rc_read.c) */
 	uint32_t sr_asked;   /* READ, selective repeat: holes below this response asked (rc_sr.c) */
+};
+
+enum droce_qp_sched {
+	DROCE_QP_SCHED_NONE,   /* nothing to do, no timer */
+	DROCE_QP_SCHED_ACTIVE, /* on the engine's active list */
+	DROCE_QP_SCHED_WHEEL,  /* only timers: in the engine's timer wheel */
 };
 
 enum droce_req_state {
@@ -218,14 +232,14 @@ struct droce_qp {
 	struct droce_qp_mod attr;          /* current attributes */
 	struct droce_hdr_tmpl tmpl;
 	uint64_t tmpl_ah_serial;           /* UD: the AH tmpl was last built for (0 = none) */
+	/* the engine's scheduling (engine_sched.c): on its port's active list,
+	 * in a slot of its timer wheel (tw_slot; tw_key the deadline filed), or neither */
 	TAILQ_ENTRY(droce_qp) active_link;
-	bool active;
-	/* RC: the last transmit turn left nothing to send (all posted WQEs sent,
-	 * no ACK or READ response due), and nothing happened to the QP since:
-	 * droce_engine_activate_lc (every frame, bell, modify) and a timer that
-	 * fires clear it.  An active QP that only waits for its ACKs skips its
-	 * transmit turns (engine_pass.c). */
-	bool tx_idle;
+	uint8_t sched;                     /* enum droce_qp_sched */
+	uint16_t tw_slot;
+	uint64_t tw_key;                   /* its deadline on the wheel's clock */
+	uint64_t tw_paused;                /* the engine's pauses at its last turn ... */
+	uint64_t tw_rto, tw_epoch;         /* ... and its rto_deadline, retry_epoch then */
 	struct droce_qp_stats stats;
 	/* CQ overrun (qp.c): completions waiting, in order, for room in their CQ */
 	struct droce_cqe_stash *stash;     /* allocated at the first overrun */
@@ -324,6 +338,7 @@ struct droce_engine_stats {
 	uint64_t cqe_stashed;     /* completions that found their CQ full and waited in their QP */
 	uint64_t cqe_lost;        /* ... and that found no room there either (must stay 0) */
 	uint64_t zc_tx;           /* frames sent zero-copy (payload in registered memory, zcopy.c) */
+	uint64_t qp_turns;        /* QPs phase 3 ran (active ones only: engine_sched.c) */
 };
 
 TAILQ_HEAD(droce_qp_list, droce_qp);
@@ -376,7 +391,18 @@ struct droce_engine {
 	uint32_t *qp_freed;       /* ring of indices given back, oldest first */
 	uint32_t freed_head, freed_count, freed_cap;
 	uint32_t n_qps;           /* indices in use */
-	struct droce_qp_list active;
+	/* QPs with work now, per port (engine_sched.c) */
+	struct droce_qp_list active[DROCE_MAX_PORTS];
+	uint32_t n_active[DROCE_MAX_PORTS];
+	uint32_t n_active_all;
+	/* QPs with only timers, by deadline (engine_sched.c) */
+	struct droce_qp_list tw[DROCE_TW_SLOTS];
+	uint64_t tw_tick;              /* the first tick not yet taken */
+	uint32_t tw_count;             /* QPs in the wheel */
+	unsigned int tw_shift;         /* a tick is 2^tw_shift TSC cycles */
+	uint64_t stall_cycles;         /* DROCE_ENGINE_STALL_US in TSC cycles */
+	uint64_t paused;               /* TSC cycles of engine pauses, passes before this one */
+	uint64_t pause_now;            /* ... and of this pass's (phase 3-4) */
 
 	/* frames built and not yet taken by the PMD; they wait here (backpressure) */
 	struct rte_mbuf *txq[DROCE_MAX_PORTS][DROCE_TXBUF];
@@ -394,7 +420,6 @@ struct droce_engine {
 	uint64_t now;          /* TSC, read once per loop */
 	uint64_t pass_gap;     /* TSC since the pass before (the engine was not running) */
 	uint64_t tsc_hz;
-	uint64_t stall_tsc;    /* DROCE_STALL_US in TSC (0: unknown, every gap counts) */
 	struct droce_engine_stats stats;
 	_Atomic bool stop;
 };
@@ -482,8 +507,6 @@ void droce_rc_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_
 /* Sends what the QP may send now; returns packets queued. */
 unsigned int droce_rc_tx_lc(struct droce_qp *qp, unsigned int budget);
 void droce_rc_timers_lc(struct droce_qp *qp);
-/* An engine pause longer than this is not waiting time (rc_retx.c shifts the timers). */
-#define DROCE_STALL_US 100
 /* Whether droce_rc_timers_lc has anything to do this pass: the retransmission
  * deadline passed, an RNR wait runs, or the engine paused (the deadlines move);
  * a few loads, so the common pass (a deadline ahead) makes no call. */
@@ -493,7 +516,7 @@ droce_rc_timers_due(const struct droce_qp *qp)
 	const struct droce_engine *eng = qp->eng;
 
 	return (qp->rto_deadline != 0 && eng->now >= qp->rto_deadline) ||
-	       qp->req_state == DROCE_REQ_RNR_WAIT || eng->pass_gap > eng->stall_tsc;
+	       qp->req_state == DROCE_REQ_RNR_WAIT || eng->pass_gap > eng->stall_cycles;
 }
 /* Sends the coalesced ACK now if one is due and no READ response waits before it. */
 void droce_rc_ack_now_lc(struct droce_qp *qp);
@@ -506,7 +529,8 @@ void droce_qp_set_state_lc(struct droce_qp *qp, enum droce_qp_state state);
 /* Allocates the QP's READ / atomic resources if it has none yet: 0 or ENOMEM. */
 int droce_qp_resp_res_lc(struct droce_qp *qp);
 void droce_qp_apply_mod_lc(struct droce_qp *qp, const struct droce_qp_mod *mod);
-/* True while the QP still has something to send or a timer running. */
+/* True while the QP has something to do now (its timers aside: engine_sched.c
+ * keeps a QP with only timers in the timer wheel). */
 bool droce_qp_busy_lc(const struct droce_qp *qp);
 
 /* CQ overrun (qp.c): moves the QP to ERR once the call that overran is done. */

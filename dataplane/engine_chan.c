@@ -192,10 +192,7 @@ handle_msg_lc(struct droce_engine *eng, const struct droce_msg *m)
 		inject_lc(eng, m->ptr, m->arg & 0xffff, (enum droce_inject_dir)(m->arg >> 16));
 		break;
 	case DROCE_MSG_DETACH:
-		if (qp->active) {
-			TAILQ_REMOVE(&eng->active, qp, active_link);
-			qp->active = false;
-		}
+		droce_engine_unsched_lc(eng, qp);
 		if (qp->qpn == DROCE_DP_GSI_QPN)
 			eng->gsi[qp->port_index] = NULL;
 		else
@@ -219,16 +216,6 @@ droce_engine_drain_lc(struct droce_engine *eng)
 		got += k;
 	}
 	return got;
-}
-
-void
-droce_engine_activate_lc(struct droce_engine *eng, struct droce_qp *qp)
-{
-	qp->tx_idle = false; /* something happened: its next transmit turn runs */
-	if (!qp->active) {
-		TAILQ_INSERT_TAIL(&eng->active, qp, active_link);
-		qp->active = true;
-	}
 }
 
 /* ---- test support: raw frames ---- */

@@ -5,6 +5,7 @@
  *   engine_qpt.c       the QP table's index allocation (lookup inline below)
  *   engine_pass.c      a pass: receive (parse, dispatch, hand-over, RAW
  *                      delivery), work, flush
+ *   engine_sched.c     which QPs a pass visits: the active list, the timer wheel
  *   engine_fallback.c  the co-located fallback progress thread
  */
 #ifndef DROCE_ENGINE_INTERNAL_H
@@ -63,6 +64,23 @@ unsigned int droce_engine_drain_lc(struct droce_engine *eng);
 void droce_engine_chan_free(struct droce_engine *eng);
 /* The calling thread forgets its channels (they were freed with the engines). */
 void droce_engine_chan_forget(void);
+
+/* ---- which QPs a pass visits (engine_sched.c) ---- */
+
+void droce_engine_sched_init(struct droce_engine *eng);
+/* Phase 4: the QPs whose timers are due go to the active list, before
+ * phase 3 runs it. */
+void droce_engine_timers_lc(struct droce_engine *eng);
+/* Before @qp's turn: its timers move past the engine's pauses it was not run
+ * in (droce_rc_timers_lc moves them past this pass's). */
+void droce_engine_catch_up_lc(struct droce_engine *eng, struct droce_qp *qp);
+/* The end of phase 3: this pass's pause joins the engine's pauses. */
+void droce_engine_sched_end_lc(struct droce_engine *eng);
+/* After @qp's turn in phase 3: it stays active (work now: to its list's
+ * tail), goes to the timer wheel (only timers) or off both. */
+void droce_engine_settle_lc(struct droce_engine *eng, struct droce_qp *qp);
+/* @qp off the active list and the wheel (it is being detached). */
+void droce_engine_unsched_lc(struct droce_engine *eng, struct droce_qp *qp);
 
 /* ---- the QP table (engine_qpt.c allocates; the engine reads and writes entries) ---- */
 

@@ -4,7 +4,8 @@
  *      flow rules, the RoCE parse and dispatch to the QP's transport, frames
  *      handed to and from other engines (one SPSC ring per engine pair, with
  *      the parse result), the bulk free of received frames;
- *   3-4. work: the active QPs' transmit functions and timers, each within
+ *   3-4. work: the QPs whose timers are due join the active list
+ *      (engine_sched.c), then the active QPs' transmit functions and timers, each within
  *      what its port's waiting room allows;
  *   5. flush: the waiting frames to the PMDs.
  * In one file so the phases inline into the pass.
@@ -393,52 +394,44 @@ tx_budget_lc(const struct droce_engine *eng, const struct droce_qp *qp)
 	return room > 2 * DROCE_BURST ? RTE_MIN(room - 2 * DROCE_BURST, 2u * DROCE_BURST) : 0;
 }
 
-/* After an RC QP's transmit turn: true when the next turn would find nothing
- * to do until something happens to the QP (see droce_qp.tx_idle): in RTS
- * with no RNR wait, every posted WQE sent (sq_avail was refreshed by the
- * turn; a later post rings a new bell), no ACK, NAK or READ response due.
- * A local operation (BIND_MW, LOCAL_INV) waiting at the head is retired by
- * the turn that runs after the ACK that exposes it (a received frame). */
-static inline bool
-rc_tx_idle(const struct droce_qp *qp)
-{
-	return qp->state == DROCE_QPS_RTS && qp->req_state == DROCE_REQ_IDLE &&
-	       qp->sq_cur == qp->sq_avail && !qp->ack_pending && qp->rd_resp_count == 0;
-}
-
 static void
 work_phase_lc(struct droce_engine *eng)
 {
-	struct droce_qp *qp, *next;
+	droce_engine_timers_lc(eng);
+	for (unsigned int pi = 0; pi < eng->n_ports; pi++) {
+		struct droce_qp_list *l = &eng->active[pi];
+		unsigned int full = 0;
 
-	for (qp = TAILQ_FIRST(&eng->active); qp != NULL; qp = next) {
-		next = TAILQ_NEXT(qp, active_link);
-		unsigned int budget = tx_budget_lc(eng, qp);
+		/* each QP at most once, from the head; one that keeps work goes to the tail */
+		for (uint32_t n = eng->n_active[pi]; n > 0; n--) {
+			struct droce_qp *qp = TAILQ_FIRST(l);
+			unsigned int budget;
 
-		if (droce_qp_stash_pending(qp))
-			droce_qp_stash_drain_lc(qp);
-		if (qp->type == DROCE_QPT_RC) {
-			if (droce_rc_timers_due(qp)) {
-				droce_rc_timers_lc(qp);
-				qp->tx_idle = false;
-			}
-			if (!qp->tx_idle) {
+			if (qp == NULL)
+				break;
+			budget = tx_budget_lc(eng, qp);
+			if (budget == 0 && ++full > DROCE_FULL_TURNS)
+				break; /* the port is full: the rest next pass */
+			eng->stats.qp_turns++;
+			if (droce_qp_stash_pending(qp))
+				droce_qp_stash_drain_lc(qp);
+			if (qp->type == DROCE_QPT_RC) {
+				droce_engine_catch_up_lc(eng, qp);
+				if (droce_rc_timers_due(qp))
+					droce_rc_timers_lc(qp);
 				droce_rc_tx_lc(qp, budget);
-				qp->tx_idle = rc_tx_idle(qp);
+			} else if (qp->type == DROCE_QPT_UC) {
+				droce_uc_tx_lc(qp, budget);
+			} else if (qp->type == DROCE_QPT_UD) {
+				droce_ud_tx_lc(qp, budget);
+			} else if (qp->type == DROCE_QPT_RAW_PACKET) {
+				droce_raw_tx_lc(qp, budget);
 			}
-		} else if (qp->type == DROCE_QPT_UC) {
-			droce_uc_tx_lc(qp, budget);
-		} else if (qp->type == DROCE_QPT_UD) {
-			droce_ud_tx_lc(qp, budget);
-		} else if (qp->type == DROCE_QPT_RAW_PACKET) {
-			droce_raw_tx_lc(qp, budget);
-		}
-		droce_qp_overrun_check_lc(qp);
-		if (!droce_qp_busy_lc(qp)) {
-			TAILQ_REMOVE(&eng->active, qp, active_link);
-			qp->active = false;
+			droce_qp_overrun_check_lc(qp);
+			droce_engine_settle_lc(eng, qp);
 		}
 	}
+	droce_engine_sched_end_lc(eng);
 }
 
 /* One pass; false when the engine is idle (nothing received or drained, no QP
@@ -458,7 +451,7 @@ droce_engine_pass_lc(struct droce_engine *eng)
 	flush_lc(eng);
 	if (unlikely(eng->nrxfree != 0))
 		droce_engine_rx_free_flush_lc(eng); /* frames injected as received */
-	if (got != 0 || !TAILQ_EMPTY(&eng->active))
+	if (got != 0 || eng->n_active_all != 0 || eng->tw_count != 0)
 		return true;
 	for (unsigned int pi = 0; pi < eng->n_ports; pi++)
 		if (eng->ntx[pi] != 0)

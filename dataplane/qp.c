@@ -763,8 +763,7 @@ droce_qp_busy_lc(const struct droce_qp *qp)
 {
 	uint32_t sq_ready = qp->sq_avail;
 
-	if (qp->rto_deadline || qp->rnr_deadline || qp->ack_pending || qp->rd_resp_count ||
-	    droce_qp_stash_pending(qp))
+	if (qp->ack_pending || qp->rd_resp_count || droce_qp_stash_pending(qp))
 		return true;
 	/* unseen WQEs are announced by their doorbell; only known work keeps us busy */
 	if (qp->state == DROCE_QPS_RTS && qp->sq_cur != sq_ready && qp->req_state == DROCE_REQ_IDLE)

@@ -166,11 +166,11 @@ droce_rc_timers_lc(struct droce_qp *qp)
 	uint64_t now = qp->eng->now;
 	uint32_t last;
 
-	if (qp->eng->pass_gap > qp->eng->tsc_hz / 1000000 * DROCE_STALL_US) {
+	if (qp->eng->pass_gap > qp->eng->stall_cycles) {
 		/* the engine did not run (descheduled, or nobody drove it): the
 		 * peer's answers may be arriving only now, after this pass's
 		 * receive phase; that pause is neither RTT nor a stall */
-		uint64_t shift = qp->eng->pass_gap - qp->eng->tsc_hz / 1000000 * DROCE_STALL_US;
+		uint64_t shift = qp->eng->pass_gap - qp->eng->stall_cycles;
 
 		if (qp->rto_deadline)
 			qp->rto_deadline += shift;

@@ -44,6 +44,7 @@ static const struct {
 	ES(cqe_stashed, "cqe_stashed"),
 	ES(cqe_lost, "cqe_lost"),
 	ES(zc_tx, "tx_zero_copy"),
+	ES(qp_turns, "qp_turns"),
 	ES(injected, "injected"),
 };
 #undef ES

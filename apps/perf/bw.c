@@ -131,6 +131,91 @@ give_up_on(struct pair *p, uint32_t pi, uint64_t now)
 	p->last_arrival = now;
 }
 
+/* The pairs that may post: a FIFO of indices in R.ready (see struct run). */
+void
+bw_wake(uint32_t pi)
+{
+	struct pair *p = &R.p[pi];
+	uint32_t at;
+
+	if (p->queued)
+		return;
+	p->queued = true;
+	at = R.ready_head + R.ready_n++;
+	R.ready[at >= o.qps ? at - o.qps : at] = pi;
+}
+
+static uint32_t
+ready_pop(void)
+{
+	uint32_t pi = R.ready[R.ready_head];
+
+	R.ready_head = R.ready_head + 1 == o.qps ? 0 : R.ready_head + 1;
+	R.ready_n--;
+	R.p[pi].queued = false;
+	return pi;
+}
+
+static void
+wake_all(void)
+{
+	for (uint32_t i = 0; i < o.qps; i++)
+		bw_wake(i);
+}
+
+/* Is pair @p's part of the run done (all completed, and arrived where this
+ * process follows arrivals)? */
+static bool
+pair_done(const struct pair *p, bool track)
+{
+	return p->completed >= p->target && (!track || resolved(p) >= p->target) &&
+	       (track || o.verb != V_SEND || !plays(1) || p->recv_seen[1] >= p->target);
+}
+
+/*
+ * Posts what pair @i may: up to its target, within its window (-t, and for
+ * UC/UD what has not arrived), in post lists of -l.  True when its send queue
+ * was full (it may post again after polling); otherwise it waits for a
+ * completion (or stops at its target).
+ */
+static bool
+post_pair(struct pair *p, uint32_t i, struct ibv_send_wr *wr, struct ibv_sge *sge, bool track,
+	  uint64_t window)
+{
+	while (p->posted < p->target) {
+		uint64_t left = p->target - p->posted;
+		uint32_t n = left < o.post_list ? (uint32_t)left : o.post_list;
+		struct ibv_send_wr *bad = NULL;
+		int rc;
+
+		if (p->posted - p->completed + n > R.depth)
+			break;
+		if (track && p->posted > resolved(p) &&
+		    p->posted - resolved(p) + n > window)
+			break;
+		for (uint32_t j = 0; j < n; j++) {
+			uint64_t seq = p->posted + j;
+			bool sig = (seq + 1) % R.cq_mod == 0 || seq + 1 == p->target;
+
+			if (o.check)
+				check_prepare(p, i, 0, seq);
+			make_wr(&wr[j], &sge[j], p, i, 0, seq, sig);
+			wr[j].next = j + 1 < n ? &wr[j + 1] : NULL;
+		}
+		rc = post_send(p->qp[0], wr, &bad);
+		if (rc == ENOMEM) {
+			/* send queue full: post what went, retry after polling */
+			p->posted += (uint64_t)(bad - wr);
+			return true;
+		}
+		if (rc != 0)
+			fail("ibv_post_send (QP pair %u, message %" PRIu64 "): %s", i,
+			     p->posted + (uint64_t)(bad ? bad - wr : 0), strerror(rc));
+		p->posted += n;
+	}
+	return false;
+}
+
 /*
  * The bandwidth run, for every topology: the client posts -t per QP and
  * polls; where this process also plays the server (the loopback), it polls
@@ -151,6 +236,7 @@ run_bw(uint64_t size)
 	uint64_t per_qp = o.duration > 0 ? UINT64_MAX : o.iters;
 	uint64_t dur = (uint64_t)(o.duration * (double)tsc_hz);
 	uint64_t last_done = 0, total = 0, msgs_want;
+	uint32_t undone = 0; /* pairs below it are done */
 	bool stopping = o.duration == 0;
 	bool track = track_arrivals();
 	/* UC/UD send_bw: the figures are what the receiver got, as perftest's */
@@ -170,8 +256,19 @@ run_bw(uint64_t size)
 	pt = malloc(cap * sizeof(*pt));
 	if (pt == NULL)
 		fail("out of memory");
-	for (uint32_t i = 0; i < o.qps; i++)
+	R.ready = malloc(o.qps * sizeof(*R.ready));
+	if (R.ready == NULL)
+		fail("out of memory");
+	R.ready_head = R.ready_n = 0;
+	R.completed_all = R.recv_all[0] = R.recv_all[1] = 0;
+	for (uint32_t i = 0; i < o.qps; i++) {
 		R.p[i].target = per_qp;
+		R.p[i].queued = false;
+		R.completed_all += R.p[i].completed;
+		R.recv_all[0] += R.p[i].recv_seen[0];
+		R.recv_all[1] += R.p[i].recv_seen[1];
+	}
+	wake_all();
 	msgs_want = per_qp == UINT64_MAX ? UINT64_MAX : per_qp * o.qps;
 
 	watch_start(&w);
@@ -180,45 +277,15 @@ run_bw(uint64_t size)
 		R.p[i].last_arrival = w.start;
 	pt[npt++] = (struct peak_point){ w.start, 0 };
 	for (;;) {
-		bool done = true;
 		uint64_t now;
 		int got;
 
-		/* post */
-		for (uint32_t i = 0; i < o.qps; i++) {
-			struct pair *p = &R.p[i];
+		/* post: the pairs that may have room (each visited once a loop) */
+		for (uint32_t k = R.ready_n; k > 0; k--) {
+			uint32_t i = ready_pop();
 
-			while (p->posted < p->target) {
-				uint64_t left = p->target - p->posted;
-				uint32_t n = left < o.post_list ? (uint32_t)left : o.post_list;
-				struct ibv_send_wr *bad = NULL;
-				int rc;
-
-				if (p->posted - p->completed + n > R.depth)
-					break;
-				if (track && p->posted > resolved(p) &&
-				    p->posted - resolved(p) + n > window)
-					break;
-				for (uint32_t j = 0; j < n; j++) {
-					uint64_t seq = p->posted + j;
-					bool sig = (seq + 1) % R.cq_mod == 0 || seq + 1 == p->target;
-
-					if (o.check)
-						check_prepare(p, i, 0, seq);
-					make_wr(&wr[j], &sge[j], p, i, 0, seq, sig);
-					wr[j].next = j + 1 < n ? &wr[j + 1] : NULL;
-				}
-				rc = post_send(p->qp[0], wr, &bad);
-				if (rc == ENOMEM) {
-					/* send queue full: post what went, retry after polling */
-					p->posted += (uint64_t)(bad - wr);
-					break;
-				}
-				if (rc != 0)
-					fail("ibv_post_send (QP pair %u, message %" PRIu64 "): %s", i,
-					     p->posted + (uint64_t)(bad ? bad - wr : 0), strerror(rc));
-				p->posted += n;
-			}
+			if (post_pair(&R.p[i], i, wr, sge, track, window))
+				bw_wake(i); /* its send queue was full: again after polling */
 		}
 
 		if (count_rx && stopping && npt_full == 0) {
@@ -256,13 +323,12 @@ run_bw(uint64_t size)
 				     (sender_idle(p, window) && p->idle_polls > IDLE_POLLS &&
 				      now - p->last_arrival > quiet_fast)))
 					give_up_on(p, i, now);
+				bw_wake(i); /* what arrived (or was lost) opens its window */
 			}
 		}
 		if (got > 0) {
 			w.last_progress = now;
-			total = 0;
-			for (uint32_t i = 0; i < o.qps; i++)
-				total += count_rx ? R.p[i].recv_seen[1] : R.p[i].completed;
+			total = count_rx ? R.recv_all[1] : R.completed_all;
 			if (total != last_done) {
 				last_done = total;
 				r.seconds = secs(now - w.start);
@@ -270,17 +336,10 @@ run_bw(uint64_t size)
 					pt[npt++] = (struct peak_point){ now, total };
 			}
 		}
-		for (uint32_t i = 0; i < o.qps; i++) {
-			const struct pair *p = &R.p[i];
-
-			if (p->completed < p->target ||
-			    (track && resolved(p) < p->target) ||
-			    (!track && o.verb == V_SEND && plays(1) && p->recv_seen[1] < p->target)) {
-				done = false;
-				break;
-			}
-		}
-		if (done && stopping)
+		/* pairs below `undone` are done (they stay done until the targets move) */
+		while (undone < o.qps && pair_done(&R.p[undone], track))
+			undone++;
+		if (undone == o.qps && stopping)
 			break;
 		if (!stopping && now - w.start >= dur) {
 			/* time is up: finish at the next signaled message */
@@ -293,6 +352,8 @@ run_bw(uint64_t size)
 				if (p->target == 0)
 					p->target = R.cq_mod;
 			}
+			undone = 0;
+			wake_all();
 		}
 		if ((++w.polls & 1023) == 0) {
 			if (now - w.last_progress > w.timeout ||
@@ -344,6 +405,8 @@ run_bw(uint64_t size)
 		r.bw_peak = r.bw_avg;
 	completion_gaps(pt, npt, &r);
 	free(pt);
+	free(R.ready);
+	R.ready = NULL;
 	if (r.lost > 0)
 		fprintf(stderr, "droce-perf: %s %" PRIu64 " B: %" PRIu64 " of %" PRIu64 " messages "
 			"never arrived (%s does not retransmit)%s\n", o.test, size, r.lost,

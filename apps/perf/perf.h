@@ -164,6 +164,7 @@ struct pair {
 	bool gave_up;          /* ... if it did */
 	uint64_t res_seen, idle_polls; /* run_bw: polls since resolved() last moved */
 	uint64_t last_arrival; /* TSC of the last arrival seen (receive or verified WRITE) */
+	bool queued;           /* run_bw: in R.ready (it may be able to post) */
 };
 
 struct run {
@@ -188,6 +189,14 @@ struct run {
 	bool multi_size;       /* several sizes in the run: --lat-samples lines say which */
 	bool loop_cli_open;    /* -R loopback: the client's event channel is open */
 	uint32_t rem_qkey;     /* UD: the peer's Q_Key (perftest's DEF_QKEY; -R: rdma_cm's) */
+	/* run_bw with many QPs: the pairs that may be able to post, a FIFO of
+	 * pair indices (each at most once), so one loop visits those alone; a
+	 * completion puts its pair back (bw_wake).  And the sums its figures
+	 * need, kept as completions are polled rather than summed per poll. */
+	uint32_t *ready;
+	uint32_t ready_head, ready_n;
+	uint64_t completed_all; /* sum of every pair's `completed` */
+	uint64_t recv_all[2];   /* sum of every pair's recv_seen[side] */
 };
 
 /* --stats: every QP's counters, summed as the QPs are destroyed */
@@ -356,6 +365,7 @@ uint64_t quiet_cycles(void);
 bool sender_idle(const struct pair *p, uint64_t window);
 void give_up_on(struct pair *p, uint32_t pi, uint64_t now);
 void run_bw(uint64_t size);
+void bw_wake(uint32_t pi);
 
 /* ---- lat.c ---- */
 

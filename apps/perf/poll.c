@@ -128,6 +128,7 @@ poll_side_cq(int side)
 			if (o.check)
 				check_received(p, pi, side, &wc[i]);
 			p->recv_seen[side]++;
+			R.recv_all[side]++;
 			R.last_recv = rte_rdtsc(); /* also RC: a server's send_bw figures */
 			if (o.qpt != IBV_QPT_RC) {
 				p->last_arrival = R.last_recv;
@@ -144,7 +145,10 @@ poll_side_cq(int side)
 			if (o.check)
 				for (uint64_t s = p->completed; s <= seq; s++)
 					check_completed(p, pi, side, s);
+			R.completed_all += seq + 1 - p->completed;
 			p->completed = seq + 1;
+			if (R.ready != NULL)
+				bw_wake(pi); /* room in its window again */
 		} else {
 			p->sends_done[side]++;
 		}

@@ -1,0 +1,108 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * Which QPs a pass visits (dataplane/engine_sched.c): many RC QPs, each with
+ * a WRITE sent to a QPN nobody has (no ACK will come), so each has only its
+ * retransmission timer:
+ *  - passes then run none of them (the engine's qp_turns does not move);
+ *  - an engine pause (a 300 ms sleep between passes) is not waiting time:
+ *    it moves every waiting timer past it, as droce_rc_timers_lc does for
+ *    the QPs it visits, without running them;
+ *  - the timers still fire: every QP times out and sends its WRITE again, not
+ *    before the timeout attribute plus the pause;
+ *  - destroying the QPs takes them out of the wheel.
+ */
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+
+#define NQP 512
+#define GHOST (1u << 12) /* added to a QPN: nobody */
+#define TIMEOUT 18       /* 4.096 us * 2^18: 1.07 s */
+
+TestSuite(sched, .fini = h_stop, .timeout = 120);
+
+static uint64_t
+qp_turns(void)
+{
+	struct droce_engine_stats s;
+
+	droce_engine_stats_get(0, &s);
+	return s.qp_turns;
+}
+
+Test(sched, waiting_qps_cost_no_pass_and_their_timers_fire)
+{
+	struct h_cfg cfg = { .fallback_us = -1 }; /* only the test drives */
+	struct h_conn_opts o = h_conn_defaults(1024);
+	struct droce_qp_caps caps = { .max_send_wr = 4, .max_recv_wr = 1, .max_send_sge = 1,
+				      .max_recv_sge = 1 };
+	static struct droce_qp *qp[NQP];
+	struct droce_engine *eng;
+	struct droce_cq *cq;
+	struct h_buf lb, rb;
+	uint64_t t0, t_first = 0, turns;
+	unsigned int passes = 2000, left;
+
+	h_start(&cfg, false);
+	eng = droce_engine_get(0);
+	cq = h_cq_create(2 * NQP);
+	h_buf_init(&lb, 4096, DROCE_ACCESS_LOCAL_WRITE);
+	h_buf_init(&rb, 4096, DROCE_ACCESS_LOCAL_WRITE | DROCE_ACCESS_REMOTE_WRITE);
+	o.timeout = TIMEOUT;
+	for (unsigned int i = 0; i < NQP; i++) {
+		qp[i] = droce_qp_create(DROCE_QPT_RC, &caps, cq, cq, H_PD, 0);
+		cr_assert_not_null(qp[i], "droce_qp_create #%u: %s", i, strerror(errno));
+		h_connect(qp[i], 0, 1, droce_qp_num(qp[i]) + GHOST, H_PSN_A, H_PSN_B, &o);
+	}
+	t0 = tc_now_ms();
+	for (unsigned int i = 0; i < NQP; i++)
+		h_post_write(qp[i], i, &lb, &rb, 0, 64);
+	for (unsigned int i = 0; i < NQP; i++)
+		h_wait_tx(qp[i], 1, "the WRITE");
+	droce_progress();
+	cr_assert_eq(eng->tw_count, NQP, "%u QPs in the timer wheel, expected %u", eng->tw_count, NQP);
+	cr_assert_eq(eng->n_active_all, 0, "QPs with only a timer left on the active list");
+
+	/* passes with nothing to do run no QP, nor does the pass after a pause */
+	turns = qp_turns();
+	for (unsigned int k = 0; k < passes; k++)
+		droce_progress();
+	usleep(300 * 1000);
+	droce_progress();
+	turns = qp_turns() - turns;
+	cr_assert_eq(turns, 0, "%" PRIu64 " QP turns in %u passes with %u QPs waiting", turns,
+		     passes + 1, NQP);
+	cr_assert_eq(eng->tw_count, NQP);
+	for (unsigned int i = 0; i < NQP; i++)
+		cr_assert_eq(h_qp_stats(qp[i])->timeouts, 0, "QP #%u timed out before its time", i);
+
+	/* the timers fire, not before the attribute (1.07 s) and the pause, and
+	 * each QP resends */
+	left = NQP;
+	while (left > 0) {
+		cr_assert_leq(tc_now_ms() - t0, 10000, "%u QPs never timed out", left);
+		droce_progress();
+		left = 0;
+		for (unsigned int i = 0; i < NQP; i++) {
+			if (h_qp_stats(qp[i])->timeouts == 0) {
+				left++;
+				continue;
+			}
+			if (t_first == 0)
+				t_first = tc_now_ms();
+		}
+	}
+	cr_assert_geq(t_first - t0, 1300, "a timer fired %" PRIu64 " ms after the posts (1,070 ms "
+		      "timeout, 300 ms pause)", t_first - t0);
+	for (unsigned int i = 0; i < NQP; i++)
+		cr_assert_geq(h_qp_stats(qp[i])->tx_pkts, 2, "QP #%u did not resend", i);
+
+	/* destroyed while waiting: out of the wheel */
+	for (unsigned int i = 0; i < NQP; i++)
+		cr_assert_eq(droce_qp_destroy(qp[i]), 0);
+	droce_progress();
+	cr_assert_eq(eng->tw_count, 0, "%u destroyed QPs still in the wheel", eng->tw_count);
+	cr_assert_eq(eng->n_active_all, 0);
+}
