@@ -193,17 +193,16 @@ resp_send(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame, 
 static void
 resp_write(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame, uint32_t psn)
 {
-	uint32_t flags = p->info->flags, len = p->payload_len;
+	uint32_t flags = p->info->flags, len = p->payload_len, dlen = 0;
+	const struct droce_mr *mr = NULL;
 
 	if (flags & DROCE_OPF_FIRST) {
-		uint32_t dlen;
-
-		if (!droce_xport_write_first_lc(qp, p, frame, &dlen)) {
+		if (!droce_xport_write_first_lc(qp, p, frame, &dlen, &mr)) {
 			resp_error(qp, DROCE_ERR_REM_ACCESS, psn);
 			return;
 		}
 	}
-	if (len && !droce_xport_write_place_lc(qp, p->payload, len)) {
+	if (len && !droce_xport_write_place_lc(qp, mr, dlen, p->payload, len)) {
 		resp_error(qp, DROCE_ERR_REM_ACCESS, psn); /* deregistered since the FIRST packet */
 		return;
 	}
@@ -397,7 +396,7 @@ resp_rnr_nak(struct droce_qp *qp, const struct resp_pkt *r)
 static enum droce_rc_resp_state
 resp_check_op_seq(struct droce_qp *qp, const struct resp_pkt *r)
 {
-	if (droce_seq_rx_check(&qp->rxseq, r->p, r->frame) != DROCE_SEQ_OK)
+	if (droce_seq_rx_check_psn(&qp->rxseq, r->p, r->frame, r->psn) != DROCE_SEQ_OK)
 		return RESP_ERR_INV_REQ;
 	return RESP_EXECUTE;
 }

@@ -9,21 +9,6 @@ const char *const droce_seq_verdict_name[DROCE_SEQ_VERDICT_COUNT] = {
 #undef DROCE_SEQ_NAME
 };
 
-#define KIND_MASK (DROCE_OPF_SEND | DROCE_OPF_WRITE | DROCE_OPF_READ | DROCE_OPF_ATOMIC)
-
-/* Segment size rule shared by requests and READ responses. */
-static enum droce_seq_verdict
-check_segment(uint32_t flags, uint32_t len, uint32_t pmtu)
-{
-	if (len > pmtu)
-		return DROCE_SEQ_BAD_MTU;
-	if (!(flags & DROCE_OPF_LAST) && len != pmtu)
-		return DROCE_SEQ_BAD_MTU; /* FIRST and MIDDLE carry exactly one MTU */
-	if ((flags & DROCE_OPF_ONLY) == DROCE_OPF_LAST && len == 0)
-		return DROCE_SEQ_BAD_MTU; /* a LAST carries 1..MTU bytes */
-	return DROCE_SEQ_OK;
-}
-
 void
 droce_seq_rx_init(struct droce_seq_rx *s, uint32_t pmtu, uint32_t epsn)
 {
@@ -35,50 +20,7 @@ droce_seq_rx_init(struct droce_seq_rx *s, uint32_t pmtu, uint32_t epsn)
 enum droce_seq_verdict
 droce_seq_rx_check(struct droce_seq_rx *s, const struct droce_pkt *p, const uint8_t *frame)
 {
-	uint32_t flags = p->info->flags;
-	uint32_t kind = flags & KIND_MASK;
-	uint32_t psn = droce_bth_psn(droce_pkt_bth(p, frame));
-	uint32_t len = p->payload_len;
-	uint32_t npsn = 1, write_len = s->write_len, msg_bytes = s->msg_bytes;
-	int32_t d;
-	enum droce_seq_verdict v;
-
-	if (!(flags & DROCE_OPF_REQ))
-		return DROCE_SEQ_WRONG_DIRECTION;
-	d = droce_psn_diff(psn, s->epsn);
-	if (d < 0)
-		return DROCE_SEQ_DUPLICATE;
-	if (d > 0)
-		return DROCE_SEQ_PSN_GAP;
-	if (s->open_kind) {
-		if ((flags & DROCE_OPF_FIRST) || kind != s->open_kind)
-			return DROCE_SEQ_BAD_ORDER;
-	} else if (!(flags & DROCE_OPF_FIRST)) {
-		return DROCE_SEQ_BAD_ORDER;
-	}
-	v = check_segment(flags, len, s->pmtu);
-	if (v != DROCE_SEQ_OK)
-		return v;
-
-	if (flags & DROCE_OPF_FIRST)
-		msg_bytes = 0;
-	if (kind == DROCE_OPF_WRITE) {
-		if (flags & DROCE_OPF_FIRST)
-			write_len = droce_reth_len(droce_pkt_hdr(p, frame, DROCE_HDR_RETH));
-		if ((uint64_t)msg_bytes + len > write_len)
-			return DROCE_SEQ_BAD_LENGTH;
-		if ((flags & DROCE_OPF_LAST) && msg_bytes + len != write_len)
-			return DROCE_SEQ_BAD_LENGTH;
-	} else if (kind == DROCE_OPF_READ) {
-		npsn = droce_seq_npkts(droce_reth_len(droce_pkt_hdr(p, frame, DROCE_HDR_RETH)),
-				       s->pmtu);
-	}
-
-	s->open_kind = (flags & DROCE_OPF_LAST) ? 0 : kind;
-	s->msg_bytes = msg_bytes + len;
-	s->write_len = write_len;
-	s->epsn = droce_psn_add(s->epsn, npsn);
-	return DROCE_SEQ_OK;
+	return droce_seq_rx_check_psn(s, p, frame, droce_bth_psn(droce_pkt_bth(p, frame)));
 }
 
 void
@@ -140,7 +82,7 @@ check_read_resp(struct droce_seq_tx *s, uint32_t flags, uint32_t psn, uint32_t l
 	}
 	if (((flags & DROCE_OPF_FIRST) != 0) != (r->got == 0 && psn == r->psn))
 		return DROCE_SEQ_BAD_ORDER;
-	v = check_segment(flags, len, s->pmtu);
+	v = droce_seq_check_segment(flags, len, s->pmtu);
 	if (v != DROCE_SEQ_OK)
 		return v;
 	if ((uint64_t)r->got + len > r->len)

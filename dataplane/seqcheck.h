@@ -56,6 +56,72 @@ void droce_seq_rx_init(struct droce_seq_rx *s, uint32_t pmtu, uint32_t epsn);
 enum droce_seq_verdict droce_seq_rx_check(struct droce_seq_rx *s, const struct droce_pkt *p,
 					  const uint8_t *frame);
 
+#define DROCE_SEQ_KIND_MASK (DROCE_OPF_SEND | DROCE_OPF_WRITE | DROCE_OPF_READ | DROCE_OPF_ATOMIC)
+
+/* Segment size rule shared by requests and READ responses. */
+static inline enum droce_seq_verdict
+droce_seq_check_segment(uint32_t flags, uint32_t len, uint32_t pmtu)
+{
+	if (len > pmtu)
+		return DROCE_SEQ_BAD_MTU;
+	if (!(flags & DROCE_OPF_LAST) && len != pmtu)
+		return DROCE_SEQ_BAD_MTU; /* FIRST and MIDDLE carry exactly one MTU */
+	if ((flags & DROCE_OPF_ONLY) == DROCE_OPF_LAST && len == 0)
+		return DROCE_SEQ_BAD_MTU; /* a LAST carries 1..MTU bytes */
+	return DROCE_SEQ_OK;
+}
+
+/* droce_seq_rx_check() for a request whose BTH PSN the caller has read
+ * (@psn): inline, for the responder's receive path. */
+static inline enum droce_seq_verdict
+droce_seq_rx_check_psn(struct droce_seq_rx *s, const struct droce_pkt *p, const uint8_t *frame,
+		       uint32_t psn)
+{
+	uint32_t flags = p->info->flags;
+	uint32_t kind = flags & DROCE_SEQ_KIND_MASK;
+	uint32_t len = p->payload_len;
+	uint32_t npsn = 1, write_len = s->write_len, msg_bytes = s->msg_bytes;
+	int32_t d;
+	enum droce_seq_verdict v;
+
+	if (!(flags & DROCE_OPF_REQ))
+		return DROCE_SEQ_WRONG_DIRECTION;
+	d = droce_psn_diff(psn, s->epsn);
+	if (d < 0)
+		return DROCE_SEQ_DUPLICATE;
+	if (d > 0)
+		return DROCE_SEQ_PSN_GAP;
+	if (s->open_kind) {
+		if ((flags & DROCE_OPF_FIRST) || kind != s->open_kind)
+			return DROCE_SEQ_BAD_ORDER;
+	} else if (!(flags & DROCE_OPF_FIRST)) {
+		return DROCE_SEQ_BAD_ORDER;
+	}
+	v = droce_seq_check_segment(flags, len, s->pmtu);
+	if (v != DROCE_SEQ_OK)
+		return v;
+
+	if (flags & DROCE_OPF_FIRST)
+		msg_bytes = 0;
+	if (kind == DROCE_OPF_WRITE) {
+		if (flags & DROCE_OPF_FIRST)
+			write_len = droce_reth_len(droce_pkt_hdr(p, frame, DROCE_HDR_RETH));
+		if ((uint64_t)msg_bytes + len > write_len)
+			return DROCE_SEQ_BAD_LENGTH;
+		if ((flags & DROCE_OPF_LAST) && msg_bytes + len != write_len)
+			return DROCE_SEQ_BAD_LENGTH;
+	} else if (kind == DROCE_OPF_READ) {
+		npsn = droce_seq_npkts(droce_reth_len(droce_pkt_hdr(p, frame, DROCE_HDR_RETH)),
+				       s->pmtu);
+	}
+
+	s->open_kind = (flags & DROCE_OPF_LAST) ? 0 : kind;
+	s->msg_bytes = msg_bytes + len;
+	s->write_len = write_len;
+	s->epsn = droce_psn_add(s->epsn, npsn);
+	return DROCE_SEQ_OK;
+}
+
 /* ---- Requester: responses to what it sent ---- */
 
 #define DROCE_SEQ_MAX_READS 16

@@ -216,12 +216,11 @@ access_drop(struct droce_qp *qp)
 static void
 recv_write(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame)
 {
-	uint32_t flags = p->info->flags, len = p->payload_len;
+	uint32_t flags = p->info->flags, len = p->payload_len, dlen = 0;
+	const struct droce_mr *mr = NULL;
 
 	if (flags & DROCE_OPF_FIRST) {
-		uint32_t dlen;
-
-		if (!droce_xport_write_first_lc(qp, p, frame, &dlen)) {
+		if (!droce_xport_write_first_lc(qp, p, frame, &dlen, &mr)) {
 			access_drop(qp);
 			return;
 		}
@@ -235,7 +234,7 @@ recv_write(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame)
 		return;
 	}
 	if (len) {
-		if (!droce_xport_write_place_lc(qp, p->payload, len)) {
+		if (!droce_xport_write_place_lc(qp, mr, dlen, p->payload, len)) {
 			access_drop(qp); /* deregistered since the FIRST packet */
 			return;
 		}

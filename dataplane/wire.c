@@ -32,11 +32,18 @@ droce_gid_is_v4mapped(const uint8_t gid[16])
 	return memcmp(gid, v4mapped_prefix, sizeof(v4mapped_prefix)) == 0;
 }
 
-void
-droce_gid_from_ipv4(uint8_t gid[16], rte_be32_t addr)
+/* (inline for the parser: the exported one is called through the PLT) */
+static inline void
+gid_from_ipv4(uint8_t gid[16], rte_be32_t addr)
 {
 	memcpy(gid, v4mapped_prefix, sizeof(v4mapped_prefix));
 	memcpy(gid + 12, &addr, 4);
+}
+
+void
+droce_gid_from_ipv4(uint8_t gid[16], rte_be32_t addr)
+{
+	gid_from_ipv4(gid, addr);
 }
 
 /* ---- Builder ---- */
@@ -188,7 +195,25 @@ droce_build_frame(struct droce_hdr_tmpl *t, uint8_t *buf, size_t cap,
 
 /* ---- Parser ---- */
 
-static enum droce_drop
+/* True when the 20-byte IPv4 header at @h sums (ones' complement) to 0xffff:
+ * five 32-bit words added into 64 bits and folded, the same sum as the ten
+ * 16-bit words RFC 1071 adds (the end-around carry makes the width free). */
+static inline bool
+ipv4_hdr_csum_ok(const void *h)
+{
+	uint32_t w[5];
+	uint64_t s;
+
+	memcpy(w, h, sizeof(w));
+	s = (uint64_t)w[0] + w[1] + w[2] + w[3] + w[4];
+	s = (s & 0xffffffffu) + (s >> 32);
+	s = (s & 0xffffffffu) + (s >> 32);
+	s = (s & 0xffff) + (s >> 16);
+	s = (s & 0xffff) + (s >> 16);
+	return s == 0xffff;
+}
+
+static __rte_always_inline enum droce_drop
 parse_l3(const uint8_t *frame, uint32_t len, struct droce_pkt *out, uint16_t ethertype,
 	 uint32_t *l4_len)
 {
@@ -207,7 +232,7 @@ parse_l3(const uint8_t *frame, uint32_t len, struct droce_pkt *out, uint16_t eth
 		if (rte_be_to_cpu_16(ip4->fragment_offset) &
 		    (RTE_IPV4_HDR_MF_FLAG | RTE_IPV4_HDR_OFFSET_MASK))
 			return DROCE_DROP_IPV4_FRAG;
-		if (__rte_raw_cksum_reduce(__rte_raw_cksum(ip4, IPV4_HDR_LEN, 0)) != 0xffff)
+		if (!ipv4_hdr_csum_ok(ip4))
 			return DROCE_DROP_IPV4_CSUM;
 		tot = rte_be_to_cpu_16(ip4->total_length);
 		if (tot < IPV4_HDR_LEN || (uint32_t)off + tot > len)
@@ -216,8 +241,8 @@ parse_l3(const uint8_t *frame, uint32_t len, struct droce_pkt *out, uint16_t eth
 			return DROCE_DROP_NOT_UDP;
 		out->ipv6 = false;
 		out->traffic_class = ip4->type_of_service;
-		droce_gid_from_ipv4(out->src_gid, ip4->src_addr);
-		droce_gid_from_ipv4(out->dst_gid, ip4->dst_addr);
+		gid_from_ipv4(out->src_gid, ip4->src_addr);
+		gid_from_ipv4(out->dst_gid, ip4->dst_addr);
 		out->l4_off = (uint16_t)(off + IPV4_HDR_LEN);
 		out->frame_len = (uint32_t)off + tot;
 		*l4_len = tot - IPV4_HDR_LEN;
@@ -268,9 +293,9 @@ udp_csum_ok(const uint8_t *frame, const struct droce_pkt *p)
  * them for a flat frame, the headers for a split one).  *@body gets the
  * payload and pad length.
  */
-static inline enum droce_drop
+static __rte_always_inline enum droce_drop
 parse_hdrs(const uint8_t *frame, uint32_t len, uint32_t avail, struct droce_pkt *out,
-	   uint32_t *body_out)
+	   uint32_t *body_out, bool plain_v4)
 {
 	const struct rte_ether_hdr *eth = (const struct rte_ether_hdr *)frame;
 	const struct rte_udp_hdr *udp;
@@ -281,24 +306,32 @@ parse_hdrs(const uint8_t *frame, uint32_t len, uint32_t avail, struct droce_pkt 
 	enum droce_drop why;
 
 	memset(out, 0, sizeof(*out));
-	if (avail < RTE_ETHER_HDR_LEN)
-		return DROCE_DROP_RUNT;
-	ethertype = rte_be_to_cpu_16(eth->ether_type);
 	out->l3_off = RTE_ETHER_HDR_LEN;
-	if (ethertype == RTE_ETHER_TYPE_VLAN) {
-		const struct rte_vlan_hdr *vh = (const struct rte_vlan_hdr *)(eth + 1);
-
-		if (avail < RTE_ETHER_HDR_LEN + sizeof(*vh))
+	if (plain_v4) {
+		/* the caller saw an untagged IPv4 frame with room for its
+		 * header: the same checks, on constant offsets */
+		ethertype = RTE_ETHER_TYPE_IPV4;
+	} else {
+		if (avail < RTE_ETHER_HDR_LEN)
 			return DROCE_DROP_RUNT;
-		out->vlan = true;
-		out->vlan_tci = rte_be_to_cpu_16(vh->vlan_tci);
-		ethertype = rte_be_to_cpu_16(vh->eth_proto);
-		out->l3_off += sizeof(*vh);
+		ethertype = rte_be_to_cpu_16(eth->ether_type);
+		if (ethertype == RTE_ETHER_TYPE_VLAN) {
+			const struct rte_vlan_hdr *vh = (const struct rte_vlan_hdr *)(eth + 1);
+
+			if (avail < RTE_ETHER_HDR_LEN + sizeof(*vh))
+				return DROCE_DROP_RUNT;
+			out->vlan = true;
+			out->vlan_tci = rte_be_to_cpu_16(vh->vlan_tci);
+			ethertype = rte_be_to_cpu_16(vh->eth_proto);
+			out->l3_off += sizeof(*vh);
+		}
+		/* (flat frames: parse_l3 finds the same) */
+		if ((ethertype == RTE_ETHER_TYPE_IPV4 &&
+		     avail < (uint32_t)out->l3_off + IPV4_HDR_LEN) ||
+		    (ethertype == RTE_ETHER_TYPE_IPV6 &&
+		     avail < (uint32_t)out->l3_off + IPV6_HDR_LEN))
+			return DROCE_DROP_RUNT;
 	}
-	/* (flat frames: parse_l3 finds the same) */
-	if ((ethertype == RTE_ETHER_TYPE_IPV4 && avail < (uint32_t)out->l3_off + IPV4_HDR_LEN) ||
-	    (ethertype == RTE_ETHER_TYPE_IPV6 && avail < (uint32_t)out->l3_off + IPV6_HDR_LEN))
-		return DROCE_DROP_RUNT;
 	why = parse_l3(frame, len, out, ethertype, &l4_len);
 	if (why != DROCE_DROP_NONE)
 		return why;
@@ -351,8 +384,15 @@ droce_parse_frame_c(const uint8_t *frame, uint32_t len, struct droce_pkt *out,
 		    struct droce_icrc_cache *ic)
 {
 	uint32_t body;
-	enum droce_drop why = parse_hdrs(frame, len, len, out, &body);
+	enum droce_drop why;
 
+	/* an untagged IPv4 frame (RoCEv2's usual one) parses on constant offsets */
+	if (likely(len >= RTE_ETHER_HDR_LEN + IPV4_HDR_LEN &&
+		   ((const struct rte_ether_hdr *)frame)->ether_type ==
+			   RTE_BE16(RTE_ETHER_TYPE_IPV4)))
+		why = parse_hdrs(frame, len, len, out, &body, true);
+	else
+		why = parse_hdrs(frame, len, len, out, &body, false);
 	if (why != DROCE_DROP_NONE)
 		return why;
 	if (!udp_csum_ok(frame, out))
@@ -374,7 +414,7 @@ droce_parse_split(const uint8_t *hdr, uint32_t hlen, const uint8_t *payload, uin
 		  const uint8_t *tail, uint32_t tlen, struct droce_pkt *out)
 {
 	uint32_t body, crc;
-	enum droce_drop why = parse_hdrs(hdr, hlen + plen + tlen, hlen, out, &body);
+	enum droce_drop why = parse_hdrs(hdr, hlen + plen + tlen, hlen, out, &body, false);
 
 	if (why != DROCE_DROP_NONE)
 		return why;

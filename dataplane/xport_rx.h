@@ -10,6 +10,8 @@
 #ifndef DROCE_XPORT_RX_H
 #define DROCE_XPORT_RX_H
 
+#include <rte_memcpy.h>
+
 #include "errors.h"
 #include "wire.h"
 #include "xport.h"
@@ -28,31 +30,45 @@ droce_xport_remote_ok_lc(const struct droce_qp *qp, uint32_t rkey, uint64_t va, 
 
 /* A WRITE's FIRST (or ONLY) packet: its RETH's address and key become the
  * QP's write cursor; false when the access is refused for the whole length
- * (*@dlen, the RETH's). */
+ * (*@dlen, the RETH's).  *@mr gets the MR that allows it (NULL for a
+ * zero-length WRITE), for this packet's droce_xport_write_place_lc. */
 static inline bool
 droce_xport_write_first_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame,
-			   uint32_t *dlen)
+			   uint32_t *dlen, const struct droce_mr **mr)
 {
 	const struct droce_reth *r = droce_pkt_hdr(p, frame, DROCE_HDR_RETH);
 
 	*dlen = droce_reth_len(r);
 	qp->write_va = droce_reth_va(r);
 	qp->write_rkey = droce_reth_rkey(r);
-	return droce_xport_remote_ok_lc(qp, qp->write_rkey, qp->write_va, *dlen,
-					DROCE_ACCESS_REMOTE_WRITE);
+	*mr = NULL;
+	if (*dlen == 0)
+		return true; /* names no memory */
+	if (!(qp->attr.access & DROCE_ACCESS_REMOTE_WRITE))
+		return false;
+	*mr = droce_xport_mr_check_lc(qp, qp->write_rkey, qp->write_va, *dlen,
+				      DROCE_ACCESS_REMOTE_WRITE);
+	return *mr != NULL;
 }
 
 /* @len bytes of a WRITE's payload at the write cursor, which moves on; false
- * when the MR no longer allows it (deregistered since the FIRST packet). */
+ * when the MR no longer allows it (deregistered since the FIRST packet).
+ * @mr, when not NULL, is the MR this same packet's RETH was just checked
+ * against, with @room bytes allowed from the cursor: within them no second
+ * lookup (nothing can deregister it in between). */
 static inline bool
-droce_xport_write_place_lc(struct droce_qp *qp, const uint8_t *src, uint32_t len)
+droce_xport_write_place_lc(struct droce_qp *qp, const struct droce_mr *mr, uint32_t room,
+			   const uint8_t *src, uint32_t len)
 {
-	const struct droce_mr *mr = droce_xport_mr_check_lc(qp, qp->write_rkey, qp->write_va, len,
-							    DROCE_ACCESS_REMOTE_WRITE);
-
-	if (mr == NULL)
-		return false;
-	memcpy(mr->addr + (qp->write_va - mr->iova), src, len);
+	if (mr == NULL || len > room) {
+		mr = droce_xport_mr_check_lc(qp, qp->write_rkey, qp->write_va, len,
+					     DROCE_ACCESS_REMOTE_WRITE);
+		if (mr == NULL)
+			return false;
+	}
+	/* (rte_memcpy: inline for a small payload, where the libc call costs
+	 * more than the copy) */
+	rte_memcpy(mr->addr + (qp->write_va - mr->iova), src, len);
 	qp->write_va += len;
 	return true;
 }
