@@ -130,7 +130,7 @@ droce_xport_scatter_lc(const struct droce_qp *qp, const struct droce_sge *sges, 
  * caller's; the P_Key is the default one), room for @plen payload bytes at
  * *@payload.  NULL (counted) when the pool is empty.
  */
-static inline struct rte_mbuf *
+static __rte_always_inline struct rte_mbuf *
 droce_xport_pkt_alloc_lc(struct droce_qp *qp, struct droce_pkt_fields *f, uint32_t plen,
 			 uint8_t **payload)
 {
