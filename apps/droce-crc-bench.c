@@ -6,7 +6,8 @@
  *   zlib         zlib crc32 (seedable)
  *   table        droce's own slice-by-16 backend (seedable, no dependency)
  *   clmul        droce's PCLMULQDQ fold for short spans, one dependency chain
- *                (seedable; the table for the len % 16 head)
+ *                (seedable; the table below 16 B, a PSHUFB shift for the last
+ *                partial block)
  *   auto         droce_crc32(): the table below 16 B, ISA-L (or clmul) from 16 B
  *   dpdk-*       DPDK rte_net_crc_calc(RTE_NET_CRC32_ETH) with the scalar,
  *                SSE4.2/PCLMULQDQ and AVX512/VPCLMULQDQ algorithms.  It takes
@@ -388,6 +389,7 @@ struct tmpl_result {
 	uint32_t plen;
 	size_t covered; /* IPv4: IP header .. pad */
 	double flat4, tmpl4, rx4, flat6, tmpl6, build_ref, build_tmpl;
+	double tbl_tmpl4, tbl_rx4; /* the table path (PCLMULQDQ off): constant, cache */
 };
 
 static const uint32_t tmpl_plens[] = { 0, 2, 16, 64, 256, 1024, 4096 };
@@ -464,6 +466,15 @@ time_tmpl(const uint8_t *payload, uint32_t plen, double secs, struct tmpl_result
 	TIME_LOOP(droce_icrc_rx(&cache, l34, r->covered, false), r->rx4);
 	TIME_LOOP(droce_icrc_flat(l36, cov6, true), r->flat6);
 	TIME_LOOP(droce_icrc_tmpl(t6.icrc_k, l36, cov6, true), r->tmpl6);
+	{
+		bool was = droce_crc_clmul_enable(false);
+
+		if (droce_icrc_tmpl(t4.icrc_k, l34, r->covered, false) != droce_icrc_rx(&cache, l34, r->covered, false))
+			return false;
+		TIME_LOOP(droce_icrc_tmpl(t4.icrc_k, l34, r->covered, false), r->tbl_tmpl4);
+		TIME_LOOP(droce_icrc_rx(&cache, l34, r->covered, false), r->tbl_rx4);
+		droce_crc_clmul_enable(was);
+	}
 	TIME_LOOP(droce_build_headers(&tb, scratch, sizeof(scratch), &f, plen), r->build_ref);
 	TIME_LOOP(droce_tmpl_build(&tb, scratch, sizeof(scratch), &f, plen), r->build_tmpl);
 #undef TIME_LOOP
@@ -661,9 +672,11 @@ main(int argc, char **argv)
 		for (size_t k = 0; k < NB_TMPL; k++)
 			printf("  {\"payload\": %u, \"covered_ipv4\": %zu, \"ns_flat_ipv4\": %.1f, "
 			       "\"ns_tmpl_ipv4\": %.1f, \"ns_rx_cached_ipv4\": %.1f, \"ns_flat_ipv6\": %.1f, "
-			       "\"ns_tmpl_ipv6\": %.1f, \"ns_build_headers\": %.1f, \"ns_tmpl_build\": %.1f}%s\n",
+			       "\"ns_tmpl_ipv6\": %.1f, \"ns_build_headers\": %.1f, \"ns_tmpl_build\": %.1f, "
+			       "\"ns_table_tmpl_ipv4\": %.1f, \"ns_table_rx_cached_ipv4\": %.1f}%s\n",
 			       tr[k].plen, tr[k].covered, tr[k].flat4, tr[k].tmpl4, tr[k].rx4, tr[k].flat6,
-			       tr[k].tmpl6, tr[k].build_ref, tr[k].build_tmpl, k + 1 < NB_TMPL ? "," : "");
+			       tr[k].tmpl6, tr[k].build_ref, tr[k].build_tmpl, tr[k].tbl_tmpl4, tr[k].tbl_rx4,
+			       k + 1 < NB_TMPL ? "," : "");
 		printf(" ]\n}\n");
 		free(mem);
 		return 0;
@@ -692,6 +705,23 @@ main(int argc, char **argv)
 			printf(" %9.2f", cells[b][s].gbps);
 		printf("   %6.1f\n", cells[b][0].ns);
 	}
+	printf("\nThe same, ns per call (CPU time; calls independent, so one may overlap the next):\n");
+	printf("%-13s %-7s", "backend", "seeded");
+	for (unsigned int s = 0; s < nsizes; s++) {
+		size_label(lbl, sizeof(lbl), sizes[s]);
+		printf(" %9s", lbl);
+	}
+	printf("\n");
+	for (size_t b = 0; b < NB_BACKENDS; b++) {
+		const struct backend *be = &backends[b];
+
+		if (!be->available)
+			continue;
+		printf("%-13s %-7s", be->name, be->seeded ? "yes" : "no");
+		for (unsigned int s = 0; s < nsizes; s++)
+			printf(" %9.1f", cells[b][s].ns);
+		printf("\n");
+	}
 	printf("\nseeded = can continue a CRC across segments (header + payload mbufs).\n"
 	       "dpdk-* = rte_net_crc_calc(RTE_NET_CRC32_ETH): no seed argument, so one-shot only;\n"
 	       "         measured with the max SIMD bitwidth forced to 512 (EAL's default of 256\n"
@@ -707,13 +737,15 @@ main(int argc, char **argv)
 	}
 	printf("\nThe transports' template path, RC_RDMA_WRITE_ONLY, ns per call (IPv4 unless marked):\n"
 	       "  ICRC: flat = droce_icrc_flat, tmpl = droce_icrc_tmpl (transmit), rx = droce_icrc_rx\n"
-	       "  (a cached flow); build: droce_build_headers (reference) / droce_tmpl_build\n");
-	printf("  %8s %8s %7s %7s %7s %8s %8s %10s %10s\n", "payload", "covered", "flat", "tmpl", "rx",
-	       "flat v6", "tmpl v6", "build ref", "build tmpl");
+	       "  (with PCLMULQDQ all three are the one fold); tbl tmpl / tbl rx = the table path\n"
+	       "  (PCLMULQDQ off: the template constant, a cached flow); build: droce_build_headers\n"
+	       "  (reference) / droce_tmpl_build\n");
+	printf("  %8s %8s %7s %7s %7s %8s %8s %8s %8s %10s %10s\n", "payload", "covered", "flat", "tmpl", "rx",
+	       "tbl tmpl", "tbl rx", "flat v6", "tmpl v6", "build ref", "build tmpl");
 	for (size_t k = 0; k < NB_TMPL; k++)
-		printf("  %8u %8zu %7.1f %7.1f %7.1f %8.1f %8.1f %10.1f %10.1f\n", tr[k].plen, tr[k].covered,
-		       tr[k].flat4, tr[k].tmpl4, tr[k].rx4, tr[k].flat6, tr[k].tmpl6, tr[k].build_ref,
-		       tr[k].build_tmpl);
+		printf("  %8u %8zu %7.1f %7.1f %7.1f %8.1f %8.1f %8.1f %8.1f %10.1f %10.1f\n", tr[k].plen,
+		       tr[k].covered, tr[k].flat4, tr[k].tmpl4, tr[k].rx4, tr[k].tbl_tmpl4, tr[k].tbl_rx4,
+		       tr[k].flat6, tr[k].tmpl6, tr[k].build_ref, tr[k].build_tmpl);
 	free(mem);
 	return 0;
 }

@@ -215,6 +215,7 @@ droce_engines_start(void)
 		eng->id = e;
 		eng->queue = (uint16_t)e;
 		eng->tsc_hz = rte_get_tsc_hz();
+		eng->stall_tsc = eng->tsc_hz / 1000000 * DROCE_STALL_US;
 		TAILQ_INIT(&eng->active);
 		eng->n_ports = droce_port_count();
 		for (unsigned int pi = 0; pi < eng->n_ports; pi++)

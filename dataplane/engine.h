@@ -223,6 +223,12 @@ struct droce_qp {
 	uint64_t tmpl_ah_serial;           /* UD: the AH tmpl was last built for (0 = none) */
 	TAILQ_ENTRY(droce_qp) active_link;
 	bool active;
+	/* RC: the last transmit turn left nothing to send (all posted WQEs sent,
+	 * no ACK or READ response due), and nothing happened to the QP since:
+	 * droce_engine_activate_lc (every frame, bell, modify) and a timer that
+	 * fires clear it.  An active QP that only waits for its ACKs skips its
+	 * transmit turns (engine_pass.c). */
+	bool tx_idle;
 	struct droce_qp_stats stats;
 	/* CQ overrun (qp.c): completions waiting, in order, for room in their CQ */
 	struct droce_cqe_stash *stash;     /* allocated at the first overrun */
@@ -397,6 +403,7 @@ struct droce_engine {
 	uint64_t now;          /* TSC, read once per loop */
 	uint64_t pass_gap;     /* TSC since the pass before (the engine was not running) */
 	uint64_t tsc_hz;
+	uint64_t stall_tsc;    /* DROCE_STALL_US in TSC (0: unknown, every gap counts) */
 	struct droce_engine_stats stats;
 	_Atomic bool stop;
 };
@@ -547,6 +554,19 @@ void droce_rc_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_
 /* Sends what the QP may send now; returns packets queued. */
 unsigned int droce_rc_tx_lc(struct droce_qp *qp, unsigned int budget);
 void droce_rc_timers_lc(struct droce_qp *qp);
+/* An engine pause longer than this is not waiting time (rc_retx.c shifts the timers). */
+#define DROCE_STALL_US 100
+/* Whether droce_rc_timers_lc has anything to do this pass: the retransmission
+ * deadline passed, an RNR wait runs, or the engine paused (the deadlines move);
+ * a few loads, so the common pass (a deadline ahead) makes no call. */
+static inline bool
+droce_rc_timers_due(const struct droce_qp *qp)
+{
+	const struct droce_engine *eng = qp->eng;
+
+	return (qp->rto_deadline != 0 && eng->now >= qp->rto_deadline) ||
+	       qp->req_state == DROCE_REQ_RNR_WAIT || eng->pass_gap > eng->stall_tsc;
+}
 /* Sends the coalesced ACK now if one is due and no READ response waits before it. */
 void droce_rc_ack_now_lc(struct droce_qp *qp);
 /* UC (uc.c) and UD (ud.c): the same entry points without timers (no ACKs). */

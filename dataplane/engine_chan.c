@@ -224,6 +224,7 @@ droce_engine_drain_lc(struct droce_engine *eng)
 void
 droce_engine_activate_lc(struct droce_engine *eng, struct droce_qp *qp)
 {
+	qp->tx_idle = false; /* something happened: its next transmit turn runs */
 	if (!qp->active) {
 		TAILQ_INSERT_TAIL(&eng->active, qp, active_link);
 		qp->active = true;

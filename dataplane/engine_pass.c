@@ -14,6 +14,7 @@
 #include <rte_mbuf.h>
 #include <rte_mbuf_dyn.h>
 #include <rte_prefetch.h>
+#include <rte_ring.h>
 
 #include "engine_internal.h"
 #include "internal.h"
@@ -249,6 +250,21 @@ xfer_one_lc(struct droce_engine *eng, struct rte_mbuf *m)
 	}
 }
 
+/* True when @port surely has nothing for this engine's queue: a ring pair's
+ * port (in this process) whose receive ring is empty and whose link was never
+ * impaired (an impaired link may release delayed frames with the ring empty).
+ * Two loads instead of the burst call through ethdev and the ring PMD; a
+ * frame enqueued right after is taken by the next pass, as it would be after
+ * an empty burst. */
+static __rte_always_inline bool
+rx_ring_empty(const struct droce_port *port, uint16_t queue)
+{
+	const struct rte_ring *r = port->rings[0][queue];
+
+	return r != NULL && !__atomic_load_n(&port->impair_used, __ATOMIC_RELAXED) &&
+	       rte_ring_empty(r);
+}
+
 /* Inlined into the pass (called once per pass; a call costs every idle pass). */
 static __rte_always_inline unsigned int
 rx_phase_lc(struct droce_engine *eng)
@@ -257,6 +273,8 @@ rx_phase_lc(struct droce_engine *eng)
 	unsigned int got = 0;
 
 	for (unsigned int pi = 0; pi < eng->n_ports; pi++) {
+		if (rx_ring_empty(eng->ports[pi], eng->queue))
+			continue;
 		/* drain up to a few bursts, so receiving keeps up with what a pass sends */
 		for (unsigned int b = 0; b < DROCE_RX_BURSTS; b++) {
 			uint16_t n = droce_port_rx_burst(eng->ports[pi], eng->queue, pkts, DROCE_BURST);
@@ -373,6 +391,19 @@ tx_budget_lc(const struct droce_engine *eng, const struct droce_qp *qp)
 	return room > 2 * DROCE_BURST ? RTE_MIN(room - 2 * DROCE_BURST, 2u * DROCE_BURST) : 0;
 }
 
+/* After an RC QP's transmit turn: true when the next turn would find nothing
+ * to do until something happens to the QP (see droce_qp.tx_idle): in RTS
+ * with no RNR wait, every posted WQE sent (sq_avail was refreshed by the
+ * turn; a later post rings a new bell), no ACK, NAK or READ response due.
+ * A local operation (BIND_MW, LOCAL_INV) waiting at the head is retired by
+ * the turn that runs after the ACK that exposes it (a received frame). */
+static inline bool
+rc_tx_idle(const struct droce_qp *qp)
+{
+	return qp->state == DROCE_QPS_RTS && qp->req_state == DROCE_REQ_IDLE &&
+	       qp->sq_cur == qp->sq_avail && !qp->ack_pending && qp->rd_resp_count == 0;
+}
+
 static void
 work_phase_lc(struct droce_engine *eng)
 {
@@ -385,8 +416,14 @@ work_phase_lc(struct droce_engine *eng)
 		if (droce_qp_stash_pending(qp))
 			droce_qp_stash_drain_lc(qp);
 		if (qp->type == DROCE_QPT_RC) {
-			droce_rc_timers_lc(qp);
-			droce_rc_tx_lc(qp, budget);
+			if (droce_rc_timers_due(qp)) {
+				droce_rc_timers_lc(qp);
+				qp->tx_idle = false;
+			}
+			if (!qp->tx_idle) {
+				droce_rc_tx_lc(qp, budget);
+				qp->tx_idle = rc_tx_idle(qp);
+			}
 		} else if (qp->type == DROCE_QPT_UC) {
 			droce_uc_tx_lc(qp, budget);
 		} else if (qp->type == DROCE_QPT_UD) {

@@ -24,7 +24,7 @@ const char *const droce_crc_backend_name[DROCE_CRC_BACKEND_COUNT] = {
  * load time: crc_tab[t][b] is the CRC register after byte b followed by t
  * zero bytes. */
 static uint32_t crc_tab[16][256];
-static bool have_clmul;
+static bool have_clmul, cpu_clmul; /* in use; the CPU has it */
 
 /* The same for the per-packet bytes of a header template that sit further
  * than 15 bytes from the end of the masked IP + UDP + BTH span
@@ -58,8 +58,18 @@ RTE_INIT(droce_crc_table_init)
 	}
 #if defined(RTE_ARCH_X86_64)
 	__builtin_cpu_init();
-	have_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1");
+	cpu_clmul = __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("avx");
 #endif
+	have_clmul = cpu_clmul;
+}
+
+bool
+droce_crc_clmul_enable(bool on)
+{
+	bool was = have_clmul;
+
+	have_clmul = on && cpu_clmul;
+	return was;
 }
 
 static inline uint32_t
@@ -146,34 +156,49 @@ crc32_table(uint32_t crc, const uint8_t *p, size_t len)
 
 #if defined(RTE_ARCH_X86_64)
 #include <immintrin.h>
+#define HAVE_CLMUL_CODE 1
+/* AVX for the three-operand (VEX) forms: no register copies between the
+ * multiplications */
+#define CLMUL_FN __attribute__((target("pclmul,avx")))
 
 /*
- * The raw register over @len bytes, @len a multiple of 16 (at least 16), by
- * carry-less multiplication: the 128-bit state is folded into each next 16
- * bytes (x^128 and x^192 mod P), then reduced 128 -> 64 -> 32 bits and a
- * Barrett reduction gives the remainder.  Constants of the bit-reflected
- * Ethernet polynomial from Intel's "Fast CRC Computation for Generic
- * Polynomials Using PCLMULQDQ" (as Linux's crc32-pclmul uses them): x^(128+32)
- * and x^(128-32) mod P, x^64 mod P, P' and floor(x^64 / P), all reflected.
- * One dependency chain: the short spans of the ICRC (tens of bytes) want low
- * set-up cost, not the parallel folds ISA-L uses for long buffers.
+ * Carry-less multiplication (Intel's "Fast CRC Computation for Generic
+ * Polynomials Using PCLMULQDQ"; constants of the bit-reflected Ethernet
+ * polynomial as Linux's crc32-pclmul uses them: x^(128+32) and x^(128-32)
+ * mod P, x^64 mod P, P' and floor(x^64 / P), all reflected).  The state is
+ * 16 bytes standing for every byte so far; each next 16 bytes are folded in
+ * (one dependency chain: two multiplications, two XORs and a load per 16
+ * bytes, the fewest instructions per byte on a CPU without VPCLMULQDQ), a
+ * last partial block is shifted in with PSHUFB, and the state is reduced
+ * 128 -> 64 -> 32 bits with a Barrett reduction at the end.
  */
-__attribute__((target("pclmul,sse4.1"))) static uint32_t
-crc_raw_clmul16(uint32_t c, const uint8_t *p, size_t len)
+static const uint8_t clmul_shuf[48] = {
+	0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+	0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15,
+	0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+};
+
+#define CLMUL_K43 _mm_set_epi64x(0x0ccaa009eLL, 0x1751997d0LL)
+
+CLMUL_FN static inline __m128i
+clmul_fold(__m128i x, __m128i k43, __m128i next)
 {
-	const __m128i k43 = _mm_set_epi64x(0x0ccaa009eLL, 0x1751997d0LL);
+	return _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, k43, 0x00),
+					   _mm_clmulepi64_si128(x, k43, 0x11)),
+			     next);
+}
+
+/* The raw register of a 16-byte state. */
+CLMUL_FN static inline uint32_t
+clmul_reduce(__m128i x)
+{
 	const __m128i k5 = _mm_set_epi64x(0, 0x163cd6124LL);
 	const __m128i pu = _mm_set_epi64x(0x1f7011641LL, 0x1db710641LL);
 	const __m128i m32 = _mm_set_epi32(0, 0, 0, -1);
-	__m128i x = _mm_xor_si128(_mm_loadu_si128((const __m128i *)p), _mm_cvtsi32_si128((int)c));
 	__m128i t;
 
-	for (p += 16, len -= 16; len >= 16; p += 16, len -= 16)
-		x = _mm_xor_si128(_mm_xor_si128(_mm_clmulepi64_si128(x, k43, 0x00),
-						_mm_clmulepi64_si128(x, k43, 0x11)),
-				  _mm_loadu_si128((const __m128i *)p));
 	/* 128 -> 96 bits: the low half times x^96 mod P onto the high half */
-	t = _mm_clmulepi64_si128(x, k43, 0x10);
+	t = _mm_clmulepi64_si128(x, CLMUL_K43, 0x10);
 	x = _mm_xor_si128(_mm_srli_si128(x, 8), t);
 	/* 96 -> 64 bits */
 	t = _mm_srli_si128(x, 4);
@@ -186,20 +211,54 @@ crc_raw_clmul16(uint32_t c, const uint8_t *p, size_t len)
 	return (uint32_t)_mm_extract_epi32(x, 1);
 }
 
-/* The short-span path: the head (len % 16 bytes) by table, the rest folded. */
+/*
+ * The raw register after state @x (all bytes before @p) and the @n bytes at
+ * @p; the 16 bytes before p + n must be readable (they are the message's:
+ * the state covers at least 16).  A last partial block of t bytes: the
+ * state's first t bytes are folded over 16 bytes onto its other 16 - t
+ * followed by the t new ones (the last 16 bytes of the message, one load).
+ */
+CLMUL_FN static inline uint32_t
+clmul_run(__m128i x, const uint8_t *p, size_t n)
+{
+	const __m128i k43 = CLMUL_K43;
+
+	for (; n >= 32; p += 32, n -= 32) {
+		x = clmul_fold(x, k43, _mm_loadu_si128((const __m128i *)p));
+		x = clmul_fold(x, k43, _mm_loadu_si128((const __m128i *)(p + 16)));
+	}
+	if (n >= 16) {
+		x = clmul_fold(x, k43, _mm_loadu_si128((const __m128i *)p));
+		p += 16;
+		n -= 16;
+	}
+	if (n) {
+		__m128i shl = _mm_loadu_si128((const __m128i *)(clmul_shuf + n));
+		__m128i shr = _mm_loadu_si128((const __m128i *)(clmul_shuf + 16 + n));
+		__m128i b = _mm_blendv_epi8(_mm_loadu_si128((const __m128i *)(p + n - 16)),
+					    _mm_shuffle_epi8(x, shr), shl);
+
+		x = clmul_fold(_mm_shuffle_epi8(x, shl), k43, b);
+	}
+	return clmul_reduce(x);
+}
+
+/* The raw register from @c over @len >= 16 bytes. */
+CLMUL_FN static uint32_t
+crc_raw_clmul(uint32_t c, const uint8_t *p, size_t len)
+{
+	__m128i x = _mm_xor_si128(_mm_loadu_si128((const __m128i *)p), _mm_cvtsi32_si128((int)c));
+
+	return clmul_run(x, p + 16, len - 16);
+}
+
+/* The short-span path: the table below 16 bytes, the fold from there. */
 static inline uint32_t
 crc32_clmul(uint32_t crc, const uint8_t *p, size_t len)
 {
-	size_t head = len & 15;
-	uint32_t c = ~crc;
-
-	if (!have_clmul)
-		return ~crc_raw_table(c, p, len);
-	if (head)
-		c = crc_raw_table(c, p, head);
-	if (len >= 16)
-		c = crc_raw_clmul16(c, p + head, len - head);
-	return ~c;
+	if (!have_clmul || len < 16)
+		return ~crc_raw_table(~crc, p, len);
+	return ~crc_raw_clmul(~crc, p, len);
 }
 #else
 static inline uint32_t
@@ -210,11 +269,13 @@ crc32_clmul(uint32_t crc, const uint8_t *p, size_t len)
 #endif
 
 /*
- * Chosen by length (droce-crc-bench, CPU time per call, on this machine's
- * AMD EPYC with VPCLMULQDQ): below 16 bytes the slice-by-16 table (ISA-L's
- * short path costs about 17 ns for the 4-12 byte spans an ACK's ICRC has,
- * the table 5-7 ns); from 16 bytes ISA-L (64 B in about 7 ns, the one-chain
- * carry-less fold about 17 ns); without ISA-L the fold from 16 bytes.
+ * Chosen by length (droce-crc-bench, CPU time per call, this machine's AMD
+ * EPYC: PCLMULQDQ and AVX, no AVX2 or VPCLMULQDQ): below 16 bytes the
+ * slice-by-16 table (ISA-L's short path about 17 ns for 4-12 bytes, the
+ * table 3-7 ns); from 16 bytes ISA-L: the one-chain fold is even with it up
+ * to 224 bytes (64 B 9.0 / 7.8 ns) and ISA-L's parallel folds win from 256
+ * (22 / 10 ns); without ISA-L the fold from 16 bytes.  The frame path
+ * (icrc_clmul) folds headers and a short payload in one chain itself.
  */
 #define CRC_SHORT 16
 
@@ -326,6 +387,66 @@ icrc_masked_ipv6(const uint8_t *l3)
 	return ~c;
 }
 
+#ifdef HAVE_CLMUL_CODE
+/*
+ * The whole ICRC of a flat frame region by the fold: the 8 bytes of ones
+ * with the CRC's initial register XORed in (00 00 00 00 ff ff ff ff, from a
+ * zero register) and the first 8 IP bytes make the first block, the masked
+ * bytes are set in registers as the blocks are loaded (no copy), then the
+ * rest of the frame runs through the same chain: one pass over headers and
+ * payload, no table lookups.  @len >= V4_SPAN / V6_SPAN.
+ */
+/* A payload this long goes to crc32_auto (ISA-L's parallel folds from 256
+ * bytes) once the headers are folded: one chain is latency-bound.  Below it
+ * the chain costs what ISA-L's own one-chain path does (droce-crc-bench, ns
+ * per call: 64 B 9.0 / 7.8, 128 B 13.0 / 12.0, 192 B 17.7 / 16.2, 256 B
+ * 22.4 / 9.8, clmul / isal) and far fewer instructions with the headers. */
+#define ICRC_FOLD_MAX 255
+
+/* The ICRC from state @x (the 8 bytes of ones and the headers) and the @n
+ * bytes at @p (the 16 bytes before p + n are the frame's). */
+CLMUL_FN static inline uint32_t
+icrc_clmul_rest(__m128i x, const uint8_t *p, size_t n)
+{
+	if (unlikely(n > ICRC_FOLD_MAX)) {
+		/* the headers' register, then on through crc32_auto */
+		return crc32_auto(~clmul_reduce(x), p, n);
+	}
+	return ~clmul_run(x, p, n);
+}
+
+CLMUL_FN static uint32_t
+icrc_clmul(const uint8_t *l3, size_t len, bool ipv6)
+{
+	const __m128i k43 = CLMUL_K43;
+	__m128i x;
+
+	/* byte k of a 64-bit half is bits 8k..8k+7 */
+	if (!ipv6) {
+		/* TOS (1); TTL (8), checksum (10-11); UDP checksum (26-27); BTH resv8 (32) */
+		x = _mm_or_si128(_mm_slli_si128(_mm_loadl_epi64((const __m128i *)l3), 8),
+				 _mm_set_epi64x(0xff00LL, (long long)0xffffffff00000000ull));
+		x = clmul_fold(x, k43, _mm_or_si128(_mm_loadu_si128((const __m128i *)(l3 + 8)),
+						    _mm_set_epi64x(0, 0xffff00ffLL)));
+		x = clmul_fold(x, k43, _mm_or_si128(_mm_loadu_si128((const __m128i *)(l3 + 24)),
+						    _mm_set_epi64x(0xffLL, 0xffff0000LL)));
+		return icrc_clmul_rest(x, l3 + 40, len - 40);
+	}
+	/* class and flow label (0-3 but the version), hop limit (7); UDP
+	 * checksum (46-47); BTH resv8 (52) */
+	x = _mm_or_si128(_mm_slli_si128(_mm_loadl_epi64((const __m128i *)l3), 8),
+			 _mm_set_epi64x((long long)0xff000000ffffff0full, (long long)0xffffffff00000000ull));
+	x = clmul_fold(x, k43, _mm_loadu_si128((const __m128i *)(l3 + 8)));
+	x = clmul_fold(x, k43, _mm_loadu_si128((const __m128i *)(l3 + 24)));
+	x = clmul_fold(x, k43, _mm_or_si128(_mm_loadu_si128((const __m128i *)(l3 + 40)),
+					    _mm_set_epi64x(0xff00000000LL, (long long)0xffff000000000000ull)));
+	return icrc_clmul_rest(x, l3 + 56, len - 56);
+}
+#define ICRC_CLMUL(l3, len, ipv6) (have_clmul ? (int64_t)icrc_clmul(l3, len, ipv6) : -1)
+#else
+#define ICRC_CLMUL(l3, len, ipv6) ((int64_t)-1)
+#endif
+
 uint32_t
 droce_icrc_begin(const uint8_t *l3, size_t len, bool ipv6)
 {
@@ -336,6 +457,10 @@ droce_icrc_begin(const uint8_t *l3, size_t len, bool ipv6)
 	uint32_t crc;
 
 	if (len >= mlen) {
+		int64_t f = ICRC_CLMUL(l3, len, ipv6);
+
+		if (f >= 0)
+			return (uint32_t)f;
 		/* every frame: the masked part in registers, then the rest */
 		crc = ipv6 ? icrc_masked_ipv6(l3) : icrc_masked_ipv4(l3);
 		return len > mlen ? droce_crc32(crc, l3 + mlen, len - mlen) : crc;
@@ -458,8 +583,16 @@ uint32_t
 droce_icrc_tmpl(uint32_t k, const uint8_t *l3, size_t len, bool ipv6)
 {
 	size_t span = ipv6 ? V6_SPAN : V4_SPAN;
-	uint32_t c = ~icrc_tmpl_span(k, l3, ipv6);
+	uint32_t c;
 
+#ifdef HAVE_CLMUL_CODE
+	/* a short frame in one fold; a long one's payload goes to ISA-L
+	 * anyway, and the constant and lookups are cheaper than the headers'
+	 * fold and reduction (droce-crc-bench: 256 B payload 16 / 20 ns) */
+	if (likely(have_clmul) && len - span <= ICRC_FOLD_MAX)
+		return icrc_clmul(l3, len, ipv6);
+#endif
+	c = ~icrc_tmpl_span(k, l3, ipv6);
 	return len > span ? crc32_auto(c, l3 + span, len - span) : c;
 }
 
@@ -474,8 +607,9 @@ static const uint64_t key_mask_v6[6] = {
 	0x00ff0000000000f0ull, ~0ull, ~0ull, ~0ull, ~0ull, 0x00000000ffffffffull,
 };
 
-uint32_t
-droce_icrc_rx(struct droce_icrc_cache *c, const uint8_t *l3, size_t len, bool ipv6)
+/* The table path of droce_icrc_rx (no PCLMULQDQ): through the cache. */
+static __rte_noinline uint32_t
+icrc_rx_cached(struct droce_icrc_cache *c, const uint8_t *l3, size_t len, bool ipv6)
 {
 	size_t span = ipv6 ? V6_SPAN : V4_SPAN;
 	struct droce_icrc_cache_slot *s;
@@ -510,4 +644,18 @@ droce_icrc_rx(struct droce_icrc_cache *c, const uint8_t *l3, size_t len, bool ip
 	}
 	r = ~icrc_tmpl_span(s->k, l3, ipv6);
 	return len > span ? crc32_auto(r, l3 + span, len - span) : r;
+}
+
+uint32_t
+droce_icrc_rx(struct droce_icrc_cache *c, const uint8_t *l3, size_t len, bool ipv6)
+{
+#ifdef HAVE_CLMUL_CODE
+	size_t span = ipv6 ? V6_SPAN : V4_SPAN;
+
+	/* a short frame: the fold needs no constant, the cache is not
+	 * consulted; a long one as droce_icrc_tmpl */
+	if (likely(have_clmul) && likely(len >= span) && len - span <= ICRC_FOLD_MAX)
+		return icrc_clmul(l3, len, ipv6);
+#endif
+	return icrc_rx_cached(c, l3, len, ipv6);
 }

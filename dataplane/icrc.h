@@ -27,6 +27,12 @@ extern const char *const droce_crc_backend_name[DROCE_CRC_BACKEND_COUNT];
 /* True when the backend was compiled in. */
 bool droce_crc_backend_available(enum droce_crc_backend b);
 
+/* Tests and the benchmark: @on false turns the carry-less multiplication
+ * paths off (the table, the template constant and the receive cache run, as
+ * on a CPU without PCLMULQDQ); true turns them back on where the CPU has
+ * them.  Returns whether they were on.  Not for use while engines run. */
+bool droce_crc_clmul_enable(bool on);
+
 /* zlib-style CRC-32 with an explicit backend (for the benchmark and tests). */
 uint32_t droce_crc32_with(enum droce_crc_backend b, uint32_t crc, const void *buf, size_t len);
 
@@ -84,7 +90,10 @@ uint32_t droce_icrc_flat(const uint8_t *l3, size_t len, bool ipv6);
  * least IP + UDP + BTH), which reads only the per-packet bytes of the
  * headers (IP and UDP lengths, IPv4 id, the BTH) and takes the rest as the
  * template's.  Same value as droce_icrc_flat() when the frame's other IP and
- * UDP bytes are the template's (masked ones aside).
+ * UDP bytes are the template's (masked ones aside).  With PCLMULQDQ, a frame
+ * with less than 256 bytes after the BTH is folded whole (one carry-less
+ * fold over the masked headers and the rest reads every byte and costs
+ * fewer instructions than the lookups) and @k is not used.
  */
 uint32_t droce_icrc_tmpl_k(const uint8_t *l3, bool ipv6);
 uint32_t droce_icrc_tmpl(uint32_t k, const uint8_t *l3, size_t len, bool ipv6);
@@ -95,7 +104,9 @@ uint32_t droce_icrc_tmpl(uint32_t k, const uint8_t *l3, size_t len, bool ipv6);
  * for (IP and UDP but lengths, id and masked bytes).  droce_icrc_rx() is
  * droce_icrc_flat() for a frame whose IP + UDP + BTH are whole: a frame of a
  * cached flow costs droce_icrc_tmpl(), another one droce_icrc_tmpl_k() more
- * (and takes the slot).  One per engine; zeroed is empty.
+ * (and takes the slot).  One per engine; zeroed is empty.  With PCLMULQDQ
+ * the cache is not consulted for a frame with less than 256 bytes after the
+ * BTH: it is folded whole.
  */
 #define DROCE_ICRC_CACHE_SLOTS 16
 

@@ -110,9 +110,12 @@ ack_in_window(const struct droce_qp *qp, uint32_t psn)
 }
 
 /*
- * The completer's handling of an ACKNOWLEDGE packet as an explicit state
- * machine (rxe_comp.c's manner; rc_sm.h lists the states): one step
- * function per state, each returning the next; COMP_DONE ends the packet.
+ * The completer as an explicit state machine (rxe_comp.c's manner; rc_sm.h
+ * lists the states): one step function per state, each returning the next;
+ * COMP_DONE ends the packet.  An ACKNOWLEDGE packet starts at CHECK_WINDOW
+ * and goes on by its syndrome; a READ response or atomic ACK passes the same
+ * window, then RETIRE_BEFORE (its PSN acknowledges everything before it)
+ * and its own states: find the WQE it answers, place, complete.
  */
 /* For logs (debug level: compiled out of the data path by default). */
 static const char *const comp_state_name[COMP_STATE_COUNT] = {
@@ -123,6 +126,15 @@ static const char *const comp_state_name[COMP_STATE_COUNT] = {
 	[COMP_RNR_NAK] = "RNR_NAK",
 	[COMP_SEQ_NAK] = "SEQ_NAK",
 	[COMP_ERR_NAK] = "ERR_NAK",
+	[COMP_RETIRE_BEFORE] = "RETIRE_BEFORE",
+	[COMP_READ_WQE] = "READ_WQE",
+	[COMP_READ_REASK] = "READ_REASK",
+	[COMP_READ_PLACE] = "READ_PLACE",
+	[COMP_READ_COMPLETE] = "READ_COMPLETE",
+	[COMP_ATOMIC_WQE] = "ATOMIC_WQE",
+	[COMP_ATOMIC_PLACE] = "ATOMIC_PLACE",
+	[COMP_ANSWERED] = "ANSWERED",
+	[COMP_ERROR] = "ERROR",
 	[COMP_DONE] = "DONE",
 };
 
@@ -132,19 +144,27 @@ droce_rc_comp_state_name(unsigned int state)
 	return state < COMP_STATE_COUNT && comp_state_name[state] ? comp_state_name[state] : NULL;
 }
 
-static enum droce_rc_comp_state
-comp_check_window(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+/* A step: inlined into each entry point (see comp_step). */
+#define COMP_STATE static inline __attribute__((always_inline)) enum droce_rc_comp_state
+
+/* Dropped, counted: judged again when its turn comes, or stale. */
+COMP_STATE
+comp_drop(struct droce_qp *qp)
 {
-	(void)syndrome;
-	if (!ack_in_window(qp, psn)) {
-		qp->eng->stats.seq_drops++;
-		return COMP_DONE;
-	}
-	return COMP_CHECK_GHOST;
+	qp->eng->stats.seq_drops++;
+	return COMP_DONE;
 }
 
-static enum droce_rc_comp_state
-comp_check_ghost(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+COMP_STATE
+comp_check_window(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
+{
+	if (!ack_in_window(qp, c->psn))
+		return comp_drop(qp);
+	return c->kind == COMP_KIND_ACK ? COMP_CHECK_GHOST : COMP_RETIRE_BEFORE;
+}
+
+COMP_STATE
+comp_check_ghost(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
 {
 	qp->peer_heard = true; /* in the window: the peer answers (rc_retx.c) */
 	/*
@@ -153,38 +173,35 @@ comp_check_ghost(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 	 * answers nothing outstanding (a ghost, or forged): IBTA 9.7.5.1.2
 	 * drops it like a duplicate ACK, and so do we, counted.
 	 */
-	if (droce_aeth_syndrome_kind(syndrome) != DROCE_AETH_ACK &&
-	    droce_psn_diff(psn, qp->psn_una) < 0) {
+	if (droce_aeth_syndrome_kind(c->syndrome) != DROCE_AETH_ACK &&
+	    droce_psn_diff(c->psn, qp->psn_una) < 0) {
 		qp->eng->stats.ghost_acks++;
 		return COMP_DONE;
 	}
 	return COMP_CHECK_SYNDROME;
 }
 
-static enum droce_rc_comp_state
-comp_check_syndrome(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+COMP_STATE
+comp_check_syndrome(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
 {
-	(void)psn;
-	switch (droce_aeth_syndrome_kind(syndrome)) {
+	switch (droce_aeth_syndrome_kind(c->syndrome)) {
 	case DROCE_AETH_ACK:
 		return COMP_ACK;
 	case DROCE_AETH_RNR_NAK:
 		return COMP_RNR_NAK;
 	case DROCE_AETH_NAK:
-		return droce_err_from_nak(droce_aeth_syndrome_value(syndrome)) == DROCE_ERR_PSN_SEQ
+		return droce_err_from_nak(droce_aeth_syndrome_value(c->syndrome)) == DROCE_ERR_PSN_SEQ
 			       ? COMP_SEQ_NAK
 			       : COMP_ERR_NAK;
 	default:
-		qp->eng->stats.seq_drops++;
-		return COMP_DONE;
+		return comp_drop(qp);
 	}
 }
 
-static enum droce_rc_comp_state
-comp_ack(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+COMP_STATE
+comp_ack(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
 {
-	(void)syndrome;
-	complete_upto(qp, psn);
+	complete_upto(qp, c->psn);
 	if (unlikely(qp->sr_tail_check)) {
 		/* selective repeat: the answer to a timeout's re-send is an ACK,
 		 * not a NAK: the responder keeps nothing past it, so what follows
@@ -196,129 +213,90 @@ comp_ack(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 	return COMP_DONE;
 }
 
-/* A NAK acknowledges everything before the PSN it names; false when that
- * moved the QP out of RTS / SQD (a completion found an error). */
+/* True while the QP may still complete sends normally (RTS / SQD). */
 static bool
-comp_nak_retire(struct droce_qp *qp, uint32_t psn)
+sending(const struct droce_qp *qp)
 {
-	complete_upto(qp, droce_psn_add(psn, DROCE_PSN_MASK));
 	return qp->state == DROCE_QPS_RTS || qp->state == DROCE_QPS_SQD;
 }
 
-static enum droce_rc_comp_state
-comp_rnr_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+/* A NAK, READ response or atomic ACK acknowledges everything before the PSN
+ * it names; false when that moved the QP out of RTS / SQD (a completion
+ * found an error). */
+static bool
+retire_before(struct droce_qp *qp, uint32_t psn)
+{
+	complete_upto(qp, droce_psn_add(psn, DROCE_PSN_MASK));
+	return sending(qp);
+}
+
+COMP_STATE
+comp_rnr_nak(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
 {
 	qp->stats.rnr_naks_rx++;
-	if (!comp_nak_retire(qp, psn))
+	if (!retire_before(qp, c->psn))
 		return COMP_DONE;
 	if (qp->attr.rnr_retry != 7) {
 		if (qp->rnr_left == 0) {
-			fail_head(qp, DROCE_ERR_RNR_RETRY_EXC);
-			return COMP_DONE;
+			c->err = DROCE_ERR_RNR_RETRY_EXC;
+			return COMP_ERROR;
 		}
 		qp->rnr_left--;
 	}
-	droce_rc_rewind_lc(qp, psn);
+	droce_rc_rewind_lc(qp, c->psn);
 	qp->req_state = DROCE_REQ_RNR_WAIT;
 	qp->rto_deadline = 0;
 	qp->rnr_deadline = qp->eng->now + qp->eng->tsc_hz / 100000 *
-				 rnr_timer_10us[droce_aeth_syndrome_value(syndrome)];
+				 rnr_timer_10us[droce_aeth_syndrome_value(c->syndrome)];
 	return COMP_DONE;
 }
 
-static enum droce_rc_comp_state
-comp_seq_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+COMP_STATE
+comp_seq_nak(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
 {
-	(void)syndrome;
-	if (comp_nak_retire(qp, psn)) {
+	if (retire_before(qp, c->psn)) {
 		qp->stats.seq_naks_rx++;
 		qp->sr_tail_check = false;
 		/* selective repeat (rc_sr.c): the packet it names, alone */
-		if (qp->sr_peer && droce_rc_sr_resend_lc(qp, psn, false))
+		if (qp->sr_peer && droce_rc_sr_resend_lc(qp, c->psn, false))
 			return COMP_DONE;
-		if (droce_rc_seq_nak_fresh_lc(qp, psn)) {
+		if (droce_rc_seq_nak_fresh_lc(qp, c->psn)) {
 			droce_rc_window_loss_lc(qp);
-			droce_rc_rewind_lc(qp, psn);
+			droce_rc_rewind_lc(qp, c->psn);
 		}
 	}
 	return COMP_DONE;
 }
 
-static enum droce_rc_comp_state
-comp_err_nak(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
+COMP_STATE
+comp_err_nak(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
 {
-	if (comp_nak_retire(qp, psn)) {
-		qp->stats.rem_err_naks_rx++;
-		fail_head(qp, droce_err_from_nak(droce_aeth_syndrome_value(syndrome)));
-	}
+	if (!retire_before(qp, c->psn))
+		return COMP_DONE;
+	qp->stats.rem_err_naks_rx++;
+	c->err = droce_err_from_nak(droce_aeth_syndrome_value(c->syndrome));
+	return COMP_ERROR;
+}
+
+/* The head fails with the error the state before named; the QP then goes
+ * where the error table says. */
+COMP_STATE
+comp_error(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
+{
+	fail_head(qp, c->err);
 	return COMP_DONE;
 }
 
-static enum droce_rc_comp_state
-comp_step(struct droce_qp *qp, enum droce_rc_comp_state st, uint32_t psn, uint8_t syndrome)
-{
-	switch (st) {
-	case COMP_CHECK_WINDOW: return comp_check_window(qp, psn, syndrome);
-	case COMP_CHECK_GHOST: return comp_check_ghost(qp, psn, syndrome);
-	case COMP_CHECK_SYNDROME: return comp_check_syndrome(qp, psn, syndrome);
-	case COMP_ACK: return comp_ack(qp, psn, syndrome);
-	case COMP_RNR_NAK: return comp_rnr_nak(qp, psn, syndrome);
-	case COMP_SEQ_NAK: return comp_seq_nak(qp, psn, syndrome);
-	case COMP_ERR_NAK: return comp_err_nak(qp, psn, syndrome);
-	default: return COMP_DONE;
-	}
-}
-
-DROCE_RC_SM_STEP enum droce_rc_comp_state
-droce_rc_comp_step_lc(struct droce_qp *qp, enum droce_rc_comp_state st, uint32_t psn,
-		      uint8_t syndrome)
-{
-	return comp_step(qp, st, psn, syndrome);
-}
-
-void
-droce_rc_comp_ack_lc(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
-{
-	enum droce_rc_comp_state st = COMP_CHECK_WINDOW;
-
-	while (st != COMP_DONE) {
-		enum droce_rc_comp_state next = comp_step(qp, st, psn, syndrome);
-
-		DP_LOG_DP(DEBUG, "qp %u ack psn %u: %s -> %s", qp->qpn, psn, comp_state_name[st],
-			  comp_state_name[next]);
-		st = next;
-	}
-}
-
 /*
- * The WQE a READ response or atomic ACK at @psn answers: everything before it
- * is acknowledged by it, so the head is that WQE (NULL if not, or stale).
+ * A READ response or atomic ACK: everything before its PSN was received and
+ * answered (what that completes retires; a READ before it still missing
+ * responses lost them and is asked again, complete_upto).
  */
-static struct droce_swqe *
-answered_head(struct droce_qp *qp, uint32_t psn, const struct droce_wqe **w)
+COMP_STATE
+comp_retire_before(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
 {
-	struct droce_swqe *s;
-
-	if (!ack_in_window(qp, psn))
-		return NULL;
-	complete_upto(qp, droce_psn_add(psn, DROCE_PSN_MASK));
-	if (qp->sq_head == qp->sq_avail)
-		return NULL;
-	*w = droce_qp_wqe(qp, qp->sq_head);
-	s = droce_qp_swqe(qp, qp->sq_head);
-	return s->started && !s->done ? s : NULL;
-}
-
-/* A READ or atomic at the head has its whole answer: retire it. */
-static void
-answer_done(struct droce_qp *qp, struct droce_swqe *s)
-{
-	s->done = true;
-	if (s->rd_counted) {
-		s->rd_counted = false;
-		qp->rd_atomic_out--;
-	}
-	retire_head(qp, droce_psn_add(s->first_psn, s->npkts - 1));
+	complete_upto(qp, droce_psn_add(c->psn, DROCE_PSN_MASK));
+	return c->kind == COMP_KIND_READ ? COMP_READ_WQE : COMP_ATOMIC_WQE;
 }
 
 /* The READ whose responses include @psn, among the WQEs sent (NULL if none). */
@@ -343,98 +321,200 @@ read_of(struct droce_qp *qp, uint32_t psn, const struct droce_wqe **w)
 }
 
 /*
- * A READ response: everything before its PSN was received and answered
- * (what that completes retires; a READ before it still missing responses
- * lost them and is asked again).  It is placed wherever its PSN says, in
- * order or past a missing one (rc_read.c); a READ completes once all its
- * bytes are placed and everything before it has completed.
+ * The READ this response answers, sent and unanswered (a READ response is
+ * placed wherever its PSN says, in order or past a missing one: rc_read.c).
  */
-void
-droce_rc_comp_read_resp_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame, uint32_t psn)
+COMP_STATE
+comp_read_wqe(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
 {
-	uint32_t pmtu = qp->attr.pmtu, expect, got;
-	const struct droce_wqe *w = NULL;
-	struct droce_swqe *s;
-	bool head;
-
-	if (!ack_in_window(qp, psn)) {
-		qp->eng->stats.seq_drops++;
-		return;
-	}
-	complete_upto(qp, droce_psn_add(psn, DROCE_PSN_MASK));
-	s = qp->state == DROCE_QPS_RTS || qp->state == DROCE_QPS_SQD ? read_of(qp, psn, &w) : NULL;
-	if (s == NULL) {
-		qp->eng->stats.seq_drops++;
-		return;
-	}
+	if (!sending(qp) || (c->s = read_of(qp, c->psn, &c->w)) == NULL)
+		return comp_drop(qp);
 	qp->peer_heard = true;
-	if (!ack_in_window(qp, qp->rd_hi) || droce_psn_diff(psn, qp->rd_hi) > 0)
-		qp->rd_hi = psn; /* the highest in the window (what lies outside is stale) */
-	head = s == droce_qp_swqe(qp, qp->sq_head);
-	expect = droce_psn_add(s->first_psn, s->got / pmtu);
-	got = s->got;
-	if (psn != expect && qp->sr_peer) {
-		/* responses lost: ask for the holes below this one alone, now (rc_sr.c) */
-		droce_rc_sr_read_repair_lc(qp, w, s, (uint32_t)droce_psn_diff(psn, s->first_psn),
-					   droce_rc_read_gap_lc(qp, s, expect, psn));
-	} else if (psn != expect && droce_rc_read_gap_lc(qp, s, expect, psn)) {
-		/* responses lost: ask again for what has not arrived */
+	if (!ack_in_window(qp, qp->rd_hi) || droce_psn_diff(c->psn, qp->rd_hi) > 0)
+		qp->rd_hi = c->psn; /* the highest in the window (what lies outside is stale) */
+	c->head = c->s == droce_qp_swqe(qp, qp->sq_head);
+	c->expect = droce_psn_add(c->s->first_psn, c->s->got / qp->attr.pmtu);
+	c->got = c->s->got;
+	return c->psn == c->expect ? COMP_READ_PLACE : COMP_READ_REASK;
+}
+
+/* Past responses not yet placed: those below it were lost (the responder
+ * answers in order): ask for them again. */
+COMP_STATE
+comp_read_reask(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
+{
+	if (qp->sr_peer) {
+		/* the holes below this one alone, now (rc_sr.c) */
+		droce_rc_sr_read_repair_lc(qp, c->w, c->s,
+					   (uint32_t)droce_psn_diff(c->psn, c->s->first_psn),
+					   droce_rc_read_gap_lc(qp, c->s, c->expect, c->psn));
+	} else if (droce_rc_read_gap_lc(qp, c->s, c->expect, c->psn)) {
+		/* once per hole and round: what has not arrived, from the first */
 		droce_rc_window_loss_lc(qp);
-		droce_rc_rewind_lc(qp, expect);
+		droce_rc_rewind_lc(qp, c->expect);
 	}
-	switch (droce_rc_read_place_lc(qp, w, s, p, frame, psn)) {
+	return COMP_READ_PLACE;
+}
+
+COMP_STATE
+comp_read_place(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
+{
+	switch (droce_rc_read_place_lc(qp, c->w, c->s, c->p, c->frame, c->psn)) {
 	case DROCE_RC_PLACE_OK:
-		break;
+		return COMP_READ_COMPLETE;
 	case DROCE_RC_PLACE_BAD:
-		if (head && psn == expect) {
-			fail_head(qp, DROCE_ERR_BAD_RESP);
-			return;
+		/* a wrong length fails the READ once it is the response it waits
+		 * for at the head; before that it is dropped and judged again */
+		if (c->head && c->psn == c->expect) {
+			c->err = DROCE_ERR_BAD_RESP;
+			return COMP_ERROR;
 		}
-		qp->eng->stats.seq_drops++; /* judged when its turn comes */
-		return;
+		return comp_drop(qp);
 	case DROCE_RC_PLACE_PROT:
-		if (head) {
-			fail_head(qp, DROCE_ERR_LOC_PROT);
-			return;
+		if (c->head) {
+			c->err = DROCE_ERR_LOC_PROT;
+			return COMP_ERROR;
 		}
-		qp->eng->stats.seq_drops++;
-		return;
-	default:
-		qp->eng->stats.seq_drops++;
-		return;
+		return comp_drop(qp);
+	default: /* a duplicate, or too far ahead to keep */
+		return comp_drop(qp);
 	}
-	if (s->got == got && !s->done)
-		return; /* past a missing one: kept for later */
+}
+
+/* A READ completes once all its bytes are placed and everything before it
+ * has completed. */
+COMP_STATE
+comp_read_complete(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
+{
+	struct droce_swqe *s = c->s;
+
+	if (s->got == c->got && !s->done)
+		return COMP_DONE; /* past a missing one: kept for later */
 	s->gap_mark = 0;
-	if (!head)
-		return; /* completes after the WQEs before it */
-	if (s->done) {
-		answer_done(qp, s);
-		/* READs after it answered whole before it, and what they acknowledge */
-		if (ack_in_window(qp, qp->rd_hi))
-			complete_upto(qp, qp->rd_hi);
-	} else {
-		qp->psn_una = droce_psn_add(s->first_psn, s->got / pmtu);
-	}
+	if (!c->head)
+		return COMP_DONE; /* completes after the WQEs before it */
+	if (s->done)
+		return COMP_ANSWERED;
+	qp->psn_una = droce_psn_add(s->first_psn, s->got / qp->attr.pmtu);
 	progress_made(qp);
+	return COMP_DONE;
+}
+
+/* The head is the atomic this ACK answers (its only PSN), not yet answered. */
+COMP_STATE
+comp_atomic_wqe(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
+{
+	if (qp->sq_head == qp->sq_avail)
+		return comp_drop(qp);
+	c->w = droce_qp_wqe(qp, qp->sq_head);
+	c->s = droce_qp_swqe(qp, qp->sq_head);
+	if (!c->s->started || c->s->done || !wr_is_atomic(c->w->opcode) || c->s->first_psn != c->psn)
+		return comp_drop(qp);
+	c->head = true;
+	return COMP_ATOMIC_PLACE;
+}
+
+COMP_STATE
+comp_atomic_place(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
+{
+	uint64_t orig = droce_atmack_orig(droce_pkt_hdr(c->p, c->frame, DROCE_HDR_ATMACK));
+
+	if (!scatter(qp, c->w->sge, 1, 0, (const uint8_t *)&orig, sizeof(orig))) {
+		c->err = DROCE_ERR_LOC_PROT;
+		return COMP_ERROR;
+	}
+	return COMP_ANSWERED;
+}
+
+/* The READ or atomic at the head has its whole answer: retired. */
+COMP_STATE
+comp_answered(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
+{
+	struct droce_swqe *s = c->s;
+
+	s->done = true;
+	if (s->rd_counted) {
+		s->rd_counted = false;
+		qp->rd_atomic_out--;
+	}
+	retire_head(qp, droce_psn_add(s->first_psn, s->npkts - 1));
+	/* READs after it answered whole before it, and what they acknowledge */
+	if (c->kind == COMP_KIND_READ && ack_in_window(qp, qp->rd_hi))
+		complete_upto(qp, qp->rd_hi);
+	progress_made(qp);
+	return COMP_DONE;
+}
+
+/* Inlined, with every step, into each entry point (and the single-step
+ * entry): one jump-table dispatch per step and no call; each entry's kind
+ * is a constant there, so the tests on it fold away. */
+static inline __attribute__((always_inline)) enum droce_rc_comp_state
+comp_step(struct droce_qp *qp, enum droce_rc_comp_state st, struct droce_rc_comp_ctx *c)
+{
+	switch (st) {
+	case COMP_CHECK_WINDOW: return comp_check_window(qp, c);
+	case COMP_CHECK_GHOST: return comp_check_ghost(qp, c);
+	case COMP_CHECK_SYNDROME: return comp_check_syndrome(qp, c);
+	case COMP_ACK: return comp_ack(qp, c);
+	case COMP_RNR_NAK: return comp_rnr_nak(qp, c);
+	case COMP_SEQ_NAK: return comp_seq_nak(qp, c);
+	case COMP_ERR_NAK: return comp_err_nak(qp, c);
+	case COMP_RETIRE_BEFORE: return comp_retire_before(qp, c);
+	case COMP_READ_WQE: return comp_read_wqe(qp, c);
+	case COMP_READ_REASK: return comp_read_reask(qp, c);
+	case COMP_READ_PLACE: return comp_read_place(qp, c);
+	case COMP_READ_COMPLETE: return comp_read_complete(qp, c);
+	case COMP_ATOMIC_WQE: return comp_atomic_wqe(qp, c);
+	case COMP_ATOMIC_PLACE: return comp_atomic_place(qp, c);
+	case COMP_ANSWERED: return comp_answered(qp, c);
+	case COMP_ERROR: return comp_error(qp, c);
+	default: return COMP_DONE;
+	}
+}
+
+DROCE_RC_SM_STEP enum droce_rc_comp_state
+droce_rc_comp_step_lc(struct droce_qp *qp, enum droce_rc_comp_state st, struct droce_rc_comp_ctx *c)
+{
+	return comp_step(qp, st, c);
+}
+
+/* Runs the machine over one packet, from CHECK_WINDOW to DONE. */
+static inline __attribute__((always_inline)) void
+comp_run(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
+{
+	enum droce_rc_comp_state st = COMP_CHECK_WINDOW;
+
+	while (st != COMP_DONE) {
+		enum droce_rc_comp_state next = comp_step(qp, st, c);
+
+		DP_LOG_DP(DEBUG, "qp %u psn %u: %s -> %s", qp->qpn, c->psn, comp_state_name[st],
+			  comp_state_name[next]);
+		st = next;
+	}
 }
 
 void
-droce_rc_comp_atomic_ack_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame, uint32_t psn)
+droce_rc_comp_ack_lc(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 {
-	const struct droce_wqe *w;
-	struct droce_swqe *s = answered_head(qp, psn, &w);
-	uint64_t orig;
+	struct droce_rc_comp_ctx c = { .kind = COMP_KIND_ACK, .psn = psn, .syndrome = syndrome };
 
-	if (s == NULL || !wr_is_atomic(w->opcode) || s->first_psn != psn) {
-		qp->eng->stats.seq_drops++;
-		return;
-	}
-	orig = droce_atmack_orig(droce_pkt_hdr(p, frame, DROCE_HDR_ATMACK));
-	if (!scatter(qp, w->sge, 1, 0, (const uint8_t *)&orig, sizeof(orig))) {
-		fail_head(qp, DROCE_ERR_LOC_PROT);
-		return;
-	}
-	answer_done(qp, s);
-	progress_made(qp);
+	comp_run(qp, &c);
+}
+
+void
+droce_rc_comp_read_resp_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame,
+			   uint32_t psn)
+{
+	struct droce_rc_comp_ctx c = { .kind = COMP_KIND_READ, .psn = psn, .p = p, .frame = frame };
+
+	comp_run(qp, &c);
+}
+
+void
+droce_rc_comp_atomic_ack_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame,
+			    uint32_t psn)
+{
+	struct droce_rc_comp_ctx c = { .kind = COMP_KIND_ATOMIC, .psn = psn, .p = p, .frame = frame };
+
+	comp_run(qp, &c);
 }

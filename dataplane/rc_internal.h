@@ -129,11 +129,7 @@ fail_head(struct droce_qp *qp, enum droce_err err)
 	droce_qp_fail_send_lc(qp, err);
 }
 
-/* the three parts, as the entry points (rc.c) call them */
-/* (the state machines' entry points: rc_sm.h) */
-void droce_rc_comp_read_resp_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame,
-				uint32_t psn);
-void droce_rc_comp_atomic_ack_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame,
-				 uint32_t psn);
+/* the three parts, as the entry points (rc.c) call them: the state
+ * machines' entry points (rc_sm.h) */
 
 #endif

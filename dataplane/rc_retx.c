@@ -48,7 +48,6 @@
 #include "internal.h"
 
 #define RTO_MIN_US 500     /* the floor's floor */
-#define STALL_US 100       /* an engine pause longer than this is not waiting time */
 #define RTO_MIN_SHIFT 10   /* floor: T / 1024 */
 #define RTO_BACKOFF_MAX 10
 #define CWND_MIN 16u       /* the loss window's floor, in PSNs */
@@ -161,11 +160,11 @@ droce_rc_timers_lc(struct droce_qp *qp)
 	uint64_t now = qp->eng->now;
 	uint32_t last;
 
-	if (qp->eng->pass_gap > qp->eng->tsc_hz / 1000000 * STALL_US) {
+	if (qp->eng->pass_gap > qp->eng->tsc_hz / 1000000 * DROCE_STALL_US) {
 		/* the engine did not run (descheduled, or nobody drove it): the
 		 * peer's answers may be arriving only now, after this pass's
 		 * receive phase; that pause is neither RTT nor a stall */
-		uint64_t shift = qp->eng->pass_gap - qp->eng->tsc_hz / 1000000 * STALL_US;
+		uint64_t shift = qp->eng->pass_gap - qp->eng->tsc_hz / 1000000 * DROCE_STALL_US;
 
 		if (qp->rto_deadline)
 			qp->rto_deadline += shift;

@@ -4,14 +4,16 @@
  * the logs (droce_rc_*_state_name) and one step function per state that
  * returns the next.  The engine runs each machine from its first state to
  * DONE (the entry points below); droce_rc_*_step_lc() runs one step, for
- * tests that drive single steps on a QP built in plain memory (no EAL: the
- * steps that only decide touch no mbuf).  Those are flattened (every step
+ * tests that drive single steps on a QP built in plain memory (no EAL; the
+ * steps that build packets take mbufs from the port's pool, which the tests
+ * give them in plain memory).  Those are flattened (every step
  * inlined into them), so that the engine's loop stays the step functions'
  * only caller and the compiler inlines them there as it did before.
  * Engine thread only.
  *
  *   requester  rc_req.c   a transmit turn: send WQEs -> request packets
- *   completer  rc_comp.c  one ACKNOWLEDGE packet: ACK / NAK -> completions
+ *   completer  rc_comp.c  one ACKNOWLEDGE packet (ACK / NAK), READ response
+ *                         or atomic ACK -> placement, completions, re-asks
  *   responder  rc_resp.c  one request packet (receive side), and a transmit
  *                         turn of queued READ responses, atomic ACKs, ACKs
  */
@@ -63,7 +65,7 @@ const char *droce_rc_req_state_name(unsigned int state);
 /* A transmit turn of the requester: request packets sent (at most @budget). */
 unsigned int droce_rc_req_tx_lc(struct droce_qp *qp, unsigned int budget);
 
-/* ---- completer (rc_comp.c): one ACKNOWLEDGE packet ---- */
+/* ---- completer (rc_comp.c): one ACKNOWLEDGE, READ response or atomic ACK ---- */
 enum droce_rc_comp_state {
 	COMP_CHECK_WINDOW,   /* PSN in [una - 1, max - 1], else dropped (seq_drops) */
 	COMP_CHECK_GHOST,    /* a NAK must name an outstanding request (IBTA 9.7.5.1.2) */
@@ -72,16 +74,52 @@ enum droce_rc_comp_state {
 	COMP_RNR_NAK,        /* retire what it covers, then wait the RNR timer or fail */
 	COMP_SEQ_NAK,        /* retire what it covers, go back to the PSN */
 	COMP_ERR_NAK,        /* retire what it covers, fail the head with the NAK's error */
+	COMP_RETIRE_BEFORE,  /* a READ response / atomic ACK: retire what its PSN acknowledges */
+	COMP_READ_WQE,       /* the READ it answers (RTS/SQD), else dropped; holes below: REASK */
+	COMP_READ_REASK,     /* responses lost below it: ask for them again (rc_read.c) */
+	COMP_READ_PLACE,     /* its bytes where its PSN says (the hole map); bad: ERROR or dropped */
+	COMP_READ_COMPLETE,  /* the prefix grew: the head READ whole: ANSWERED, else una moves */
+	COMP_ATOMIC_WQE,     /* the head is the atomic at this PSN, unanswered, else dropped */
+	COMP_ATOMIC_PLACE,   /* the original value to the local SGE (LOC_PROT: ERROR) */
+	COMP_ANSWERED,       /* the head READ / atomic has its whole answer: retired */
+	COMP_ERROR,          /* the head fails with ctx->err (the error table's status) */
 	COMP_DONE,
 	COMP_STATE_COUNT
 };
 
+enum droce_rc_comp_kind {
+	COMP_KIND_ACK,    /* an ACKNOWLEDGE (ACK or NAK): psn, syndrome */
+	COMP_KIND_READ,   /* a READ response: psn, p, frame */
+	COMP_KIND_ATOMIC, /* an atomic ACKNOWLEDGE: psn, p, frame */
+};
+
+struct droce_pkt;
+struct droce_rc_comp_ctx {
+	enum droce_rc_comp_kind kind;
+	uint32_t psn;
+	uint8_t syndrome;             /* an ACKNOWLEDGE's AETH syndrome */
+	const struct droce_pkt *p;    /* a READ response / atomic ACK */
+	const uint8_t *frame;
+	const struct droce_wqe *w;    /* the WQE it answers (READ_WQE, ATOMIC_WQE) */
+	struct droce_swqe *s;
+	uint32_t expect;              /* READ: the PSN its in-order prefix waits for */
+	uint32_t got;                 /* READ: that prefix's bytes before this response */
+	bool head;                    /* the WQE it answers is the oldest */
+	enum droce_err err;           /* for ERROR */
+};
+
 enum droce_rc_comp_state droce_rc_comp_step_lc(struct droce_qp *qp, enum droce_rc_comp_state st,
-					       uint32_t psn, uint8_t syndrome);
+					       struct droce_rc_comp_ctx *c);
 const char *droce_rc_comp_state_name(unsigned int state);
 
 /* An ACKNOWLEDGE packet (ACK or NAK) at @psn with AETH @syndrome. */
 void droce_rc_comp_ack_lc(struct droce_qp *qp, uint32_t psn, uint8_t syndrome);
+/* A READ response at @psn. */
+void droce_rc_comp_read_resp_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame,
+				uint32_t psn);
+/* An atomic ACKNOWLEDGE at @psn. */
+void droce_rc_comp_atomic_ack_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame,
+				 uint32_t psn);
 
 /* ---- responder, receive side (rc_resp.c): one request packet ---- */
 enum droce_rc_resp_state {
@@ -99,7 +137,6 @@ enum droce_rc_resp_state {
 	RESP_STATE_COUNT
 };
 
-struct droce_pkt;
 enum droce_rc_resp_state droce_rc_resp_step_lc(struct droce_qp *qp, enum droce_rc_resp_state st,
 					       const struct droce_pkt *p, const uint8_t *frame);
 const char *droce_rc_resp_state_name(unsigned int state);

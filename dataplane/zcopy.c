@@ -3,8 +3,10 @@
  * port's zc_min bytes that lies in one MR's contiguous span goes out as a
  * three-segment frame: the headers in an mbuf of the port's pool, the payload
  * as an external buffer pointing straight into the registered memory
- * (rte_pktmbuf_attach_extbuf), and the pad and ICRC in a third mbuf.  The ICRC
- * is computed over the external bytes while the frame is built.
+ * (rte_pktmbuf_attach_extbuf), and the pad and ICRC in a third mbuf.  The
+ * headers come from the QP's template (droce_tmpl_build) and their ICRC from
+ * the template's constant, as for a copied frame; the ICRC goes on over the
+ * external bytes and the pad while the frame is built.
  *
  * Lifetime: each external segment holds one reference on its MR (zc_refs),
  * dropped by the segment's free callback when a port (memif copies out and
@@ -56,7 +58,7 @@ droce_zc_send_span_lc(struct droce_qp *qp, struct droce_pkt_fields *f, const str
 	tb = (uint8_t *)rte_pktmbuf_append(t, (uint16_t)(pad + DROCE_ICRC_LEN));
 	f->pkey = DROCE_XPORT_DEFAULT_PKEY;
 	if (hb == NULL || tb == NULL || len > UINT16_MAX ||
-	    droce_build_headers(&qp->tmpl, hb, hlen, f, len) != hlen) {
+	    droce_tmpl_build(&qp->tmpl, hb, hlen + rte_pktmbuf_tailroom(h), f, len) != hlen) {
 		rte_pktmbuf_free(h);
 		rte_pktmbuf_free(e);
 		rte_pktmbuf_free(t);
@@ -75,7 +77,10 @@ droce_zc_send_span_lc(struct droce_qp *qp, struct droce_pkt_fields *f, const str
 	e->pkt_len = len;
 
 	memset(tb, 0, pad);
-	crc = droce_icrc_begin(hb + qp->tmpl.l3_off, hlen - qp->tmpl.l3_off, qp->tmpl.ipv6);
+	/* the headers by the template's constant (droce_xport_pkt_send_lc's
+	 * way), then the registered bytes and the pad */
+	crc = droce_icrc_tmpl(qp->tmpl.icrc_k, hb + qp->tmpl.l3_off, hlen - qp->tmpl.l3_off,
+			      qp->tmpl.ipv6);
 	crc = droce_icrc_update(crc, src, len);
 	crc = droce_icrc_update(crc, tb, pad);
 	droce_icrc_store(tb + pad, droce_icrc_finish(crc));

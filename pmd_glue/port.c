@@ -278,7 +278,15 @@ configure_port(const char *src, struct droce_port *p)
 	if (pc->txq > info.max_tx_queues)
 		return PORT_ERR(src, p, EINVAL, "txq = %u: device %s has at most %u transmit queues",
 				pc->txq, p->dev_name, info.max_tx_queues);
-	if (pc->mtu > info.max_mtu || pc->mtu < info.min_mtu)
+	/* DPDK 22.11's memif reports a 1518-byte frame limit it does not
+	 * enforce: a longer frame goes out over chained ring buffers (bsize
+	 * bytes each) and comes in gathered into the mempool's mbufs, so its
+	 * ethdev is configured at its reported maximum and droce uses the
+	 * configured MTU (up to what the mempool's data room holds: config.c) */
+	uint32_t dev_mtu = RTE_MIN(info.max_mtu, info.max_rx_pktlen - RTE_ETHER_HDR_LEN - RTE_ETHER_CRC_LEN);
+	bool memif_jumbo = pc->kind == DROCE_PORT_KIND_MEMIF && pc->mtu > dev_mtu;
+
+	if ((pc->mtu > info.max_mtu && !memif_jumbo) || pc->mtu < info.min_mtu)
 		return PORT_ERR(src, p, EINVAL, "mtu = %u: device %s allows %u..%u", pc->mtu,
 				p->dev_name, info.min_mtu, info.max_mtu);
 
@@ -288,7 +296,7 @@ configure_port(const char *src, struct droce_port *p)
 	p->max_rx_pktlen = info.max_rx_pktlen;
 
 	memset(&conf, 0, sizeof(conf));
-	conf.rxmode.mtu = pc->mtu;
+	conf.rxmode.mtu = memif_jumbo ? (uint16_t)dev_mtu : pc->mtu;
 	conf.rxmode.offloads = rx_off;
 	conf.txmode.offloads = tx_off;
 	rc = rte_eth_dev_configure(p->eth_port, pc->rxq, pc->txq, &conf);

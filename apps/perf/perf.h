@@ -362,7 +362,6 @@ void run_bw(uint64_t size);
 void poll_sides(void);
 void post_one(struct pair *p, int side, uint64_t seq, bool signaled, struct watch *w, uint64_t size);
 void lat_prepare(struct pair *p, int side, uint64_t seq);
-int cmp_u64(const void *a, const void *b);
 void run_lat(uint64_t size);
 
 /* ---- stats.c ---- */

@@ -88,10 +88,39 @@ Test(crc32, backends_vs_zlib_every_short_length)
 	cr_assert_geq(checked, 701u * 4, "table, zlib, auto and ISA-L at least");
 }
 
+/* Every backend against zlib at 2,000 random lengths 0..4096 and random
+ * alignments 0..63, with a random seed and split point. */
+Test(crc32, backends_vs_zlib_random_lengths)
+{
+	static uint8_t buf[4096 + 64];
+	uint64_t x = 0x2545f4914f6cdd1dull;
+
+#define NEXT() (x ^= x << 13, x ^= x >> 7, x ^= x << 17, x)
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)(NEXT() >> 56);
+	for (int n = 0; n < 2000; n++) {
+		size_t len = (size_t)(NEXT() % 4097), off = (size_t)(NEXT() % 64);
+		size_t cut = (size_t)(NEXT() % (len + 1));
+		uint32_t seed = (uint32_t)NEXT();
+		uint32_t ref = (uint32_t)crc32(seed, buf + off, (uInt)len);
+
+		for (int b = 0; b < DROCE_CRC_BACKEND_COUNT; b++) {
+			if (!droce_crc_backend_available(b))
+				continue;
+			cr_assert_eq(droce_crc32_with(b, seed, buf + off, len), ref,
+				     "%s len %zu off %zu", droce_crc_backend_name[b], len, off);
+			cr_assert_eq(droce_crc32_with(b, droce_crc32_with(b, seed, buf + off, cut),
+						      buf + off + cut, len - cut),
+				     ref, "%s len %zu split %zu", droce_crc_backend_name[b], len, cut);
+		}
+	}
+#undef NEXT
+}
+
 Test(crc32, clmul_is_there_on_x86)
 {
 #if defined(__x86_64__)
-	if (__builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1"))
+	if (__builtin_cpu_supports("pclmul") && __builtin_cpu_supports("avx"))
 		cr_assert(droce_crc_backend_available(DROCE_CRC_CLMUL));
 #endif
 	cr_assert(droce_crc_backend_available(DROCE_CRC_AUTO));
@@ -256,21 +285,27 @@ Test(icrc, masked_headers_vs_reference)
 #undef NEXT
 }
 
-/* droce_icrc_flat at every length from the bare headers to 700 bytes (the
- * one-fold path from 64 bytes, every tail length), both IP versions, against
- * droce_icrc_begin's table and ISA-L path and a masked copy through zlib. */
+/* droce_icrc_flat, droce_icrc_begin and droce_icrc_rx at every length from
+ * the bare headers to 700 bytes (every tail length of the fold), both IP
+ * versions, with the carry-less fold and with the table path (PCLMULQDQ
+ * off), against a masked copy through zlib. */
 Test(icrc, flat_every_length)
 {
 	static uint8_t f[704], m[704];
+	static struct droce_icrc_cache cache;
 	uint64_t x = 0x9e3779b97f4a7c15ull;
+	bool was = droce_crc_clmul_enable(true);
 
 	for (size_t i = 0; i < sizeof(f); i++) {
 		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
 		f[i] = (uint8_t)(x >> 56);
 	}
-	for (int v6 = 0; v6 < 2; v6++) {
+	for (int pass = 0; pass < 4; pass++) {
+		bool v6 = pass & 1;
 		size_t ip = v6 ? 40 : 20;
 
+		if (pass == 2)
+			droce_crc_clmul_enable(false);
 		memcpy(m, f, sizeof(m));
 		if (v6) {
 			m[0] |= 0x0f;
@@ -284,8 +319,11 @@ Test(icrc, flat_every_length)
 			uint32_t ref = (uint32_t)crc32(
 				crc32(0, (const Bytef *)"\xff\xff\xff\xff\xff\xff\xff\xff", 8), m, (uInt)len);
 
-			cr_assert_eq(droce_icrc_flat(f, len, v6), ref, "v%d len %zu", v6 ? 6 : 4, len);
+			cr_assert_eq(droce_icrc_flat(f, len, v6), ref, "v%d len %zu pass %d", v6 ? 6 : 4, len,
+				     pass);
 			cr_assert_eq(droce_icrc_finish(droce_icrc_begin(f, len, v6)), ref);
+			cr_assert_eq(droce_icrc_rx(&cache, f, len, v6), ref);
 		}
 	}
+	droce_crc_clmul_enable(was);
 }

@@ -3,17 +3,16 @@
  * name for the logs and the tables end where the enums do; and single steps
  * of the requester, completer and responder (both sides), driven on a QP
  * built in plain memory, without the EAL: the next state and the QP fields
- * each step leaves.  Steps that would build a packet are not driven here
- * (they need the mbuf pools); the suites with a running engine cover them.
+ * each step leaves.  The completer's READ-response and atomic-ACK states are
+ * in test_rc_comp_states.c, the steps that build a packet in
+ * test_rc_tx_steps.c; the QP (and the mbuf pool) in plain memory is
+ * plain_qp.c's.
  */
-#include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
 
-#include "dataplane/qp_internal.h"
-#include "dataplane/rc_sm.h"
-#include "dataplane/wire.h"
+#include "plain_qp.h"
 
 typedef const char *(*name_fn)(unsigned int);
 
@@ -45,7 +44,10 @@ Test(rc_states, responder_names)
 Test(rc_states, completer_names)
 {
 	static const char *const want[] = { "CHECK_WINDOW", "CHECK_GHOST", "CHECK_SYNDROME",
-					    "ACK", "RNR_NAK", "SEQ_NAK", "ERR_NAK", "DONE" };
+					    "ACK", "RNR_NAK", "SEQ_NAK", "ERR_NAK",
+					    "RETIRE_BEFORE", "READ_WQE", "READ_REASK", "READ_PLACE",
+					    "READ_COMPLETE", "ATOMIC_WQE", "ATOMIC_PLACE", "ANSWERED",
+					    "ERROR", "DONE" };
 
 	cr_assert_eq(sizeof(want) / sizeof(want[0]), COMP_STATE_COUNT);
 	check_names(droce_rc_comp_state_name, want, COMP_STATE_COUNT);
@@ -70,88 +72,16 @@ Test(rc_states, responder_tx_names)
 	check_names(droce_rc_rtx_state_name, want, RTX_STATE_COUNT);
 }
 
-/* ---- a QP in plain memory ---- */
-
-#define SQ_SLOTS 8
-
-static struct droce_engine *eng;
-static struct droce_qp *qp;
-static struct droce_sq_slot *sq;
-static struct droce_swqe *swqe;
-static struct droce_rd_resp rd_resp[DROCE_RD_RESP_CAP];
-
-static void
-qp_setup(void)
-{
-	eng = calloc(1, sizeof(*eng));
-	qp = calloc(1, sizeof(*qp));
-	sq = calloc(SQ_SLOTS, sizeof(*sq));
-	swqe = calloc(SQ_SLOTS, sizeof(*swqe));
-	cr_assert(eng && qp && sq && swqe);
-	memset(rd_resp, 0, sizeof(rd_resp));
-	eng->tsc_hz = 1000000000;
-	eng->now = 1000;
-	qp->eng = eng;
-	qp->qpn = 17;
-	qp->xport = DROCE_TRANSPORT_RC;
-	qp->state = DROCE_QPS_RTS;
-	qp->req_state = DROCE_REQ_IDLE;
-	qp->attr.pmtu = 1024;
-	qp->attr.max_rd_atomic = 2;
-	qp->attr.timeout = 14;
-	qp->attr.retry_cnt = 7;
-	qp->sq = sq;
-	qp->sq_stride = sizeof(*sq);
-	qp->sq_mask = SQ_SLOTS - 1;
-	qp->swqe = swqe;
-	qp->rd_resp = rd_resp;
-	qp->psn_next = qp->psn_una = qp->psn_max = 100;
-}
-
-static void
-qp_teardown(void)
-{
-	free(swqe);
-	free(sq);
-	free(qp);
-	free(eng);
-}
-
-/* Posts a WQE (as the application's side would publish it). */
-static struct droce_wqe *
-post(uint8_t opcode, uint32_t length)
-{
-	struct droce_wqe *w = droce_qp_wqe(qp, qp->sq_avail);
-
-	memset(w, 0, sizeof(*w));
-	w->opcode = opcode;
-	w->length = length;
-	w->flags = DROCE_WQE_INLINE;
-	qp->sq_avail++;
-	return w;
-}
-
-/* Marks the WQE at @idx as started and wholly sent, from the current psn_next. */
-static struct droce_swqe *
-sent(uint32_t idx, uint32_t npkts)
-{
-	struct droce_swqe *s = droce_qp_swqe(qp, idx);
-
-	s->started = true;
-	s->first_psn = qp->psn_next;
-	s->npkts = s->sent_pkts = npkts;
-	qp->psn_next = qp->psn_max = droce_psn_add(qp->psn_next, npkts);
-	qp->sq_cur = idx + 1;
-	return s;
-}
-
-static uint8_t
-syn(enum droce_aeth_kind kind, uint8_t value)
-{
-	return droce_aeth_make_syndrome(kind, value);
-}
-
 /* ---- completer ---- */
+
+/* One step on an ACKNOWLEDGE packet at @psn. */
+static enum droce_rc_comp_state
+comp_step(enum droce_rc_comp_state st, uint32_t psn, uint8_t syndrome)
+{
+	struct droce_rc_comp_ctx c = { .psn = psn, .syndrome = syndrome };
+
+	return droce_rc_comp_step_lc(qp, st, &c);
+}
 
 TestSuite(rc_comp_step, .init = qp_setup, .fini = qp_teardown);
 
@@ -161,10 +91,10 @@ Test(rc_comp_step, nak_for_a_psn_never_sent_is_a_ghost)
 	sent(0, 1); /* PSN 100 out: una 100, max 101 */
 
 	/* a sequence NAK at una - 1 names nothing outstanding */
-	cr_assert_eq(droce_rc_comp_step_lc(qp, COMP_CHECK_WINDOW, 99,
+	cr_assert_eq(comp_step(COMP_CHECK_WINDOW, 99,
 					   syn(DROCE_AETH_NAK, DROCE_NAK_PSN_SEQ_ERR)),
 		     COMP_CHECK_GHOST);
-	cr_assert_eq(droce_rc_comp_step_lc(qp, COMP_CHECK_GHOST, 99,
+	cr_assert_eq(comp_step(COMP_CHECK_GHOST, 99,
 					   syn(DROCE_AETH_NAK, DROCE_NAK_PSN_SEQ_ERR)),
 		     COMP_DONE);
 	cr_assert_eq(eng->stats.ghost_acks, 1);
@@ -175,7 +105,7 @@ Test(rc_comp_step, nak_for_a_psn_never_sent_is_a_ghost)
 	cr_assert_eq(qp->stats.retransmits, 0);
 
 	/* an ACK at una - 1 is a duplicate ACK, not a ghost: on to the syndrome */
-	cr_assert_eq(droce_rc_comp_step_lc(qp, COMP_CHECK_GHOST, 99, syn(DROCE_AETH_ACK, 0x1f)),
+	cr_assert_eq(comp_step(COMP_CHECK_GHOST, 99, syn(DROCE_AETH_ACK, 0x1f)),
 		     COMP_CHECK_SYNDROME);
 	cr_assert_eq(eng->stats.ghost_acks, 1);
 }
@@ -186,26 +116,26 @@ Test(rc_comp_step, psn_outside_the_window_is_dropped)
 	sent(0, 1);
 
 	/* at max (never sent) and far behind: dropped, counted */
-	cr_assert_eq(droce_rc_comp_step_lc(qp, COMP_CHECK_WINDOW, 101, syn(DROCE_AETH_ACK, 0x1f)),
+	cr_assert_eq(comp_step(COMP_CHECK_WINDOW, 101, syn(DROCE_AETH_ACK, 0x1f)),
 		     COMP_DONE);
-	cr_assert_eq(droce_rc_comp_step_lc(qp, COMP_CHECK_WINDOW, 50, syn(DROCE_AETH_ACK, 0x1f)),
+	cr_assert_eq(comp_step(COMP_CHECK_WINDOW, 50, syn(DROCE_AETH_ACK, 0x1f)),
 		     COMP_DONE);
 	cr_assert_eq(eng->stats.seq_drops, 2);
 	cr_assert_not(qp->peer_heard);
-	cr_assert_eq(droce_rc_comp_step_lc(qp, COMP_CHECK_WINDOW, 100, syn(DROCE_AETH_ACK, 0x1f)),
+	cr_assert_eq(comp_step(COMP_CHECK_WINDOW, 100, syn(DROCE_AETH_ACK, 0x1f)),
 		     COMP_CHECK_GHOST);
 }
 
 Test(rc_comp_step, syndrome_picks_the_handler)
 {
-	cr_assert_eq(droce_rc_comp_step_lc(qp, COMP_CHECK_SYNDROME, 100, syn(DROCE_AETH_ACK, 0x1f)),
+	cr_assert_eq(comp_step(COMP_CHECK_SYNDROME, 100, syn(DROCE_AETH_ACK, 0x1f)),
 		     COMP_ACK);
-	cr_assert_eq(droce_rc_comp_step_lc(qp, COMP_CHECK_SYNDROME, 100, syn(DROCE_AETH_RNR_NAK, 3)),
+	cr_assert_eq(comp_step(COMP_CHECK_SYNDROME, 100, syn(DROCE_AETH_RNR_NAK, 3)),
 		     COMP_RNR_NAK);
-	cr_assert_eq(droce_rc_comp_step_lc(qp, COMP_CHECK_SYNDROME, 100,
+	cr_assert_eq(comp_step(COMP_CHECK_SYNDROME, 100,
 					   syn(DROCE_AETH_NAK, DROCE_NAK_PSN_SEQ_ERR)),
 		     COMP_SEQ_NAK);
-	cr_assert_eq(droce_rc_comp_step_lc(qp, COMP_CHECK_SYNDROME, 100,
+	cr_assert_eq(comp_step(COMP_CHECK_SYNDROME, 100,
 					   syn(DROCE_AETH_NAK, DROCE_NAK_REM_ACCESS_ERR)),
 		     COMP_ERR_NAK);
 	cr_assert_eq(eng->stats.seq_drops, 0);
@@ -222,13 +152,13 @@ Test(rc_comp_step, ack_retires_what_it_covers)
 	cr_assert_eq(s0->first_psn, 100);
 
 	/* a coalesced ACK of 102: the first WQE retired, the second half acknowledged */
-	cr_assert_eq(droce_rc_comp_step_lc(qp, COMP_ACK, 102, syn(DROCE_AETH_ACK, 0x1f)), COMP_DONE);
+	cr_assert_eq(comp_step(COMP_ACK, 102, syn(DROCE_AETH_ACK, 0x1f)), COMP_DONE);
 	cr_assert_eq(qp->sq_head, 1);
 	cr_assert_eq(qp->psn_una, 103);
 	cr_assert_eq(qp->retry_left, 7, "progress refills the retries");
 	cr_assert_neq(qp->rto_deadline, 0, "PSN 103 outstanding: the timer runs");
 
-	cr_assert_eq(droce_rc_comp_step_lc(qp, COMP_ACK, 103, syn(DROCE_AETH_ACK, 0x1f)), COMP_DONE);
+	cr_assert_eq(comp_step(COMP_ACK, 103, syn(DROCE_AETH_ACK, 0x1f)), COMP_DONE);
 	cr_assert_eq(qp->sq_head, 2);
 	cr_assert_eq(qp->psn_una, 104);
 	cr_assert_eq(qp->rto_deadline, 0, "nothing outstanding: no timer");
@@ -244,7 +174,7 @@ Test(rc_comp_step, seq_nak_goes_back)
 	sent(2, 1); /* 100, 101, 102 */
 
 	/* the responder expects 101: 100 is acknowledged, the rest goes again */
-	cr_assert_eq(droce_rc_comp_step_lc(qp, COMP_SEQ_NAK, 101,
+	cr_assert_eq(comp_step(COMP_SEQ_NAK, 101,
 					   syn(DROCE_AETH_NAK, DROCE_NAK_PSN_SEQ_ERR)),
 		     COMP_DONE);
 	cr_assert_eq(qp->sq_head, 1);

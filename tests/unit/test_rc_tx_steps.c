@@ -1,0 +1,328 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * The steps that build packets, driven singly without the EAL: the
+ * requester's SEND_PKT and the responder transmit's ACK, NAK, ATOMIC_ACK and
+ * READ_RESP, on a QP in plain memory whose port has an mbuf pool in plain
+ * memory (plain_qp.c).  Each frame the step queued on the engine's transmit
+ * buffer is read back: it parses, its opcode, PSN, destination QP, AckReq,
+ * RETH / AETH / AtomicAckETH fields and payload bytes are what the step was
+ * given, and its ICRC is the one the independent flat droce_icrc_flat()
+ * computes over it.  Zero-copy frames (zcopy.c: three segments, the payload
+ * in the registered memory) are read through their segments.
+ */
+#include <string.h>
+
+#include <criterion/criterion.h>
+#include <rte_mbuf.h>
+
+#include "dataplane/icrc.h"
+#include "pmd_glue/port_struct.h"
+#include "plain_qp.h"
+
+#define RC(op) DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_##op)
+
+static uint8_t frame[4096];
+
+/* Frame @i, read back: parsed (lengths, IPv4 checksum, ICRC) into @p, and
+ * its ICRC checked once more against droce_icrc_flat. */
+static const struct droce_bth *
+frame_at(unsigned int i, struct droce_pkt *p, unsigned int *nsegs)
+{
+	uint32_t len = tx_frame(i, frame, sizeof(frame), nsegs);
+	const uint8_t *l3;
+
+	cr_assert_eq(droce_parse_frame(frame, len, p), DROCE_DROP_NONE, "frame %u parses", i);
+	l3 = frame + p->l3_off;
+	cr_assert_eq(droce_icrc_load(frame + p->frame_len - DROCE_ICRC_LEN),
+		     droce_icrc_flat(l3, (size_t)(frame + p->frame_len - DROCE_ICRC_LEN - l3), p->ipv6),
+		     "frame %u: the ICRC", i);
+	return droce_pkt_bth(p, frame);
+}
+
+/* The BTH fields every frame here shares. */
+static void
+check_bth(const struct droce_bth *b, uint8_t opcode, uint32_t psn, uint32_t pad)
+{
+	cr_assert_eq(droce_bth_opcode(b), opcode, "opcode 0x%02x, want 0x%02x", droce_bth_opcode(b),
+		     opcode);
+	cr_assert_eq(droce_bth_psn(b), psn);
+	cr_assert_eq(droce_bth_qpn(b), 0x123456);
+	cr_assert_eq(droce_bth_pad(b), pad);
+	cr_assert_eq(droce_bth_pkey(b), 0xffff);
+}
+
+static void
+fill_local(void)
+{
+	for (unsigned int i = 0; i < sizeof(local); i++)
+		local[i] = (uint8_t)(i * 7 + 3);
+}
+
+/* ---- requester ---- */
+
+TestSuite(rc_tx_req, .init = tx_setup, .fini = tx_teardown);
+
+Test(rc_tx_req, send_pkt_write_inline)
+{
+	struct droce_rc_req_ctx c = { .budget = 4 };
+	struct droce_wqe *w = post(DROCE_WR_RDMA_WRITE, 8);
+	const struct droce_bth *b;
+	const struct droce_reth *r;
+	struct droce_pkt p;
+	unsigned int nsegs;
+
+	memcpy(w->inline_data, "droce-8b", 8);
+	w->remote_addr = 0xabc000;
+	w->rkey = 0x4242;
+	cr_assert_eq(droce_rc_req_step_lc(qp, REQ_NEXT_WQE, &c), REQ_WINDOW);
+	cr_assert_eq(droce_rc_req_step_lc(qp, REQ_WINDOW, &c), REQ_CHECK_LOCAL);
+	cr_assert_eq(droce_rc_req_step_lc(qp, REQ_CHECK_LOCAL, &c), REQ_SEND_PKT);
+	cr_assert_eq(tx_count(), 0);
+	cr_assert_eq(droce_rc_req_step_lc(qp, REQ_SEND_PKT, &c), REQ_NOTE_SENT);
+	cr_assert(c.last);
+	cr_assert_eq(tx_count(), 1);
+	cr_assert_eq(qp->stats.tx_pkts, 1);
+
+	b = frame_at(0, &p, &nsegs);
+	cr_assert_eq(nsegs, 1);
+	check_bth(b, RC(WRITE_ONLY), 100, 0);
+	cr_assert(droce_bth_ackreq(b), "the message's last packet asks for an ACK");
+	r = droce_pkt_hdr(&p, frame, DROCE_HDR_RETH);
+	cr_assert_eq(droce_reth_va(r), 0xabc000);
+	cr_assert_eq(droce_reth_rkey(r), 0x4242);
+	cr_assert_eq(droce_reth_len(r), 8);
+	cr_assert_eq(p.payload_len, 8);
+	cr_assert_arr_eq(p.payload, "droce-8b", 8);
+}
+
+Test(rc_tx_req, send_pkt_segments_a_send)
+{
+	struct droce_rc_req_ctx c = { .budget = 4 };
+	struct droce_wqe *w = post(DROCE_WR_SEND, 1501);
+	const struct droce_bth *b;
+	struct droce_pkt p;
+	unsigned int nsegs;
+
+	local_sge(w, 1501);
+	fill_local();
+	cr_assert_eq(droce_rc_req_step_lc(qp, REQ_NEXT_WQE, &c), REQ_WINDOW);
+	cr_assert_eq(droce_rc_req_step_lc(qp, REQ_WINDOW, &c), REQ_CHECK_LOCAL);
+	cr_assert_eq(droce_rc_req_step_lc(qp, REQ_CHECK_LOCAL, &c), REQ_SEND_PKT);
+	cr_assert_eq(droce_rc_req_step_lc(qp, REQ_SEND_PKT, &c), REQ_NOTE_SENT);
+	cr_assert_not(c.last);
+	cr_assert_eq(droce_rc_req_step_lc(qp, REQ_NOTE_SENT, &c), REQ_NEXT_WQE);
+	cr_assert_eq(droce_rc_req_step_lc(qp, REQ_NEXT_WQE, &c), REQ_WINDOW);
+	cr_assert_eq(droce_rc_req_step_lc(qp, REQ_WINDOW, &c), REQ_SEND_PKT, "started already");
+	cr_assert_eq(droce_rc_req_step_lc(qp, REQ_SEND_PKT, &c), REQ_NOTE_SENT);
+	cr_assert(c.last);
+	cr_assert_eq(tx_count(), 2);
+
+	b = frame_at(0, &p, &nsegs);
+	check_bth(b, RC(SEND_FIRST), 100, 0);
+	cr_assert_eq(p.payload_len, 1024);
+	cr_assert_arr_eq(p.payload, local, 1024);
+	b = frame_at(1, &p, &nsegs);
+	check_bth(b, RC(SEND_LAST), 101, 3); /* 477 bytes: three of pad, under the ICRC */
+	cr_assert(droce_bth_ackreq(b));
+	cr_assert_eq(p.payload_len, 477);
+	cr_assert_arr_eq(p.payload, local + 1024, 477);
+}
+
+Test(rc_tx_req, send_pkt_without_an_mbuf_waits)
+{
+	struct droce_rc_req_ctx c = { .budget = 4 };
+	struct rte_mbuf *all[32];
+	unsigned int n = 0;
+
+	post(DROCE_WR_RDMA_WRITE, 8);
+	cr_assert_eq(droce_rc_req_step_lc(qp, REQ_NEXT_WQE, &c), REQ_WINDOW);
+	cr_assert_eq(droce_rc_req_step_lc(qp, REQ_CHECK_LOCAL, &c), REQ_SEND_PKT);
+	while (n < 32 && (all[n] = rte_pktmbuf_alloc(qp->port->mp)) != NULL)
+		n++;
+	cr_assert_eq(tx_pool_free(), 0);
+	cr_assert_eq(droce_rc_req_step_lc(qp, REQ_SEND_PKT, &c), REQ_DONE);
+	cr_assert_eq(eng->stats.alloc_fail, 1);
+	cr_assert_eq(tx_count(), 0);
+	cr_assert_eq(droce_qp_swqe(qp, 0)->sent_pkts, 0, "nothing counted as sent");
+	for (unsigned int i = 0; i < n; i++)
+		rte_pktmbuf_free(all[i]);
+	cr_assert_eq(droce_rc_req_step_lc(qp, REQ_SEND_PKT, &c), REQ_NOTE_SENT);
+	cr_assert_eq(tx_count(), 1);
+}
+
+Test(rc_tx_req, send_pkt_zero_copy_write)
+{
+	struct droce_rc_req_ctx c = { .budget = 4 };
+	struct droce_wqe *w = post(DROCE_WR_RDMA_WRITE, 1024);
+	const struct droce_bth *b;
+	struct droce_pkt p;
+	unsigned int nsegs;
+
+	qp->port->zc_min = 1024;
+	local_sge(w, 1024);
+	w->sge[0].addr += 100; /* a payload not at the MR's start */
+	fill_local();
+	w->remote_addr = 0x5000;
+	w->rkey = 0x77;
+	cr_assert_eq(droce_rc_req_step_lc(qp, REQ_NEXT_WQE, &c), REQ_WINDOW);
+	cr_assert_eq(droce_rc_req_step_lc(qp, REQ_CHECK_LOCAL, &c), REQ_SEND_PKT);
+	cr_assert_eq(droce_rc_req_step_lc(qp, REQ_SEND_PKT, &c), REQ_NOTE_SENT);
+	cr_assert_eq(eng->stats.zc_tx, 1);
+	cr_assert_eq(local_mr.zc_refs, 1, "the frame holds the MR");
+	b = frame_at(0, &p, &nsegs);
+	cr_assert_eq(nsegs, 3, "headers, the registered bytes, pad and ICRC");
+	cr_assert_eq(rte_pktmbuf_mtod(eng->txq[0][0]->next, const uint8_t *), local + 100,
+		     "the payload segment points into the MR");
+	check_bth(b, RC(WRITE_ONLY), 100, 0);
+	cr_assert_eq(droce_reth_len(droce_pkt_hdr(&p, frame, DROCE_HDR_RETH)), 1024);
+	cr_assert_arr_eq(p.payload, local + 100, 1024);
+}
+
+/* ---- responder, transmit side ---- */
+
+TestSuite(rc_tx_resp, .init = tx_setup, .fini = tx_teardown);
+
+/* The AETH of frame @p: its syndrome and MSN. */
+static void
+check_aeth(const struct droce_pkt *p, uint8_t syndrome, uint32_t msn)
+{
+	const struct droce_aeth *a = droce_pkt_hdr(p, frame, DROCE_HDR_AETH);
+
+	cr_assert_eq(droce_aeth_syndrome(a), syndrome, "syndrome 0x%02x, want 0x%02x",
+		     droce_aeth_syndrome(a), syndrome);
+	cr_assert_eq(droce_aeth_msn(a), msn);
+}
+
+Test(rc_tx_resp, ack)
+{
+	struct droce_rc_rtx_ctx c = { .budget = 4 };
+	struct droce_pkt p;
+	unsigned int nsegs;
+
+	qp->ack_pending = true;
+	qp->ack_psn = 555;
+	qp->ack_syndrome = syn(DROCE_AETH_ACK, 0x1f);
+	qp->msn = 0x345;
+	cr_assert_eq(droce_rc_rtx_step_lc(qp, RTX_NEXT, &c), RTX_ACK);
+	cr_assert_eq(droce_rc_rtx_step_lc(qp, RTX_ACK, &c), RTX_DONE);
+	cr_assert_not(qp->ack_pending);
+	cr_assert_eq(c.sent, 1);
+	cr_assert_eq(tx_count(), 1);
+	check_bth(frame_at(0, &p, &nsegs), RC(ACK), 555, 0);
+	cr_assert_not(droce_bth_ackreq(droce_pkt_bth(&p, frame)));
+	check_aeth(&p, syn(DROCE_AETH_ACK, 0x1f), 0x345);
+	cr_assert_eq(p.payload_len, 0);
+}
+
+Test(rc_tx_resp, nak_after_the_answers_before_it)
+{
+	struct droce_rc_rtx_ctx c = { .budget = 4 };
+	struct droce_pkt p;
+	unsigned int nsegs;
+
+	qp->msn = 12;
+	rd_resp[0] = (struct droce_rd_resp){ .psn = 9, .nak_err = DROCE_ERR_REM_ACCESS };
+	qp->rd_resp_count = 1;
+	qp->resp_failing = true;
+	cr_assert_eq(droce_rc_rtx_step_lc(qp, RTX_NEXT, &c), RTX_NAK);
+	cr_assert_eq(droce_rc_rtx_step_lc(qp, RTX_NAK, &c), RTX_DONE);
+	cr_assert_eq(qp->rd_resp_count, 0);
+	cr_assert_eq(tx_count(), 1);
+	check_bth(frame_at(0, &p, &nsegs), RC(ACK), 9, 0);
+	check_aeth(&p, syn(DROCE_AETH_NAK, DROCE_NAK_REM_ACCESS_ERR), 12);
+	cr_assert_eq(qp->stats.rem_err_naks_tx, 1);
+	cr_assert_eq(qp->state, DROCE_QPS_ERR, "the error table: a remote access error ends the QP");
+}
+
+Test(rc_tx_resp, atomic_ack)
+{
+	struct droce_rc_rtx_ctx c = { .budget = 4 };
+	struct droce_pkt p;
+	unsigned int nsegs;
+
+	qp->msn = 0xabcdef;
+	rd_resp[0] = (struct droce_rd_resp){ .psn = 77, .atomic = true, .orig = 0x0102030405060708ull };
+	qp->rd_resp_count = 1;
+	cr_assert_eq(droce_rc_rtx_step_lc(qp, RTX_NEXT, &c), RTX_ATOMIC_ACK);
+	cr_assert_eq(droce_rc_rtx_step_lc(qp, RTX_ATOMIC_ACK, &c), RTX_SENT);
+	cr_assert(c.whole);
+	cr_assert_eq(droce_rc_rtx_step_lc(qp, RTX_SENT, &c), RTX_NEXT);
+	cr_assert_eq(qp->rd_resp_count, 0);
+	check_bth(frame_at(0, &p, &nsegs), RC(ATOMIC_ACK), 77, 0);
+	check_aeth(&p, syn(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID), 0xabcdef);
+	cr_assert_eq(droce_atmack_orig(droce_pkt_hdr(&p, frame, DROCE_HDR_ATMACK)),
+		     0x0102030405060708ull);
+}
+
+/* A READ of 1501 bytes from local + 16, answered at PSN 300: FIRST (1024
+ * bytes) and LAST (477, pad 3); zero-copy from @zc_min bytes. */
+static void
+read_resp_pair(uint32_t zc_min)
+{
+	struct droce_rc_rtx_ctx c = { .budget = 4 };
+	const struct droce_bth *b;
+	struct droce_pkt p;
+	unsigned int nsegs;
+
+	local_register();
+	fill_local();
+	qp->port->zc_min = zc_min;
+	qp->msn = 40;
+	rd_resp[0] = (struct droce_rd_resp){ .psn = 300, .va = PLAIN_LOCAL_IOVA + 16,
+					     .rkey = local_mr.lkey, .len = 1501 };
+	qp->rd_resp_count = 1;
+	cr_assert_eq(droce_rc_rtx_step_lc(qp, RTX_NEXT, &c), RTX_READ_RESP);
+	cr_assert_eq(droce_rc_rtx_step_lc(qp, RTX_READ_RESP, &c), RTX_SENT);
+	cr_assert_not(c.whole);
+	cr_assert_eq(droce_rc_rtx_step_lc(qp, RTX_SENT, &c), RTX_NEXT);
+	cr_assert_eq(qp->rd_resp_count, 1, "half answered: still queued");
+	cr_assert_eq(droce_rc_rtx_step_lc(qp, RTX_NEXT, &c), RTX_READ_RESP);
+	cr_assert_eq(droce_rc_rtx_step_lc(qp, RTX_READ_RESP, &c), RTX_SENT);
+	cr_assert(c.whole);
+	cr_assert_eq(droce_rc_rtx_step_lc(qp, RTX_SENT, &c), RTX_NEXT);
+	cr_assert_eq(qp->rd_resp_count, 0);
+	cr_assert_eq(tx_count(), 2);
+
+	b = frame_at(0, &p, &nsegs);
+	cr_assert_eq(nsegs, zc_min <= 1024 ? 3 : 1);
+	check_bth(b, RC(READ_RESP_FIRST), 300, 0);
+	check_aeth(&p, syn(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID), 40);
+	cr_assert_eq(p.payload_len, 1024);
+	cr_assert_arr_eq(p.payload, local + 16, 1024);
+	b = frame_at(1, &p, &nsegs);
+	cr_assert_eq(nsegs, 1, "477 bytes: below the threshold, copied");
+	check_bth(b, RC(READ_RESP_LAST), 301, 3);
+	check_aeth(&p, syn(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID), 40);
+	cr_assert_eq(p.payload_len, 477);
+	cr_assert_arr_eq(p.payload, local + 16 + 1024, 477);
+}
+
+Test(rc_tx_resp, read_resp_copied)
+{
+	read_resp_pair(UINT32_MAX);
+	cr_assert_eq(eng->stats.zc_tx, 0);
+}
+
+Test(rc_tx_resp, read_resp_zero_copy)
+{
+	read_resp_pair(512);
+	cr_assert_eq(eng->stats.zc_tx, 1);
+	cr_assert_eq(local_mr.zc_refs, 1);
+}
+
+Test(rc_tx_resp, read_resp_from_a_gone_mr_fails_the_qp)
+{
+	struct droce_rc_rtx_ctx c = { .budget = 4 };
+	struct droce_pkt p;
+	unsigned int nsegs;
+
+	local_register();
+	rd_resp[0] = (struct droce_rd_resp){ .psn = 300, .va = PLAIN_LOCAL_IOVA,
+					     .rkey = local_mr.lkey ^ 0xff, .len = 64 };
+	qp->rd_resp_count = 1;
+	cr_assert_eq(droce_rc_rtx_step_lc(qp, RTX_NEXT, &c), RTX_READ_RESP);
+	cr_assert_eq(droce_rc_rtx_step_lc(qp, RTX_READ_RESP, &c), RTX_DONE);
+	cr_assert_eq(qp->rd_resp_count, 0);
+	cr_assert_eq(tx_count(), 1, "the NAK, and no response");
+	check_bth(frame_at(0, &p, &nsegs), RC(ACK), 300, 0);
+	check_aeth(&p, syn(DROCE_AETH_NAK, DROCE_NAK_REM_ACCESS_ERR), 0);
+}
