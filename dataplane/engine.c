@@ -133,6 +133,31 @@ engine_main(void *arg)
 	return 0;
 }
 
+bool
+droce_engine_stash_refill_lc(struct droce_engine *eng)
+{
+	/* half the stash, leaving room for received frames to come back */
+	if (rte_mempool_generic_get(eng->mcache_mp, (void **)eng->txstash, DROCE_TXSTASH / 2,
+				    eng->mcache) == 0) {
+		eng->ntxstash = DROCE_TXSTASH / 2;
+		return true;
+	}
+	if (rte_mempool_generic_get(eng->mcache_mp, (void **)eng->txstash, 1, eng->mcache) == 0) {
+		eng->ntxstash = 1; /* the pool is nearly dry: what there is */
+		return true;
+	}
+	return false;
+}
+
+void
+droce_engine_stash_flush(struct droce_engine *eng)
+{
+	if (eng->ntxstash != 0)
+		rte_mempool_generic_put(eng->mcache_mp, (void **)eng->txstash, eng->ntxstash,
+					eng->mcache);
+	eng->ntxstash = 0;
+}
+
 static void
 engine_free(struct droce_engine *eng)
 {
@@ -146,6 +171,7 @@ engine_free(struct droce_engine *eng)
 	rte_free(eng->qp_freed);
 	if (eng->mcache != NULL) {
 		/* its mbufs back to the pool before the pool goes */
+		droce_engine_stash_flush(eng);
 		rte_mempool_cache_flush(eng->mcache, eng->mcache_mp);
 		rte_mempool_cache_free(eng->mcache);
 	}
@@ -194,7 +220,8 @@ droce_engines_start(void)
 		eng->n_ports = droce_port_count();
 		for (unsigned int pi = 0; pi < eng->n_ports; pi++)
 			eng->ports[pi] = droce_port_get(pi);
-		if (eng->n_ports > 0 && eng->ports[0]->mp->cache_size > 0) {
+		if (eng->n_ports > 0 && eng->ports[0]->mp->cache_size > 0 &&
+		    rte_pktmbuf_data_room_size(eng->ports[0]->mp) > RTE_PKTMBUF_HEADROOM) {
 			/* as large as the pool's per-lcore caches; none: the plain path */
 			eng->mcache = rte_mempool_cache_create(eng->ports[0]->mp->cache_size,
 							       SOCKET_ID_ANY);

@@ -9,6 +9,8 @@
 #define DROCE_ENGINE_H
 
 #include <stdatomic.h>
+#include <stddef.h>
+#include <string.h>
 #include <sys/queue.h>
 
 #include <rte_mbuf.h>
@@ -27,6 +29,7 @@ struct droce_engine;
 
 #define DROCE_BURST 32
 #define DROCE_TXBUF 512     /* per port: frames waiting for the PMD */
+#define DROCE_TXSTASH 64    /* free mbufs an engine keeps at hand (droce_engine_mbuf_lc) */
 #define DROCE_RX_BURSTS 4   /* rx bursts per port per pass, at most */
 /* the timer wheel (engine_sched.c): slots, and ticks per second (a slot's
  * span is the power of two of TSC cycles nearest below) */
@@ -415,6 +418,12 @@ struct droce_engine {
 	/* received frames done with, freed together (droce_engine_rx_free_lc) */
 	struct rte_mbuf *rxfree[DROCE_BURST];
 	uint16_t nrxfree;
+	/* mbufs of mcache_mp for the frames the engine builds: refilled from
+	 * mcache DROCE_BURST at a time, and fed straight by received frames of
+	 * that pool done with (one segment, refcnt 1, direct), so a frame
+	 * received and one sent cost no mempool round (droce_engine_mbuf_lc) */
+	struct rte_mbuf *txstash[DROCE_TXSTASH];
+	uint16_t ntxstash;
 	/* header constants of the flows received last (the ICRC check, icrc.h) */
 	struct droce_icrc_cache icrc_rx;
 	uint64_t now;          /* TSC, read once per loop */
@@ -442,20 +451,75 @@ void droce_engine_stats_get(unsigned int id, struct droce_engine_stats *out);
 /* One pass of the engine loop (drain, rx, tx work, timers, flush). */
 void droce_engine_poll_lc(struct droce_engine *eng);
 
-/* Queues a frame for transmission on @port (flushed at the end of the pass). */
-void droce_engine_tx_lc(struct droce_engine *eng, unsigned int port, struct rte_mbuf *m);
+/* droce_engine_tx_lc with @port's waiting room full: hands the PMD what it
+ * takes, then queues @m, or drops it (tx_drops) when the link is not draining. */
+void droce_engine_tx_full_lc(struct droce_engine *eng, unsigned int port, struct rte_mbuf *m);
 
-/* An mbuf of @mp for a frame the engine builds (rte_pktmbuf_alloc through
- * the engine's cache); NULL when the pool is empty. */
+/* Queues a frame for transmission on @port (flushed at the end of the pass). */
+static inline void
+droce_engine_tx_lc(struct droce_engine *eng, unsigned int port, struct rte_mbuf *m)
+{
+	if (unlikely(eng->ntx[port] == DROCE_TXBUF)) {
+		droce_engine_tx_full_lc(eng, port, m);
+		return;
+	}
+	eng->txq[port][eng->ntx[port]++] = m;
+}
+
+static_assert(offsetof(struct rte_mbuf, port) - offsetof(struct rte_mbuf, rearm_data) == 6,
+	      "data_off, refcnt, nb_segs, port: the 8 bytes of rearm_data");
+
+/* Makes a free mbuf (next NULL, nb_segs 1, refcnt 1: a pool's invariants,
+ * and the stash's) a fresh empty frame: what rte_pktmbuf_reset sets, with
+ * data_off, refcnt, nb_segs and port in one store (@rearm, the pool's). */
+static __rte_always_inline void
+droce_engine_mbuf_fresh(struct rte_mbuf *m, uint64_t rearm)
+{
+	memcpy((uint8_t *)m + offsetof(struct rte_mbuf, rearm_data), &rearm, sizeof(rearm));
+	m->ol_flags &= RTE_MBUF_F_EXTERNAL;
+	m->packet_type = 0;
+	m->pkt_len = 0;
+	m->data_len = 0;
+	m->vlan_tci = 0;
+	m->vlan_tci_outer = 0;
+	m->tx_offload = 0;
+}
+
+/* The stash's rearm word: data_off RTE_PKTMBUF_HEADROOM (engine.c takes no
+ * pool whose buffers are smaller), refcnt 1, nb_segs 1, port invalid; a
+ * constant once compiled. */
+static inline uint64_t
+droce_engine_rearm_word(void)
+{
+	struct rte_mbuf t;
+	uint64_t w;
+
+	t.data_off = RTE_PKTMBUF_HEADROOM;
+	rte_mbuf_refcnt_set(&t, 1);
+	t.nb_segs = 1;
+	t.port = RTE_MBUF_PORT_INVALID;
+	memcpy(&w, (uint8_t *)&t + offsetof(struct rte_mbuf, rearm_data), sizeof(w));
+	return w;
+}
+
+/* Refills the empty stash from the engine's cache (engine_pass.c); false
+ * when the pool is empty. */
+bool droce_engine_stash_refill_lc(struct droce_engine *eng);
+/* Gives the stash's mbufs back to the pool (the engine stops). */
+void droce_engine_stash_flush(struct droce_engine *eng);
+
+/* An mbuf of @mp for a frame the engine builds (the engine's stash for its
+ * ports' pool, rte_pktmbuf_alloc otherwise); NULL when the pool is empty. */
 static inline struct rte_mbuf *
 droce_engine_mbuf_lc(struct droce_engine *eng, struct rte_mempool *mp)
 {
 	struct rte_mbuf *m;
 
 	if (likely(mp == eng->mcache_mp)) {
-		if (rte_mempool_generic_get(mp, (void **)&m, 1, eng->mcache) != 0)
+		if (unlikely(eng->ntxstash == 0) && !droce_engine_stash_refill_lc(eng))
 			return NULL;
-		rte_pktmbuf_reset(m);
+		m = eng->txstash[--eng->ntxstash];
+		droce_engine_mbuf_fresh(m, droce_engine_rearm_word());
 		return m;
 	}
 	return rte_pktmbuf_alloc(mp);
@@ -479,11 +543,19 @@ droce_engine_mbufs_lc(struct droce_engine *eng, struct rte_mempool *mp, struct r
 /* Frees the frames droce_engine_rx_free_lc() collected (one bulk free). */
 void droce_engine_rx_free_flush_lc(struct droce_engine *eng);
 
-/* Frees a received frame the transport is done with, in a bulk at the end of
+/* Frees a received frame the transport is done with: into the transmit
+ * stash when it is a plain one-segment mbuf of the engine's pool that no one
+ * else holds (the next frame built reuses it), else in a bulk at the end of
  * its receive burst (or pass), not one mempool round per frame. */
 static inline void
 droce_engine_rx_free_lc(struct droce_engine *eng, struct rte_mbuf *m)
 {
+	if (likely(m->pool == eng->mcache_mp && eng->ntxstash < DROCE_TXSTASH &&
+		   m->next == NULL && RTE_MBUF_DIRECT(m) && rte_mbuf_refcnt_read(m) == 1)) {
+		m->nb_segs = 1;
+		eng->txstash[eng->ntxstash++] = m;
+		return;
+	}
 	if (unlikely(eng->nrxfree == DROCE_BURST))
 		droce_engine_rx_free_flush_lc(eng);
 	eng->rxfree[eng->nrxfree++] = m;

@@ -363,16 +363,14 @@ flush_port_lc(struct droce_engine *eng, unsigned int pi)
 }
 
 void
-droce_engine_tx_lc(struct droce_engine *eng, unsigned int port, struct rte_mbuf *m)
+droce_engine_tx_full_lc(struct droce_engine *eng, unsigned int port, struct rte_mbuf *m)
 {
+	flush_port_lc(eng, port);
 	if (eng->ntx[port] == DROCE_TXBUF) {
-		flush_port_lc(eng, port);
-		if (eng->ntx[port] == DROCE_TXBUF) {
-			/* the link is not draining: lost like a frame on the wire */
-			eng->stats.tx_drops++;
-			rte_pktmbuf_free(m);
-			return;
-		}
+		/* the link is not draining: lost like a frame on the wire */
+		eng->stats.tx_drops++;
+		rte_pktmbuf_free(m);
+		return;
 	}
 	eng->txq[port][eng->ntx[port]++] = m;
 }

@@ -16,10 +16,10 @@
 #include "internal.h"
 #include "mw.h"
 
-#define KEY_TABLE_SIZE (1u << 16)
+#define KEY_TABLE_SIZE DROCE_KEY_TABLE_SIZE
 
 /* An entry is a struct droce_mr *, or a struct droce_mw * with bit 0 set (mw.c). */
-static _Atomic(uintptr_t) key_table[KEY_TABLE_SIZE];
+_Atomic(uintptr_t) droce_key_table[KEY_TABLE_SIZE];
 static uint8_t key_tag[KEY_TABLE_SIZE];
 static uint32_t key_hint = 1;
 static pthread_mutex_t key_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -33,13 +33,13 @@ droce_key_publish(uintptr_t entry, uint32_t *key, void (*init)(uintptr_t entry, 
 	for (uint32_t n = 0; n < KEY_TABLE_SIZE; n++) {
 		uint32_t i = (key_hint + n) % KEY_TABLE_SIZE;
 
-		if (i == 0 || atomic_load_explicit(&key_table[i], memory_order_relaxed))
+		if (i == 0 || atomic_load_explicit(&droce_key_table[i], memory_order_relaxed))
 			continue;
 		key_tag[i]++;
 		*key = i << 8 | key_tag[i];
 		if (init)
 			init(entry, *key);
-		atomic_store_explicit(&key_table[i], entry, memory_order_release);
+		atomic_store_explicit(&droce_key_table[i], entry, memory_order_release);
 		key_hint = i + 1;
 		pthread_mutex_unlock(&key_lock);
 		return 0;
@@ -58,18 +58,10 @@ droce_key_unpublish(uintptr_t entry, uint32_t key)
 	if (i == 0 || i >= KEY_TABLE_SIZE)
 		return;
 	pthread_mutex_lock(&key_lock);
-	if (atomic_load_explicit(&key_table[i], memory_order_relaxed) == entry)
-		atomic_store_explicit(&key_table[i], 0, memory_order_release);
+	if (atomic_load_explicit(&droce_key_table[i], memory_order_relaxed) == entry)
+		atomic_store_explicit(&droce_key_table[i], 0, memory_order_release);
 	pthread_mutex_unlock(&key_lock);
 	droce_dp_synchronize();
-}
-
-uintptr_t
-droce_key_entry_lc(uint32_t key)
-{
-	uint32_t i = key >> 8;
-
-	return i < KEY_TABLE_SIZE ? atomic_load_explicit(&key_table[i], memory_order_acquire) : 0;
 }
 
 static void

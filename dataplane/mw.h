@@ -23,8 +23,19 @@
 /* Key table (mr.c). */
 int droce_key_publish(uintptr_t entry, uint32_t *key, void (*init)(uintptr_t entry, uint32_t key));
 void droce_key_unpublish(uintptr_t entry, uint32_t key);
-/* The entry at @key's index (0 if none); the caller compares the full key. */
-uintptr_t droce_key_entry_lc(uint32_t key);
+#define DROCE_KEY_TABLE_SIZE (1u << 16)
+extern _Atomic(uintptr_t) droce_key_table[DROCE_KEY_TABLE_SIZE]; /* mr.c's, read here */
+
+/* The entry at @key's index (0 if none); the caller compares the full key.
+ * Inline: every request and WQE looks one up. */
+static inline uintptr_t
+droce_key_entry_lc(uint32_t key)
+{
+	uint32_t i = key >> 8;
+
+	return i < DROCE_KEY_TABLE_SIZE ? atomic_load_explicit(&droce_key_table[i], memory_order_acquire)
+					: 0;
+}
 
 struct droce_mw_binding {
 	uint32_t rkey;     /* the window's rkey now (index << 8 | key byte) */

@@ -258,7 +258,7 @@ droce_qp_sq_begin(struct droce_qp *qp, struct droce_sq_batch *b)
 int
 droce_qp_sq_commit(struct droce_qp *qp, uint32_t n)
 {
-	struct droce_msg msg = { .type = DROCE_MSG_SQ_BELL, .qp = qp };
+	struct droce_msg msg;
 	uint32_t first = qp->sq_posted;
 
 	for (uint32_t i = 0; i < n; i++) {
@@ -273,7 +273,7 @@ droce_qp_sq_commit(struct droce_qp *qp, uint32_t n)
 	rte_spinlock_unlock(&qp->sq_lock);
 	if (n == 0 || !droce_qp_bell_take(qp))
 		return 0; /* a bell not yet taken by the engine covers these slots too */
-	msg.arg = first;
+	msg = (struct droce_msg){ .type = DROCE_MSG_SQ_BELL, .qp = qp, .arg = first };
 	return droce_engine_send_msg(qp->eng, &msg);
 }
 

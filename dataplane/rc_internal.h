@@ -25,7 +25,12 @@ void droce_rc_rtt_cancel_lc(struct droce_qp *qp, uint32_t psn); /* Karn: a go-ba
 
 /* rc_retx.c: the loss window */
 #define DROCE_RC_TX_WINDOW 256 /* PSNs a requester may have unacknowledged */
-uint32_t droce_rc_window(const struct droce_qp *qp);
+/* The loss window: PSNs the requester may have unacknowledged now */
+static inline uint32_t
+droce_rc_window(const struct droce_qp *qp)
+{
+	return qp->cwnd ? qp->cwnd : DROCE_RC_TX_WINDOW;
+}
 void droce_rc_window_loss_lc(struct droce_qp *qp);
 
 /* rc_retx.c: sequence NAK decisions */

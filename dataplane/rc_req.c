@@ -31,9 +31,11 @@ request_opcode(const struct droce_wqe *w, bool first, bool last)
 	return droce_xport_request_opcode(w, first, last, DROCE_TRANSPORT_RC);
 }
 
-/* Checks a WQE's local buffers and reserves its PSNs; returns an error or NONE. */
+/* Checks a WQE's local buffers and reserves its PSNs; returns an error or
+ * NONE.  *@mr0: the MR of its one SGE when it has exactly one (checked over
+ * the whole SGE: good for this turn's gathers, see droce_xport_send_segment_lc). */
 static enum droce_err
-wqe_start(struct droce_qp *qp, uint32_t idx)
+wqe_start(struct droce_qp *qp, uint32_t idx, const struct droce_mr **mr0)
 {
 	const struct droce_wqe *w = droce_qp_wqe(qp, idx);
 	struct droce_swqe *s = droce_qp_swqe(qp, idx);
@@ -68,11 +70,19 @@ wqe_start(struct droce_qp *qp, uint32_t idx)
 	default:
 		return DROCE_ERR_REM_OP;
 	}
+	*mr0 = NULL;
 	if (!(w->flags & DROCE_WQE_INLINE))
-		for (unsigned int i = 0; i < w->num_sge; i++)
-			if (w->sge[i].length &&
-			    mr_check(qp, w->sge[i].lkey, w->sge[i].addr, w->sge[i].length, need) == NULL)
+		for (unsigned int i = 0; i < w->num_sge; i++) {
+			const struct droce_mr *mr;
+
+			if (w->sge[i].length == 0)
+				continue;
+			mr = mr_check(qp, w->sge[i].lkey, w->sge[i].addr, w->sge[i].length, need);
+			if (mr == NULL)
 				return DROCE_ERR_LOC_PROT;
+			if (w->num_sge == 1)
+				*mr0 = mr;
+		}
 	if (wr_is_atomic(w->opcode) && (w->num_sge == 0 || w->sge[0].length < 8))
 		return DROCE_ERR_LOC_PROT;
 	s->first_psn = qp->psn_next;
@@ -324,7 +334,14 @@ req_check_local(struct droce_qp *qp, struct droce_rc_req_ctx *c)
 				    droce_seq_npkts(w->length, qp->attr.pmtu) > qp->cwnd)
 			return REQ_DONE;
 	}
-	c->err = s->err ? (enum droce_err)s->err : (s->started ? DROCE_ERR_NONE : wqe_start(qp, c->idx));
+	if (s->err) {
+		c->err = (enum droce_err)s->err;
+	} else if (s->started) {
+		c->err = DROCE_ERR_NONE;
+	} else {
+		c->err = wqe_start(qp, c->idx, &c->mr);
+		c->mr_idx = c->idx;
+	}
 	if (c->err != DROCE_ERR_NONE)
 		return REQ_FAIL;
 	return droce_mw_wr_is_local(w->opcode) ? REQ_LOCAL_OP : REQ_SEND_PKT;
@@ -366,7 +383,7 @@ req_send_pkt(struct droce_qp *qp, struct droce_rc_req_ctx *c)
 	/* at least four AckReqs per loss window: one lost ACK stalls nothing */
 	if (droce_xport_send_segment_lc(qp, c->w, s, qp->xport,
 					RTE_MIN((uint32_t)ACKREQ_EVERY, droce_rc_window(qp) / 4),
-					&c->last) == DROCE_XPORT_TX_SENT)
+					c->mr_idx == c->idx ? c->mr : NULL, &c->last) == DROCE_XPORT_TX_SENT)
 		return REQ_NOTE_SENT;
 	return s->err ? REQ_NEXT_WQE : REQ_DONE; /* s->err: FAIL on the way again; else no mbuf */
 }

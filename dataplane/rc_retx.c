@@ -60,12 +60,6 @@
  * grows it by one PSN, up to DROCE_RC_TX_WINDOW (where a clean link keeps
  * it).  While it is below that, a READ is started only if its responses fit.
  */
-uint32_t
-droce_rc_window(const struct droce_qp *qp)
-{
-	return qp->cwnd ? qp->cwnd : DROCE_RC_TX_WINDOW;
-}
-
 void
 droce_rc_window_loss_lc(struct droce_qp *qp)
 {

@@ -52,6 +52,10 @@ struct droce_rc_req_ctx {
 	bool rd;                     /* READ or atomic */
 	bool last;                   /* the packet just sent was the WQE's last */
 	enum droce_err err;          /* for FAIL */
+	/* the MR of WQE mr_idx's one SGE, checked when it started this turn
+	 * (NULL: none; the gather checks its lkey) */
+	const struct droce_mr *mr;
+	uint32_t mr_idx;
 };
 
 enum droce_rc_req_state droce_rc_req_step_lc(struct droce_qp *qp, enum droce_rc_req_state st,

@@ -206,7 +206,7 @@ droce_rc_sr_resend_lc(struct droce_qp *qp, uint32_t psn, bool timeout)
 		one = *s;
 		one.sent_pkts = (uint32_t)d;
 		one.sent = (uint32_t)d * pmtu;
-		if (droce_xport_send_segment_lc(qp, w, &one, qp->xport, 1, &last) !=
+		if (droce_xport_send_segment_lc(qp, w, &one, qp->xport, 1, NULL, &last) !=
 		    DROCE_XPORT_TX_SENT)
 			return false;
 		qp->sr_resent_psn = psn;

@@ -79,7 +79,7 @@ send_wqe(struct droce_qp *qp, uint32_t idx, unsigned int budget, bool *whole)
 	while (n < budget) {
 		bool last;
 
-		if (droce_xport_send_segment_lc(qp, w, s, DROCE_TRANSPORT_UC, 0, &last) !=
+		if (droce_xport_send_segment_lc(qp, w, s, DROCE_TRANSPORT_UC, 0, NULL, &last) !=
 		    DROCE_XPORT_TX_SENT)
 			break; /* no mbuf; or s->err */
 		n++;

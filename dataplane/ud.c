@@ -93,7 +93,7 @@ send_one(struct droce_qp *qp, uint32_t idx)
 	f.imm = w->imm;
 	f.deth.qkey = (w->remote_qkey & QKEY_USE_QP) ? qp->attr.qkey : w->remote_qkey;
 	f.deth.src_qp = qp->qpn;
-	switch (droce_xport_send_data_lc(qp, w, &f, 0, w->length)) {
+	switch (droce_xport_send_data_lc(qp, w, &f, 0, w->length, NULL)) {
 	case DROCE_XPORT_TX_NOMBUF:
 		return false;
 	case DROCE_XPORT_TX_PROT:

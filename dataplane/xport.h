@@ -130,7 +130,7 @@ droce_xport_scatter_lc(const struct droce_qp *qp, const struct droce_sge *sges, 
  * caller's; the P_Key is the default one), room for @plen payload bytes at
  * *@payload.  NULL (counted) when the pool is empty.
  */
-static inline struct rte_mbuf *
+static __rte_always_inline struct rte_mbuf *
 droce_xport_pkt_alloc_lc(struct droce_qp *qp, struct droce_pkt_fields *f, uint32_t plen,
 			 uint8_t **payload)
 {
@@ -174,7 +174,9 @@ droce_xport_pkt_send_lc(struct droce_qp *qp, struct rte_mbuf *m, uint32_t plen)
 	uint8_t *l3 = buf + qp->tmpl.l3_off;
 	uint32_t pad = (-plen) & 3u;
 
-	memset(buf + total - DROCE_ICRC_LEN - pad, 0, pad);
+	/* the pad zeroed by one fixed 4-byte store (what it writes past the
+	 * pad is the ICRC's, stored below) */
+	memset(buf + total - DROCE_ICRC_LEN - pad, 0, 4);
 	droce_icrc_store(buf + total - DROCE_ICRC_LEN,
 			 droce_icrc_tmpl(qp->tmpl.icrc_k, l3, (size_t)(buf + total - DROCE_ICRC_LEN - l3),
 					 qp->tmpl.ipv6));
@@ -246,11 +248,15 @@ droce_xport_zc_ok(const struct droce_qp *qp, uint32_t len)
  * One packet of WQE @w: the header template and @f (the caller's opcode,
  * PSN, destination and extended headers), @len payload bytes gathered from
  * the WQE's SGEs at message offset @off, padded, ICRC'd and queued; zero-copy
- * (zcopy.c) when droce_xport_zc_ok and the bytes lie in one SGE.
+ * (zcopy.c) when droce_xport_zc_ok and the bytes lie in one SGE.  @mr, when
+ * not NULL, is the MR of the WQE's one SGE, checked over that whole SGE in
+ * this engine turn (the RCU grace period keeps it alive): the bytes are
+ * copied from it with no second key lookup.
  */
 static inline enum droce_xport_tx
 droce_xport_send_data_lc(struct droce_qp *qp, const struct droce_wqe *w,
-			 struct droce_pkt_fields *f, uint32_t off, uint32_t len)
+			 struct droce_pkt_fields *f, uint32_t off, uint32_t len,
+			 const struct droce_mr *mr)
 {
 	uint8_t *payload;
 	struct rte_mbuf *m;
@@ -262,7 +268,9 @@ droce_xport_send_data_lc(struct droce_qp *qp, const struct droce_wqe *w,
 	m = droce_xport_pkt_alloc_lc(qp, f, len, &payload);
 	if (m == NULL)
 		return DROCE_XPORT_TX_NOMBUF;
-	if (!droce_xport_gather_lc(qp, w, off, payload, len)) {
+	if (mr != NULL) {
+		memcpy(payload, mr->addr + (w->sge[0].addr + off - mr->iova), len);
+	} else if (!droce_xport_gather_lc(qp, w, off, payload, len)) {
 		rte_pktmbuf_free(m);
 		return DROCE_XPORT_TX_PROT;
 	}
@@ -275,14 +283,15 @@ droce_xport_send_data_lc(struct droce_qp *qp, const struct droce_wqe *w,
  * a path MTU of payload from where @s stands, the opcode for its place in the
  * message, PSN first_psn + sent_pkts, SE on the last, immediate, IETH, RETH;
  * AckReq on the last and on every @ackreq_every-th packet (0: never, UC), and
- * on a re-sent packet that was the last one sent (a timeout's probe).
+ * on a re-sent packet that was the last one sent (a timeout's probe); @mr
+ * as droce_xport_send_data_lc's.
  * On SENT @s->sent and @s->sent_pkts move on and *@last says whether the
  * message is all out; on PROT @s->err is LOC_PROT.
  */
 static inline enum droce_xport_tx
 droce_xport_send_segment_lc(struct droce_qp *qp, const struct droce_wqe *w,
 			    struct droce_swqe *s, enum droce_transport transport,
-			    uint32_t ackreq_every, bool *last)
+			    uint32_t ackreq_every, const struct droce_mr *mr, bool *last)
 {
 	uint32_t len = RTE_MIN(qp->attr.pmtu, w->length - s->sent);
 	bool first = s->sent_pkts == 0;
@@ -303,7 +312,7 @@ droce_xport_send_segment_lc(struct droce_qp *qp, const struct droce_wqe *w,
 	f.reth.va = w->remote_addr;
 	f.reth.rkey = w->rkey;
 	f.reth.len = w->length;
-	rc = droce_xport_send_data_lc(qp, w, &f, s->sent, len);
+	rc = droce_xport_send_data_lc(qp, w, &f, s->sent, len, mr);
 	if (rc == DROCE_XPORT_TX_SENT) {
 		s->sent += len;
 		s->sent_pkts++;

@@ -226,15 +226,9 @@ int droce_verbs_resolve_path(unsigned int port, const struct ibv_ah_attr *ah, ui
 /* The UDP source port for a QP pair (in 0xC000..0xFFFF). */
 uint16_t droce_verbs_udp_sport(uint32_t lqpn, uint32_t rqpn, uint32_t flow_label);
 
-/*
- * Validates one send WR against @q and encodes it into @wqe (inline data
- * copied).  0 or EINVAL.
- */
-int droce_verbs_encode_send(const struct droce_vqp *q, const struct ibv_send_wr *wr,
-			    struct droce_wqe *wqe);
 int droce_verbs_encode_recv(const struct droce_vqp *q, const struct ibv_recv_wr *wr,
 			    struct droce_rqe *rqe);
-/* The BIND_MW / LOCAL_INV part of droce_verbs_encode_send (mw.c): 0 or EINVAL. */
+/* The BIND_MW / LOCAL_INV part of post.c's encode_send (mw.c): 0 or EINVAL. */
 int droce_verbs_encode_mw(const struct droce_vqp *q, const struct ibv_send_wr *wr,
 			  struct droce_wqe *wqe);
 

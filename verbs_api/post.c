@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <string.h>
 
+#include <rte_branch_prediction.h>
+
 #include "internal.h"
 
 #define SAME(d, i) static_assert((int)(d) == (int)(i), #d " == " #i)
@@ -40,18 +42,20 @@ static_assert(offsetof(struct droce_sge, lkey) == offsetof(struct ibv_sge, lkey)
  * bytes it names (copied now: the caller may reuse its buffers as soon as
  * the post returns).  Sets num_sge and *total; EINVAL for inline data over
  * max_inline_data or a message over DROCE_DP_MAX_MSG.  num_sge was checked.
+ * The SGEs are copied as they are summed: on EINVAL the slot is not
+ * published, so what was written does not matter.
  */
-int
-droce_verbs_wqe_data(const struct droce_vqp *q, const struct ibv_send_wr *wr,
-		     struct droce_wqe *wqe, uint64_t *total)
+static inline int
+wqe_data(const struct droce_vqp *q, const struct ibv_send_wr *wr, struct droce_wqe *wqe,
+	 uint64_t *total)
 {
 	uint64_t sum = 0;
 
-	for (int i = 0; i < wr->num_sge; i++)
-		sum += wr->sg_list[i].length;
 	if (wr->send_flags & IBV_SEND_INLINE) {
 		uint8_t *dst = wqe->inline_data;
 
+		for (int i = 0; i < wr->num_sge; i++)
+			sum += wr->sg_list[i].length;
 		if (sum > q->cap.max_inline_data)
 			return EINVAL;
 		for (int i = 0; i < wr->num_sge; i++) {
@@ -63,13 +67,14 @@ droce_verbs_wqe_data(const struct droce_vqp *q, const struct ibv_send_wr *wr,
 		}
 		wqe->num_sge = 0;
 	} else {
-		if (sum > DROCE_DP_MAX_MSG)
-			return EINVAL;
 		for (int i = 0; i < wr->num_sge; i++) {
 			wqe->sge[i].addr = wr->sg_list[i].addr;
 			wqe->sge[i].length = wr->sg_list[i].length;
 			wqe->sge[i].lkey = wr->sg_list[i].lkey;
+			sum += wr->sg_list[i].length;
 		}
+		if (sum > DROCE_DP_MAX_MSG)
+			return EINVAL;
 		wqe->num_sge = (uint16_t)wr->num_sge;
 	}
 	*total = sum;
@@ -77,40 +82,51 @@ droce_verbs_wqe_data(const struct droce_vqp *q, const struct ibv_send_wr *wr,
 }
 
 int
-droce_verbs_encode_send(const struct droce_vqp *q, const struct ibv_send_wr *wr,
-			struct droce_wqe *wqe)
+droce_verbs_wqe_data(const struct droce_vqp *q, const struct ibv_send_wr *wr,
+		     struct droce_wqe *wqe, uint64_t *total)
+{
+	return wqe_data(q, wr, wqe, total);
+}
+
+/* What an opcode's WR carries, besides the common fields */
+enum { K_SEND = 1, K_RDMA, K_ATOMIC, K_LOCAL };
+
+static const uint8_t op_kind[32] = {
+	[IBV_WR_SEND] = K_SEND,
+	[IBV_WR_SEND_WITH_IMM] = K_SEND,
+	[IBV_WR_SEND_WITH_INV] = K_SEND,
+	[IBV_WR_LOCAL_INV] = K_LOCAL, /* memory windows: mw.c */
+	[IBV_WR_BIND_MW] = K_LOCAL,
+	[IBV_WR_RDMA_WRITE] = K_RDMA,
+	[IBV_WR_RDMA_WRITE_WITH_IMM] = K_RDMA,
+	[IBV_WR_RDMA_READ] = K_RDMA,
+	[IBV_WR_ATOMIC_CMP_AND_SWP] = K_ATOMIC,
+	[IBV_WR_ATOMIC_FETCH_AND_ADD] = K_ATOMIC,
+	/* TSO (0): RAW_PACKET QPs only (raw.c), not UD on droce */
+};
+
+/*
+ * Validates one send WR against @q and encodes it into @wqe, a send-queue
+ * slot (every field the engine reads is written; inline data copied).  0 or
+ * EINVAL.  Inlined into droce_verbs_post_send's loop.
+ */
+static inline int
+encode_send(const struct droce_vqp *q, const struct ibv_send_wr *wr, struct droce_wqe *wqe)
 {
 	unsigned int op = (unsigned int)wr->opcode;
+	unsigned int sf = wr->send_flags;
 	uint64_t total = 0;
 	uint8_t flags = 0;
-	bool rdma = false, atomic = false, local = false;
+	unsigned int kind;
 
-	if (q->type == DROCE_QPT_RAW_PACKET)
+	if (unlikely(q->type == DROCE_QPT_RAW_PACKET))
 		return droce_verbs_encode_raw(q, wr, wqe);
-	if (!droce_wr_opcode_allowed(q->type, op))
+	/* wr_ops_ok: the ops the QP type may post (droce_verbs_wr_init) */
+	if (unlikely(op >= 32 || !(q->wr_ops_ok & (1u << op))))
 		return EINVAL;
-	switch (op) {
-	case IBV_WR_SEND:
-	case IBV_WR_SEND_WITH_IMM:
-	case IBV_WR_SEND_WITH_INV:
-		break;
-	case IBV_WR_LOCAL_INV:
-	case IBV_WR_BIND_MW:
-		local = true; /* memory windows: mw.c */
-		break;
-	case IBV_WR_RDMA_WRITE:
-	case IBV_WR_RDMA_WRITE_WITH_IMM:
-	case IBV_WR_RDMA_READ:
-		rdma = true;
-		break;
-	case IBV_WR_ATOMIC_CMP_AND_SWP:
-	case IBV_WR_ATOMIC_FETCH_AND_ADD:
-		atomic = true;
-		break;
-	default:
-		/* TSO: RAW_PACKET QPs only (raw.c), not UD on droce */
+	kind = op_kind[op];
+	if (unlikely(kind == 0))
 		return EINVAL;
-	}
 	wqe->ah = NULL;
 	wqe->remote_qpn = 0;
 	wqe->remote_qkey = 0;
@@ -128,49 +144,49 @@ droce_verbs_encode_send(const struct droce_vqp *q, const struct ibv_send_wr *wr,
 		/* the remote XRC SRQ (XRCETH); other types ignore the field */
 		wqe->remote_qpn = wr->qp_type.xrc.remote_srqn & 0xffffff;
 	}
-	if (wr->send_flags & ~(unsigned int)SEND_FLAGS)
+	if (unlikely(sf & ~(unsigned int)SEND_FLAGS))
 		return EINVAL;
-	if (wr->num_sge < 0 || (uint32_t)wr->num_sge > q->cap.max_send_sge)
+	if (unlikely(wr->num_sge < 0 || (uint32_t)wr->num_sge > q->cap.max_send_sge))
 		return EINVAL;
 
-	if (wr->send_flags & IBV_SEND_SIGNALED || q->sq_sig_all)
+	if (sf & IBV_SEND_SIGNALED || q->sq_sig_all)
 		flags |= DROCE_WQE_SIGNALED;
-	if (wr->send_flags & IBV_SEND_FENCE)
+	if (sf & IBV_SEND_FENCE)
 		flags |= DROCE_WQE_FENCE;
-	if (wr->send_flags & IBV_SEND_SOLICITED)
+	if (sf & IBV_SEND_SOLICITED)
 		flags |= DROCE_WQE_SOLICITED;
 
 	wqe->wr_id = wr->wr_id;
 	wqe->opcode = (uint8_t)op;
 	wqe->imm = (op == IBV_WR_SEND_WITH_IMM || op == IBV_WR_RDMA_WRITE_WITH_IMM) ? wr->imm_data : 0;
 	wqe->invalidate_rkey = op == IBV_WR_SEND_WITH_INV ? wr->invalidate_rkey : 0;
-	wqe->remote_addr = 0;
-	wqe->rkey = 0;
 	wqe->compare_add = 0;
 	wqe->swap = 0;
 
-	if (local) {
+	if (unlikely(kind == K_LOCAL)) {
 		/* no data: the SGEs are not looked at */
-		if (wr->send_flags & IBV_SEND_INLINE)
+		if (sf & IBV_SEND_INLINE)
 			return EINVAL;
+		wqe->remote_addr = 0;
+		wqe->rkey = 0;
 		wqe->num_sge = 0;
 		wqe->length = 0;
 		wqe->flags = flags;
 		return droce_verbs_encode_mw(q, wr, wqe);
 	}
-	if ((wr->send_flags & IBV_SEND_INLINE) && (op == IBV_WR_RDMA_READ || atomic))
+	if ((sf & IBV_SEND_INLINE) && (op == IBV_WR_RDMA_READ || kind == K_ATOMIC))
 		return EINVAL; /* data comes back: nothing to inline */
-	if (droce_verbs_wqe_data(q, wr, wqe, &total) != 0)
+	if (wqe_data(q, wr, wqe, &total) != 0)
 		return EINVAL;
-	if (wr->send_flags & IBV_SEND_INLINE)
+	if (sf & IBV_SEND_INLINE)
 		flags |= DROCE_WQE_INLINE;
 	wqe->length = (uint32_t)total;
 	wqe->flags = flags;
 
-	if (rdma) {
+	if (kind == K_RDMA) {
 		wqe->remote_addr = wr->wr.rdma.remote_addr;
 		wqe->rkey = wr->wr.rdma.rkey;
-	} else if (atomic) {
+	} else if (kind == K_ATOMIC) {
 		/* one 8-byte local buffer receives the original value; the
 		 * remote word must be naturally aligned */
 		if (wr->num_sge != 1 || wr->sg_list[0].length != 8 ||
@@ -180,6 +196,9 @@ droce_verbs_encode_send(const struct droce_vqp *q, const struct ibv_send_wr *wr,
 		wqe->rkey = wr->wr.atomic.rkey;
 		wqe->compare_add = wr->wr.atomic.compare_add;
 		wqe->swap = op == IBV_WR_ATOMIC_CMP_AND_SWP ? wr->wr.atomic.swap : 0;
+	} else {
+		wqe->remote_addr = 0;
+		wqe->rkey = 0;
 	}
 	return 0;
 }
@@ -218,7 +237,7 @@ droce_verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send
 			rc = ENOMEM; /* send queue full */
 			break;
 		}
-		rc = droce_verbs_encode_send(q, wr, slot);
+		rc = encode_send(q, wr, slot);
 		if (rc != 0)
 			break; /* the slot is not published: its half-written bytes are dead */
 	}
