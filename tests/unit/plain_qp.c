@@ -11,6 +11,7 @@
 #include <rte_mempool.h>
 
 #include "plain_qp.h"
+#include "dataplane/rc_internal.h"
 #include "pmd_glue/port_struct.h"
 
 struct droce_engine *eng;
@@ -60,6 +61,7 @@ qp_setup(void)
 void
 qp_teardown(void)
 {
+	droce_rc_rdmap_free(qp); /* a READ response past a hole allocates the map */
 	free(rq);
 	free(swqe);
 	free(sq);
