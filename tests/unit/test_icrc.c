@@ -55,6 +55,26 @@ Test(crc32, backends_agree_and_split_anywhere)
 	}
 }
 
+/* Every backend available here on @len bytes at @buf + @off from @seed,
+ * whole and split at @cut, against zlib's @ref; returns the backends checked. */
+static unsigned int
+check_backends(const uint8_t *buf, size_t off, size_t len, size_t cut, uint32_t seed, uint32_t ref)
+{
+	unsigned int checked = 0;
+
+	for (int b = 0; b < DROCE_CRC_BACKEND_COUNT; b++) {
+		if (!droce_crc_backend_available(b))
+			continue;
+		cr_assert_eq(droce_crc32_with(b, seed, buf + off, len), ref,
+			     "%s len %zu off %zu", droce_crc_backend_name[b], len, off);
+		cr_assert_eq(droce_crc32_with(b, droce_crc32_with(b, seed, buf + off, cut),
+					      buf + off + cut, len - cut),
+			     ref, "%s len %zu split %zu", droce_crc_backend_name[b], len, cut);
+		checked++;
+	}
+	return checked;
+}
+
 /* Every backend against zlib at every length 0..700, random seeds and data,
  * every alignment 0..15, and split at a random point (continuation). */
 Test(crc32, backends_vs_zlib_every_short_length)
@@ -72,16 +92,7 @@ Test(crc32, backends_vs_zlib_every_short_length)
 		uint32_t ref = (uint32_t)crc32(seed, buf + off, (uInt)len);
 		size_t cut = len ? (size_t)(NEXT() % (len + 1)) : 0;
 
-		for (int b = 0; b < DROCE_CRC_BACKEND_COUNT; b++) {
-			if (!droce_crc_backend_available(b))
-				continue;
-			cr_assert_eq(droce_crc32_with(b, seed, buf + off, len), ref,
-				     "%s len %zu off %zu", droce_crc_backend_name[b], len, off);
-			cr_assert_eq(droce_crc32_with(b, droce_crc32_with(b, seed, buf + off, cut),
-						      buf + off + cut, len - cut),
-				     ref, "%s len %zu split %zu", droce_crc_backend_name[b], len, cut);
-			checked++;
-		}
+		checked += check_backends(buf, off, len, cut, seed, ref);
 		cr_assert_eq(droce_crc32(seed, buf + off, len), ref);
 	}
 #undef NEXT
@@ -104,15 +115,7 @@ Test(crc32, backends_vs_zlib_random_lengths)
 		uint32_t seed = (uint32_t)NEXT();
 		uint32_t ref = (uint32_t)crc32(seed, buf + off, (uInt)len);
 
-		for (int b = 0; b < DROCE_CRC_BACKEND_COUNT; b++) {
-			if (!droce_crc_backend_available(b))
-				continue;
-			cr_assert_eq(droce_crc32_with(b, seed, buf + off, len), ref,
-				     "%s len %zu off %zu", droce_crc_backend_name[b], len, off);
-			cr_assert_eq(droce_crc32_with(b, droce_crc32_with(b, seed, buf + off, cut),
-						      buf + off + cut, len - cut),
-				     ref, "%s len %zu split %zu", droce_crc_backend_name[b], len, cut);
-		}
+		check_backends(buf, off, len, cut, seed, ref);
 	}
 #undef NEXT
 }
