@@ -173,47 +173,154 @@ pair_done(const struct pair *p, bool track)
 }
 
 /*
+ * run_bw's WRs are built once and then advanced, as perftest's run_iter_bw
+ * builds ctx->wr once per QP and changes only what moves: the first message
+ * through wr[j] gets make_wr, each later one only its wr_id, its signaled
+ * flag, its transmit slot and its slot at the peer (CMP_AND_SWAP: its
+ * operands).  The slots advance by the stride and wrap, and the next
+ * signaled message is counted down, so no division per message.  The
+ * cursor starts over when another pair posts through the array or a pair
+ * posts from elsewhere than where it stopped (after a full send queue).
+ */
+struct wr_cursor {
+	uint32_t pair;       /* whose WRs wr[0 .. built) are (UINT32_MAX: nobody's) */
+	uint32_t built;
+	uint64_t seq;        /* the message the cursor is at */
+	uint64_t tx_i, rx_i; /* its transmit slot and its slot at the peer, by index */
+	uint8_t *src;        /* ... and by address */
+	uint64_t dst;
+	uint32_t sig_in;     /* messages up to the next one signaled by cq_mod (1: this one) */
+	/* R's, for the pair: transmit slots, slots at the peer, their stride, cq_mod */
+	uint64_t ntx, nrx, stride;
+	uint32_t cq_mod;
+};
+
+static uint32_t
+peer_slots(void)
+{
+	return R.two ? R.rem_nrx : R.lay.nrx;
+}
+
+static void
+cursor_at(struct wr_cursor *c, const struct pair *p, uint32_t i, uint64_t seq)
+{
+	if (c->pair != i)
+		c->built = 0;
+	c->pair = i;
+	c->ntx = R.lay.ntx;
+	c->nrx = peer_slots();
+	c->stride = R.lay.stride;
+	c->cq_mod = R.cq_mod;
+	c->seq = seq;
+	c->tx_i = seq % R.lay.ntx;
+	c->rx_i = seq % peer_slots();
+	c->src = tx_slot(p, 0, seq);
+	c->dst = peer_slot(p, 1, seq);
+	c->sig_in = R.cq_mod - (uint32_t)(seq % R.cq_mod);
+}
+
+/* The cursor to the next message. */
+static inline void
+cursor_step(struct wr_cursor *c, const struct pair *p)
+{
+	c->seq++;
+	if (--c->sig_in == 0)
+		c->sig_in = c->cq_mod;
+	if (++c->tx_i == c->ntx) {
+		c->tx_i = 0;
+		c->src = tx_slot(p, 0, 0);
+	} else {
+		c->src += c->stride;
+	}
+	if (++c->rx_i == c->nrx) {
+		c->rx_i = 0;
+		c->dst = peer_slot(p, 1, 0);
+	} else {
+		c->dst += c->stride;
+	}
+}
+
+/* @w, built by make_wr for an earlier message of the cursor's pair, for the
+ * cursor's message (@verb and @cas: o.verb and o.cmp_swap). */
+static inline void
+wr_advance(struct ibv_send_wr *w, const struct wr_cursor *c, bool sig, int verb, bool cas)
+{
+	w->wr_id = ((uint64_t)c->pair << WRID_SHIFT) | (c->seq & WRID_MASK);
+	w->send_flags = (w->send_flags & ~(unsigned int)IBV_SEND_SIGNALED) |
+			(sig ? IBV_SEND_SIGNALED : 0);
+	w->sg_list->addr = (uintptr_t)c->src;
+	if (verb == V_WRITE || verb == V_READ) {
+		w->wr.rdma.remote_addr = c->dst;
+	} else if (verb == V_ATOMIC && cas) {
+		w->wr.atomic.compare_add = c->seq;
+		w->wr.atomic.swap = c->seq + 1;
+	}
+}
+
+/*
  * Posts what pair @i may: up to its target, within its window (-t, and for
  * UC/UD what has not arrived), in post lists of -l.  True when its send queue
  * was full (it may post again after polling); otherwise it waits for a
- * completion (or stops at its target).
+ * completion (or stops at its target).  What does not change while it posts
+ * (the options, the pair's target and completions) is read once, into
+ * locals, and so is the cursor: the stores into the WRs and the call into
+ * the provider would otherwise make the compiler load them again for every
+ * message.
  */
 static bool
-post_pair(struct pair *p, uint32_t i, struct ibv_send_wr *wr, struct ibv_sge *sge, bool track,
-	  uint64_t window)
+post_pair(struct pair *p, uint32_t i, struct ibv_send_wr *wr, struct wr_cursor *cursor,
+	  bool track, uint64_t window)
 {
-	while (p->posted < p->target) {
-		uint64_t left = p->target - p->posted;
-		uint32_t n = left < o.post_list ? (uint32_t)left : o.post_list;
+	struct wr_cursor c = *cursor;
+	const uint64_t target = p->target, completed = p->completed, depth = R.depth;
+	const uint32_t list = o.post_list;
+	const bool check = o.check, cas = o.cmp_swap;
+	const int verb = o.verb;
+	struct ibv_qp *qp = p->qp[0];
+	uint64_t posted = p->posted;
+	bool full = false;
+
+	while (posted < target) {
+		uint64_t left = target - posted;
+		uint32_t n = left < list ? (uint32_t)left : list;
 		struct ibv_send_wr *bad = NULL;
 		int rc;
 
-		if (p->posted - p->completed + n > R.depth)
+		if (posted - completed + n > depth)
 			break;
-		if (track && p->posted > resolved(p) &&
-		    p->posted - resolved(p) + n > window)
+		if (track && posted > resolved(p) && posted - resolved(p) + n > window)
 			break;
+		if (c.pair != i || c.seq != posted)
+			cursor_at(&c, p, i, posted);
 		for (uint32_t j = 0; j < n; j++) {
-			uint64_t seq = p->posted + j;
-			bool sig = (seq + 1) % R.cq_mod == 0 || seq + 1 == p->target;
+			bool sig = c.sig_in == 1 || c.seq + 1 == target;
 
-			if (o.check)
-				check_prepare(p, i, 0, seq);
-			make_wr(&wr[j], &sge[j], p, i, 0, seq, sig);
+			if (check)
+				check_prepare(p, i, 0, c.seq);
+			if (j < c.built) {
+				wr_advance(&wr[j], &c, sig, verb, cas);
+			} else {
+				make_wr(&wr[j], wr[j].sg_list, p, i, 0, c.seq, sig);
+				c.built = j + 1;
+			}
 			wr[j].next = j + 1 < n ? &wr[j + 1] : NULL;
+			cursor_step(&c, p);
 		}
-		rc = post_send(p->qp[0], wr, &bad);
+		rc = post_send(qp, wr, &bad);
 		if (rc == ENOMEM) {
 			/* send queue full: post what went, retry after polling */
-			p->posted += (uint64_t)(bad - wr);
-			return true;
+			posted += (uint64_t)(bad - wr);
+			full = true;
+			break;
 		}
 		if (rc != 0)
 			fail("ibv_post_send (QP pair %u, message %" PRIu64 "): %s", i,
-			     p->posted + (uint64_t)(bad ? bad - wr : 0), strerror(rc));
-		p->posted += n;
+			     posted + (uint64_t)(bad ? bad - wr : 0), strerror(rc));
+		posted += n;
 	}
-	return false;
+	p->posted = posted;
+	*cursor = c;
+	return full;
 }
 
 /*
@@ -229,6 +336,7 @@ run_bw(uint64_t size)
 {
 	struct ibv_send_wr wr[1024];
 	struct ibv_sge sge[1024];
+	struct wr_cursor cur = { .pair = UINT32_MAX };
 	struct peak_point *pt;
 	size_t npt = 0, npt_full = 0, cap;
 	struct watch w;
@@ -248,6 +356,8 @@ run_bw(uint64_t size)
 
 	if (!plays(0))
 		return;
+	for (uint32_t j = 0; j < o.post_list; j++)
+		wr[j].sg_list = &sge[j]; /* make_wr fills sge[j] in */
 	cap = o.duration > 0 ? MAX_PEAK_POINTS :
 	      count_rx ? (size_t)(o.iters * o.qps + 2) :
 			       (size_t)(o.iters * o.qps / R.cq_mod + o.qps + 2);
@@ -284,7 +394,7 @@ run_bw(uint64_t size)
 		for (uint32_t k = R.ready_n; k > 0; k--) {
 			uint32_t i = ready_pop();
 
-			if (post_pair(&R.p[i], i, wr, sge, track, window))
+			if (post_pair(&R.p[i], i, wr, &cur, track, window))
 				bw_wake(i); /* its send queue was full: again after polling */
 		}
 
