@@ -429,12 +429,27 @@ void droce_qp_sq_begin(struct droce_qp *qp, struct droce_sq_batch *b);
 int droce_qp_sq_commit(struct droce_qp *qp, uint32_t n);
 void droce_qp_sq_cancel(struct droce_qp *qp);
 
+/* The WQE of slot @idx, whether or not the queue has room for it. */
+static inline struct droce_wqe *
+droce_sq_batch_at(const struct droce_sq_batch *b, uint32_t idx)
+{
+	return (struct droce_wqe *)(b->wqe0 + (size_t)(idx & b->mask) * b->stride);
+}
+
+/* Slots from b->first on that are free now (the engine may free more): a
+ * post list reads it once, and again only when its WRs reach it. */
+static inline uint32_t
+droce_sq_batch_room(const struct droce_sq_batch *b)
+{
+	return b->size - (b->first - __atomic_load_n(b->retired, __ATOMIC_ACQUIRE));
+}
+
 static inline struct droce_wqe *
 droce_sq_batch_slot(const struct droce_sq_batch *b, uint32_t idx)
 {
 	if (idx - __atomic_load_n(b->retired, __ATOMIC_ACQUIRE) >= b->size)
 		return NULL;
-	return (struct droce_wqe *)(b->wqe0 + (size_t)(idx & b->mask) * b->stride);
+	return droce_sq_batch_at(b, idx);
 }
 
 /*

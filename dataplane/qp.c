@@ -261,14 +261,17 @@ droce_qp_sq_commit(struct droce_qp *qp, uint32_t n)
 	struct droce_msg msg;
 	uint32_t first = qp->sq_posted;
 
-	for (uint32_t i = 0; i < n; i++) {
+	/* a UD WQE holds its address handle until it completes (only UD's have one) */
+	for (uint32_t i = 0; i < n && qp->type == DROCE_QPT_UD; i++) {
 		struct droce_sq_slot *slot = droce_qp_sq_slot(qp, first + i);
 
 		if (slot->wqe.ah)
 			__atomic_fetch_add(&slot->wqe.ah->wqes, 1, __ATOMIC_RELAXED);
-		/* in order: the engine takes slots while their seq says so */
-		atomic_store_explicit(&slot->seq, first + i + 1, memory_order_release);
 	}
+	/* in order: the engine takes slots while their seq says so */
+	for (uint32_t i = 0; i < n; i++)
+		atomic_store_explicit(&droce_qp_sq_slot(qp, first + i)->seq, first + i + 1,
+				      memory_order_release);
 	qp->sq_posted = first + n;
 	rte_spinlock_unlock(&qp->sq_lock);
 	if (n == 0 || !droce_qp_bell_take(qp))

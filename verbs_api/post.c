@@ -105,6 +105,22 @@ static const uint8_t op_kind[32] = {
 	/* TSO (0): RAW_PACKET QPs only (raw.c), not UD on droce */
 };
 
+/* A WR's send_flags (those ibv_post_send takes) as a WQE's flags, but for
+ * sq_sig_all: one load, not a test and a branch per flag.  INLINE is there
+ * for the WRs that carry data (the others refuse it first). */
+#define WQE_FLAGS(f)                                                                    \
+	(uint8_t)(((f) & IBV_SEND_SIGNALED ? DROCE_WQE_SIGNALED : 0) |                  \
+		  ((f) & IBV_SEND_FENCE ? DROCE_WQE_FENCE : 0) |                        \
+		  ((f) & IBV_SEND_SOLICITED ? DROCE_WQE_SOLICITED : 0) |                \
+		  ((f) & IBV_SEND_INLINE ? DROCE_WQE_INLINE : 0))
+static_assert(SEND_FLAGS == 15, "wqe_flags is indexed by the four send flags");
+static const uint8_t wqe_flags[16] = {
+	WQE_FLAGS(0), WQE_FLAGS(1), WQE_FLAGS(2), WQE_FLAGS(3), WQE_FLAGS(4), WQE_FLAGS(5),
+	WQE_FLAGS(6), WQE_FLAGS(7), WQE_FLAGS(8), WQE_FLAGS(9), WQE_FLAGS(10), WQE_FLAGS(11),
+	WQE_FLAGS(12), WQE_FLAGS(13), WQE_FLAGS(14), WQE_FLAGS(15),
+};
+#undef WQE_FLAGS
+
 /*
  * Validates one send WR against @q and encodes it into @wqe, a send-queue
  * slot (every field the engine reads is written; inline data copied).  0 or
@@ -116,7 +132,7 @@ encode_send(const struct droce_vqp *q, const struct ibv_send_wr *wr, struct droc
 	unsigned int op = (unsigned int)wr->opcode;
 	unsigned int sf = wr->send_flags;
 	uint64_t total = 0;
-	uint8_t flags = 0;
+	uint8_t flags;
 	unsigned int kind;
 
 	if (unlikely(q->type == DROCE_QPT_RAW_PACKET))
@@ -149,12 +165,7 @@ encode_send(const struct droce_vqp *q, const struct ibv_send_wr *wr, struct droc
 	if (unlikely(wr->num_sge < 0 || (uint32_t)wr->num_sge > q->cap.max_send_sge))
 		return EINVAL;
 
-	if (sf & IBV_SEND_SIGNALED || q->sq_sig_all)
-		flags |= DROCE_WQE_SIGNALED;
-	if (sf & IBV_SEND_FENCE)
-		flags |= DROCE_WQE_FENCE;
-	if (sf & IBV_SEND_SOLICITED)
-		flags |= DROCE_WQE_SOLICITED;
+	flags = wqe_flags[sf & SEND_FLAGS] | (q->sq_sig_all ? DROCE_WQE_SIGNALED : 0);
 
 	wqe->wr_id = wr->wr_id;
 	wqe->opcode = (uint8_t)op;
@@ -171,15 +182,13 @@ encode_send(const struct droce_vqp *q, const struct ibv_send_wr *wr, struct droc
 		wqe->rkey = 0;
 		wqe->num_sge = 0;
 		wqe->length = 0;
-		wqe->flags = flags;
+		wqe->flags = flags; /* no INLINE: refused above */
 		return droce_verbs_encode_mw(q, wr, wqe);
 	}
 	if ((sf & IBV_SEND_INLINE) && (op == IBV_WR_RDMA_READ || kind == K_ATOMIC))
 		return EINVAL; /* data comes back: nothing to inline */
 	if (wqe_data(q, wr, wqe, &total) != 0)
 		return EINVAL;
-	if (sf & IBV_SEND_INLINE)
-		flags |= DROCE_WQE_INLINE;
 	wqe->length = (uint32_t)total;
 	wqe->flags = flags;
 
@@ -206,7 +215,7 @@ encode_send(const struct droce_vqp *q, const struct ibv_send_wr *wr, struct droc
 /*
  * The whole list under one post lock and one doorbell: each WR is validated
  * and encoded straight into its send-queue slot (droce_qp_sq_begin,
- * droce_sq_batch_slot, droce_qp_sq_commit, as the ibv_wr_* builder does), no
+ * droce_sq_batch_room and _at, droce_qp_sq_commit, as the ibv_wr_* builder does), no
  * intermediate droce_wqe.  At the first WR that fails, the ones before it are published and rung, the
  * failing one and the rest are not, and *bad_wr points at it
  * (ibv_post_send(3)).
@@ -218,7 +227,7 @@ droce_verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send
 	struct ibv_send_wr *const list = wr;
 	int state = droce_vqp_state(q);
 	struct droce_sq_batch b;
-	uint32_t n = 0;
+	uint32_t n = 0, room;
 	int rc = 0, bell;
 
 	if (wr == NULL)
@@ -230,14 +239,13 @@ droce_verbs_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send
 		return EINVAL;
 	}
 	droce_qp_sq_begin(q->dqp, &b); /* takes the post lock */
+	room = droce_sq_batch_room(&b);
 	for (; wr != NULL; wr = wr->next, n++) {
-		struct droce_wqe *slot = droce_sq_batch_slot(&b, b.first + n);
-
-		if (slot == NULL) {
+		if (unlikely(n >= room) && (room = droce_sq_batch_room(&b)) <= n) {
 			rc = ENOMEM; /* send queue full */
 			break;
 		}
-		rc = encode_send(q, wr, slot);
+		rc = encode_send(q, wr, droce_sq_batch_at(&b, b.first + n));
 		if (rc != 0)
 			break; /* the slot is not published: its half-written bytes are dead */
 	}

@@ -259,21 +259,20 @@ wr_advance(struct ibv_send_wr *w, const struct wr_cursor *c, bool sig, int verb,
 
 /*
  * Posts what pair @i may: up to its target, within its window (-t, and for
- * UC/UD what has not arrived), in post lists of -l.  True when its send queue
- * was full (it may post again after polling); otherwise it waits for a
- * completion (or stops at its target).  What does not change while it posts
- * (the options, the pair's target and completions) is read once, into
+ * UC/UD what has not arrived), in post lists of @list (-l).  True when its
+ * send queue was full (it may post again after polling); otherwise it waits
+ * for a completion (or stops at its target).  What does not change while it
+ * posts (the options, the pair's target and completions) is read once, into
  * locals, and so is the cursor: the stores into the WRs and the call into
  * the provider would otherwise make the compiler load them again for every
  * message.
  */
-static bool
-post_pair(struct pair *p, uint32_t i, struct ibv_send_wr *wr, struct wr_cursor *cursor,
-	  bool track, uint64_t window)
+static inline __attribute__((always_inline)) bool
+post_lists(struct pair *p, uint32_t i, struct ibv_send_wr *wr, struct wr_cursor *cursor,
+	   bool track, uint64_t window, const uint32_t list)
 {
 	struct wr_cursor c = *cursor;
 	const uint64_t target = p->target, completed = p->completed, depth = R.depth;
-	const uint32_t list = o.post_list;
 	const bool check = o.check, cas = o.cmp_swap;
 	const int verb = o.verb;
 	struct ibv_qp *qp = p->qp[0];
@@ -321,6 +320,17 @@ post_pair(struct pair *p, uint32_t i, struct ibv_send_wr *wr, struct wr_cursor *
 	p->posted = posted;
 	*cursor = c;
 	return full;
+}
+
+/* post_lists, compiled apart for one WR per post (perftest's default, -l 1):
+ * no list to chain then. */
+static bool
+post_pair(struct pair *p, uint32_t i, struct ibv_send_wr *wr, struct wr_cursor *cursor,
+	  bool track, uint64_t window)
+{
+	if (o.post_list == 1)
+		return post_lists(p, i, wr, cursor, track, window, 1);
+	return post_lists(p, i, wr, cursor, track, window, o.post_list);
 }
 
 /*

@@ -253,6 +253,43 @@ Test(post, sq_sig_all_signals_everything)
 	cr_assert_eq(dqp(qp)->last_wqe.flags, DROCE_WQE_SIGNALED);
 }
 
+/* Every combination of the four send flags ibv_post_send takes, with and
+ * without sq_sig_all, gives its WQE flags (post.c maps them by table). */
+Test(post, every_send_flag_combination)
+{
+	static char buf[8];
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = 8, .lkey = 5 };
+
+	for (int sig_all = 0; sig_all <= 1; sig_all++) {
+		struct ibv_qp *qp = rts_qp(IBV_QPT_RC, 8, 1, 16, sig_all);
+
+		for (unsigned int f = 0; f < 16; f++) {
+			struct ibv_send_wr w = send_wr(f, IBV_WR_RDMA_WRITE, &sge, 1), *bad;
+			uint8_t want = 0;
+
+			w.send_flags = f;
+			w.wr.rdma.remote_addr = 0x1000;
+			w.wr.rdma.rkey = 9;
+			if ((f & IBV_SEND_SIGNALED) || sig_all)
+				want |= DROCE_WQE_SIGNALED;
+			if (f & IBV_SEND_FENCE)
+				want |= DROCE_WQE_FENCE;
+			if (f & IBV_SEND_SOLICITED)
+				want |= DROCE_WQE_SOLICITED;
+			if (f & IBV_SEND_INLINE)
+				want |= DROCE_WQE_INLINE;
+			cr_assert_eq(ibv_post_send(qp, &w, &bad), 0, "send_flags %#x", f);
+			cr_assert_eq(dqp(qp)->last_wqe.flags, want, "send_flags %#x sq_sig_all %d: "
+				     "WQE flags %#x, want %#x", f, sig_all,
+				     dqp(qp)->last_wqe.flags, want);
+			cr_assert_eq(dqp(qp)->last_wqe.length, 8);
+			cr_assert_eq(dqp(qp)->last_wqe.num_sge, f & IBV_SEND_INLINE ? 0 : 1);
+			fake_qp_retire(dqp(qp), 1, 0);
+		}
+		cr_assert_eq(ibv_destroy_qp(qp), 0);
+	}
+}
+
 Test(post, send_queue_full_enomem)
 {
 	struct ibv_qp *qp = rts_qp(IBV_QPT_RC, 2, 1, 0, 0);
