@@ -182,6 +182,20 @@ Test(perf, write_bw_post_list_inline_sizes)
 	bw_json("send_bw -s 200 -n 256 -l 4 -I 256 -t 16 --check", 1, 256);
 }
 
+/* run_bw builds its WRs once and advances them (bw.c's wr_cursor): one QP's
+ * slots wrap many times in lists that do not divide cq_mod, the last list
+ * is short, several QPs take turns with the WR array (each turn rebuilds
+ * it), and --check finds every message where its WR said (a WR advanced to
+ * the wrong slot for one message fails the first line); a CMP_AND_SWAP's
+ * operands move with it. */
+Test(perf, bw_wrs_advanced_across_slots_and_qps)
+{
+	bw_json("write_bw -s 64 -n 2000 -l 7 -Q 13 -t 20 --check", 1, 2000);
+	bw_json("write_bw -s 64 -n 2000 -q 3 -l 7 -Q 13 -t 20 --check", 1, 2000);
+	bw_json("read_bw -s 100 -n 1000 -q 2 -l 3 -Q 5 --check", 1, 1000);
+	bw_json("atomic_bw -A CMP_AND_SWAP -n 1000 -Q 7 --check", 1, 1000);
+}
+
 Test(perf, write_lat_check_json)
 {
 	lat_json("write_lat -s 2 -n 200 --check", 200);
