@@ -487,19 +487,17 @@ droce_engine_mbuf_fresh(struct rte_mbuf *m, uint64_t rearm)
 
 /* The stash's rearm word: data_off RTE_PKTMBUF_HEADROOM (engine.c takes no
  * pool whose buffers are smaller), refcnt 1, nb_segs 1, port invalid; a
- * constant once compiled. */
+ * constant (the four 16-bit fields in memory order, little endian). */
+static_assert(offsetof(struct rte_mbuf, refcnt) - offsetof(struct rte_mbuf, rearm_data) == 2 &&
+		      offsetof(struct rte_mbuf, nb_segs) - offsetof(struct rte_mbuf, rearm_data) == 4 &&
+		      offsetof(struct rte_mbuf, data_off) == offsetof(struct rte_mbuf, rearm_data),
+	      "rearm_data: data_off, refcnt, nb_segs, port");
+static_assert(RTE_BYTE_ORDER == RTE_LITTLE_ENDIAN, "the rearm word's byte order");
 static inline uint64_t
 droce_engine_rearm_word(void)
 {
-	struct rte_mbuf t;
-	uint64_t w;
-
-	t.data_off = RTE_PKTMBUF_HEADROOM;
-	rte_mbuf_refcnt_set(&t, 1);
-	t.nb_segs = 1;
-	t.port = RTE_MBUF_PORT_INVALID;
-	memcpy(&w, (uint8_t *)&t + offsetof(struct rte_mbuf, rearm_data), sizeof(w));
-	return w;
+	return (uint64_t)RTE_PKTMBUF_HEADROOM | (uint64_t)1 << 16 | (uint64_t)1 << 32 |
+	       (uint64_t)RTE_MBUF_PORT_INVALID << 48;
 }
 
 /* Refills the empty stash from the engine's cache (engine_pass.c); false

@@ -126,6 +126,47 @@ droce_xport_scatter_lc(const struct droce_qp *qp, const struct droce_sge *sges, 
 }
 
 /*
+ * A fresh single-segment mbuf for a frame of @total bytes (its data is the
+ * frame: rte_pktmbuf_append without the walk to the last segment), the
+ * frame's start at *@buf.  NULL (counted) when the pool is empty or the
+ * frame does not fit (nor the template's copy: the ports' pools have data
+ * rooms of 2 KiB and more, so that does not happen).
+ */
+static __rte_always_inline struct rte_mbuf *
+droce_xport_frame_lc(struct droce_qp *qp, size_t total, uint8_t **buf)
+{
+	struct rte_mbuf *m = droce_engine_mbuf_lc(qp->eng, qp->port->mp);
+	size_t room;
+
+	if (m == NULL) {
+		qp->eng->stats.alloc_fail++;
+		return NULL;
+	}
+	room = rte_pktmbuf_tailroom(m);
+	if (unlikely(total > room || room < DROCE_TMPL_COPY)) {
+		rte_pktmbuf_free(m);
+		qp->eng->stats.alloc_fail++;
+		return NULL;
+	}
+	*buf = rte_pktmbuf_mtod(m, uint8_t *);
+	m->data_len = (uint16_t)total;
+	m->pkt_len = (uint32_t)total;
+	return m;
+}
+
+/* The BTH Resv6a bits of a frame of @qp with @opcode: the selective-repeat
+ * hint on an RC request (and on responses once the peer showed it). */
+static __rte_always_inline uint8_t
+droce_xport_resv6a(const struct droce_qp *qp, uint8_t opcode)
+{
+	if (unlikely(droce_rc_sr_on) && qp->type == DROCE_QPT_RC &&
+	    (qp->sr_peer || (opcode & 0x1f) < DROCE_OP_READ_RESP_FIRST ||
+	     (opcode & 0x1f) > DROCE_OP_ATOMIC_ACK)) /* a request */
+		return DROCE_RC_SR_HINT;
+	return 0;
+}
+
+/*
  * A packet with the QP's header template (qp->tmpl) and @f (f->dqpn is the
  * caller's; the P_Key is the default one), room for @plen payload bytes at
  * *@payload.  NULL (counted) when the pool is empty.
@@ -134,33 +175,17 @@ static __rte_always_inline struct rte_mbuf *
 droce_xport_pkt_alloc_lc(struct droce_qp *qp, struct droce_pkt_fields *f, uint32_t plen,
 			 uint8_t **payload)
 {
-	struct rte_mbuf *m = droce_engine_mbuf_lc(qp->eng, qp->port->mp);
 	size_t total = droce_frame_len(&qp->tmpl, f->opcode, plen);
 	uint8_t *buf;
-	size_t hdr, room;
+	struct rte_mbuf *m = droce_xport_frame_lc(qp, total, &buf);
 
-	if (m == NULL) {
-		qp->eng->stats.alloc_fail++;
+	if (m == NULL)
 		return NULL;
-	}
-	/* a fresh single-segment mbuf: its data is the frame (rte_pktmbuf_append
-	 * without the walk to the last segment) */
-	room = rte_pktmbuf_tailroom(m);
-	if (unlikely(total > room)) {
-		rte_pktmbuf_free(m);
-		qp->eng->stats.alloc_fail++;
-		return NULL;
-	}
-	buf = rte_pktmbuf_mtod(m, uint8_t *);
-	m->data_len = (uint16_t)total;
-	m->pkt_len = (uint32_t)total;
 	f->pkey = DROCE_XPORT_DEFAULT_PKEY;
-	if (unlikely(droce_rc_sr_on) && qp->type == DROCE_QPT_RC &&
-	    (qp->sr_peer || (f->opcode & 0x1f) < DROCE_OP_READ_RESP_FIRST ||
-	     (f->opcode & 0x1f) > DROCE_OP_ATOMIC_ACK)) /* a request */
-		f->resv6a = DROCE_RC_SR_HINT;
-	hdr = droce_tmpl_build(&qp->tmpl, buf, room, f, plen);
-	*payload = buf + hdr;
+	f->resv6a = droce_xport_resv6a(qp, f->opcode);
+	/* the mbuf has room for the frame and the template's copy */
+	*payload = buf + droce_tmpl_build(&qp->tmpl, buf, RTE_MAX(total, (size_t)DROCE_TMPL_COPY), f,
+					  plen);
 	return m;
 }
 
@@ -244,6 +269,20 @@ droce_xport_zc_ok(const struct droce_qp *qp, uint32_t len)
 	return len >= qp->port->zc_min && qp->type == DROCE_QPT_RC;
 }
 
+/* Copies the @len payload bytes at message offset @off of WQE @w to
+ * @payload: from @mr (droce_xport_send_data_lc's) or through the gather
+ * list (false: an SGE's MR check failed). */
+static __rte_always_inline bool
+droce_xport_payload_lc(const struct droce_qp *qp, const struct droce_wqe *w,
+		       const struct droce_mr *mr, uint32_t off, uint8_t *payload, uint32_t len)
+{
+	if (mr != NULL) {
+		memcpy(payload, mr->addr + (w->sge[0].addr + off - mr->iova), len);
+		return true;
+	}
+	return droce_xport_gather_lc(qp, w, off, payload, len);
+}
+
 /*
  * One packet of WQE @w: the header template and @f (the caller's opcode,
  * PSN, destination and extended headers), @len payload bytes gathered from
@@ -268,9 +307,81 @@ droce_xport_send_data_lc(struct droce_qp *qp, const struct droce_wqe *w,
 	m = droce_xport_pkt_alloc_lc(qp, f, len, &payload);
 	if (m == NULL)
 		return DROCE_XPORT_TX_NOMBUF;
-	if (mr != NULL) {
-		memcpy(payload, mr->addr + (w->sge[0].addr + off - mr->iova), len);
-	} else if (!droce_xport_gather_lc(qp, w, off, payload, len)) {
+	if (!droce_xport_payload_lc(qp, w, mr, off, payload, len)) {
+		rte_pktmbuf_free(m);
+		return DROCE_XPORT_TX_PROT;
+	}
+	droce_xport_pkt_send_lc(qp, m, len);
+	return DROCE_XPORT_TX_SENT;
+}
+
+/*
+ * A SEND / WRITE request's extended headers after the BTH at @bth0, from
+ * its WQE: XRCETH (the remote SRQ), RETH (remote address and key, the
+ * message length), ImmDt, IETH, as opcode @oi carries them.
+ */
+static __rte_always_inline void
+droce_xport_req_ext_headers(uint8_t *bth0, const struct droce_opcode_info *oi,
+			    const struct droce_wqe *w)
+{
+	uint16_t hm = oi->hdr_mask;
+
+	if (hm == DROCE_HDRM(RETH)) { /* WRITE_FIRST / WRITE_ONLY */
+		struct droce_reth *r = (struct droce_reth *)(bth0 + sizeof(struct droce_bth));
+
+		droce_reth_set_va(r, w->remote_addr);
+		droce_reth_set_rkey(r, w->rkey);
+		droce_reth_set_len(r, w->length);
+		return;
+	}
+	if (hm & DROCE_HDRM(XRCETH))
+		droce_xrceth_set_srqn((struct droce_xrceth *)(bth0 + oi->off[DROCE_HDR_XRCETH]),
+				      w->remote_qpn);
+	if (hm & DROCE_HDRM(RETH)) {
+		struct droce_reth *r = (struct droce_reth *)(bth0 + oi->off[DROCE_HDR_RETH]);
+
+		droce_reth_set_va(r, w->remote_addr);
+		droce_reth_set_rkey(r, w->rkey);
+		droce_reth_set_len(r, w->length);
+	}
+	if (hm & DROCE_HDRM(IMMDT))
+		droce_immdt_set_imm((struct droce_immdt *)(bth0 + oi->off[DROCE_HDR_IMMDT]), w->imm);
+	if (hm & DROCE_HDRM(IETH))
+		droce_ieth_set_rkey((struct droce_ieth *)(bth0 + oi->off[DROCE_HDR_IETH]),
+				    w->invalidate_rkey);
+}
+
+/*
+ * The copy path of droce_xport_send_segment_lc: one SEND / WRITE request
+ * packet with opcode @opcode, BTH words @bth1 (Resv6a, destination QP) and
+ * @bth2 (AckReq, PSN) in host order, SE @se, built straight from WQE @w (no
+ * droce_pkt_fields: the BTH's first word made here, the template put by
+ * droce_tmpl_put, the extended headers from the WQE), @len payload bytes
+ * from message offset @off; as droce_xport_send_data_lc otherwise.
+ */
+static __rte_always_inline enum droce_xport_tx
+droce_xport_send_req_lc(struct droce_qp *qp, const struct droce_wqe *w, uint8_t opcode,
+			bool se, uint32_t bth1, uint32_t bth2, uint32_t off, uint32_t len,
+			const struct droce_mr *mr)
+{
+	const struct droce_opcode_info *oi = &droce_opcode_table[opcode];
+	size_t hdr_len = (size_t)qp->tmpl.len + oi->hdr_len;
+	size_t total = hdr_len + len + (-len & 3u) + DROCE_ICRC_LEN;
+	rte_be32_t bth[3];
+	struct rte_mbuf *m;
+	uint8_t *buf;
+
+	m = droce_xport_frame_lc(qp, total, &buf);
+	if (m == NULL)
+		return DROCE_XPORT_TX_NOMBUF;
+	bth[0] = rte_cpu_to_be_32((uint32_t)opcode << 24 | (uint32_t)se << 23 | (-len & 3u) << 20 |
+				  DROCE_XPORT_DEFAULT_PKEY);
+	bth[1] = rte_cpu_to_be_32(bth1);
+	bth[2] = rte_cpu_to_be_32(bth2);
+	droce_tmpl_put(&qp->tmpl, buf, hdr_len, len, bth);
+	if (oi->hdr_mask)
+		droce_xport_req_ext_headers(buf + qp->tmpl.len, oi, w);
+	if (!droce_xport_payload_lc(qp, w, mr, off, buf + hdr_len, len)) {
 		rte_pktmbuf_free(m);
 		return DROCE_XPORT_TX_PROT;
 	}
@@ -295,24 +406,38 @@ droce_xport_send_segment_lc(struct droce_qp *qp, const struct droce_wqe *w,
 {
 	uint32_t len = RTE_MIN(qp->attr.pmtu, w->length - s->sent);
 	bool first = s->sent_pkts == 0;
-	struct droce_pkt_fields f;
+	uint32_t psn = droce_psn_add(s->first_psn, s->sent_pkts);
+	uint8_t opcode;
+	bool ackreq, se;
 	enum droce_xport_tx rc;
 
 	*last = s->sent + len == w->length;
-	memset(&f, 0, sizeof(f));
-	f.opcode = droce_xport_request_opcode(w, first, *last, transport);
-	f.dqpn = qp->attr.dest_qpn;
-	f.psn = droce_psn_add(s->first_psn, s->sent_pkts);
-	f.ackreq = ackreq_every && (*last || (s->sent_pkts + 1) % ackreq_every == 0 ||
-				    droce_psn_add(f.psn, 1) == qp->psn_max);
-	f.se = *last && (w->flags & DROCE_WQE_SOLICITED);
-	f.imm = w->imm;
-	f.ieth_rkey = w->invalidate_rkey;
-	f.xrc_srqn = w->remote_qpn; /* XRC: the remote SRQ (read only for XRC opcodes) */
-	f.reth.va = w->remote_addr;
-	f.reth.rkey = w->rkey;
-	f.reth.len = w->length;
-	rc = droce_xport_send_data_lc(qp, w, &f, s->sent, len, mr);
+	opcode = droce_xport_request_opcode(w, first, *last, transport);
+	ackreq = ackreq_every && (*last || (s->sent_pkts + 1) % ackreq_every == 0 ||
+				  droce_psn_add(psn, 1) == qp->psn_max);
+	se = *last && (w->flags & DROCE_WQE_SOLICITED);
+	if (unlikely(droce_xport_zc_ok(qp, len)) && !(w->flags & DROCE_WQE_INLINE)) {
+		struct droce_pkt_fields f;
+
+		memset(&f, 0, sizeof(f));
+		f.opcode = opcode;
+		f.dqpn = qp->attr.dest_qpn;
+		f.psn = psn;
+		f.ackreq = ackreq;
+		f.se = se;
+		f.imm = w->imm;
+		f.ieth_rkey = w->invalidate_rkey;
+		f.xrc_srqn = w->remote_qpn; /* XRC: the remote SRQ (read only for XRC opcodes) */
+		f.reth.va = w->remote_addr;
+		f.reth.rkey = w->rkey;
+		f.reth.len = w->length;
+		rc = droce_xport_send_data_lc(qp, w, &f, s->sent, len, mr);
+	} else {
+		rc = droce_xport_send_req_lc(qp, w, opcode, se,
+					     (uint32_t)droce_xport_resv6a(qp, opcode) << 24 |
+						     (qp->attr.dest_qpn & 0xffffffu),
+					     (uint32_t)ackreq << 31 | psn, s->sent, len, mr);
+	}
 	if (rc == DROCE_XPORT_TX_SENT) {
 		s->sent += len;
 		s->sent_pkts++;

@@ -177,6 +177,104 @@ Test(rc_tx_req, send_pkt_zero_copy_write)
 	cr_assert_arr_eq(p.payload, local + 100, 1024);
 }
 
+/*
+ * The requester's frames byte for byte: every packet of a @length-byte WQE
+ * @wr_op (flags @flags) as the transmit turn queues it equals what the
+ * field-by-field reference builder (droce_build_frame: template, BTH,
+ * extended headers, payload, pad, ICRC) makes of the fields the packet is to
+ * carry, from a copy of the QP's template taken before (the same IPv4 ids).
+ */
+static void
+check_request_bytes(uint8_t wr_op, uint32_t length, uint8_t flags)
+{
+	static uint8_t want[4096];
+	struct droce_wqe *w = post(wr_op, length);
+	struct droce_hdr_tmpl ref = qp->tmpl;
+	uint32_t pmtu = qp->attr.pmtu, n = length ? (length + pmtu - 1) / pmtu : 1;
+	bool wr = wr_op == DROCE_WR_RDMA_WRITE || wr_op == DROCE_WR_RDMA_WRITE_WITH_IMM;
+	bool imm = wr_op == DROCE_WR_SEND_WITH_IMM || wr_op == DROCE_WR_RDMA_WRITE_WITH_IMM;
+	bool inv = wr_op == DROCE_WR_SEND_WITH_INV;
+
+	local_sge(w, length);
+	w->flags |= flags;
+	w->remote_addr = 0x1122334455667788ull;
+	w->rkey = 0xa1b2c3d4;
+	w->imm = rte_cpu_to_be_32(0xfeedf00d);
+	w->invalidate_rkey = 0x0badcafe;
+	fill_local();
+	cr_assert_eq(droce_rc_req_tx_lc(qp, 16), n, "%u packets", n);
+	cr_assert_eq(tx_count(), n);
+	for (uint32_t i = 0; i < n; i++) {
+		bool first = i == 0, last = i == n - 1;
+		uint32_t plen = last ? length - i * pmtu : pmtu, len;
+		struct droce_pkt_fields f;
+		enum droce_op op;
+		unsigned int nsegs;
+		size_t wlen;
+
+		if (wr)
+			op = first && last ? (imm ? DROCE_OP_WRITE_ONLY_IMM : DROCE_OP_WRITE_ONLY)
+			     : first       ? DROCE_OP_WRITE_FIRST
+			     : last        ? (imm ? DROCE_OP_WRITE_LAST_IMM : DROCE_OP_WRITE_LAST)
+					   : DROCE_OP_WRITE_MIDDLE;
+		else
+			op = first && last ? (imm ? DROCE_OP_SEND_ONLY_IMM
+					      : inv ? DROCE_OP_SEND_ONLY_INV : DROCE_OP_SEND_ONLY)
+			     : first ? DROCE_OP_SEND_FIRST
+			     : last  ? (imm ? DROCE_OP_SEND_LAST_IMM
+					    : inv ? DROCE_OP_SEND_LAST_INV : DROCE_OP_SEND_LAST)
+				     : DROCE_OP_SEND_MIDDLE;
+		memset(&f, 0, sizeof(f));
+		f.opcode = DROCE_OPC(DROCE_TRANSPORT_RC, op);
+		f.pkey = 0xffff;
+		f.dqpn = 0x123456;
+		f.psn = 100 + i;
+		f.ackreq = last;
+		f.se = last && (flags & DROCE_WQE_SOLICITED);
+		f.reth.va = w->remote_addr;
+		f.reth.rkey = w->rkey;
+		f.reth.len = length;
+		f.imm = w->imm;
+		f.ieth_rkey = w->invalidate_rkey;
+		wlen = droce_build_frame(&ref, want, sizeof(want), &f, local + i * pmtu, plen);
+		cr_assert_gt(wlen, 0);
+		len = tx_frame(i, frame, sizeof(frame), &nsegs);
+		cr_assert_eq(len, wlen, "packet %u: %u bytes, want %zu", i, len, wlen);
+		cr_assert_arr_eq(frame, want, wlen, "packet %u (opcode 0x%02x): the reference's bytes", i,
+				 f.opcode);
+	}
+}
+
+Test(rc_tx_req, send_bytes_as_the_reference)
+{
+	check_request_bytes(DROCE_WR_SEND, 2501, DROCE_WQE_SOLICITED); /* first, middle, last + pad */
+}
+
+Test(rc_tx_req, send_imm_bytes_as_the_reference)
+{
+	check_request_bytes(DROCE_WR_SEND_WITH_IMM, 1500, 0);
+}
+
+Test(rc_tx_req, send_inv_bytes_as_the_reference)
+{
+	check_request_bytes(DROCE_WR_SEND_WITH_INV, 5, DROCE_WQE_SOLICITED);
+}
+
+Test(rc_tx_req, write_bytes_as_the_reference)
+{
+	check_request_bytes(DROCE_WR_RDMA_WRITE, 2049, 0);
+}
+
+Test(rc_tx_req, write_imm_bytes_as_the_reference)
+{
+	check_request_bytes(DROCE_WR_RDMA_WRITE_WITH_IMM, 3, 0);
+}
+
+Test(rc_tx_req, empty_write_bytes_as_the_reference)
+{
+	check_request_bytes(DROCE_WR_RDMA_WRITE, 0, 0);
+}
+
 /* ---- responder, transmit side ---- */
 
 TestSuite(rc_tx_resp, .init = tx_setup, .fini = tx_teardown);
