@@ -14,6 +14,7 @@
 #include <sys/queue.h>
 
 #include <rte_mbuf.h>
+#include <rte_prefetch.h>
 #include <rte_ring.h>
 #include <rte_spinlock.h>
 
@@ -178,77 +179,51 @@ struct droce_resp_res {
 	struct droce_rd_resp rd_resp[DROCE_RD_RESP_CAP];
 };
 
+/*
+ * Laid out for many QPs (issue 11): with thousands of them their structs
+ * do not stay in the caches, and a message costs a miss per 64-byte line it
+ * touches in its two QPs (the requester's and the responder's).  So what
+ * every message reads or writes comes first, in this order: the fields fixed
+ * at create the fast path reads; the requester's and completer's state with
+ * the scheduling (engine_sched.c); the application side's counters, lock and
+ * bell; the responder's state; the header template; the packet counters
+ * (stats opens with them) and the current attributes (whose first 36 bytes,
+ * state to pkey_index, are the ones read per packet).  What only errors,
+ * loss recovery, READs, atomics and modifies touch comes after.  The struct
+ * is allocated on a cache line (droce_qp_create), so the lines are these.
+ * (Application- and engine-written fields share lines: separating them
+ * cost about 370 bytes of RSS per idle QP, against issue 12's 2 KiB budget,
+ * and gained nothing measurable co-located.)
+ */
 struct droce_qp {
-	/* ---- fixed at create ---- */
+	/* ---- fixed at create (srq, rcq and pd_id change on an XRC target) ---- */
 	uint32_t qpn;
 	enum droce_qp_type type;
 	struct droce_engine *eng;
-	unsigned int port_index;
 	struct droce_port *port;
-	struct droce_cq *scq, *rcq;
+	unsigned int port_index;
 	uint32_t pd_id;
-	struct droce_qp_caps caps;
+	struct droce_cq *scq, *rcq;
+	struct droce_sq_slot *sq;  /* droce_qp_sq_slot() */
+	struct droce_swqe *swqe;   /* engine-side, parallel to sq */
 	uint32_t sq_size, rq_size; /* slots */
 	uint32_t sq_stride;        /* bytes from one send slot to the next */
 	uint32_t sq_mask;          /* send slots - 1 (a power of two; sq_size WQEs fit) */
-	struct droce_sq_slot *sq;  /* droce_qp_sq_slot() */
+	struct droce_rq_slot *rq;  /* droce_qp_rq_at() */
 	uint32_t rq_stride;        /* bytes from one receive slot to the next */
 	uint32_t rq_mask;          /* receive slots - 1 (a power of two; rq_size RQEs fit) */
-	struct droce_rq_slot *rq;  /* droce_qp_rq_at() */
-	struct droce_swqe *swqe;   /* engine-side, parallel to sq */
 	struct droce_srq *srq;     /* receive WQEs come from here (rq: one staging slot) */
 	/* XRC (xrc.c): an RC QP whose requests carry the XRCETH (initiator) or
 	 * whose responder takes its SRQ, CQ and PD from each request's XRCETH
 	 * (target: srq, rcq and pd_id then change on the engine) */
 	uint8_t xport;             /* transport bits of its opcodes: RC or XRC */
 	uint8_t xrc_role;          /* enum droce_xrc_role */
-	uint32_t xrcd;             /* the target's XRC domain */
-	droce_qp_event_fn event_fn; /* affiliated async events (engine thread) */
-	void *event_arg;
 
-	/*
-	 * ---- application side: written by posting threads ----
-	 * (The three groups are not aligned to cache lines of their own: that
-	 * cost about 370 bytes of RSS per idle QP, against issue 12's 2 KiB
-	 * budget, and gained nothing measurable co-located.)
-	 */
-	uint32_t sq_posted, rq_posted;     /* producer counters (under post locks) */
-	rte_spinlock_t sq_lock, rq_lock;
-	uint32_t mod_gen;                  /* modifies sent (application side) */
-
-	/* ---- written by the engine, read by the application ---- */
-	_Atomic uint32_t sq_retired, rq_retired;
-	_Atomic bool detached;             /* engine has let go */
-	_Atomic uint32_t applied_gen;      /* modifies applied (engine side, release) */
-	_Atomic uint64_t async_state;      /* gen << 32 | 1 << 8 | state, see droce_qp_async_state */
-	/*
-	 * A bell (SQ_BELL / RQ_BELL) is on its way to the engine: set by the
-	 * poster that sends one (exchange), cleared by the engine when it takes
-	 * it (exchange, acquire: the slots published before the set are seen).
-	 * While it is set, posts publish their slots and send no bell: one
-	 * channel message per pass, not per post list.
-	 */
-	_Atomic uint32_t bell;
-
-	/* ---- engine side ---- */
+	/* ---- engine side: requester + completer, scheduling ---- */
+	uint8_t sched;             /* enum droce_qp_sched (engine_sched.c) */
+	bool cq_overrun;           /* a CQE found its CQ full: ERR after this call */
 	enum droce_qp_state state;
-	struct droce_qp_mod attr;          /* current attributes */
-	struct droce_hdr_tmpl tmpl;
-	uint64_t tmpl_ah_serial;           /* UD: the AH tmpl was last built for (0 = none) */
-	/* the engine's scheduling (engine_sched.c): on its port's active list,
-	 * in a slot of its timer wheel (tw_slot; tw_key the deadline filed), or neither */
-	TAILQ_ENTRY(droce_qp) active_link;
-	uint8_t sched;                     /* enum droce_qp_sched */
-	uint16_t tw_slot;
-	uint64_t tw_key;                   /* its deadline on the wheel's clock */
-	uint64_t tw_paused;                /* the engine's pauses at its last turn ... */
-	uint64_t tw_rto, tw_epoch;         /* ... and its rto_deadline, retry_epoch then */
-	struct droce_qp_stats stats;
-	/* CQ overrun (qp.c): completions waiting, in order, for room in their CQ */
-	struct droce_cqe_stash *stash;     /* allocated at the first overrun */
-	bool cq_overrun;                   /* a CQE found its CQ full: ERR after this call */
-
-	/* requester + completer */
+	enum droce_req_state req_state;
 	uint32_t sq_head;     /* oldest WQE not retired */
 	uint32_t sq_next;     /* next WQE to start sending */
 	uint32_t sq_avail;    /* WQEs seen ready (index past last ready) */
@@ -257,56 +232,114 @@ struct droce_qp {
 	uint32_t psn_una;     /* oldest unacknowledged PSN */
 	uint32_t psn_max;     /* one past the highest PSN ever sent */
 	uint32_t rd_atomic_out; /* READs/atomics outstanding */
+	uint32_t cwnd;          /* PSNs that may be unacknowledged (0: the whole window) */
+	uint32_t cwnd_una, cwnd_acc; /* additive increase: acknowledged since */
+	uint32_t pkts_since_ackreq;
+	uint32_t rtt_psn;       /* the PSN being timed (never a retransmitted one) */
 	uint8_t retry_left, rnr_left;
-	enum droce_req_state req_state;
+	uint8_t rto_backoff;    /* adaptive timeouts in a row (doubles the timer) */
+	uint8_t alive_defers;   /* retries not spent since progress: the peer was answering */
+	bool peer_heard;        /* an answer in the window arrived since the last timeout */
+	bool sr_peer;           /* selective repeat: the peer showed the hint (rc_sr.c) */
+	bool sr_tail_check;     /* a timeout re-sent psn_una alone: an ACK to it means a lost tail */
 	uint64_t rto_deadline; /* 0 = no timer */
 	uint64_t rnr_deadline;
 	/* adaptive retransmission (rc_retx.c): RTT estimate in TSC cycles */
 	uint64_t srtt, rttvar;  /* 0 = no sample yet */
 	uint64_t rtt_tsc;       /* when rtt_psn was sent (0 = not timing) */
 	uint64_t retry_epoch;   /* start of the current attribute-timeout period without progress */
-	uint32_t rtt_psn;       /* the PSN being timed (never a retransmitted one) */
-	uint8_t rto_backoff;    /* adaptive timeouts in a row (doubles the timer) */
-	bool peer_heard;        /* an answer in the window arrived since the last timeout */
-	uint8_t alive_defers;   /* retries not spent since progress: the peer was answering */
-	uint32_t cwnd;          /* PSNs that may be unacknowledged (0: the whole window) */
-	uint32_t cwnd_una, cwnd_acc; /* additive increase: acknowledged since */
-	uint32_t goback_psn;    /* where the last sequence NAK sent us back to ... */
-	uint64_t goback_tsc;    /* ... and when (0: none) */
-	uint32_t pkts_since_ackreq;
-	struct droce_rc_rdmap *rdmap; /* READ responses placed past a hole (rc_read.c; lazily) */
-	uint32_t rd_hi;         /* the highest READ response PSN seen in the window */
-	bool sr_peer;           /* selective repeat: the peer showed the hint (rc_sr.c) */
-	bool sr_tail_check;     /* a timeout re-sent psn_una alone: an ACK to it means a lost tail */
-	uint32_t sr_resent_psn; /* the last packet re-sent alone ... */
-	uint64_t sr_resent_tsc; /* ... and when (0: none) */
-	struct droce_rc_srhold *srhold; /* responder: requests past a hole (lazily) */
+	/* the engine's scheduling (engine_sched.c): on its port's active list,
+	 * in a slot of its timer wheel (tw_slot; tw_key the deadline filed), or neither */
+	TAILQ_ENTRY(droce_qp) active_link;
+	uint64_t tw_paused;                /* the engine's pauses at its last turn ... */
+	uint64_t tw_rto, tw_epoch;         /* ... and its rto_deadline, retry_epoch then */
+	/* CQ overrun (qp.c): completions waiting, in order, for room in their CQ */
+	struct droce_cqe_stash *stash;     /* allocated at the first overrun */
 
-	/* responder */
+	/* ---- application side: written by posting threads ---- */
+	uint32_t sq_posted, rq_posted;     /* producer counters (under post locks) */
+	rte_spinlock_t sq_lock, rq_lock;
+	struct droce_qp_caps caps;
+	/*
+	 * A bell (SQ_BELL / RQ_BELL) is on its way to the engine: set by the
+	 * poster that sends one (exchange), cleared by the engine when it takes
+	 * it (exchange, acquire: the slots published before the set are seen).
+	 * While it is set, posts publish their slots and send no bell: one
+	 * channel message per pass, not per post list.
+	 */
+	_Atomic uint32_t bell;
+	/* ---- written by the engine, read by the application ---- */
+	_Atomic uint32_t sq_retired, rq_retired;
+
+	/* ---- engine side: responder ---- */
 	uint32_t epsn;        /* expected request PSN */
 	uint32_t msn;
 	uint32_t rq_head;     /* next RQE to use */
 	uint32_t rq_avail;
 	struct droce_seq_rx rxseq;
-	bool rqe_open;        /* a SEND message is filling rq_head */
 	uint32_t recv_off;    /* bytes placed in the open RQE */
-	bool recv_len_err;
-	uint64_t write_va;    /* open RDMA WRITE cursor */
 	uint32_t write_rkey;
-	bool nak_seq_sent;    /* one sequence NAK per gap and retransmission round */
+	uint64_t write_va;    /* open RDMA WRITE cursor */
 	uint32_t nak_hi;      /* highest PSN seen past the gap since that NAK */
+	uint32_t ack_psn;
+	uint32_t rd_resp_head, rd_resp_count;
+	bool rqe_open;        /* a SEND message is filling rq_head */
+	bool recv_len_err;
+	bool nak_seq_sent;    /* one sequence NAK per gap and retransmission round */
 	bool resp_failing;    /* an error NAK waits behind earlier responses */
 	bool ack_pending;
-	uint32_t ack_psn;
 	uint8_t ack_syndrome;
+
+	struct droce_qp_mod attr;          /* current attributes (the first 36 bytes hot) */
+
+	/* ---- cold: modifies, the wheel's key, events ---- */
+	uint32_t mod_gen;                  /* modifies sent (application side) */
+	_Atomic uint32_t applied_gen;      /* modifies applied (engine side, release) */
+	_Atomic uint64_t async_state;      /* gen << 32 | 1 << 8 | state, see droce_qp_async_state */
+	_Atomic bool detached;             /* engine has let go */
+	uint16_t tw_slot;
+	uint32_t xrcd;                     /* the target's XRC domain */
+	uint64_t tw_key;                   /* its deadline on the wheel's clock */
+	uint64_t tmpl_ah_serial;           /* UD: the AH tmpl was last built for (0 = none) */
+
+	/* ---- hot again: the template on lines of its own, then the counters ---- */
+	struct droce_hdr_tmpl tmpl __rte_cache_aligned;
+	struct droce_qp_stats stats;       /* tx_pkts, rx_pkts first: with the template's tail */
+
+	/* ---- cold: errors, loss recovery, READs, atomics ---- */
+	droce_qp_event_fn event_fn;        /* affiliated async events (engine thread) */
+	void *event_arg;
+	uint32_t rd_hi;         /* the highest READ response PSN seen in the window */
+	uint32_t goback_psn;    /* where the last sequence NAK sent us back to ... */
+	uint64_t goback_tsc;    /* ... and when (0: none) */
+	uint32_t sr_resent_psn; /* the last packet re-sent alone ... */
+	uint64_t sr_resent_tsc; /* ... and when (0: none) */
+	struct droce_rc_rdmap *rdmap; /* READ responses placed past a hole (rc_read.c; lazily) */
+	struct droce_rc_srhold *srhold; /* responder: requests past a hole (lazily) */
 	/* READ / atomic resources (struct droce_resp_res): NULL until the first
 	 * READ or atomic request; the two pointers are into res */
 	struct droce_resp_res *res;
 	struct droce_atomic_replay *atomic_replay; /* DROCE_ATOMIC_REPLAY entries */
 	struct droce_rd_resp *rd_resp;             /* DROCE_RD_RESP_CAP entries */
 	uint32_t atomic_replay_next;
-	uint32_t rd_resp_head, rd_resp_count;
 };
+
+/* Asks for the lines of @qp a turn of it reads first (the fixed fields, the
+ * requester's state and scheduling, the template): the work phase names the
+ * QP after the one it runs, so with thousands of QPs their misses overlap
+ * that turn instead of stalling the next. */
+static inline void
+droce_qp_prefetch(const struct droce_qp *qp)
+{
+	const uint8_t *b = (const uint8_t *)qp;
+
+	rte_prefetch0(b);
+	rte_prefetch0(b + RTE_CACHE_LINE_SIZE);
+	rte_prefetch0(b + 2 * RTE_CACHE_LINE_SIZE);
+	rte_prefetch0(b + 3 * RTE_CACHE_LINE_SIZE);
+	rte_prefetch0(&qp->tmpl);
+	rte_prefetch0((const uint8_t *)&qp->tmpl + RTE_CACHE_LINE_SIZE);
+}
 
 /* Send slot @idx (any index: taken modulo the queue size). */
 static inline struct droce_sq_slot *

@@ -407,6 +407,8 @@ work_phase_lc(struct droce_engine *eng)
 
 			if (qp == NULL)
 				break;
+			if (n > 1 && TAILQ_NEXT(qp, active_link) != NULL)
+				droce_qp_prefetch(TAILQ_NEXT(qp, active_link)); /* many QPs: its lines */
 			budget = tx_budget_lc(eng, qp);
 			if (budget == 0 && ++full > DROCE_FULL_TURNS)
 				break; /* the port is full: the rest next pass */

@@ -21,6 +21,19 @@
 
 static _Atomic unsigned int next_engine;
 
+/* @n * @size zeroed bytes starting on a cache line (free() frees them): a QP,
+ * its queues, so a 64-byte group of fields or a 128-byte slot is that many
+ * lines, not one more */
+static void *
+zalloc_lines(size_t n, size_t size)
+{
+	void *p;
+
+	if (posix_memalign(&p, RTE_CACHE_LINE_SIZE, n * size) != 0)
+		return NULL;
+	return memset(p, 0, n * size);
+}
+
 /* ---- application side ---- */
 
 struct droce_qp *
@@ -63,7 +76,7 @@ droce_qp_create_ex(enum droce_qp_type type, const struct droce_qp_caps *caps,
 		errno = EINVAL;
 		return NULL;
 	}
-	qp = calloc(1, sizeof(*qp));
+	qp = zalloc_lines(1, sizeof(*qp)); /* its hot lines are lines (engine.h) */
 	if (qp == NULL)
 		goto nomem;
 	qp->type = type;
@@ -95,7 +108,7 @@ droce_qp_create_ex(enum droce_qp_type type, const struct droce_qp_caps *caps,
 	/* a power of two of slots, so an index finds its slot by a mask, not a
 	 * division; the queue still holds sq_size WQEs (ENOMEM past them) */
 	qp->sq_mask = rte_align32pow2(qp->sq_size) - 1;
-	qp->sq = calloc((size_t)qp->sq_mask + 1, qp->sq_stride);
+	qp->sq = zalloc_lines((size_t)qp->sq_mask + 1, qp->sq_stride);
 	/* the receive queue the same way: 64 bytes a slot for one SGE, 320 at
 	 * the maximum; a QP on an SRQ (or an XRC target, whose SRQ changes)
 	 * stages WQEs of any SRQ in its one slot, so that one is full-size */
@@ -105,8 +118,8 @@ droce_qp_create_ex(enum droce_qp_type type, const struct droce_qp_caps *caps,
 				sizeof(struct droce_sge),
 		RTE_CACHE_LINE_SIZE);
 	qp->rq_mask = rte_align32pow2(qp->rq_size) - 1;
-	qp->rq = calloc((size_t)qp->rq_mask + 1, qp->rq_stride);
-	qp->swqe = calloc((size_t)qp->sq_mask + 1, sizeof(*qp->swqe));
+	qp->rq = zalloc_lines((size_t)qp->rq_mask + 1, qp->rq_stride);
+	qp->swqe = zalloc_lines((size_t)qp->sq_mask + 1, sizeof(*qp->swqe));
 	if (qp->sq == NULL || qp->rq == NULL || qp->swqe == NULL)
 		goto nomem;
 	rte_spinlock_init(&qp->sq_lock);

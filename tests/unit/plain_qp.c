@@ -28,7 +28,10 @@ void
 qp_setup(void)
 {
 	eng = calloc(1, sizeof(*eng));
-	qp = calloc(1, sizeof(*qp));
+	/* a struct droce_qp is cache-line aligned (engine.h) */
+	qp = aligned_alloc(RTE_CACHE_LINE_SIZE, sizeof(*qp));
+	if (qp != NULL)
+		memset(qp, 0, sizeof(*qp));
 	sq = calloc(PLAIN_SQ_SLOTS, sizeof(*sq));
 	swqe = calloc(PLAIN_SQ_SLOTS, sizeof(*swqe));
 	rq = calloc(PLAIN_SQ_SLOTS, sizeof(*rq));
