@@ -42,6 +42,8 @@ struct droce_impair_stats {
 /* Counters, kept per queue (one writer each: the queue's engine). */
 struct droce_port_stats {
 	uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes;
+	uint64_t rx_bursts;     /* receive bursts that returned frames */
+	uint64_t tx_bursts;     /* transmit bursts handed to the PMD */
 	uint64_t tx_full;       /* frames the PMD did not take */
 	uint64_t arp_requests_rx, arp_replies_rx, arp_bad;
 	uint64_t arp_requests_tx, arp_replies_tx;

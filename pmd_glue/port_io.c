@@ -46,6 +46,7 @@ droce_port_rx_account_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf *
 		return;
 	for (i = 0; i < got; i++)
 		bytes += rte_pktmbuf_pkt_len(pkts[i]);
+	st->rx_bursts++;
 	st->rx_pkts += got;
 	st->rx_bytes += bytes;
 	if (unlikely(p->capture != NULL))
@@ -99,6 +100,7 @@ droce_port_xmit_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
 				break;
 		}
 	}
+	st->tx_bursts++;
 	st->tx_pkts += sent;
 	st->tx_bytes += bytes;
 	return sent;
@@ -151,6 +153,8 @@ droce_port_stats_get(const struct droce_port *p, struct droce_port_stats *out)
 		out->rx_bytes += s->rx_bytes;
 		out->tx_pkts += s->tx_pkts;
 		out->tx_bytes += s->tx_bytes;
+		out->rx_bursts += s->rx_bursts;
+		out->tx_bursts += s->tx_bursts;
 		out->tx_full += s->tx_full;
 		out->arp_requests_rx += s->arp_requests_rx;
 		out->arp_replies_rx += s->arp_replies_rx;

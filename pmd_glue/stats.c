@@ -38,6 +38,8 @@ static const struct {
 	PS(rx_bytes, "rx_bytes"),
 	PS(tx_pkts, "tx_frames"),
 	PS(tx_bytes, "tx_bytes"),
+	PS(rx_bursts, "rx_bursts"),
+	PS(tx_bursts, "tx_bursts"),
 	PS(tx_full, "tx_full"),
 	PS(arp_requests_rx, "arp_requests_rx"),
 	PS(arp_replies_rx, "arp_replies_rx"),

@@ -397,6 +397,112 @@ Test(sequence, good_exchanges_pass)
 	test_pcap_free(&cap);
 }
 
+/* ---- the fast parse of untagged IPv4 frames against the general parser ---- */
+
+/* droce_parse_frame (its fast path for untagged IPv4) and the general parser
+ * alone give @f the same verdict and, when they accept it, the same result. */
+static void
+parsers_agree(const uint8_t *f, uint32_t len, const char *what, size_t frame, uint32_t at)
+{
+	struct droce_pkt p, q;
+	enum droce_drop a, b;
+
+	memset(&p, 0x5a, sizeof(p));
+	memset(&q, 0xa5, sizeof(q));
+	a = droce_parse_frame(f, len, &p);
+	b = droce_parse_frame_ref(f, len, &q);
+	cr_assert_eq(a, b, "%s frame %zu (change at %u): fast %s, general %s", what, frame, at,
+		     droce_drop_name[a], droce_drop_name[b]);
+	if (a != DROCE_DROP_NONE)
+		return;
+	cr_assert_eq(p.info, q.info);
+	cr_assert_eq(p.opcode, q.opcode);
+	cr_assert_eq(p.ipv6, q.ipv6);
+	cr_assert_eq(p.vlan, q.vlan);
+	cr_assert_eq(p.vlan_tci, q.vlan_tci);
+	cr_assert_eq(p.traffic_class, q.traffic_class);
+	cr_assert_eq(p.l3_off, q.l3_off);
+	cr_assert_eq(p.l4_off, q.l4_off);
+	cr_assert_eq(p.bth_off, q.bth_off);
+	cr_assert_eq(p.payload_off, q.payload_off);
+	cr_assert_eq(p.payload_len, q.payload_len);
+	cr_assert_eq(p.payload, q.payload);
+	cr_assert_eq(p.pad, q.pad);
+	cr_assert_eq(p.udp_sport, q.udp_sport);
+	cr_assert_arr_eq(p.src_gid, q.src_gid, 16);
+	cr_assert_arr_eq(p.dst_gid, q.dst_gid, 16);
+	cr_assert_eq(p.frame_len, q.frame_len, "%s frame %zu (change at %u)", what, frame, at);
+}
+
+/* The IPv4 header checksum and the ICRC made right again after a change
+ * (offsets of the frame before it), so the checks behind them decide. */
+static void
+reseal(uint8_t *f, uint32_t len, const struct droce_pkt *ref)
+{
+	if (!ref->ipv6) {
+		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + ref->l3_off);
+
+		ip->hdr_checksum = 0;
+		ip->hdr_checksum = rte_ipv4_cksum(ip);
+	}
+	if (ref->frame_len <= len)
+		droce_icrc_store(f + ref->frame_len - DROCE_ICRC_LEN,
+				 droce_icrc_flat(f + ref->l3_off,
+						 ref->frame_len - DROCE_ICRC_LEN - ref->l3_off, ref->ipv6));
+}
+
+Test(vectors, fast_parse_agrees_with_the_general_parser)
+{
+	uint32_t seed = 0xfa57;
+	unsigned int n = 0;
+
+	for (size_t c = 0; c < RTE_DIM(good_captures); c++) {
+		struct test_capture cap;
+
+		load(good_captures[c], &cap);
+		for (size_t i = 0; i < cap.count; i++) {
+			uint32_t len = cap.frames[i].len;
+			uint8_t *copy = malloc(len);
+			struct droce_pkt ref;
+
+			cr_assert_eq(droce_parse_frame_ref(cap.frames[i].data, len, &ref), DROCE_DROP_NONE);
+			parsers_agree(cap.frames[i].data, len, good_captures[c], i + 1, 0);
+			/* every truncation */
+			for (uint32_t l = 0; l < len; l++)
+				parsers_agree(cap.frames[i].data, l, good_captures[c], i + 1, l);
+			/* every header byte changed: as received (checksums then fail),
+			 * and resealed (the checks behind the checksums decide) */
+			for (uint32_t b = 12; b < ref.payload_off && b < len; b++) {
+				for (int sealed = 0; sealed < 2; sealed++) {
+					memcpy(copy, cap.frames[i].data, len);
+					seed = seed * 1103515245u + 12345u;
+					copy[b] ^= (uint8_t)(seed >> 16 | 1u);
+					if (sealed)
+						reseal(copy, len, &ref);
+					parsers_agree(copy, len, good_captures[c], i + 1, b);
+					n++;
+				}
+			}
+			/* the lengths that must agree, each off by a little, resealed */
+			for (int d = -5; d <= 5; d++) {
+				static const uint32_t at[] = { 16, 17, 38, 39 }; /* IPv4 total, UDP length */
+
+				if (ref.ipv6 || ref.vlan || d == 0)
+					continue;
+				for (size_t k = 0; k < RTE_DIM(at); k++) {
+					memcpy(copy, cap.frames[i].data, len);
+					copy[at[k]] = (uint8_t)(copy[at[k]] + d);
+					reseal(copy, len, &ref);
+					parsers_agree(copy, len, good_captures[c], i + 1, at[k]);
+				}
+			}
+			free(copy);
+		}
+		test_pcap_free(&cap);
+	}
+	cr_assert_gt(n, 1000);
+}
+
 /* ---- robustness: nothing about a received frame is trusted ---- */
 
 Test(robustness, every_truncation_is_rejected)

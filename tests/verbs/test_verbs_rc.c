@@ -352,12 +352,14 @@ qp_stat(struct ibv_qp *qp, const char *name)
 Test(verbs_rc, stats_api_counts_frames_per_port_engine_and_qp)
 {
 	struct droce_stat one[1];
-	uint64_t p0_tx, p1_rx, e_rx;
+	uint64_t p0_tx, p1_rx, e_rx, p0_txb, p1_rxb, bursts;
 	int n;
 
 	setup_pair(16);
 	p0_tx = stat_of(droce_stats_port, 0, "tx_frames");
 	p1_rx = stat_of(droce_stats_port, 1, "rx_frames");
+	p0_txb = stat_of(droce_stats_port, 0, "tx_bursts");
+	p1_rxb = stat_of(droce_stats_port, 1, "rx_bursts");
 	e_rx = stat_of(droce_stats_engine, 0, "rx_frames");
 	/* three 3000-byte SENDs at path MTU 1024: three frames each */
 	for (uint32_t i = 0; i < 3; i++) {
@@ -378,6 +380,13 @@ Test(verbs_rc, stats_api_counts_frames_per_port_engine_and_qp)
 	cr_assert_geq(stat_of(droce_stats_port, 0, "tx_frames") - p0_tx, 9);
 	cr_assert_geq(stat_of(droce_stats_port, 1, "rx_frames") - p1_rx, 9);
 	cr_assert_geq(stat_of(droce_stats_engine, 0, "rx_frames") - e_rx, 10, "9 requests, >= 1 ACK");
+	/* each SEND waited for its completion: three bursts at least, never more than frames */
+	bursts = stat_of(droce_stats_port, 0, "tx_bursts") - p0_txb;
+	cr_assert(bursts >= 3 && bursts <= stat_of(droce_stats_port, 0, "tx_frames") - p0_tx,
+		  "tx_bursts %" PRIu64, bursts);
+	bursts = stat_of(droce_stats_port, 1, "rx_bursts") - p1_rxb;
+	cr_assert(bursts >= 3 && bursts <= stat_of(droce_stats_port, 1, "rx_frames") - p1_rx,
+		  "rx_bursts %" PRIu64, bursts);
 	cr_assert_eq(stat_of(droce_stats_engine, 0, "drop_icrc"), 0);
 	cr_assert_neq(stat_of(droce_stats_engine, 0, "drop_pkey"), UINT64_MAX, "every reason is listed");
 	cr_assert_eq(stat_of(droce_stats_engine, 0, "no_such_counter"), UINT64_MAX);
