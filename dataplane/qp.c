@@ -551,21 +551,18 @@ droce_qp_complete_send_lc(struct droce_qp *qp, enum droce_wc_status status)
 {
 	const struct droce_wqe *w = &droce_qp_sq_slot(qp, qp->sq_head)->wqe;
 	bool report = (w->flags & DROCE_WQE_SIGNALED) || status != DROCE_WC_SUCCESS;
-	struct droce_cqe c = {
-		.wr_id = w->wr_id,
-		.status = status,
-		.opcode = wc_opcode_of(w->opcode),
-		.byte_len = w->length,
-		.qp_num = qp->qpn,
-	};
+	struct droce_cqe c;
 
-	droce_wqe_release_ah(w);
-	/* the slot's progress must not leak into the WQE that reuses it */
-	memset(droce_qp_swqe(qp, qp->sq_head), 0, sizeof(qp->swqe[0]));
-	qp->sq_head++;
-	if (qp->sq_cur < qp->sq_head)
-		qp->sq_cur = qp->sq_head;
-	atomic_store_explicit(&qp->sq_retired, qp->sq_head, memory_order_release);
+	if (report) /* the CQE built only when it is reported */
+		c = (struct droce_cqe){
+			.wr_id = w->wr_id,
+			.status = status,
+			.opcode = wc_opcode_of(w->opcode),
+			.byte_len = w->length,
+			.qp_num = qp->qpn,
+		};
+	droce_qp_sq_clear_lc(qp, qp->sq_head);
+	droce_qp_sq_retire_lc(qp, 1);
 	if (report)
 		cqe_out_lc(qp, false, &c, false);
 }

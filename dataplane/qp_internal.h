@@ -4,6 +4,8 @@
 #ifndef DROCE_QP_INTERNAL_H
 #define DROCE_QP_INTERNAL_H
 
+#include <string.h>
+
 #include "engine.h"
 #include "errors.h"
 
@@ -59,6 +61,27 @@ static inline struct droce_swqe *
 droce_qp_swqe(struct droce_qp *qp, uint32_t idx)
 {
 	return &qp->swqe[idx & qp->sq_mask];
+}
+
+/* Send slot @idx is done with: its address handle let go, its progress
+ * cleared (it must not leak into the WQE that reuses the slot).  Then
+ * droce_qp_sq_retire_lc() frees it, with the others before it. */
+static inline void
+droce_qp_sq_clear_lc(struct droce_qp *qp, uint32_t idx)
+{
+	droce_wqe_release_ah(droce_qp_wqe(qp, idx));
+	memset(droce_qp_swqe(qp, idx), 0, sizeof(qp->swqe[0]));
+}
+
+/* The @n oldest send slots, cleared, are free: sq_head moves on, published
+ * once (droce_qp_complete_send_lc() retires one with its completion). */
+static inline void
+droce_qp_sq_retire_lc(struct droce_qp *qp, uint32_t n)
+{
+	qp->sq_head += n;
+	if (qp->sq_cur < qp->sq_head)
+		qp->sq_cur = qp->sq_head;
+	atomic_store_explicit(&qp->sq_retired, qp->sq_head, memory_order_release);
 }
 
 static inline struct droce_rqe *

@@ -50,7 +50,8 @@ droce_rc_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *
 	}
 	if (!held)
 		droce_engine_rx_free_lc(qp->eng, m);
-	droce_engine_activate_lc(qp->eng, qp);
+	if (qp->sched != DROCE_QP_SCHED_ACTIVE) /* (mostly it is: no call) */
+		droce_engine_activate_lc(qp->eng, qp);
 }
 
 unsigned int

@@ -33,29 +33,79 @@ progress_made(struct droce_qp *qp)
 	rearm_rto(qp);
 }
 
-/* The oldest WQE is done: everything up to @last_psn is acknowledged. */
-static void
-retire_head(struct droce_qp *qp, uint32_t last_psn)
+/* WQEs up to @last_psn retired: a go-back may have queued a resend of what
+ * is now acknowledged. */
+static inline void
+una_moved(struct droce_qp *qp, uint32_t last_psn)
 {
 	qp->psn_una = droce_psn_add(last_psn, 1);
-	droce_qp_complete_send_lc(qp, DROCE_WC_SUCCESS);
-	/* a go-back may have queued a resend of what is now acknowledged */
 	if (droce_psn_diff(qp->psn_next, qp->psn_una) < 0 ||
 	    (qp->sq_cur == qp->sq_head &&
 	     (qp->sq_cur == qp->sq_avail || !droce_qp_swqe(qp, qp->sq_cur)->started)))
 		qp->psn_next = qp->psn_una;
 }
 
-/* Retires WQEs wholly acknowledged by @psn. */
+/* The oldest WQE is done: everything up to @last_psn is acknowledged. */
+static void
+retire_head(struct droce_qp *qp, uint32_t last_psn)
+{
+	droce_qp_complete_send_lc(qp, DROCE_WC_SUCCESS);
+	una_moved(qp, last_psn);
+}
+
+/* The WQE at @idx, when it is a SEND / WRITE, unsignaled, wholly sent and
+ * wholly acknowledged by @psn: its last PSN in *@last. */
+static inline bool
+quiet_done(struct droce_qp *qp, uint32_t idx, uint32_t psn, uint32_t *last)
+{
+	const struct droce_wqe *w = droce_qp_wqe(qp, idx);
+	const struct droce_swqe *s = droce_qp_swqe(qp, idx);
+
+	if ((w->flags & DROCE_WQE_SIGNALED) || !s->started || s->sent_pkts == 0 ||
+	    wr_is_read(w->opcode) || wr_is_atomic(w->opcode) || droce_mw_wr_is_local(w->opcode))
+		return false;
+	*last = droce_psn_add(s->first_psn, s->npkts - 1);
+	return droce_psn_diff(*last, psn) <= 0;
+}
+
+/* The common run at the head (SENDs and WRITEs acknowledged in order,
+ * unsignaled) retired in one pass, no CQE: true when there was one. */
+static inline bool
+retire_quiet(struct droce_qp *qp, uint32_t psn)
+{
+	uint32_t idx = qp->sq_head, avail = qp->sq_avail, last, qlast = 0;
+
+	for (; idx != avail && quiet_done(qp, idx, psn, &last); idx++) {
+		droce_qp_sq_clear_lc(qp, idx);
+		qlast = last;
+	}
+	if (idx == qp->sq_head)
+		return false;
+	droce_qp_sq_retire_lc(qp, idx - qp->sq_head);
+	una_moved(qp, qlast);
+	return true;
+}
+
+/*
+ * Retires WQEs wholly acknowledged by @psn: the quiet run at the head in
+ * one step, then the WQE that ends it the general way (a CQE, a READ or
+ * atomic unanswered, not yet acknowledged ...), and so on.
+ */
 static void
 complete_upto(struct droce_qp *qp, uint32_t psn)
 {
 	bool progress = false;
 
-	while (qp->sq_head != qp->sq_avail) {
-		const struct droce_wqe *w = droce_qp_wqe(qp, qp->sq_head);
-		struct droce_swqe *s = droce_qp_swqe(qp, qp->sq_head);
+	for (;;) {
+		const struct droce_wqe *w;
+		struct droce_swqe *s;
 		uint32_t last;
+
+		progress |= retire_quiet(qp, psn);
+		if (qp->sq_head == qp->sq_avail)
+			break;
+		w = droce_qp_wqe(qp, qp->sq_head);
+		s = droce_qp_swqe(qp, qp->sq_head);
 
 		if (droce_mw_wr_is_local(w->opcode) && s->started && qp->sq_head != qp->sq_cur) {
 			droce_qp_complete_send_lc(qp, DROCE_WC_SUCCESS);
@@ -438,8 +488,12 @@ comp_answered(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
 		qp->rd_atomic_out--;
 	}
 	retire_head(qp, droce_psn_add(s->first_psn, s->npkts - 1));
-	/* READs after it answered whole before it, and what they acknowledge */
-	if (c->kind == COMP_KIND_READ && ack_in_window(qp, qp->rd_hi))
+	/* READs after it answered whole before it, and what they acknowledge
+	 * (nothing when no response past it has come, rd_hi below una, and
+	 * no executed BIND_MW / LOCAL_INV waits at the head) */
+	if (c->kind == COMP_KIND_READ && ack_in_window(qp, qp->rd_hi) &&
+	    (droce_psn_diff(qp->rd_hi, qp->psn_una) >= 0 ||
+	     (qp->sq_head != qp->sq_avail && droce_mw_wr_is_local(droce_qp_wqe(qp, qp->sq_head)->opcode))))
 		complete_upto(qp, qp->rd_hi);
 	progress_made(qp);
 	return COMP_DONE;

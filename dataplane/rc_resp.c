@@ -85,12 +85,22 @@ resp_new_count(const struct droce_qp *qp)
 	return n;
 }
 
+/* Room for one more new READ / atomic (max_dest_rd_atomic of them): the
+ * queue's entries are counted only when it holds that many at all. */
+static inline bool
+resp_new_room(const struct droce_qp *qp)
+{
+	uint32_t max = RTE_MAX(qp->attr.max_dest_rd_atomic, 1);
+
+	return qp->rd_resp_count < max || resp_new_count(qp) < max;
+}
+
 static bool
 resp_queue(struct droce_qp *qp, const struct droce_rd_resp *r)
 {
 	uint32_t cap = DROCE_RD_RESP_CAP;
 
-	if (qp->rd_resp_count == cap || droce_qp_resp_res_lc(qp) != 0)
+	if (qp->rd_resp_count == cap || (qp->res == NULL && droce_qp_resp_res_lc(qp) != 0))
 		return false; /* full, or no memory for the first one: the caller NAKs */
 	qp->rd_resp[(qp->rd_resp_head + qp->rd_resp_count) % cap] = *r;
 	qp->rd_resp_count++;
@@ -224,7 +234,7 @@ resp_read(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame, 
 		resp_error(qp, DROCE_ERR_REM_ACCESS, psn);
 		return;
 	}
-	if (resp_new_count(qp) >= RTE_MAX(qp->attr.max_dest_rd_atomic, 1) || !resp_queue(qp, &e)) {
+	if (!resp_new_room(qp) || !resp_queue(qp, &e)) {
 		resp_error(qp, DROCE_ERR_REM_INV_REQ, psn);
 		return;
 	}
@@ -251,8 +261,7 @@ resp_atomic(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame
 		resp_error(qp, DROCE_ERR_REM_ACCESS, psn);
 		return;
 	}
-	if (resp_new_count(qp) >= RTE_MAX(qp->attr.max_dest_rd_atomic, 1) ||
-	    droce_qp_resp_res_lc(qp) != 0) {
+	if (!resp_new_room(qp) || droce_qp_resp_res_lc(qp) != 0) {
 		resp_error(qp, DROCE_ERR_REM_INV_REQ, psn);
 		return;
 	}
@@ -311,6 +320,11 @@ droce_rc_resp_state_name(unsigned int state)
 	return state < RESP_STATE_COUNT && resp_state_name[state] ? resp_state_name[state] : NULL;
 }
 
+/* A step: inlined, with every other, into the entry points (see resp_step),
+ * so that the compiler threads the state loop of a good request into
+ * straight-line code: no jump-table dispatch per step. */
+#define RESP_STATE static inline __attribute__((always_inline)) enum droce_rc_resp_state
+
 /* The request being handled. */
 struct resp_pkt {
 	const struct droce_pkt *p;
@@ -319,7 +333,7 @@ struct resp_pkt {
 	uint32_t psn, flags;
 };
 
-static enum droce_rc_resp_state
+RESP_STATE
 resp_check_qp_state(struct droce_qp *qp, const struct resp_pkt *r)
 {
 	(void)r;
@@ -329,7 +343,7 @@ resp_check_qp_state(struct droce_qp *qp, const struct resp_pkt *r)
 	return RESP_CHECK_PSN;
 }
 
-static enum droce_rc_resp_state
+RESP_STATE
 resp_check_psn(struct droce_qp *qp, const struct resp_pkt *r)
 {
 	int32_t d = droce_psn_diff(r->psn, qp->rxseq.epsn);
@@ -349,7 +363,7 @@ resp_check_psn(struct droce_qp *qp, const struct resp_pkt *r)
 	return RESP_CHECK_RESOURCE;
 }
 
-static enum droce_rc_resp_state
+RESP_STATE
 resp_seq_nak(struct droce_qp *qp, const struct resp_pkt *r)
 {
 	if (droce_rc_seq_nak_due_lc(qp, r->psn, droce_bth_ackreq(r->bth))) { /* one NAK per gap and round */
@@ -371,7 +385,7 @@ droce_rc_resp_nak_gap_lc(struct droce_qp *qp, uint32_t hi)
 	}
 }
 
-static enum droce_rc_resp_state
+RESP_STATE
 resp_check_resource(struct droce_qp *qp, const struct resp_pkt *r)
 {
 	if ((r->flags & (DROCE_OPF_READ | DROCE_OPF_ATOMIC)) &&
@@ -380,12 +394,13 @@ resp_check_resource(struct droce_qp *qp, const struct resp_pkt *r)
 		qp->eng->stats.seq_drops++;
 		return RESP_DONE;
 	}
-	if (needs_new_rqe(qp, r->flags) && !droce_qp_rq_ready_lc(qp))
+	/* a receive WQE already at rq_head needs no look at the queue */
+	if (needs_new_rqe(qp, r->flags) && qp->rq_head == qp->rq_avail && !droce_qp_rq_ready_lc(qp))
 		return RESP_RNR_NAK;
 	return RESP_CHECK_OP_SEQ;
 }
 
-static enum droce_rc_resp_state
+RESP_STATE
 resp_rnr_nak(struct droce_qp *qp, const struct resp_pkt *r)
 {
 	qp->stats.rnr_naks_tx++;
@@ -393,7 +408,7 @@ resp_rnr_nak(struct droce_qp *qp, const struct resp_pkt *r)
 	return RESP_DONE;
 }
 
-static enum droce_rc_resp_state
+RESP_STATE
 resp_check_op_seq(struct droce_qp *qp, const struct resp_pkt *r)
 {
 	if (droce_seq_rx_check_psn(&qp->rxseq, r->p, r->frame, r->psn) != DROCE_SEQ_OK)
@@ -401,7 +416,7 @@ resp_check_op_seq(struct droce_qp *qp, const struct resp_pkt *r)
 	return RESP_EXECUTE;
 }
 
-static enum droce_rc_resp_state
+RESP_STATE
 resp_execute(struct droce_qp *qp, const struct resp_pkt *r)
 {
 	if (r->flags & DROCE_OPF_SEND)
@@ -415,7 +430,7 @@ resp_execute(struct droce_qp *qp, const struct resp_pkt *r)
 	return RESP_ACKNOWLEDGE;
 }
 
-static enum droce_rc_resp_state
+RESP_STATE
 resp_acknowledge(struct droce_qp *qp, const struct resp_pkt *r)
 {
 	if ((r->flags & (DROCE_OPF_SEND | DROCE_OPF_WRITE)) && droce_bth_ackreq(r->bth) &&
@@ -427,21 +442,21 @@ resp_acknowledge(struct droce_qp *qp, const struct resp_pkt *r)
 	return RESP_DONE;
 }
 
-static enum droce_rc_resp_state
+RESP_STATE
 resp_duplicate_step(struct droce_qp *qp, const struct resp_pkt *r)
 {
 	resp_duplicate(qp, r->p, r->frame, r->psn);
 	return RESP_DONE;
 }
 
-static enum droce_rc_resp_state
+RESP_STATE
 resp_err_inv_req(struct droce_qp *qp, const struct resp_pkt *r)
 {
 	resp_error(qp, DROCE_ERR_REM_INV_REQ, r->psn);
 	return RESP_DONE;
 }
 
-static enum droce_rc_resp_state
+static inline __attribute__((always_inline)) enum droce_rc_resp_state
 resp_step(struct droce_qp *qp, enum droce_rc_resp_state st, const struct resp_pkt *r)
 {
 	switch (st) {

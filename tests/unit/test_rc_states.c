@@ -8,6 +8,7 @@
  * test_rc_tx_steps.c; the QP (and the mbuf pool) in plain memory is
  * plain_qp.c's.
  */
+#include <stdatomic.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
@@ -162,6 +163,46 @@ Test(rc_comp_step, ack_retires_what_it_covers)
 	cr_assert_eq(qp->sq_head, 2);
 	cr_assert_eq(qp->psn_una, 104);
 	cr_assert_eq(qp->rto_deadline, 0, "nothing outstanding: no timer");
+}
+
+Test(rc_comp_step, ack_retires_an_unsignaled_run_in_one_step)
+{
+	post(DROCE_WR_SEND, 8);
+	post(DROCE_WR_RDMA_WRITE, 8);
+	post(DROCE_WR_RDMA_WRITE, 3000);
+	post(DROCE_WR_RDMA_READ, 8);
+	sent(0, 1); /* PSN 100 */
+	sent(1, 1); /* 101 */
+	sent(2, 3); /* 102..104 */
+	sent(3, 1); /* the READ: 105 */
+
+	/* an ACK of 101: the SEND and the first WRITE, in one step, no CQE (no CQ here) */
+	cr_assert_eq(comp_step(COMP_ACK, 101, syn(DROCE_AETH_ACK, 0x1f)), COMP_DONE);
+	cr_assert_eq(qp->sq_head, 2);
+	cr_assert_eq(atomic_load(&qp->sq_retired), 2, "the run published");
+	cr_assert_eq(qp->psn_una, 102);
+	cr_assert_eq(qp->psn_next, 106, "no go-back");
+	for (uint32_t i = 0; i < 2; i++) {
+		const struct droce_swqe *s = droce_qp_swqe(qp, i);
+
+		cr_assert(!s->started && s->first_psn == 0 && s->npkts == 0,
+			  "slot %u's progress cleared for the WQE that reuses it", i);
+	}
+	cr_assert(droce_qp_swqe(qp, 2)->started, "the WRITE not wholly acknowledged stays");
+
+	/* inside the WRITE: forward progress, nothing retired */
+	cr_assert_eq(comp_step(COMP_ACK, 103, syn(DROCE_AETH_ACK, 0x1f)), COMP_DONE);
+	cr_assert_eq(qp->sq_head, 2);
+	cr_assert_eq(qp->psn_una, 104);
+
+	/* the WRITE's last PSN: it retires; the run stops at the READ (answered
+	 * by its response, not by an ACK) */
+	cr_assert_eq(comp_step(COMP_ACK, 104, syn(DROCE_AETH_ACK, 0x1f)), COMP_DONE);
+	cr_assert_eq(qp->sq_head, 3);
+	cr_assert_eq(atomic_load(&qp->sq_retired), 3);
+	cr_assert_eq(qp->psn_una, 105);
+	cr_assert(droce_qp_swqe(qp, 3)->started, "the READ waits for its response");
+	cr_assert_eq(qp->stats.implicit_naks, 0);
 }
 
 Test(rc_comp_step, seq_nak_goes_back)
