@@ -107,6 +107,9 @@ droce_engine_raw_deliver_lc(struct droce_engine *eng, struct droce_port *port, u
  * ring with @p packed beside it; else QP lookup, P_Key and state checks and
  * the QP's transport.
  */
+/* The states in which a QP receives nothing (IBTA 10.3.1), one bit each. */
+#define QPS_RX_DEAD (1u << DROCE_QPS_RESET | 1u << DROCE_QPS_INIT | 1u << DROCE_QPS_ERR)
+
 static __rte_always_inline void
 deliver_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *m,
 	   const uint8_t *frame, const struct droce_pkt *p)
@@ -147,8 +150,7 @@ deliver_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *m
 		rte_pktmbuf_free(m);
 		return;
 	}
-	if (qp->state == DROCE_QPS_RESET || qp->state == DROCE_QPS_INIT ||
-	    qp->state == DROCE_QPS_ERR) {
+	if (unlikely((QPS_RX_DEAD >> qp->state) & 1u)) {
 		/* IBTA 10.3.1: a QP in these states receives nothing */
 		eng->stats.qp_state_drops++;
 		rte_pktmbuf_free(m);
@@ -156,10 +158,12 @@ deliver_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *m
 	}
 	eng->stats.rx_pkts++;
 	qp->stats.rx_pkts++;
-	switch (qp->type) {
-	case DROCE_QPT_RC:
+	if (likely(qp->type == DROCE_QPT_RC)) {
 		droce_rc_rx_lc(qp, m, p);
-		break;
+		droce_qp_overrun_check_lc(qp);
+		return;
+	}
+	switch (qp->type) {
 	case DROCE_QPT_UC:
 		droce_uc_rx_lc(qp, m, p);
 		break;

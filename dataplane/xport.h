@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include <rte_mbuf.h>
+#include <rte_memcpy.h>
 
 #include "engine.h"
 #include "icrc.h"
@@ -117,7 +118,7 @@ droce_xport_scatter_lc(const struct droce_qp *qp, const struct droce_sge *sges, 
 		mr = droce_xport_mr_check_lc(qp, sg->lkey, sg->addr + off, n, DROCE_ACCESS_LOCAL_WRITE);
 		if (mr == NULL)
 			return false;
-		memcpy(mr->addr + (sg->addr + off - mr->iova), src, n);
+		rte_memcpy(mr->addr + (sg->addr + off - mr->iova), src, n);
 		src += n;
 		len -= n;
 		off = 0;
