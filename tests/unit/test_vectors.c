@@ -441,9 +441,13 @@ reseal(uint8_t *f, uint32_t len, const struct droce_pkt *ref)
 {
 	if (!ref->ipv6) {
 		struct rte_ipv4_hdr *ip = (struct rte_ipv4_hdr *)(f + ref->l3_off);
+		/* over the header length of the frame before the change: a
+		 * changed IHL must not make the sum read past the buffer */
+		uint16_t sum;
 
 		ip->hdr_checksum = 0;
-		ip->hdr_checksum = rte_ipv4_cksum(ip);
+		sum = rte_raw_cksum(ip, ref->l4_off - ref->l3_off);
+		ip->hdr_checksum = sum == 0xffff ? sum : (uint16_t)~sum;
 	}
 	if (ref->frame_len <= len)
 		droce_icrc_store(f + ref->frame_len - DROCE_ICRC_LEN,
