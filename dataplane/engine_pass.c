@@ -158,22 +158,14 @@ deliver_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *m
 	}
 	eng->stats.rx_pkts++;
 	qp->stats.rx_pkts++;
-	if (likely(qp->type == DROCE_QPT_RC)) {
+	if (likely(qp->type == DROCE_QPT_RC))
 		droce_rc_rx_lc(qp, m, p);
-		droce_qp_overrun_check_lc(qp);
-		return;
-	}
-	switch (qp->type) {
-	case DROCE_QPT_UC:
+	else if (qp->type == DROCE_QPT_UC)
 		droce_uc_rx_lc(qp, m, p);
-		break;
-	case DROCE_QPT_UD:
+	else if (qp->type == DROCE_QPT_UD)
 		droce_ud_rx_lc(qp, m, p);
-		break;
-	default:
+	else
 		rte_pktmbuf_free(m);
-		break;
-	}
 	droce_qp_overrun_check_lc(qp);
 }
 
