@@ -25,7 +25,7 @@ fi
 
 # The guest's packages.  The rootfs cache is keyed on this list: changing it
 # rebuilds the rootfs (as --rebuild does).
-PACKAGES=linux-image-amd64,initramfs-tools,kmod,rdma-core,ibverbs-providers,ibverbs-utils,perftest,rdmacm-utils,iproute2,python3,procps,ethtool
+PACKAGES=linux-image-amd64,initramfs-tools,kmod,rdma-core,ibverbs-providers,ibverbs-utils,perftest,rdmacm-utils,iproute2,python3,procps,ethtool,python3-pyverbs,iperf3,sockperf,libfabric-bin,ucx-utils,fio
 if [ -e "$ROOT/.droce-rootfs-done" ] && [ "$(cat "$ROOT/.droce-rootfs-done")" != "$PACKAGES" ]; then
     echo "rxe: the guest's package list changed: rebuilding the rootfs" >&2
     rm -rf "$ROOT" "$DIR"/disk.ext4
