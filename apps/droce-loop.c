@@ -79,7 +79,8 @@ usage(FILE *f)
 		"      --impair SPEC    impair every port's link (or one: port1:SPEC); SPEC is\n"
 		"                       drop=P,dup=P,reorder=P,delay=P,delay_us=N,corrupt=P,seed=N,dir=tx|rx|both\n"
 		"                       (P a probability 0..1); loss is then reported, not a failure\n"
-		"  -q, --quiet          print only errors and the verdict\n");
+		"  -q, --quiet          print only errors and the verdict\n"
+		"  -h, --help           this text\n");
 }
 
 static int

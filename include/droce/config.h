@@ -26,6 +26,9 @@
  *              ipv4 = a.b.c.d[, ...]   ipv6 = x::y[, ...]   (the GID table)
  *              mtu = 256..9000  rxq = N  txq = N  rxd = N  txd = N
  *              capture = path.pcapng   vlan = 1..4094
+ *              zero_copy = bytes       (RC/XRC payloads from this size on are
+ *                                       sent from registered memory; default
+ *                                       4096, 0 = never)
  *              The impaired link (all optional; off by default):
  *              impair_drop = P         drop a frame with probability P
  *              impair_dup = P          send a frame twice (byte-identical copy)
@@ -134,7 +137,7 @@ struct droce_port_config {
 
 /* [portN] zero_copy's default (bytes): full packets at path MTU 4096.  Below that
  * the three mbufs of a zero-copy frame cost more CPU than copying the payload
- * (README, Performance: zero-copy). */
+ * (docs/performance.md, Zero-copy transmit). */
 #define DROCE_ZERO_COPY_DEFAULT 4096
 
 struct droce_config {

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: BSD-3-Clause
-"""Checks the layout tables of docs/ARCHITECTURE.md and README.md against the
-tree (suite `docs`).
+"""Checks the layout tables of docs/ARCHITECTURE.md and docs/developing.md
+against the tree (suite `docs`).
 
 ARCHITECTURE.md's table (`| folder | files and jobs |`): every source file
 (.c, .h, .py, .ini, .map, .in) under a folder it has a row for is named in
 that row (by its name, its path below the folder, or `name.c/.h` for a pair),
 and every file name the row names exists under that folder (or, a
 cross-reference, as a path from the root or under another row's folder).
-README.md's table (`| folder | holds |`): every folder it names exists, and
+docs/developing.md's table (`| folder | holds |`): every folder it names exists, and
 its scripts/ row names every script in scripts/ (and names none that is not
 there).  meson.build files are left out.  Prints each problem; exit 1 if any.
 
@@ -96,27 +96,27 @@ def check_architecture(root, files, problems):
                             f'not in the tree')
 
 
-def check_readme(root, files, problems):
-    rows = table(open(os.path.join(root, 'README.md'), encoding='utf-8').read(),
+def check_developing(root, files, problems):
+    rows = table(open(os.path.join(root, 'docs', 'developing.md'), encoding='utf-8').read(),
                  '| folder | holds |')
     if not rows:
-        problems.append('README.md: no layout table (| folder | holds |)')
+        problems.append('docs/developing.md: no layout table (| folder | holds |)')
         return
     for folder in rows:
         if not any(f.startswith(folder) for f in files):
-            problems.append(f'README.md: layout row {folder}: no such folder in the tree')
+            problems.append(f'docs/developing.md: layout row {folder}: no such folder in the tree')
     row = rows.get('scripts/')
     if row is None:
-        problems.append('README.md: the layout table has no scripts/ row')
+        problems.append('docs/developing.md: the layout table has no scripts/ row')
         return
     named = {n.strip().rstrip('/') for n in NAMED.findall(row)}
     top = {f.split('/')[1] for f in files if f.startswith('scripts/') and f.count('/') >= 1}
     for s in sorted(top):
         if s not in named and s + '/' not in named:
-            problems.append(f'README.md: scripts/{s} is not in the layout\'s scripts/ row')
+            problems.append(f'docs/developing.md: scripts/{s} is not in the layout\'s scripts/ row')
     for n in sorted(named):
         if n not in top and re.match(r'^\w[\w.-]*$', n):
-            problems.append(f'README.md: the scripts/ row names `{n}`, not in scripts/')
+            problems.append(f'docs/developing.md: the scripts/ row names `{n}`, not in scripts/')
 
 
 def main():
@@ -125,7 +125,7 @@ def main():
     files = [f for f in tracked(root) if os.path.basename(f) != 'meson.build']
     problems = []
     check_architecture(root, files, problems)
-    check_readme(root, files, problems)
+    check_developing(root, files, problems)
     for p in problems:
         print(p)
     print(f'{len(problems)} problem(s)')
