@@ -105,3 +105,71 @@ STANDIN_ERRNO(struct mlx5dv_qp_ex *, NULL, mlx5dv_qp_ex_from_ibv_qp_ex, struct i
 STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_query_device, struct ibv_context *ctx_in, struct mlx5dv_context *attrs_out)
 STANDIN_RETURN(int, EOPNOTSUPP, _mlx5dv_query_port, struct ibv_context *context, uint32_t port_num, struct mlx5dv_port *info, size_t info_len)
 STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_set_context_attr, struct ibv_context *context, enum mlx5dv_set_ctx_attr_type type, void *attr)
+
+/* MLX5_1.4 ... MLX5_1.24: the rest of rdma-core 44's libmlx5 exports.  Each
+ * answers as libmlx5 does when the context, QP or object is not an mlx5
+ * one (its dv ops table is missing): EOPNOTSUPP returned by the int ones,
+ * NULL with errno EOPNOTSUPP from the constructors.  The functions that take
+ * an object only an mlx5 constructor makes (a DEK, a scheduling node, an
+ * EQ ...) can never be reached with one here, and answer the same way. */
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_get_clock_info, struct ibv_context *context, struct mlx5dv_clock_info *clock_info)
+STANDIN_ERRNO(struct ibv_flow_action *, NULL, mlx5dv_create_flow_action_esp, struct ibv_context *ctx, struct ibv_flow_action_esp_attr *esp, struct mlx5dv_flow_action_esp *mlx5_attr)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_devx_cq_modify, struct ibv_cq *cq, const void *in, size_t inlen, void *out, size_t outlen)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_devx_cq_query, struct ibv_cq *cq, const void *in, size_t inlen, void *out, size_t outlen)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_devx_ind_tbl_modify, struct ibv_rwq_ind_table *ind_tbl, const void *in, size_t inlen, void *out, size_t outlen)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_devx_ind_tbl_query, struct ibv_rwq_ind_table *ind_tbl, const void *in, size_t inlen, void *out, size_t outlen)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_devx_qp_modify, struct ibv_qp *qp, const void *in, size_t inlen, void *out, size_t outlen)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_devx_srq_modify, struct ibv_srq *srq, const void *in, size_t inlen, void *out, size_t outlen)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_devx_srq_query, struct ibv_srq *srq, const void *in, size_t inlen, void *out, size_t outlen)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_devx_wq_modify, struct ibv_wq *wq, const void *in, size_t inlen, void *out, size_t outlen)
+STANDIN_ERRNO(struct ibv_dm *, NULL, mlx5dv_alloc_dm, struct ibv_context *context, struct ibv_alloc_dm_attr *dm_attr, struct mlx5dv_alloc_dm_attr *mlx5_dm_attr)
+STANDIN_ERRNO(struct mlx5dv_dr_action *, NULL, mlx5dv_dr_action_create_dest_vport, struct mlx5dv_dr_domain *domain, uint32_t vport)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_dump_dr_matcher, FILE *fout, struct mlx5dv_dr_matcher *matcher)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_dump_dr_table, FILE *fout, struct mlx5dv_dr_table *table)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_modify_qp_lag_port, struct ibv_qp *qp, uint8_t port_num)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_query_qp_lag_port, struct ibv_qp *qp, uint8_t *port_num, uint8_t *active_port_num)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_dr_action_modify_aso, struct mlx5dv_dr_action *action, uint32_t offset, uint32_t flags, uint8_t return_reg_c)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_modify_qp_sched_elem, struct ibv_qp *qp, const struct mlx5dv_sched_leaf *requestor, const struct mlx5dv_sched_leaf *responder)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_modify_qp_udp_sport, struct ibv_qp *qp, uint16_t udp_sport)
+STANDIN_ERRNO(struct mlx5dv_sched_leaf *, NULL, mlx5dv_sched_leaf_create, struct ibv_context *context, const struct mlx5dv_sched_attr *sched_attr)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_sched_leaf_destroy, struct mlx5dv_sched_leaf *leaf)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_sched_leaf_modify, struct mlx5dv_sched_leaf *leaf, const struct mlx5dv_sched_attr *sched_attr)
+STANDIN_ERRNO(struct mlx5dv_sched_node *, NULL, mlx5dv_sched_node_create, struct ibv_context *context, const struct mlx5dv_sched_attr *sched_attr)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_sched_node_destroy, struct mlx5dv_sched_node *node)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_sched_node_modify, struct mlx5dv_sched_node *node, const struct mlx5dv_sched_attr *sched_attr)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_reserved_qpn_alloc, struct ibv_context *ctx, uint32_t *qpn)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_reserved_qpn_dealloc, struct ibv_context *ctx, uint32_t qpn)
+STANDIN_ERRNO(struct mlx5dv_devx_umem *, NULL, mlx5dv_devx_umem_reg_ex, struct ibv_context *ctx, struct mlx5dv_devx_umem_in *umem_in)
+STANDIN_ERRNO(void *, NULL, mlx5dv_dm_map_op_addr, struct ibv_dm *dm, uint8_t op)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_map_ah_to_qp, struct ibv_ah *ah, uint32_t qp_num)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_qp_cancel_posted_send_wrs, struct mlx5dv_qp_ex *mqp, uint64_t wr_id)
+STANDIN_RETURN(int, EOPNOTSUPP, _mlx5dv_mkey_check, struct mlx5dv_mkey *mkey, struct mlx5dv_mkey_err *err_info, size_t err_info_size)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_crypto_login_query_state, struct ibv_context *context, enum mlx5dv_crypto_login_state *state)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_crypto_logout, struct ibv_context *context)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_dci_stream_id_reset, struct ibv_qp *qp, uint16_t stream_id)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_dek_query, struct mlx5dv_dek *dek, struct mlx5dv_dek_attr *attr)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_dr_matcher_set_layout, struct mlx5dv_dr_matcher *matcher, struct mlx5dv_dr_matcher_layout *layout)
+/* No PCI function is an mlx5 device driven through VFIO by droce. */
+STANDIN_ERRNO(struct ibv_device **, NULL, mlx5dv_get_vfio_device_list, struct mlx5dv_vfio_context_attr *attr)
+STANDIN_ERRNO(int, -1, mlx5dv_vfio_get_events_fd, struct ibv_context *ibctx)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_vfio_process_events, struct ibv_context *context)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_dr_aso_other_domain_link, struct mlx5dv_devx_obj *devx_obj, struct mlx5dv_dr_domain *peer_dmn, struct mlx5dv_dr_domain *dmn, uint32_t flags, uint8_t return_reg_c)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_dr_aso_other_domain_unlink, struct mlx5dv_devx_obj *devx_obj, struct mlx5dv_dr_domain *dmn)
+STANDIN_ERRNO(struct mlx5dv_devx_msi_vector *, NULL, mlx5dv_devx_alloc_msi_vector, struct ibv_context *ibctx)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_devx_free_msi_vector, struct mlx5dv_devx_msi_vector *msi)
+STANDIN_ERRNO(struct mlx5dv_devx_eq *, NULL, mlx5dv_devx_create_eq, struct ibv_context *ibctx, const void *in, size_t inlen, void *out, size_t outlen)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_devx_destroy_eq, struct mlx5dv_devx_eq *eq)
+STANDIN_ERRNO(struct mlx5dv_steering_anchor *, NULL, mlx5dv_create_steering_anchor, struct ibv_context *context, struct mlx5dv_steering_anchor_attr *attr)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_destroy_steering_anchor, struct mlx5dv_steering_anchor *sa)
+STANDIN_ERRNO(struct mlx5dv_crypto_login_obj *, NULL, mlx5dv_crypto_login_create, struct ibv_context *context, struct mlx5dv_crypto_login_attr_ex *login_attr)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_crypto_login_destroy, struct mlx5dv_crypto_login_obj *crypto_login)
+STANDIN_RETURN(int, EOPNOTSUPP, mlx5dv_crypto_login_query, struct mlx5dv_crypto_login_obj *crypto_login, struct mlx5dv_crypto_login_query_attr *query_attr)
+
+/* mlx5dv_init_obj@MLX5_1.0: the name programs linked before rdma-core 16
+ * import (the same function; MLX5_1.2 is its default version). */
+__attribute__((symver("mlx5dv_init_obj@MLX5_1.0"))) int mlx5dv_init_obj_1_0(struct mlx5dv_obj *obj, uint64_t obj_type);
+int
+mlx5dv_init_obj_1_0(struct mlx5dv_obj *obj, uint64_t obj_type)
+{
+	return mlx5dv_init_obj(obj, obj_type);
+}

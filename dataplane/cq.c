@@ -3,9 +3,15 @@
  * its own sub-ring; any number of threads polling the CQ consume them in turn
  * (multi-consumer dequeue, as rdma-core lets several threads poll one CQ).
  * A completion that finds its sub-ring full is not dropped: qp.c keeps it in
- * its QP (CQ overrun).
+ * its QP (CQ overrun).  Resizing (droce_cq_resize) gives each engine a new
+ * sub-ring through its channel: the engine moves what it produced, in
+ * order, and publishes the new ring, so its next completion lands behind
+ * them; pollers load the sub-ring pointers with acquire, and the old rings
+ * are kept until the CQ is destroyed (a poller may still hold one, empty).
  */
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,8 +34,29 @@ struct droce_cq {
 	void *arg;
 	_Atomic uint64_t overflows;
 	bool timestamp;                  /* elements are struct droce_cqe_ts */
-	struct rte_ring *sub[DROCE_MAX_ENGINES];
+	struct rte_ring *sub[DROCE_MAX_ENGINES]; /* engine e writes sub[e]; pollers: sub_of() */
+	pthread_mutex_t resize_lock;     /* one droce_cq_resize at a time */
+	struct retired_ring *retired;    /* sub-rings replaced by resizes */
 };
+
+/* A sub-ring a resize replaced: freed with the CQ. */
+struct retired_ring {
+	struct rte_ring *r;
+	struct retired_ring *next;
+};
+
+/* A sub-ring as pollers see it (an engine may publish a resized one). */
+static inline struct rte_ring *
+sub_of(struct droce_cq *cq, unsigned int e)
+{
+	return __atomic_load_n(&cq->sub[e], __ATOMIC_ACQUIRE);
+}
+
+static inline unsigned int
+cqe_size(const struct droce_cq *cq)
+{
+	return cq->timestamp ? sizeof(struct droce_cqe_ts) : sizeof(struct droce_cqe);
+}
 
 static _Atomic unsigned int cq_serial;
 
@@ -89,6 +116,7 @@ droce_cq_create_ex(uint32_t cqe, droce_cq_notify_fn notify, droce_cq_error_fn er
 	cq->error = error;
 	cq->arg = arg;
 	cq->timestamp = ts;
+	pthread_mutex_init(&cq->resize_lock, NULL);
 	for (unsigned int e = 0; e < n; e++) {
 		char name[RTE_RING_NAMESIZE];
 
@@ -99,8 +127,7 @@ droce_cq_create_ex(uint32_t cqe, droce_cq_notify_fn notify, droce_cq_error_fn er
 		 * dequeue: one CAS per non-empty burst, no lock).
 		 */
 		snprintf(name, sizeof(name), "dcq%u_%u", serial, e);
-		cq->sub[e] = sub_ring_create(name, ts ? sizeof(struct droce_cqe_ts) : sizeof(struct droce_cqe),
-					     cqe);
+		cq->sub[e] = sub_ring_create(name, cqe_size(cq), cqe);
 		if (cq->sub[e] == NULL) {
 			droce_cq_destroy(cq);
 			errno = ENOMEM;
@@ -117,6 +144,14 @@ droce_cq_destroy(struct droce_cq *cq)
 		return;
 	for (unsigned int e = 0; e < cq->n_sub; e++)
 		free(cq->sub[e]);
+	while (cq->retired != NULL) {
+		struct retired_ring *r = cq->retired;
+
+		cq->retired = r->next;
+		free(r->r);
+		free(r);
+	}
+	pthread_mutex_destroy(&cq->resize_lock);
 	free(cq);
 }
 
@@ -136,7 +171,7 @@ sub_rings_burst(struct droce_cq *cq, unsigned int first, void *out, size_t size,
 	for (unsigned int k = 0; k < cq->n_sub && got < n; k++) {
 		unsigned int e = (first + k) % cq->n_sub;
 
-		got += (int)rte_ring_mc_dequeue_burst_elem(cq->sub[e], (uint8_t *)out + (size_t)got * size,
+		got += (int)rte_ring_mc_dequeue_burst_elem(sub_of(cq, e), (uint8_t *)out + (size_t)got * size,
 							   (unsigned int)size, (unsigned int)(n - got),
 							   NULL);
 	}
@@ -178,7 +213,7 @@ droce_cq_poll_ts(struct droce_cq *cq, int n, struct droce_cqe_ts *out, bool prog
 		for (unsigned int k = 0; k < cq->n_sub && got < n; k++) {
 			unsigned int e = (first + k) % cq->n_sub;
 
-			while (got < n && rte_ring_mc_dequeue_elem(cq->sub[e], &out[got].cqe,
+			while (got < n && rte_ring_mc_dequeue_elem(sub_of(cq, e), &out[got].cqe,
 								   sizeof(struct droce_cqe)) == 0)
 				out[got++].tsc = 0;
 		}
@@ -201,10 +236,120 @@ droce_cq_poll(struct droce_cq *cq, int n, struct droce_cqe *out)
 	 * produce into this CQ); one being driven elsewhere is skipped, not waited for */
 	droce_engines_progress();
 	if (cq->n_sub == 1)
-		return (int)rte_ring_mc_dequeue_burst_elem(cq->sub[0], out, sizeof(*out),
+		return (int)rte_ring_mc_dequeue_burst_elem(sub_of(cq, 0), out, sizeof(*out),
 							   (unsigned int)n, NULL);
 	first = atomic_fetch_add_explicit(&cq->next_sub, 1, memory_order_relaxed);
 	return sub_rings_burst(cq, first, out, sizeof(*out), n);
+}
+
+/* ---- resize ---- */
+
+/* Engine side of a resize (DROCE_MSG_CQ_SWAP): moves this engine's
+ * completions, oldest first, from its sub-ring into @s->ring and publishes
+ * that; refused (nothing moved) when they do not fit. */
+void
+droce_cq_swap_lc(struct droce_engine *eng, struct droce_cq_swap *s)
+{
+	struct droce_cq *cq = s->cq;
+	struct rte_ring *old = cq->sub[eng->id];
+	unsigned int esize = cqe_size(cq);
+	uint8_t buf[sizeof(struct droce_cqe_ts)];
+
+	if (rte_ring_count(old) > rte_ring_get_capacity(s->ring)) {
+		atomic_store_explicit(&s->state, DROCE_CQ_SWAP_REFUSED, memory_order_release);
+		return;
+	}
+	/* pollers may take some of them meanwhile (multi-consumer): those are
+	 * the oldest, and none is taken twice */
+	while (rte_ring_mc_dequeue_elem(old, buf, esize) == 0)
+		rte_ring_sp_enqueue_elem(s->ring, buf, esize); /* fits: checked above */
+	__atomic_store_n(&cq->sub[eng->id], s->ring, __ATOMIC_RELEASE);
+	s->ring = old;
+	atomic_store_explicit(&s->state, DROCE_CQ_SWAP_DONE, memory_order_release);
+}
+
+/* Gives engine @e the sub-ring @r through this thread's channel and waits
+ * for its answer; on DONE, *@r is the ring it replaced. */
+static enum droce_cq_swap_state
+swap_on_engine(struct droce_cq *cq, unsigned int e, struct rte_ring **r)
+{
+	struct droce_cq_swap s = { .cq = cq, .ring = *r, .state = DROCE_CQ_SWAP_PENDING };
+	struct droce_msg m = { .type = DROCE_MSG_CQ_SWAP, .ptr = &s };
+	enum droce_cq_swap_state st;
+
+	if (droce_engine_send_msg(droce_engine_get(e), &m) != 0)
+		return DROCE_CQ_SWAP_REFUSED;
+	while ((st = atomic_load_explicit(&s.state, memory_order_acquire)) == DROCE_CQ_SWAP_PENDING) {
+		droce_engines_progress(); /* co-located: drive it ourselves */
+		sched_yield();
+	}
+	*r = s.ring;
+	return st;
+}
+
+static void
+retire_ring(struct droce_cq *cq, struct rte_ring *r)
+{
+	struct retired_ring *n = malloc(sizeof(*n));
+
+	if (n == NULL)
+		return; /* leaked rather than freed under a poller */
+	n->r = r;
+	n->next = cq->retired;
+	cq->retired = n;
+}
+
+int
+droce_cq_resize(struct droce_cq *cq, uint32_t cqe)
+{
+	static _Atomic unsigned int resize_serial;
+	struct rte_ring *ring[DROCE_MAX_ENGINES] = { 0 };
+	unsigned int serial = atomic_fetch_add(&resize_serial, 1), done = 0;
+	uint32_t outstanding = 0;
+	int rc = 0;
+
+	if (cqe == 0 || cqe > DROCE_DP_MAX_CQE)
+		return EINVAL;
+	pthread_mutex_lock(&cq->resize_lock);
+	for (unsigned int e = 0; e < cq->n_sub; e++)
+		outstanding += rte_ring_count(sub_of(cq, e));
+	if (outstanding > cqe) {
+		rc = EINVAL; /* the completions not yet polled would not fit */
+		goto out;
+	}
+	for (unsigned int e = 0; e < cq->n_sub && rc == 0; e++) {
+		char name[RTE_RING_NAMESIZE];
+
+		snprintf(name, sizeof(name), "dcqr%u_%u", serial, e);
+		ring[e] = sub_ring_create(name, cqe_size(cq), cqe);
+		if (ring[e] == NULL)
+			rc = ENOMEM;
+	}
+	/* each engine in turn; one that finds more completions than fit
+	 * (produced since the count above) refuses, and those already moved
+	 * go back to their old rings, which are larger (only a shrink fails) */
+	for (; done < cq->n_sub && rc == 0; done++)
+		if (swap_on_engine(cq, done, &ring[done]) != DROCE_CQ_SWAP_DONE)
+			rc = EINVAL;
+	if (rc != 0)
+		for (unsigned int e = 0; e + 1 < done; e++)
+			swap_on_engine(cq, e, &ring[e]);
+	if (rc == 0) {
+		for (unsigned int e = 0; e < cq->n_sub; e++)
+			retire_ring(cq, ring[e]); /* the old ones now */
+		cq->cap = cqe;
+	} else {
+		/* the new rings: those an engine published and took back may
+		 * still be held by a poller (kept), the others were never seen */
+		for (unsigned int e = 0; e < cq->n_sub; e++)
+			if (e + 1 < done)
+				retire_ring(cq, ring[e]);
+			else
+				free(ring[e]);
+	}
+out:
+	pthread_mutex_unlock(&cq->resize_lock);
+	return rc;
 }
 
 int

@@ -131,6 +131,16 @@ int droce_mr_register(struct droce_mr *mr);
  * still hold it then (a stalled port): @mr stays unpublished, the caller
  * must not free it or its memory; calling again waits again. */
 int droce_mr_unregister(struct droce_mr *mr);
+/* Re-registration (ibv_rereg_mr): publishes @next, a fresh struct with the
+ * new addr / iova / length / access / pd_id, under @mr's keys in one store,
+ * waits until no engine can still see @mr, then until no frame points into
+ * @mr's memory (droce_mr_drain).  0: the caller frees @mr.  EBUSY: @next is
+ * in force but frames still hold @mr: the caller keeps @mr (and its memory)
+ * and drains it again before freeing it.  EINVAL: @mr is not published. */
+int droce_mr_replace(struct droce_mr *mr, struct droce_mr *next);
+/* Waits for the frames pointing into @mr's memory (zero-copy transmit) to
+ * be freed, driving co-located engines: 0, or EBUSY after droce_mr_drain_ms. */
+int droce_mr_drain(struct droce_mr *mr);
 /* That bound in ms: DROCE_MR_DRAIN_MS (more than the longest delay the
  * impaired link can hold a frame, 1 s); tests lower it. */
 #define DROCE_MR_DRAIN_MS 2000
@@ -206,6 +216,11 @@ int droce_cq_poll(struct droce_cq *cq, int n, struct droce_cqe *out);
 /* Arms the CQ once: the next completion (or next solicited / error one) fires notify. */
 int droce_cq_arm(struct droce_cq *cq, bool solicited_only);
 uint32_t droce_cq_capacity(const struct droce_cq *cq);
+/* Gives @cq room for @cqe completions per engine, keeping the ones not yet
+ * polled, in order (each engine moves its own, through its channel): 0;
+ * EINVAL when @cqe is 0, above DROCE_DP_MAX_CQE or below the completions
+ * outstanding (the CQ is unchanged then); ENOMEM. */
+int droce_cq_resize(struct droce_cq *cq, uint32_t cqe);
 
 /* ---- queue pairs ---- */
 

@@ -69,7 +69,19 @@ enum droce_msg_type {
 	DROCE_MSG_DETACH,   /* qp leaves; engine sets qp->detached */
 	DROCE_MSG_ARP,      /* send an ARP request: arg = port, rsvd = IPv4 address */
 	DROCE_MSG_INJECT,   /* ptr: a raw frame (mbuf); arg = port | dir << 16 (droce_dp_inject) */
+	DROCE_MSG_CQ_SWAP,  /* ptr: struct droce_cq_swap (the sender's, it waits for the answer) */
 };
+
+/* A CQ resize's request to one engine (cq.c): its sub-ring becomes @ring
+ * (its completions moved over in order) and @ring the old one, or REFUSED
+ * when they do not fit. */
+enum droce_cq_swap_state { DROCE_CQ_SWAP_PENDING, DROCE_CQ_SWAP_DONE, DROCE_CQ_SWAP_REFUSED };
+struct droce_cq_swap {
+	struct droce_cq *cq;
+	struct rte_ring *ring;
+	_Atomic int state;   /* enum droce_cq_swap_state, written last by the engine */
+};
+void droce_cq_swap_lc(struct droce_engine *eng, struct droce_cq_swap *s);
 
 struct droce_msg {
 	uint32_t type;

@@ -191,6 +191,9 @@ handle_msg_lc(struct droce_engine *eng, const struct droce_msg *m)
 	case DROCE_MSG_INJECT:
 		inject_lc(eng, m->ptr, m->arg & 0xffff, (enum droce_inject_dir)(m->arg >> 16));
 		break;
+	case DROCE_MSG_CQ_SWAP:
+		droce_cq_swap_lc(eng, m->ptr);
+		break;
 	case DROCE_MSG_DETACH:
 		droce_engine_unsched_lc(eng, qp);
 		if (qp->qpn == DROCE_DP_GSI_QPN)

@@ -82,14 +82,13 @@ droce_mr_register(struct droce_mr *mr)
 
 unsigned int droce_mr_drain_ms = DROCE_MR_DRAIN_MS;
 
+/* Waits until no frame points into @mr's memory any more (zero-copy
+ * transmit), driving co-located engines: 0, or EBUSY after droce_mr_drain_ms. */
 int
-droce_mr_unregister(struct droce_mr *mr)
+droce_mr_drain(struct droce_mr *mr)
 {
 	struct timespec t0, t;
 
-	droce_key_unpublish((uintptr_t)mr, mr->lkey);
-	/* no engine takes a new reference now (they find no key); the frames
-	 * already built let go when a port or the receiving engine frees them */
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (__atomic_load_n(&mr->zc_refs, __ATOMIC_ACQUIRE) != 0) {
 		clock_gettime(CLOCK_MONOTONIC, &t);
@@ -100,6 +99,43 @@ droce_mr_unregister(struct droce_mr *mr)
 		sched_yield();
 	}
 	return 0;
+}
+
+int
+droce_mr_unregister(struct droce_mr *mr)
+{
+	droce_key_unpublish((uintptr_t)mr, mr->lkey);
+	/* no engine takes a new reference now (they find no key); the frames
+	 * already built let go when a port or the receiving engine frees them */
+	return droce_mr_drain(mr);
+}
+
+int
+droce_mr_replace(struct droce_mr *mr, struct droce_mr *next)
+{
+	uint32_t i = mr->lkey >> 8, binds;
+
+	if (i == 0 || i >= KEY_TABLE_SIZE)
+		return EINVAL;
+	next->lkey = mr->lkey;
+	next->rkey = mr->rkey;
+	next->zc_refs = 0;
+	pthread_mutex_lock(&key_lock);
+	if (atomic_load_explicit(&droce_key_table[i], memory_order_relaxed) != (uintptr_t)mr) {
+		pthread_mutex_unlock(&key_lock);
+		return EINVAL;
+	}
+	binds = __atomic_load_n(&mr->mw_binds, __ATOMIC_ACQUIRE);
+	next->mw_binds = binds;
+	/* one store: an engine finds either the whole old MR or the whole new one */
+	atomic_store_explicit(&droce_key_table[i], (uintptr_t)next, memory_order_release);
+	pthread_mutex_unlock(&key_lock);
+	droce_dp_synchronize();
+	/* window binds an engine counted on the old MR after the copy above
+	 * (engines find the new one since the grace period) */
+	__atomic_fetch_add(&next->mw_binds, __atomic_load_n(&mr->mw_binds, __ATOMIC_ACQUIRE) - binds,
+			   __ATOMIC_RELEASE);
+	return droce_mr_drain(mr);
 }
 
 const struct droce_mr *

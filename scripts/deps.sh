@@ -14,6 +14,9 @@ PKGS=(
   iproute2
   # Debian's own RDMA programs, run unmodified on droce (suite dropin)
   ibverbs-utils perftest rdmacm-utils qperf
+  # programs and libraries whose every object must load on droce's
+  # libraries (suite abi, issue 22): rdma-core's pyverbs, libfabric, UCX, fio
+  python3-pyverbs libfabric1 libfabric-bin libucx0 ucx-utils fio
 )
 
 missing=()

@@ -75,12 +75,22 @@ static atomic_uint_fast64_t next_serial = 1;
 
 /* ---- completion channels ---- */
 
+struct ibv_context *(*droce_compat_ctx_1_0)(struct ibv_context *context);
+
 struct ibv_comp_channel *
 ibv_create_comp_channel(struct ibv_context *context)
 {
 	struct droce_vchan *ch;
 	int fds[2];
 
+	/* the name is the same in the 1.0 ABI, whose programs pass their 1.0
+	 * context: the one it stands for (never read a 1.0 one as ours) */
+	if (context != NULL && droce_compat_ctx_1_0 != NULL) {
+		struct ibv_context *real = droce_compat_ctx_1_0(context);
+
+		if (real != NULL)
+			context = real;
+	}
 	if (context == NULL || droce_vctx_of(context) == NULL) {
 		errno = EINVAL;
 		return NULL;
@@ -297,12 +307,27 @@ ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 	pthread_mutex_unlock(&cq->mutex);
 }
 
+/* ibv_resize_cq(3): the CQ holds at least @cqe completions afterwards (cq->cqe
+ * says how many), and the ones not yet polled stay, in order.  EINVAL for
+ * @cqe below 1, above max_cqe or below the completions outstanding (the
+ * CQ is unchanged then), ENOMEM; returned and in errno. */
 int
-ibv_resize_cq(struct ibv_cq *cq, int cqe)
+ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
-	RTE_SET_USED(cq);
-	RTE_SET_USED(cqe);
-	return EOPNOTSUPP;
+	struct droce_vcq *cq = (struct droce_vcq *)ibcq;
+	int rc;
+
+	if (cq == NULL || cqe < 1) {
+		errno = EINVAL;
+		return EINVAL;
+	}
+	rc = droce_cq_resize(cq->dcq, (uint32_t)cqe);
+	if (rc != 0) {
+		errno = rc;
+		return rc;
+	}
+	cq->cq.cqe = (int)droce_cq_capacity(cq->dcq);
+	return 0;
 }
 
 /* ---- fast path: straight into the dataplane ---- */

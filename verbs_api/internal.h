@@ -72,9 +72,25 @@ struct droce_vpd {
 	TAILQ_ENTRY(droce_vpd) ctx_link; /* under the context lock */
 };
 
+/* Set by the drop-in library's IBVERBS_1.0 layer (compat/ibverbs_1_0.c):
+ * the current context a 1.0 program's context stands for, NULL for any
+ * other pointer.  For the names both ABIs share that take a context
+ * (ibv_create_comp_channel).  NULL in libdroce. */
+extern struct ibv_context *(*droce_compat_ctx_1_0)(struct ibv_context *context);
+
+/* A registered MR.  What the engines read is *dmr, replaced whole by
+ * ibv_rereg_mr (the keys stay); a replaced one that frames still pointed
+ * into when the rereg returned waits in @retired until dereg drains it. */
+struct droce_mr_retired {
+	struct droce_mr *dmr;
+	struct droce_mr_retired *next;
+};
+
 struct droce_vmr {
 	struct ibv_mr mr;
-	struct droce_mr dmr;
+	struct droce_mr *dmr;
+	pthread_mutex_t lock;      /* serialises rereg and dereg */
+	struct droce_mr_retired *retired;
 	TAILQ_ENTRY(droce_vmr) pd_link;
 };
 

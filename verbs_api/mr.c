@@ -145,6 +145,43 @@ range_mapped(uintptr_t addr, size_t length, bool write)
 	return err;
 }
 
+/* The droce_mr for [addr, addr + length) at @iova with @access in @pd, its
+ * range checked as ib_umem_get would: NULL with errno on failure. */
+static struct droce_mr *
+dmr_new(struct droce_vpd *pd, void *addr, size_t length, uint64_t iova, unsigned int access)
+{
+	struct droce_mr *d;
+	int err;
+
+	err = range_mapped((uintptr_t)addr, length,
+			   access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				     IBV_ACCESS_REMOTE_ATOMIC));
+	if (err != 0) {
+		errno = err;
+		return NULL;
+	}
+	d = calloc(1, sizeof(*d));
+	if (d == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	d->addr = addr;
+	d->iova = iova;
+	d->length = length;
+	d->access = access & ACCESS_RIGHTS;
+	d->pd_id = pd->id;
+	return d;
+}
+
+/* EINVAL when [addr, addr + length) or [iova, iova + length) wraps, or the
+ * page-rounded end does (as ib_umem_get). */
+static bool
+range_wraps(void *addr, size_t length, uint64_t iova)
+{
+	return (uintptr_t)addr + length < (uintptr_t)addr || iova + length < iova ||
+	       (length != 0 && (uintptr_t)addr + length + 4095 < (uintptr_t)addr + length);
+}
+
 struct ibv_mr *
 ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t iova,
 		 unsigned int access)
@@ -153,21 +190,8 @@ ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t iova,
 	struct droce_vmr *mr;
 	int err;
 
-	if (pd == NULL || !access_ok(access) || (uintptr_t)addr + length < (uintptr_t)addr ||
-	    iova + length < iova) {
+	if (pd == NULL || !access_ok(access) || range_wraps(addr, length, iova)) {
 		errno = EINVAL;
-		return NULL;
-	}
-	/* as ib_umem_get: a range whose page-rounded end wraps is EINVAL */
-	if (length != 0 && (uintptr_t)addr + length + 4095 < (uintptr_t)addr + length) {
-		errno = EINVAL;
-		return NULL;
-	}
-	err = range_mapped((uintptr_t)addr, length,
-			   access & (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				     IBV_ACCESS_REMOTE_ATOMIC));
-	if (err != 0) {
-		errno = err;
 		return NULL;
 	}
 	mr = calloc(1, sizeof(*mr));
@@ -175,25 +199,27 @@ ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t iova,
 		errno = ENOMEM;
 		return NULL;
 	}
-	mr->dmr.addr = addr;
-	mr->dmr.iova = iova;
-	mr->dmr.length = length;
-	mr->dmr.access = access & ACCESS_RIGHTS;
-	mr->dmr.pd_id = pd->id;
-	err = droce_mr_register(&mr->dmr);
+	mr->dmr = dmr_new(pd, addr, length, iova, access);
+	if (mr->dmr == NULL) {
+		free(mr);
+		return NULL;
+	}
+	err = droce_mr_register(mr->dmr);
 	if (err != 0) {
+		free(mr->dmr);
 		free(mr);
 		errno = err;
 		return NULL;
 	}
+	pthread_mutex_init(&mr->lock, NULL);
 	atomic_fetch_add(&pd->users, 1);
 	mr->mr.context = ibpd->context;
 	mr->mr.pd = ibpd;
 	mr->mr.addr = addr;
 	mr->mr.length = length;
-	mr->mr.handle = mr->dmr.lkey;
-	mr->mr.lkey = mr->dmr.lkey;
-	mr->mr.rkey = mr->dmr.rkey;
+	mr->mr.handle = mr->dmr->lkey;
+	mr->mr.lkey = mr->dmr->lkey;
+	mr->mr.rkey = mr->dmr->rkey;
 	pthread_mutex_lock(&pd->lock);
 	TAILQ_INSERT_TAIL(&pd->mrs, mr, pd_link);
 	pthread_mutex_unlock(&pd->lock);
@@ -212,6 +238,152 @@ struct ibv_mr *(ibv_reg_mr_iova)(struct ibv_pd *pd, void *addr, size_t length, u
 	return ibv_reg_mr_iova2(pd, addr, length, iova, (unsigned int)access);
 }
 
+/* Drains and frees the MRs rereg replaced while frames still pointed into
+ * them: 0, or EBUSY while some still do (those stay listed). */
+static int
+retired_drain(struct droce_vmr *mr)
+{
+	struct droce_mr_retired **pp = &mr->retired;
+	int rc = 0;
+
+	while (*pp != NULL) {
+		struct droce_mr_retired *r = *pp;
+
+		if (droce_mr_drain(r->dmr) != 0) {
+			rc = EBUSY;
+			pp = &r->next;
+			continue;
+		}
+		*pp = r->next;
+		free(r->dmr);
+		free(r);
+	}
+	return rc;
+}
+
+/* Moves @mr from its PD's list and count to @to's. */
+static void
+mr_move_pd(struct droce_vmr *mr, struct droce_vpd *to)
+{
+	struct droce_vpd *from = (struct droce_vpd *)mr->mr.pd;
+
+	pthread_mutex_lock(&from->lock);
+	TAILQ_REMOVE(&from->mrs, mr, pd_link);
+	pthread_mutex_unlock(&from->lock);
+	atomic_fetch_sub(&from->users, 1);
+	atomic_fetch_add(&to->users, 1);
+	pthread_mutex_lock(&to->lock);
+	TAILQ_INSERT_TAIL(&to->mrs, mr, pd_link);
+	pthread_mutex_unlock(&to->lock);
+	mr->mr.pd = &to->pd;
+}
+
+#define REREG_FLAGS (IBV_REREG_MR_CHANGE_TRANSLATION | IBV_REREG_MR_CHANGE_PD | \
+		     IBV_REREG_MR_CHANGE_ACCESS)
+
+/*
+ * ibv_rereg_mr(3).  The MR keeps its lkey and rkey; what the engines read
+ * is replaced whole (droce_mr_replace: one store into the key table, then
+ * the RCU grace period and the drain of frames pointing into the old
+ * memory), so no engine ever sees a half-changed MR, and a frame built
+ * from the old translation is gone before the call returns.
+ * Return values as rdma-core's: IBV_REREG_MR_ERR_INPUT (-1, errno EINVAL)
+ * for what libibverbs itself refuses (unknown flags, a translation without
+ * address or length, access bits without CHANGE_ACCESS); the checks the
+ * kernel makes are IBV_REREG_MR_ERR_CMD (-4) with errno: EINVAL (no flag,
+ * a bad access combination, a PD of another context, a range that wraps),
+ * EFAULT (the new range is not mapped, or not writable for write access),
+ * EBUSY (a memory window is bound to the MR, as for ibv_dereg_mr); the MR
+ * is unchanged after all of these.  One more EBUSY: the new attributes are
+ * in force but frames of a stalled port still point into the old memory
+ * (after droce_mr_drain_ms); keep that memory until ibv_dereg_mr succeeds.
+ */
+int
+ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, void *addr, size_t length,
+	     int access)
+{
+	struct droce_vmr *mr = (struct droce_vmr *)ibmr;
+	struct droce_vpd *pd;
+	struct droce_mr *next, *cur;
+	struct droce_mr_retired *r;
+	unsigned int new_access;
+	int err;
+
+	/* what libibverbs checks before the command */
+	if (mr == NULL || (flags & ~REREG_FLAGS) ||
+	    ((flags & IBV_REREG_MR_CHANGE_TRANSLATION) && (length == 0 || addr == NULL)) ||
+	    (access != 0 && !(flags & IBV_REREG_MR_CHANGE_ACCESS))) {
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_INPUT;
+	}
+	pthread_mutex_lock(&mr->lock);
+	cur = mr->dmr;
+	pd = (flags & IBV_REREG_MR_CHANGE_PD) ? (struct droce_vpd *)ibpd
+					      : (struct droce_vpd *)mr->mr.pd;
+	if (!(flags & IBV_REREG_MR_CHANGE_TRANSLATION)) {
+		addr = cur->addr;
+		length = cur->length;
+	}
+	/* the MR's original access bits, ODP and huge pages included, are
+	 * not all kept in cur->access: the ibv_mr has no field for them, and
+	 * they change nothing here */
+	new_access = (flags & IBV_REREG_MR_CHANGE_ACCESS) ? (unsigned int)access : cur->access;
+	err = 0;
+	if (flags == 0 || pd == NULL || pd->pd.context != mr->mr.context ||
+	    !access_ok(new_access) ||
+	    range_wraps(addr, length, (flags & IBV_REREG_MR_CHANGE_TRANSLATION)
+					      ? (uintptr_t)addr : cur->iova))
+		err = EINVAL;
+	else if (droce_mr_has_mw(cur))
+		err = EBUSY;
+	if (err != 0) {
+		pthread_mutex_unlock(&mr->lock);
+		errno = err;
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	/* a new translation is at its own address (rdma-core passes iova = addr) */
+	next = dmr_new(pd, addr, length,
+		       (flags & IBV_REREG_MR_CHANGE_TRANSLATION) ? (uintptr_t)addr : cur->iova,
+		       new_access);
+	if (next == NULL) {
+		err = errno;
+		pthread_mutex_unlock(&mr->lock);
+		errno = err;
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	err = droce_mr_replace(cur, next);
+	if (err == EINVAL) {
+		pthread_mutex_unlock(&mr->lock);
+		free(next);
+		errno = EINVAL;
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	mr->dmr = next;
+	if (flags & IBV_REREG_MR_CHANGE_PD)
+		mr_move_pd(mr, pd);
+	mr->mr.addr = addr;
+	mr->mr.length = length;
+	if (err == 0) {
+		free(cur);
+	} else {
+		/* frames still point into the old memory: keep it for dereg */
+		r = malloc(sizeof(*r));
+		if (r != NULL) {
+			r->dmr = cur;
+			r->next = mr->retired;
+			mr->retired = r;
+		}
+		/* (without memory for the note the old struct is leaked, never
+		 * freed under the frames) */
+	}
+	pthread_mutex_unlock(&mr->lock);
+	if (err != 0) {
+		errno = err;
+		return IBV_REREG_MR_ERR_CMD;
+	}
+	return 0;
+}
+
 int
 ibv_dereg_mr(struct ibv_mr *ibmr)
 {
@@ -221,12 +393,18 @@ ibv_dereg_mr(struct ibv_mr *ibmr)
 
 	if (mr == NULL)
 		return EINVAL;
-	if (droce_mr_has_mw(&mr->dmr))
+	pthread_mutex_lock(&mr->lock);
+	if (droce_mr_has_mw(mr->dmr)) {
+		pthread_mutex_unlock(&mr->lock);
 		return EBUSY; /* ibv_alloc_mw(3): fails while a window is bound to it */
+	}
 	/* returns once no engine can still be reading the key and no frame in
 	 * flight points into the memory (zero-copy transmit); EBUSY when frames
 	 * stay held (a stalled port): the key is gone, the MR stays listed */
-	err = droce_mr_unregister(&mr->dmr);
+	err = droce_mr_unregister(mr->dmr);
+	if (err == 0)
+		err = retired_drain(mr);
+	pthread_mutex_unlock(&mr->lock);
 	if (err != 0)
 		return err;
 	pd = (struct droce_vpd *)ibmr->pd;
@@ -234,6 +412,8 @@ ibv_dereg_mr(struct ibv_mr *ibmr)
 	TAILQ_REMOVE(&pd->mrs, mr, pd_link);
 	pthread_mutex_unlock(&pd->lock);
 	atomic_fetch_sub(&pd->users, 1);
+	pthread_mutex_destroy(&mr->lock);
+	free(mr->dmr);
 	free(mr);
 	return 0;
 }

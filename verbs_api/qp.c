@@ -748,3 +748,38 @@ out:
 		droce_verbs_raw_settle(q);
 	return rc;
 }
+
+/*
+ * ibv_query_qp_data_in_order(3): 1 when the data of one WQE of operation
+ * @op is written to this QP's memory in order (a reader may poll its last
+ * byte instead of the completion), 0 otherwise.  On droce one engine places
+ * all of a QP's packets, in PSN order: RC, UC and XRC drop or hold (selective
+ * repeat) what arrives past a hole and place it only once the hole is
+ * filled, UD and RAW_PACKET messages are one packet copied at once.  So
+ * remote SENDs and WRITEs into the QP arrive in order.  READ responses are
+ * placed where their PSN says as they come, past a hole too (rc_read.c): 0.
+ * Like rdma-core's providers: 0 for unknown flags (none is defined) and
+ * before RTS (mlx5 asks the device only for an RTS QP).
+ */
+int
+ibv_query_qp_data_in_order(struct ibv_qp *qp, enum ibv_wr_opcode op, uint32_t flags)
+{
+	struct droce_vqp *q = droce_vqp_real(qp);
+
+	if (q == NULL || flags != 0 ||
+	    __atomic_load_n(&q->state, __ATOMIC_ACQUIRE) != (int)IBV_QPS_RTS)
+		return 0;
+	switch (op) {
+	case IBV_WR_SEND:
+	case IBV_WR_SEND_WITH_IMM:
+	case IBV_WR_SEND_WITH_INV:
+		return 1;
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		/* only the connected types take WRITEs */
+		return q->qp.qp_type == IBV_QPT_RC || q->qp.qp_type == IBV_QPT_UC ||
+		       q->qp.qp_type == IBV_QPT_XRC_SEND || q->qp.qp_type == IBV_QPT_XRC_RECV;
+	default:
+		return 0;
+	}
+}

@@ -132,6 +132,9 @@ struct droce_rcm_id {
 	uint32_t qkey;                  /* UD */
 	uint32_t flow_label;
 
+	/* ECE (rdma_set_local_ece / rdma_get_remote_ece): kept, not carried */
+	struct ibv_ece local_ece, remote_ece;
+
 	struct ibv_qp_init_attr *qp_init_attr; /* rdma_create_ep listener */
 	struct ibv_sa_path_rec path;
 };

@@ -438,8 +438,11 @@ rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 	return rcm_complete_sync(p);
 }
 
-int
-rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)
+/* rdma_reject and rdma_reject_ece: a REJ with @reason (a UD id's SIDR REP
+ * says "rejected" whatever the reason, as the kernel's). */
+static int
+reject_with_reason(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len,
+		   uint16_t reason)
 {
 	struct droce_rcm_id *p;
 	int rc;
@@ -455,8 +458,7 @@ rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_dat
 	if (id->qp_type == IBV_QPT_UD) {
 		rc = sidr_answer_locked(p, DROCE_CM_SIDR_REJECT, 0, private_data, private_data_len);
 	} else {
-		rc = droce_cm_reject(p->conn, DROCE_CM_REJ_CONSUMER_DEFINED, private_data,
-				     private_data_len);
+		rc = droce_cm_reject(p->conn, reason, private_data, private_data_len);
 		if (rc != 0)
 			rc = errno ? errno : EIO;
 	}
@@ -464,6 +466,61 @@ rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_dat
 		p->state = DROCE_RCM_ERROR;
 	pthread_mutex_unlock(&droce_rcm_lock);
 	return rc ? ERR(rc) : 0;
+}
+
+int
+rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)
+{
+	return reject_with_reason(id, private_data, private_data_len, DROCE_CM_REJ_CONSUMER_DEFINED);
+}
+
+/* The REJ reason IBTA names "vendor option not supported" (ECE). */
+#define REJ_VENDOR_OPTION_NOT_SUPPORTED 35
+
+int
+rdma_reject_ece(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)
+{
+	return reject_with_reason(id, private_data, private_data_len,
+				  REJ_VENDOR_OPTION_NOT_SUPPORTED);
+}
+
+/*
+ * ECE (enhanced connection establishment) values of an id, as librdmacm
+ * keeps them: rdma_set_local_ece before a QP exists (a zero vendor_id or a
+ * comp_mask is EINVAL), rdma_get_remote_ece what the peer's REQ or REP
+ * carried.  droce's CM carries no ECE fields, as a device without ECE
+ * offers none: the peer's vendor_id reads 0 ("no ECE").
+ */
+int
+rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+	struct droce_rcm_id *p;
+
+	if (id == NULL || id->qp != NULL || ece == NULL || ece->vendor_id == 0 ||
+	    ece->comp_mask != 0)
+		return ERR(EINVAL);
+	p = droce_rcm_id_of(id);
+	pthread_mutex_lock(&droce_rcm_lock);
+	p->local_ece.vendor_id = ece->vendor_id;
+	p->local_ece.options = ece->options;
+	pthread_mutex_unlock(&droce_rcm_lock);
+	return 0;
+}
+
+int
+rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
+{
+	struct droce_rcm_id *p;
+
+	if (id == NULL || id->qp != NULL || ece == NULL)
+		return ERR(EINVAL);
+	p = droce_rcm_id_of(id);
+	pthread_mutex_lock(&droce_rcm_lock);
+	ece->vendor_id = p->remote_ece.vendor_id;
+	ece->options = p->remote_ece.options;
+	ece->comp_mask = 0;
+	pthread_mutex_unlock(&droce_rcm_lock);
+	return 0;
 }
 
 int

@@ -520,6 +520,54 @@ Test(rdmacm_api, wrong_state_and_bad_params)
 	}
 }
 
+/* ECE values as librdmacm keeps them (rdma_set_local_ece /
+ * rdma_get_remote_ece): argument checks, and a peer that sent none reads 0. */
+Test(rdmacm_api, ece_local_and_remote)
+{
+	struct rdma_cm_id *id;
+	struct ibv_qp_init_attr ia;
+	struct ibv_ece ece = { .vendor_id = 0x1234, .options = 7 }, got;
+
+	resolved_id(&id, RDMA_PS_TCP);
+	errno = 0;
+	cr_assert_eq(rdma_set_local_ece(id, NULL), -1);
+	cr_assert_eq(errno, EINVAL);
+	errno = 0;
+	cr_assert_eq(rdma_set_local_ece(id, &(struct ibv_ece){ .vendor_id = 0 }), -1);
+	cr_assert_eq(errno, EINVAL, "a zero vendor_id");
+	errno = 0;
+	cr_assert_eq(rdma_set_local_ece(id, &(struct ibv_ece){ .vendor_id = 1, .comp_mask = 1 }), -1);
+	cr_assert_eq(errno, EINVAL, "a comp_mask");
+	cr_assert_eq(rdma_set_local_ece(id, &ece), 0);
+	memset(&got, 0xa5, sizeof(got));
+	cr_assert_eq(rdma_get_remote_ece(id, &got), 0);
+	cr_assert_eq(got.vendor_id, 0, "no peer has sent ECE");
+	cr_assert_eq(got.options, 0);
+	cr_assert_eq(got.comp_mask, 0);
+	errno = 0;
+	cr_assert_eq(rdma_get_remote_ece(id, NULL), -1);
+	cr_assert_eq(errno, EINVAL);
+	/* with a QP: both EINVAL (librdmacm takes ECE from the QP then) */
+	memset(&ia, 0, sizeof(ia));
+	ia.cap.max_send_wr = ia.cap.max_recv_wr = 4;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	ia.qp_type = IBV_QPT_RC;
+	cr_assert_eq(rdma_create_qp(id, NULL, &ia), 0, "%s", strerror(errno));
+	errno = 0;
+	cr_assert_eq(rdma_set_local_ece(id, &ece), -1);
+	cr_assert_eq(errno, EINVAL);
+	errno = 0;
+	cr_assert_eq(rdma_get_remote_ece(id, &got), -1);
+	cr_assert_eq(errno, EINVAL);
+	/* the QP's own ECE: not supported, as on a device without it */
+	cr_assert_eq(ibv_query_ece(id->qp, &got), EOPNOTSUPP);
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	errno = 0;
+	cr_assert_eq(rdma_set_local_ece(NULL, &ece), -1);
+	cr_assert_eq(errno, EINVAL);
+}
+
 Test(rdmacm_api, set_option_and_migrate)
 {
 	struct rdma_event_channel *ch1 = rdma_create_event_channel();

@@ -284,6 +284,38 @@ Test(rdmacm_conn, reject_with_private_data)
 	rdma_destroy_event_channel(sch);
 }
 
+/* rdma_reject_ece: a REJ with IBTA's reason 35, "vendor option not
+ * supported", which the active side sees as the event's status. */
+Test(rdmacm_conn, reject_ece_says_vendor_option_not_supported)
+{
+	struct rdma_event_channel *cch = rdma_create_event_channel();
+	struct rdma_event_channel *sch = rdma_create_event_channel();
+	struct rdma_cm_id *l = listener(sch, RCM_ADDR1, 7511, RDMA_PS_TCP, 4);
+	struct rdma_cm_id *c = client(cch, 7511, RDMA_PS_TCP, true);
+	struct rdma_cm_event *ev;
+	struct ibv_ece ece;
+
+	connect_default(c, "ece?", 4);
+	ev = rcm_expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST, 10000, true);
+	/* the request carried no ECE (droce's CM carries none) */
+	cr_assert_eq(rdma_get_remote_ece(ev->id, &ece), 0);
+	cr_assert_eq(ece.vendor_id, 0);
+	cr_assert_eq(rdma_reject_ece(ev->id, "no", 2), 0);
+	errno = 0;
+	cr_assert_eq(rdma_reject_ece(ev->id, NULL, 0), -1, "answered already");
+	cr_assert_eq(errno, EINVAL);
+	rdma_destroy_id(ev->id);
+	rdma_ack_cm_event(ev);
+	ev = rcm_expect(cch, RDMA_CM_EVENT_REJECTED, 10000, true);
+	cr_assert_eq(ev->status, 35, "vendor option not supported, got %d", ev->status);
+	cr_assert_arr_eq(ev->param.conn.private_data, "no", 2);
+	rdma_ack_cm_event(ev);
+	teardown(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(cch);
+	rdma_destroy_event_channel(sch);
+}
+
 Test(rdmacm_conn, qp_that_cannot_connect_is_connect_error)
 {
 	struct rdma_event_channel *cch = rdma_create_event_channel();

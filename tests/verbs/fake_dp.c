@@ -184,6 +184,21 @@ droce_mr_unregister(struct droce_mr *mr)
 	return 0;
 }
 
+int
+droce_mr_replace(struct droce_mr *mr, struct droce_mr *next)
+{
+	next->lkey = mr->lkey;
+	next->rkey = mr->rkey;
+	return 0;
+}
+
+int
+droce_mr_drain(struct droce_mr *mr)
+{
+	(void)mr;
+	return 0;
+}
+
 /* ---- memory windows (a key each; binding happens on engines only) ---- */
 
 struct droce_mw {
@@ -281,6 +296,15 @@ uint32_t
 droce_cq_capacity(const struct droce_cq *cq)
 {
 	return cq->cap;
+}
+
+int
+droce_cq_resize(struct droce_cq *cq, uint32_t cqe)
+{
+	if (cqe == 0 || cqe > DROCE_DP_MAX_CQE || cq->tail - cq->head > cqe)
+		return EINVAL;
+	cq->cap = cqe < FAKE_CQ_MAX ? cqe : FAKE_CQ_MAX - 1;
+	return 0;
 }
 
 int

@@ -216,17 +216,17 @@ Test(mr, keys_and_fields)
 
 	cr_assert_not_null(mr);
 	v = (struct droce_vmr *)mr;
-	cr_assert_eq(mr->lkey, v->dmr.lkey);
-	cr_assert_eq(mr->rkey, v->dmr.rkey);
+	cr_assert_eq(mr->lkey, v->dmr->lkey);
+	cr_assert_eq(mr->rkey, v->dmr->rkey);
 	cr_assert_neq(mr->lkey, 0);
 	cr_assert_eq(mr->addr, buf + 16);
 	cr_assert_eq(mr->length, 100);
 	cr_assert_eq(mr->pd, pd);
 	cr_assert_eq(mr->context, ctx);
-	cr_assert_eq(v->dmr.iova, (uint64_t)(uintptr_t)(buf + 16));
-	cr_assert_eq(v->dmr.addr, (uint8_t *)buf + 16);
-	cr_assert_eq(v->dmr.access, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
-	cr_assert_eq(v->dmr.pd_id, ((struct droce_vpd *)pd)->id);
+	cr_assert_eq(v->dmr->iova, (uint64_t)(uintptr_t)(buf + 16));
+	cr_assert_eq(v->dmr->addr, (uint8_t *)buf + 16);
+	cr_assert_eq(v->dmr->access, IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	cr_assert_eq(v->dmr->pd_id, ((struct droce_vpd *)pd)->id);
 	/* a PD in use cannot go */
 	cr_assert_eq(ibv_dealloc_pd(pd), EBUSY);
 	cr_assert_eq(ibv_dereg_mr(mr), 0);
@@ -240,12 +240,12 @@ Test(mr, iova2_and_runtime_access)
 	struct ibv_mr *mr = ibv_reg_mr_iova2(pd, buf, 64, 0x1000, IBV_ACCESS_LOCAL_WRITE);
 
 	cr_assert_not_null(mr);
-	cr_assert_eq(((struct droce_vmr *)mr)->dmr.iova, 0x1000);
+	cr_assert_eq(((struct droce_vmr *)mr)->dmr->iova, 0x1000);
 	ibv_dereg_mr(mr);
 	/* non-constant access goes through ibv_reg_mr_iova2; optional bits are ignored */
 	mr = ibv_reg_mr(pd, buf, 64, acc);
 	cr_assert_not_null(mr);
-	cr_assert_eq(((struct droce_vmr *)mr)->dmr.access, IBV_ACCESS_LOCAL_WRITE);
+	cr_assert_eq(((struct droce_vmr *)mr)->dmr->access, IBV_ACCESS_LOCAL_WRITE);
 	ibv_dereg_mr(mr);
 }
 
