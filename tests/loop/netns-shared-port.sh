@@ -3,8 +3,8 @@
 # IPv4 address of its own, as two processes' QPs on one port: does the one's
 # traffic reach the other?  (issue 22 §2's question; see docs/notes/loop.md)
 #
-#   scripts/netns-shared-port [--kind af_packet|af_xdp] TEST [droce-perf options]
-#   e.g. scripts/netns-shared-port write_bw -s 4096 -n 2000 --check
+#   tests/loop/netns-shared-port.sh [--kind af_packet|af_xdp] TEST [droce-perf options]
+#   e.g. tests/loop/netns-shared-port.sh write_bw -s 4096 -n 2000 --check
 #
 # One network namespace: veth dA <-> dB, both droce processes on dA (server
 # 198.18.1.1, client 198.18.1.3; the interface's one MAC), nothing on dB.
@@ -12,10 +12,10 @@
 # the client's output and both processes' port counters; exits with the
 # client's status.  Needs root.  Removes the namespace on exit.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 kind=af_packet
 if [ "${1:-}" = "--kind" ]; then kind=$2; shift 2; fi
-[ $# -ge 1 ] || { echo "usage: scripts/netns-shared-port [--kind K] TEST [options]" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: tests/loop/netns-shared-port.sh [--kind K] TEST [options]" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "netns-shared-port: needs root" >&2; exit 2; }
 perf=${DROCE_PERF:-build/apps/droce-perf}
 tag=$$
