@@ -56,12 +56,20 @@ droce_port_arp_learn(struct droce_port *p, rte_be32_t ip, const struct rte_ether
 	rte_spinlock_unlock(&p->arp_lock);
 }
 
+static bool own_ipv4(const struct droce_port *p, rte_be32_t ip);
+
 int
 droce_port_arp_lookup(struct droce_port *p, rte_be32_t ip, struct rte_ether_addr *mac)
 {
 	unsigned int i;
 	int rc = -1;
 
+	if (ip != 0 && own_ipv4(p, ip)) {
+		/* one's own address: the port's MAC, and its frames are looped */
+		*mac = p->mac;
+		droce_port_loop_enable(p, p);
+		return 0;
+	}
 	rte_spinlock_lock(&p->arp_lock);
 	for (i = 0; i < DROCE_ARP_TABLE_SIZE; i++) {
 		if (p->arp[i].ip == ip && ip != 0) {

@@ -568,7 +568,7 @@ droce_impair_rx_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
 	if (unlikely(__atomic_load_n(&p->link_set_down, __ATOMIC_ACQUIRE))) {
 		st->link_down += purge(iq);
 		do {
-			got = rte_eth_rx_burst(p->eth_port, queue, in, RX_CHUNK);
+			got = droce_port_pmd_rx_lc(p, queue, in, RX_CHUNK);
 			if (got != 0)
 				rte_pktmbuf_free_bulk(in, got);
 			st->link_down += got;
@@ -577,7 +577,7 @@ droce_impair_rx_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
 	}
 	sync_config(p, iq, DIR_RX, queue);
 	if (!iq->pr.on && !has_held(iq)) {
-		got = rte_eth_rx_burst(p->eth_port, queue, pkts, n);
+		got = droce_port_pmd_rx_lc(p, queue, pkts, n);
 		droce_port_rx_account_lc(p, queue, pkts, got);
 		return got;
 	}
@@ -586,7 +586,7 @@ droce_impair_rx_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
 	/* Read only what pend can take, and about what the caller asked for. */
 	got = (uint16_t)RTE_MIN(RTE_MIN((uint32_t)n, RX_CHUNK), room(iq));
 	if (got != 0 && iq->pend_n < n) {
-		got = rte_eth_rx_burst(p->eth_port, queue, in, got);
+		got = droce_port_pmd_rx_lc(p, queue, in, got);
 		for (i = 0; i < got; i++) {
 			if (iq->pr.on)
 				impair_one(p, iq, st, in[i], now);

@@ -25,6 +25,9 @@ uint16_t droce_impair_tx_lc(struct droce_port *p, uint16_t queue, struct rte_mbu
 /* port.c: the plain paths (count, capture, PMD), used by impair.c. */
 uint16_t droce_port_xmit_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
 			    uint16_t n);
+/* rte_eth_rx_burst, then the port's loop inlet (port_io.c) */
+uint16_t droce_port_pmd_rx_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
+			      uint16_t n);
 void droce_port_rx_account_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
 			      uint16_t n);
 

@@ -445,6 +445,52 @@ remove_device_cb(void *arg)
 	remove_device(arg);
 }
 
+/*
+ * Each receive queue's loop inlet (port_io.c): a ring pair's own receive ring
+ * (the ring PMD reads it; its one producer, the engine of that queue index,
+ * also sends the peer's frames into it), else a ring of its own that
+ * droce_port_rx_burst reads after the PMD once a loop points at the port.
+ */
+#define LOOP_RING_SIZE 1024
+
+static int
+loop_init(const char *src, struct droce_port *p)
+{
+	char name[RTE_RING_NAMESIZE];
+
+	for (unsigned int q = 0; q < p->nb_rxq; q++) {
+		if (p->cfg->kind == DROCE_PORT_KIND_RING) {
+			p->lo[q] = p->rings[0][q];
+			continue;
+		}
+		snprintf(name, sizeof(name), "droce%u_lo%u_q%u", generation, p->index, q);
+		p->lo[q] = rte_ring_create(name, LOOP_RING_SIZE, SOCKET_ID_ANY,
+					   RING_F_SP_ENQ | RING_F_SC_DEQ);
+		if (p->lo[q] == NULL)
+			return PORT_ERR(src, p, rte_errno, "cannot create ring %s: %s", name,
+					rte_strerror(rte_errno));
+		p->lo_own = true;
+	}
+	return 0;
+}
+
+static void
+loop_fini(struct droce_port *p)
+{
+	void *m;
+
+	if (!p->lo_own)
+		return;
+	for (unsigned int q = 0; q < DROCE_MAX_QUEUES; q++) {
+		if (p->lo[q] == NULL)
+			continue;
+		while (rte_ring_dequeue(p->lo[q], &m) == 0)
+			rte_pktmbuf_free(m);
+		rte_ring_free(p->lo[q]);
+		p->lo[q] = NULL;
+	}
+}
+
 static void
 destroy_port(struct droce_port *p)
 {
@@ -452,6 +498,7 @@ destroy_port(struct droce_port *p)
 
 	if (p->cfg == NULL)
 		return;
+	loop_fini(p);
 	droce_impair_port_fini(p);
 	if (p->capture != NULL) {
 		droce_capture_close(p->capture);
@@ -508,6 +555,8 @@ droce_ports_create(const struct droce_config *cfg, struct rte_mempool *mp)
 		if (create_device(cfg->source, p) < 0)
 			goto fail;
 		if (configure_port(cfg->source, p) < 0)
+			goto fail;
+		if (loop_init(cfg->source, p) < 0)
 			goto fail;
 		if (droce_impair_port_init(p) < 0) {
 			int e = errno;

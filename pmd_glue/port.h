@@ -48,6 +48,11 @@ struct droce_port_stats {
 	uint64_t arp_requests_rx, arp_replies_rx, arp_bad;
 	uint64_t arp_requests_tx, arp_replies_tx;
 	uint64_t capture_drops; /* frames not written to the capture file */
+	/* Loopback (counted in tx_pkts / rx_pkts too): frames this port sent
+	 * that were turned around inside droce instead of going to the PMD, and
+	 * frames put on this port's receive queues that way (received, and
+	 * counted in rx_pkts, unless the impaired link drops them first). */
+	uint64_t loop_tx, loop_rx;
 	struct droce_impair_stats impair_rx, impair_tx;
 };
 
@@ -170,6 +175,37 @@ bool droce_port_link_is_set_up(const struct droce_port *p);
  * transmits on the queue but polls no receive queue of that index).
  */
 void droce_port_impair_poll(struct droce_port *p, uint16_t queue);
+
+/*
+ * Loopback: a frame for an address of this process is delivered inside
+ * droce, as rxe and ConnectX deliver a frame for their own GID.  From
+ * droce_port_loop_enable(p, to) on (sticky; the verbs layer calls it when a
+ * path resolves to @to's GID, and for RAW_PACKET QPs), every unicast frame
+ * @p sends whose destination MAC is @to's MAC is turned around in
+ * droce_port_tx_burst, after the transmit side's impairment, capture and
+ * counters, instead of going to the PMD: it is put on @to's receive queue of
+ * the same index (the engine that sends on queue q receives on queue q of
+ * every port) and received there through droce_port_rx_burst like any frame
+ * off the wire (receive impairment, capture, counters, then the engine's
+ * parse, checks and dispatch, which hands it to the engine owning the QP).
+ * @to == @p is loopback on one port; another port only when its link does
+ * not reach it (verbs_api/qp.c decides: not a ring pair, and no ARP answer).
+ * Safe from any thread.
+ */
+void droce_port_loop_enable(struct droce_port *p, struct droce_port *to);
+
+/* True when @p and @q are the two ports of one ring pair (their link joins them). */
+bool droce_port_ring_peers(const struct droce_port *p, const struct droce_port *q);
+
+/*
+ * The general entry point: puts @n frames on @to's receive queue @queue as
+ * if received (only the engine owning queue @queue may call it); returns how
+ * many it took, the caller keeps the rest.  Counted as loop_rx on @to; the
+ * capture sees them when they are received.  Each mbuf must be one nobody
+ * else holds (a copy for a frame that also goes to the wire).
+ */
+uint16_t droce_port_loop_deliver_lc(struct droce_port *to, uint16_t queue, struct rte_mbuf **pkts,
+				    uint16_t n);
 
 /* Sum of the per-queue counters. */
 void droce_port_stats_get(const struct droce_port *p, struct droce_port_stats *out);

@@ -99,3 +99,20 @@ droce_port_find_gid(const struct droce_port *p, const uint8_t gid[16])
 			return (int)i;
 	return -1;
 }
+
+/* Loopback's switches (the loop itself is port_io.c's). */
+void
+droce_port_loop_enable(struct droce_port *p, struct droce_port *to)
+{
+	if (to != p)
+		__atomic_fetch_or(&p->loop_peers, 1u << to->index, __ATOMIC_RELEASE);
+	if (to->lo_own)
+		__atomic_store_n(&to->loop_in, true, __ATOMIC_RELEASE);
+	__atomic_store_n(&p->loop_on, true, __ATOMIC_RELEASE);
+}
+
+bool
+droce_port_ring_peers(const struct droce_port *p, const struct droce_port *q)
+{
+	return p->ring_peer != NULL && p->ring_peer == q;
+}

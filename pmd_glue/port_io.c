@@ -53,6 +53,96 @@ droce_port_rx_account_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf *
 		st->capture_drops += droce_capture_rx(p->capture, queue, pkts, got);
 }
 
+/* ---- loopback ---- */
+
+/* The port @p delivers frame @m to inside droce, or NULL: the wire. */
+static inline struct droce_port *
+loop_dest(struct droce_port *p, const struct rte_mbuf *m)
+{
+	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+	uint32_t peers;
+
+	if (unlikely(m->data_len < RTE_ETHER_HDR_LEN))
+		return NULL;
+	if (rte_is_same_ether_addr(&eth->dst_addr, &p->mac))
+		return p;
+	for (peers = __atomic_load_n(&p->loop_peers, __ATOMIC_ACQUIRE); peers != 0;
+	     peers &= peers - 1) {
+		struct droce_port *q = droce_port_get((unsigned int)__builtin_ctz(peers));
+
+		if (q != NULL && rte_is_same_ether_addr(&eth->dst_addr, &q->mac))
+			return q;
+	}
+	return NULL;
+}
+
+uint16_t
+droce_port_loop_deliver_lc(struct droce_port *to, uint16_t queue, struct rte_mbuf **pkts,
+			   uint16_t n)
+{
+	struct rte_ring *r = queue < to->nb_rxq ? to->lo[queue] : NULL;
+	uint16_t k;
+
+	if (r == NULL || n == 0)
+		return 0;
+	if (to->lo_own && !__atomic_load_n(&to->loop_in, __ATOMIC_RELAXED))
+		__atomic_store_n(&to->loop_in, true, __ATOMIC_RELEASE);
+	/* one producer: the engine owning queue @queue (of every port) */
+	k = (uint16_t)rte_ring_enqueue_burst(r, (void **)pkts, n, NULL);
+	to->qstats[queue].loop_rx += k;
+	return k;
+}
+
+/*
+ * The PMD's transmit with the loop on: each run of frames with one
+ * destination goes to the PMD or to a port's receive queue; stops at the
+ * first frame not taken (the caller keeps it and the ones after it).
+ */
+static uint16_t
+loop_tx(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint16_t i = 0;
+
+	while (i < n) {
+		struct droce_port *to = loop_dest(p, pkts[i]);
+		uint16_t j = (uint16_t)(i + 1), k;
+
+		while (j < n && loop_dest(p, pkts[j]) == to)
+			j++;
+		if (to == NULL) {
+			k = rte_eth_tx_burst(p->eth_port, queue, pkts + i, (uint16_t)(j - i));
+		} else {
+			k = droce_port_loop_deliver_lc(to, queue, pkts + i, (uint16_t)(j - i));
+			p->qstats[queue].loop_tx += k;
+		}
+		i = (uint16_t)(i + k);
+		if (i < j)
+			break;
+	}
+	return i;
+}
+
+static inline uint16_t
+pmd_tx(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
+{
+	if (likely(!__atomic_load_n(&p->loop_on, __ATOMIC_RELAXED)))
+		return rte_eth_tx_burst(p->eth_port, queue, pkts, n);
+	return loop_tx(p, queue, pkts, n);
+}
+
+uint16_t
+droce_port_pmd_rx_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint16_t got = rte_eth_rx_burst(p->eth_port, queue, pkts, n);
+
+	/* a ring pair's looped frames are in the PMD's own receive ring */
+	if (unlikely(__atomic_load_n(&p->loop_in, __ATOMIC_ACQUIRE)) && got < n &&
+	    p->lo[queue] != NULL)
+		got = (uint16_t)(got + rte_ring_sc_dequeue_burst(p->lo[queue], (void **)pkts + got,
+								 (unsigned int)(n - got), NULL));
+	return got;
+}
+
 uint16_t
 droce_port_rx_burst(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
 {
@@ -60,7 +150,7 @@ droce_port_rx_burst(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts
 
 	if (unlikely(__atomic_load_n(&p->impair_used, __ATOMIC_RELAXED)))
 		return droce_impair_rx_lc(p, queue, pkts, n);
-	got = rte_eth_rx_burst(p->eth_port, queue, pkts, n);
+	got = droce_port_pmd_rx_lc(p, queue, pkts, n);
 	droce_port_rx_account_lc(p, queue, pkts, got);
 	return got;
 }
@@ -76,7 +166,7 @@ droce_port_xmit_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
 	if (likely(p->capture == NULL)) {
 		for (i = 0; i < n; i++)
 			bytes += rte_pktmbuf_pkt_len(pkts[i]);
-		sent = rte_eth_tx_burst(p->eth_port, queue, pkts, n);
+		sent = pmd_tx(p, queue, pkts, n);
 		if (unlikely(sent < n)) {
 			for (i = sent; i < n; i++)
 				bytes -= rte_pktmbuf_pkt_len(pkts[i]);
@@ -90,7 +180,7 @@ droce_port_xmit_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
 			droce_capture_tx_copy(p->capture, queue, pkts + sent, k, copies);
 			for (i = 0; i < k; i++)
 				kb += rte_pktmbuf_pkt_len(pkts[sent + i]);
-			s = rte_eth_tx_burst(p->eth_port, queue, pkts + sent, k);
+			s = pmd_tx(p, queue, pkts + sent, k);
 			for (i = s; i < k; i++)
 				kb -= rte_pktmbuf_pkt_len(pkts[sent + i]);
 			bytes += kb;
@@ -162,6 +252,8 @@ droce_port_stats_get(const struct droce_port *p, struct droce_port_stats *out)
 		out->arp_requests_tx += s->arp_requests_tx;
 		out->arp_bad += s->arp_bad;
 		out->capture_drops += s->capture_drops;
+		out->loop_tx += s->loop_tx;
+		out->loop_rx += s->loop_rx;
 		impair_stats_add(&out->impair_rx, &s->impair_rx);
 		impair_stats_add(&out->impair_tx, &s->impair_tx);
 	}

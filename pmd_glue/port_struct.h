@@ -57,6 +57,14 @@ struct droce_port {
 	rte_seqlock_t impair_lock;      /* writers: droce_port_impair_set */
 	struct droce_impair_config impair;
 	struct droce_impair_q *impq[2][DROCE_MAX_QUEUES]; /* [0] rx, [1] tx */
+	/* Loopback (port_io.c): frames for an address of this process turned
+	 * around before the PMD.  The flags are sticky (set by
+	 * droce_port_loop_enable, never cleared while the port lives). */
+	bool loop_on;                   /* tx looks for local destinations */
+	bool loop_in;                   /* rx reads lo[] (lo_own ports only) */
+	bool lo_own;                    /* lo[] are rings of their own */
+	uint32_t loop_peers;            /* other ports reached inside droce (bit per index) */
+	struct rte_ring *lo[DROCE_MAX_QUEUES]; /* receive queue q's loop inlet */
 };
 
 #endif /* DROCE_PMD_GLUE_PORT_STRUCT_H */

@@ -47,6 +47,8 @@ static const struct {
 	PS(arp_requests_tx, "arp_requests_tx"),
 	PS(arp_replies_tx, "arp_replies_tx"),
 	PS(capture_drops, "capture_drops"),
+	PS(loop_tx, "loop_tx"),
+	PS(loop_rx, "loop_rx"),
 	PS(impair_rx.dropped, "impair_rx_dropped"),
 	PS(impair_rx.duplicated, "impair_rx_duplicated"),
 	PS(impair_rx.reordered, "impair_rx_reordered"),

@@ -278,13 +278,31 @@ droce_verbs_resolve_path(unsigned int port, const struct ibv_ah_attr *ah, uint32
 	out->flow_label = ah->grh.flow_label;
 	out->udp_sport = droce_verbs_udp_sport(lqpn, rqpn, ah->grh.flow_label);
 
-	/* a port of this process owning the GID (ring pair), else the neighbour tables */
+	/*
+	 * A GID of this process: the port's own (loopback on one port: frames
+	 * turned around inside droce, pmd_glue/port.h), its ring pair's peer
+	 * (over the link), or another port, over the link when it answers ARP
+	 * there, else delivered inside droce as well.
+	 */
 	for (unsigned int i = 0; i < droce_port_count() && !found; i++) {
 		struct droce_port *q = droce_port_get(i);
+		struct rte_ether_addr mac;
+		rte_be32_t ip;
 
-		if (q != NULL && droce_port_find_gid(q, dgid) >= 0) {
-			out->dst_mac = *droce_port_mac(q);
-			found = true;
+		if (q == NULL || droce_port_find_gid(q, dgid) < 0)
+			continue;
+		out->dst_mac = *droce_port_mac(q);
+		found = true;
+		if (q == p) {
+			droce_port_loop_enable(p, p);
+		} else if (!droce_port_ring_peers(p, q)) {
+			memcpy(&ip, dgid + 12, 4);
+			if (out->ipv6 || (droce_port_arp_lookup(p, ip, &mac) != 0 &&
+					  droce_dp_arp_resolve(port, ip, &mac, 1000) != 0)) {
+				droce_port_loop_enable(p, q);
+				if (!out->ipv6)
+					droce_port_arp_learn(p, ip, &out->dst_mac);
+			}
 		}
 	}
 	if (!found && !out->ipv6) {
@@ -744,8 +762,14 @@ ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 	qp->state = next;
 out:
 	pthread_mutex_unlock(&q->lock);
-	if (rc == 0 && qp->qp_type == IBV_QPT_RAW_PACKET)
+	if (rc == 0 && qp->qp_type == IBV_QPT_RAW_PACKET) {
+		struct droce_port *p = droce_port_get(droce_vctx_of(qp->context)->port);
+
+		/* frames to the port's own MAC come back to it, as on a NIC */
+		if (next == IBV_QPS_INIT && p != NULL)
+			droce_port_loop_enable(p, p);
 		droce_verbs_raw_settle(q);
+	}
 	return rc;
 }
 

@@ -71,6 +71,8 @@ usage(FILE *f)
 "                          send_bw reports what the receiver got\n"
 "  -A, --atomic_type=TYPE  FETCH_AND_ADD (default) or CMP_AND_SWAP\n"
 "  -d, --ib-dev=NAME       client device (default droce0; the server is the other)\n"
+"      --server-dev=NAME   loopback: the server's device (droce0 with -d droce0:\n"
+"                          client and server QPs on one port, looped inside droce)\n"
 "  -x, --gid-index=N       GID index (default 0)\n"
 "  -i, --ib-port=1         device port (droce devices have one)\n"
 "  -p, --port=N            TCP port of perftest's handshake (default 18515)\n"
@@ -210,6 +212,7 @@ parse_args(int argc, char **argv)
 		{ "new-post", no_argument, NULL, OPT_NEW_POST },
 		{ "old-post", no_argument, NULL, OPT_OLD_POST },
 		{ "use_old_post_send", no_argument, NULL, OPT_OLD_POST },
+		{ "server-dev", required_argument, NULL, OPT_SERVER_DEV },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -357,6 +360,9 @@ parse_args(int argc, char **argv)
 			break;
 		case OPT_OLD_POST:
 			o.new_post = false;
+			break;
+		case OPT_SERVER_DEV:
+			o.server_dev = optarg;
 			break;
 		case 'v':
 			o.verbose = true;

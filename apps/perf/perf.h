@@ -81,6 +81,7 @@ struct opts {
 	bool json, stats, check, verbose;
 	bool cmp_swap;
 	const char *dev;
+	const char *server_dev; /* loopback: the server's device (NULL: the other one) */
 	int gid_index;
 	double timeout;
 	int64_t inject; /* --inject-error: message whose arrival is corrupted, -1 none */
@@ -116,6 +117,7 @@ enum {
 	OPT_WARMUP,
 	OPT_NEW_POST,
 	OPT_OLD_POST,
+	OPT_SERVER_DEV,
 };
 
 #define PAT_STEP 0x9e3779b97f4a7c15ull

@@ -142,7 +142,12 @@ open_devices(void)
 	R.s[0].dev = device_named(list, n, o.dev);
 	if (R.s[0].dev == NULL)
 		fail("no device %s (%d devices)", o.dev, n);
-	for (int i = 0; i < n; i++)
+	if (o.server_dev != NULL) {
+		R.s[1].dev = device_named(list, n, o.server_dev);
+		if (R.s[1].dev == NULL)
+			fail("no device %s (%d devices)", o.server_dev, n);
+	}
+	for (int i = 0; i < n && R.s[1].dev == NULL; i++)
 		if (list[i] != R.s[0].dev) {
 			R.s[1].dev = list[i];
 			break;
