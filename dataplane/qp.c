@@ -363,8 +363,10 @@ int
 droce_qp_destroy(struct droce_qp *qp)
 {
 	struct droce_msg msg = { .type = DROCE_MSG_DETACH, .qp = qp };
-	int rc = droce_engine_send_msg(qp->eng, &msg);
+	int rc;
 
+	droce_mcast_detach_qp(qp); /* no engine delivers a group's datagram to it after this */
+	rc = droce_engine_send_msg(qp->eng, &msg);
 	if (rc != 0)
 		return rc;
 	while (!atomic_load_explicit(&qp->detached, memory_order_acquire)) {

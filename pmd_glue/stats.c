@@ -47,6 +47,8 @@ static const struct {
 	PS(arp_requests_tx, "arp_requests_tx"),
 	PS(arp_replies_tx, "arp_replies_tx"),
 	PS(capture_drops, "capture_drops"),
+	PS(mc_queries_rx, "mcast_queries_rx"),
+	PS(mc_answers_tx, "mcast_answers_tx"),
 	PS(impair_rx.dropped, "impair_rx_dropped"),
 	PS(impair_rx.duplicated, "impair_rx_duplicated"),
 	PS(impair_rx.reordered, "impair_rx_reordered"),
