@@ -566,6 +566,27 @@ int droce_xrc_srq_publish(struct droce_srq *srq, uint32_t xrcd, uint32_t pd_id,
  * stays published) while a target QP still holds its SRQ. */
 int droce_xrc_srq_unpublish(uint32_t srqn);
 
+/* ---- UD multicast (mcast.c) ----
+ *
+ * A UD QP attached to a group receives every datagram sent to the group's
+ * GID with destination QPN DROCE_MCAST_QPN on its port, whichever engine the
+ * frame arrives at (each attached QP gets its own copy, its Q_Key checked);
+ * a UD SEND to an AH whose GID is a group goes out to the group's Ethernet
+ * address and is also delivered to the sending port's attached QPs (the
+ * local loop of rxe and ConnectX).  Limits as rxe's.
+ */
+#define DROCE_MCAST_MAX_GROUPS 1024 /* per port (pmd_glue: DROCE_PORT_MC_MAX_GROUPS) */
+#define DROCE_MCAST_MAX_QP_ATTACH 56                       /* QPs per group */
+/* 0 (also when attached already), EINVAL (not a UD QP, not a multicast
+ * GID) or ENOMEM (a limit, or memory). */
+int droce_mcast_attach(struct droce_qp *qp, const uint8_t gid[16]);
+/* 0, EINVAL (as attach) or ENOENT (not attached). */
+int droce_mcast_detach(struct droce_qp *qp, const uint8_t gid[16]);
+/* Detaches @qp from every group (droce_qp_destroy calls it). */
+void droce_mcast_detach_qp(struct droce_qp *qp);
+/* QPs attached to @gid on droce port @port. */
+unsigned int droce_mcast_group_members(unsigned int port, const uint8_t gid[16]);
+
 /* ---- neighbours ---- */
 
 /*

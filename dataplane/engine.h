@@ -387,6 +387,10 @@ struct droce_engine_stats {
 	uint64_t cqe_lost;        /* ... and that found no room there either (must stay 0) */
 	uint64_t zc_tx;           /* frames sent zero-copy (payload in registered memory, zcopy.c) */
 	uint64_t qp_turns;        /* QPs phase 3 ran (active ones only: engine_sched.c) */
+	/* UD multicast (mcast.c, engine_pass.c) */
+	uint64_t mcast_rx;        /* copies of group datagrams handed to attached QPs */
+	uint64_t mcast_no_group;  /* group datagrams for a group no QP of the port attached (dropped) */
+	uint64_t mcast_loop;      /* group datagrams sent and also received on the sending port */
 };
 
 TAILQ_HEAD(droce_qp_list, droce_qp);
@@ -463,6 +467,10 @@ struct droce_engine {
 	/* received frames done with, freed together (droce_engine_rx_free_lc) */
 	struct rte_mbuf *rxfree[DROCE_BURST];
 	uint16_t nrxfree;
+	/* group datagrams this engine sent, received on the same port after
+	 * the work phase (the local multicast loop, engine_pass.c) */
+	struct rte_mbuf *mloop[DROCE_BURST];
+	uint16_t nmloop;
 	/* mbufs of mcache_mp for the frames the engine builds: refilled from
 	 * mcache DROCE_BURST at a time, and fed straight by received frames of
 	 * that pool done with (one segment, refcnt 1, direct), so a frame
@@ -613,6 +621,12 @@ bool droce_cq_room_lc(const struct droce_cq *cq, const struct droce_engine *eng)
 
 /* Memory key lookup for engines (NULL if no such key). */
 const struct droce_mr *droce_mr_lookup_lc(uint32_t key);
+
+/* A group datagram @m (complete, not yet queued) that @qp sends on its port:
+ * a copy is received on that port after this pass's work phase when a QP of
+ * the port is attached to group @gid (the local multicast loop). */
+void droce_engine_mcast_loop_lc(struct droce_engine *eng, const struct droce_qp *qp,
+				const struct rte_mbuf *m, const uint8_t gid[16]);
 
 /* Marks @qp as having work for the tx phase. */
 void droce_engine_activate_lc(struct droce_engine *eng, struct droce_qp *qp);

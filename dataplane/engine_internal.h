@@ -130,4 +130,19 @@ void droce_engine_fallback_stop(void);
 bool droce_engine_fallback_running(void);
 void droce_engine_fallback_kick(void);
 
+/* UD multicast (mcast.c): a port's members, sorted by GID, immutable once
+ * published; engines load droce_mcast_tab[port] (acquire) per frame. */
+struct droce_mcast_ent {
+	uint8_t gid[16];
+	uint32_t qpn;
+	uint16_t engine;
+};
+struct droce_mcast_tab {
+	unsigned int n;
+	struct droce_mcast_ent e[];
+};
+extern struct droce_mcast_tab *_Atomic droce_mcast_tab[DROCE_MAX_PORTS];
+/* m->port of a group datagram handed to another engine (raw.h: DROCE_XFER_RAW) */
+#define DROCE_XFER_MCAST 0x4000u
+
 #endif /* DROCE_ENGINE_INTERNAL_H */

@@ -110,34 +110,12 @@ droce_engine_raw_deliver_lc(struct droce_engine *eng, struct droce_port *port, u
 /* The states in which a QP receives nothing (IBTA 10.3.1), one bit each. */
 #define QPS_RX_DEAD (1u << DROCE_QPS_RESET | 1u << DROCE_QPS_INIT | 1u << DROCE_QPS_ERR)
 
+/* @m for @qp (found by its QPN on this engine): the port, P_Key and state
+ * checks, then the QP's transport. */
 static __rte_always_inline void
-deliver_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *m,
-	   const uint8_t *frame, const struct droce_pkt *p)
+deliver_qp_lc(struct droce_engine *eng, struct droce_port *port, struct droce_qp *qp,
+	      struct rte_mbuf *m, const uint8_t *frame, const struct droce_pkt *p)
 {
-	uint32_t qpn = droce_bth_qpn(droce_pkt_bth(p, frame));
-	unsigned int owner = qpn == DROCE_DP_GSI_QPN ? 0 : droce_qpn_engine(qpn);
-	struct droce_qp *qp;
-
-	if (owner != eng->id && owner < droce_engines.n) {
-		/* another engine's QP: the frame goes over with what the parse found */
-		if (likely(pkt_meta_off >= 0))
-			droce_pkt_pack(p, RTE_MBUF_DYNFIELD(m, pkt_meta_off, struct droce_pkt_meta *));
-		hand_over_lc(eng, owner, (uint16_t)port->index, m);
-		return;
-	}
-	if (qpn == DROCE_DP_GSI_QPN) {
-		qp = eng->gsi[port->index];
-		if (qp != NULL && !p->ipv6) {
-			/* the MAD's sender: its replies then need no ARP */
-			const struct rte_ether_hdr *eth = (const struct rte_ether_hdr *)frame;
-			rte_be32_t sip;
-
-			memcpy(&sip, p->src_gid + 12, 4);
-			droce_port_arp_learn(port, sip, &eth->src_addr);
-		}
-	} else {
-		qp = droce_engine_qp_lookup_lc(eng, qpn);
-	}
 	if (qp == NULL || qp->port != port) {
 		eng->stats.no_qp++;
 		rte_pktmbuf_free(m);
@@ -167,6 +145,120 @@ deliver_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *m
 	else
 		rte_pktmbuf_free(m);
 	droce_qp_overrun_check_lc(qp);
+}
+
+/*
+ * A datagram to QPN 0xFFFFFF (checked and parsed as @p): one copy to every
+ * QP of this engine attached to its destination group on @port, and, when
+ * it came from the wire (!@handed), one copy to each other engine with
+ * members, which delivers to its own (tagged DROCE_XFER_MCAST, the parse
+ * result beside it).  The last consumer gets @m itself.
+ */
+static void
+mcast_rx_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *m,
+	    const struct droce_pkt *p, bool handed)
+{
+	const struct droce_mcast_tab *t =
+		atomic_load_explicit(&droce_mcast_tab[port->index], memory_order_acquire);
+	uint32_t mine[DROCE_MCAST_MAX_QP_ATTACH];
+	unsigned int nmine = 0, i = 0;
+	uint64_t others = 0;
+
+	if (t != NULL) {
+		while (i < t->n && memcmp(t->e[i].gid, p->dst_gid, 16) != 0)
+			i++;
+		for (; i < t->n && memcmp(t->e[i].gid, p->dst_gid, 16) == 0; i++) {
+			if (t->e[i].engine == eng->id && nmine < DROCE_MCAST_MAX_QP_ATTACH)
+				mine[nmine++] = t->e[i].qpn;
+			else if (!handed && t->e[i].engine < droce_engines.n)
+				others |= 1ull << t->e[i].engine;
+		}
+	}
+	if (nmine == 0 && others == 0) {
+		eng->stats.mcast_no_group++; /* nobody on the port joined it (or left) */
+		rte_pktmbuf_free(m);
+		return;
+	}
+	if (others != 0 && likely(pkt_meta_off >= 0))
+		droce_pkt_pack(p, RTE_MBUF_DYNFIELD(m, pkt_meta_off, struct droce_pkt_meta *));
+	while (others != 0) {
+		unsigned int to = (unsigned int)__builtin_ctzll(others);
+		struct rte_mbuf *c;
+
+		others &= others - 1;
+		c = others == 0 && nmine == 0 ? m : rte_pktmbuf_copy(m, port->mp, 0, UINT32_MAX);
+		if (c == NULL) {
+			eng->stats.alloc_fail++;
+			continue;
+		}
+		hand_over_lc(eng, to, (uint16_t)(port->index | DROCE_XFER_MCAST), c);
+	}
+	for (unsigned int k = 0; k < nmine; k++) {
+		struct rte_mbuf *c = k + 1 == nmine ? m : rte_pktmbuf_copy(m, port->mp, 0, UINT32_MAX);
+		struct droce_pkt pc;
+		const uint8_t *f;
+
+		if (c == NULL) {
+			eng->stats.alloc_fail++;
+			continue;
+		}
+		/* the copy's own bytes: the payload pointer moves with them */
+		f = rte_pktmbuf_mtod(c, const uint8_t *);
+		pc = *p;
+		pc.payload = f + pc.payload_off;
+		eng->stats.mcast_rx++;
+		deliver_qp_lc(eng, port, droce_engine_qp_lookup_lc(eng, mine[k]), c, f, &pc);
+	}
+}
+
+static __rte_always_inline void
+deliver_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *m,
+	   const uint8_t *frame, const struct droce_pkt *p)
+{
+	uint32_t qpn = droce_bth_qpn(droce_pkt_bth(p, frame));
+	unsigned int owner = qpn == DROCE_DP_GSI_QPN ? 0 : droce_qpn_engine(qpn);
+	struct droce_qp *qp;
+
+	if (unlikely(qpn == DROCE_MCAST_QPN)) {
+		if (m->nb_segs != 1) {
+			/* a chained group datagram (UD never sends one): flat, parsed again */
+			struct droce_pkt p2;
+
+			if (rte_pktmbuf_linearize(m) != 0 ||
+			    droce_parse_frame_c(rte_pktmbuf_mtod(m, const uint8_t *),
+						rte_pktmbuf_data_len(m), &p2,
+						&eng->icrc_rx) != DROCE_DROP_NONE) {
+				eng->stats.drops[DROCE_DROP_RUNT]++;
+				rte_pktmbuf_free(m);
+				return;
+			}
+			mcast_rx_lc(eng, port, m, &p2, false);
+			return;
+		}
+		mcast_rx_lc(eng, port, m, p, false);
+		return;
+	}
+	if (owner != eng->id && owner < droce_engines.n) {
+		/* another engine's QP: the frame goes over with what the parse found */
+		if (likely(pkt_meta_off >= 0))
+			droce_pkt_pack(p, RTE_MBUF_DYNFIELD(m, pkt_meta_off, struct droce_pkt_meta *));
+		hand_over_lc(eng, owner, (uint16_t)port->index, m);
+		return;
+	}
+	if (qpn == DROCE_DP_GSI_QPN) {
+		qp = eng->gsi[port->index];
+		if (qp != NULL && !p->ipv6) {
+			/* the MAD's sender: its replies then need no ARP */
+			const struct rte_ether_hdr *eth = (const struct rte_ether_hdr *)frame;
+			rte_be32_t sip;
+
+			memcpy(&sip, p->src_gid + 12, 4);
+			droce_port_arp_learn(port, sip, &eth->src_addr);
+		}
+	} else {
+		qp = droce_engine_qp_lookup_lc(eng, qpn);
+	}
+	deliver_qp_lc(eng, port, qp, m, frame, p);
 }
 
 /* A frame off the wire (or injected as received): parse and check it, then deliver it. */
@@ -236,6 +328,19 @@ xfer_one_lc(struct droce_engine *eng, struct rte_mbuf *m)
 
 	if (unlikely(tag & DROCE_XFER_RAW)) {
 		droce_engine_raw_deliver_lc(eng, eng->ports[tag & ~DROCE_XFER_RAW], m->hash.usr, m);
+	} else if (unlikely(tag & DROCE_XFER_MCAST)) {
+		/* a group datagram: this engine's members of the group */
+		const uint8_t *frame = rte_pktmbuf_mtod(m, const uint8_t *);
+
+		if (likely(pkt_meta_off >= 0))
+			droce_pkt_unpack(frame, RTE_MBUF_DYNFIELD(m, pkt_meta_off, struct droce_pkt_meta *),
+					 &p);
+		else if (droce_parse_frame_c(frame, rte_pktmbuf_data_len(m), &p, &eng->icrc_rx) !=
+			 DROCE_DROP_NONE) {
+			rte_pktmbuf_free(m);
+			return;
+		}
+		mcast_rx_lc(eng, eng->ports[tag & ~DROCE_XFER_MCAST], m, &p, true);
 	} else if (likely(pkt_meta_off >= 0 && m->nb_segs == 1)) {
 		/* (a zero-copy chain is parsed again: its payload is not in the frame) */
 		const uint8_t *frame = rte_pktmbuf_mtod(m, const uint8_t *);
@@ -430,6 +535,50 @@ work_phase_lc(struct droce_engine *eng)
 	droce_engine_sched_end_lc(eng);
 }
 
+void
+droce_engine_mcast_loop_lc(struct droce_engine *eng, const struct droce_qp *qp,
+			   const struct rte_mbuf *m, const uint8_t gid[16])
+{
+	const struct droce_mcast_tab *t =
+		atomic_load_explicit(&droce_mcast_tab[qp->port_index], memory_order_acquire);
+	struct rte_mbuf *c;
+	unsigned int i = 0;
+
+	if (t == NULL)
+		return;
+	while (i < t->n && memcmp(t->e[i].gid, gid, 16) != 0)
+		i++;
+	if (i == t->n)
+		return; /* no QP of the port in the group: nothing to loop */
+	if (eng->nmloop == DROCE_BURST) {
+		eng->stats.tx_drops++; /* more than a burst of group sends in one pass */
+		return;
+	}
+	c = rte_pktmbuf_copy(m, qp->port->mp, 0, UINT32_MAX);
+	if (c == NULL) {
+		eng->stats.alloc_fail++;
+		return;
+	}
+	c->port = (uint16_t)qp->port_index;
+	eng->mloop[eng->nmloop++] = c;
+}
+
+/* The group datagrams this pass sent, received on their port: parsed and
+ * checked as any frame, then to the group's members on every engine. */
+static void
+mloop_run_lc(struct droce_engine *eng)
+{
+	for (unsigned int i = 0; i < eng->nmloop; i++) {
+		struct rte_mbuf *m = eng->mloop[i];
+
+		eng->stats.mcast_loop++;
+		dispatch_lc(eng, eng->ports[m->port], m);
+	}
+	eng->nmloop = 0;
+	if (eng->xfer_pending != 0)
+		xfer_flush_all_lc(eng);
+}
+
 /* One pass; false when the engine is idle (nothing received or drained, no QP
  * with work or a timer, nothing waiting to be sent). */
 bool
@@ -444,6 +593,8 @@ droce_engine_pass_lc(struct droce_engine *eng)
 	got = droce_engine_drain_lc(eng);
 	got += rx_phase_lc(eng);
 	work_phase_lc(eng);
+	if (unlikely(eng->nmloop != 0))
+		mloop_run_lc(eng);
 	flush_lc(eng);
 	if (unlikely(eng->nrxfree != 0))
 		droce_engine_rx_free_flush_lc(eng); /* frames injected as received */

@@ -363,8 +363,23 @@ int
 droce_qp_destroy(struct droce_qp *qp)
 {
 	struct droce_msg msg = { .type = DROCE_MSG_DETACH, .qp = qp };
-	int rc = droce_engine_send_msg(qp->eng, &msg);
+	int rc;
 
+	droce_mcast_detach_qp(qp); /* no engine delivers a group's datagram to it after this */
+	if (qp->type == DROCE_QPT_UD) {
+		/* datagrams posted before the destroy go out, as a NIC that had
+		 * their doorbell sends them (mckey's sender destroys its QP right
+		 * after posting): bounded, 100 ms; a QP not sending keeps them */
+		uint64_t end = rte_get_tsc_cycles() + rte_get_tsc_hz() / 10;
+
+		while (atomic_load_explicit(&qp->sq_retired, memory_order_acquire) !=
+			       qp->sq_posted &&
+		       rte_get_tsc_cycles() < end) {
+			droce_engines_progress();
+			rte_pause();
+		}
+	}
+	rc = droce_engine_send_msg(qp->eng, &msg);
 	if (rc != 0)
 		return rc;
 	while (!atomic_load_explicit(&qp->detached, memory_order_acquire)) {

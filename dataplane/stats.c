@@ -46,6 +46,9 @@ static const struct {
 	ES(zc_tx, "tx_zero_copy"),
 	ES(qp_turns, "qp_turns"),
 	ES(injected, "injected"),
+	ES(mcast_rx, "mcast_rx"),
+	ES(mcast_no_group, "drop_mcast_no_group"),
+	ES(mcast_loop, "mcast_loop"),
 };
 #undef ES
 

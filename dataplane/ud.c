@@ -60,6 +60,29 @@ fail_head(struct droce_qp *qp, enum droce_err err)
 	droce_qp_fail_send_lc(qp, err);
 }
 
+/* A datagram to QPN 0xFFFFFF: as droce_xport_send_data_lc (UD copies, never
+ * zero-copy), and when the AH's GID is a group the port also receives it
+ * (rxe and ConnectX loop multicast back to the sending port's QPs). */
+static enum droce_xport_tx
+send_group_lc(struct droce_qp *qp, const struct droce_wqe *w, struct droce_pkt_fields *f)
+{
+	uint8_t *payload;
+	struct rte_mbuf *m = droce_xport_pkt_alloc_lc(qp, f, w->length, &payload);
+
+	if (m == NULL)
+		return DROCE_XPORT_TX_NOMBUF;
+	if (!droce_xport_payload_lc(qp, w, NULL, 0, payload, w->length)) {
+		rte_pktmbuf_free(m);
+		return DROCE_XPORT_TX_PROT;
+	}
+	droce_xport_pkt_seal_lc(qp, m, w->length);
+	if (droce_gid_is_mcast(w->ah->path.dst_gid))
+		droce_engine_mcast_loop_lc(qp->eng, qp, m, w->ah->path.dst_gid);
+	qp->stats.tx_pkts++;
+	droce_engine_tx_lc(qp->eng, qp->port_index, m);
+	return DROCE_XPORT_TX_SENT;
+}
+
 /* Sends WQE @idx (the oldest); false when it has to wait (no mbuf). */
 static bool
 send_one(struct droce_qp *qp, uint32_t idx)
@@ -93,7 +116,8 @@ send_one(struct droce_qp *qp, uint32_t idx)
 	f.imm = w->imm;
 	f.deth.qkey = (w->remote_qkey & QKEY_USE_QP) ? qp->attr.qkey : w->remote_qkey;
 	f.deth.src_qp = qp->qpn;
-	switch (droce_xport_send_data_lc(qp, w, &f, 0, w->length, NULL)) {
+	switch (unlikely(f.dqpn == DROCE_MCAST_QPN) ? send_group_lc(qp, w, &f)
+						   : droce_xport_send_data_lc(qp, w, &f, 0, w->length, NULL)) {
 	case DROCE_XPORT_TX_NOMBUF:
 		return false;
 	case DROCE_XPORT_TX_PROT:

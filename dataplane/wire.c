@@ -46,6 +46,28 @@ droce_gid_from_ipv4(uint8_t gid[16], rte_be32_t addr)
 	gid_from_ipv4(gid, addr);
 }
 
+bool
+droce_gid_is_mcast(const uint8_t gid[16])
+{
+	if (droce_gid_is_v4mapped(gid))
+		return (gid[12] & 0xf0) == 0xe0;
+	return gid[0] == 0xff;
+}
+
+void
+droce_gid_mcast_mac(const uint8_t gid[16], struct rte_ether_addr *mac)
+{
+	uint8_t *a = mac->addr_bytes;
+
+	if (droce_gid_is_v4mapped(gid)) {
+		a[0] = 0x01, a[1] = 0x00, a[2] = 0x5e;
+		a[3] = gid[13] & 0x7f, a[4] = gid[14], a[5] = gid[15];
+	} else {
+		a[0] = 0x33, a[1] = 0x33;
+		memcpy(a + 2, gid + 12, 4);
+	}
+}
+
 /* ---- Builder ---- */
 
 void

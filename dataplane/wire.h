@@ -363,6 +363,17 @@ struct droce_path {
 bool droce_gid_is_v4mapped(const uint8_t gid[16]);
 void droce_gid_from_ipv4(uint8_t gid[16], rte_be32_t addr);
 
+/* UD multicast (IBTA 10.5.2.3 over RoCEv2, as Linux rxe and ConnectX): the
+ * destination QPN of a multicast datagram. */
+#define DROCE_MCAST_QPN 0xffffffu
+/* True when @gid is a multicast group: an IPv4-mapped class D address
+ * (::ffff:224.0.0.0/100) or IPv6 multicast (ff00::/8). */
+bool droce_gid_is_mcast(const uint8_t gid[16]);
+/* The Ethernet address of multicast group @gid: 01:00:5e + the low 23 bits
+ * of an IPv4 group (RFC 1112), 33:33 + the low 32 bits of an IPv6 one
+ * (RFC 2464). */
+void droce_gid_mcast_mac(const uint8_t gid[16], struct rte_ether_addr *mac);
+
 #define DROCE_TMPL_MAX (RTE_ETHER_HDR_LEN + 4 + 40 + 8)
 /* What droce_tmpl_build() copies per frame: 64 bytes when Ethernet (+VLAN),
  * IP, UDP and BTH fit (IPv4), else 96; zeros after the UDP header. */

@@ -190,10 +190,10 @@ droce_xport_pkt_alloc_lc(struct droce_qp *qp, struct droce_pkt_fields *f, uint32
 	return m;
 }
 
-/* Pads, adds the ICRC (from the template's: only the per-packet header bytes
- * are read) and queues the frame. */
+/* Pads and adds the ICRC (from the template's: only the per-packet header
+ * bytes are read): the frame is complete. */
 static inline void
-droce_xport_pkt_send_lc(struct droce_qp *qp, struct rte_mbuf *m, uint32_t plen)
+droce_xport_pkt_seal_lc(struct droce_qp *qp, struct rte_mbuf *m, uint32_t plen)
 {
 	uint8_t *buf = rte_pktmbuf_mtod(m, uint8_t *);
 	uint32_t total = rte_pktmbuf_data_len(m);
@@ -206,6 +206,13 @@ droce_xport_pkt_send_lc(struct droce_qp *qp, struct rte_mbuf *m, uint32_t plen)
 	droce_icrc_store(buf + total - DROCE_ICRC_LEN,
 			 droce_icrc_tmpl(qp->tmpl.icrc_k, l3, (size_t)(buf + total - DROCE_ICRC_LEN - l3),
 					 qp->tmpl.ipv6));
+}
+
+/* Seals the frame (droce_xport_pkt_seal_lc) and queues it. */
+static inline void
+droce_xport_pkt_send_lc(struct droce_qp *qp, struct rte_mbuf *m, uint32_t plen)
+{
+	droce_xport_pkt_seal_lc(qp, m, plen);
 	qp->stats.tx_pkts++;
 	droce_engine_tx_lc(qp->eng, qp->port_index, m);
 }

@@ -143,6 +143,12 @@ droce_port_handle_frame(struct droce_port *p, uint16_t queue, struct rte_mbuf *m
 		et = rte_be_to_cpu_16(vh->eth_proto);
 		off += sizeof(*vh);
 	}
+	if ((et == RTE_ETHER_TYPE_IPV4 || et == RTE_ETHER_TYPE_IPV6) &&
+	    droce_port_mc_query(p, queue, rte_pktmbuf_mtod_offset(m, const uint8_t *, off),
+				rte_pktmbuf_data_len(m) - off, et == RTE_ETHER_TYPE_IPV4)) {
+		rte_pktmbuf_free(m); /* an IGMP / MLD query, answered */
+		return true;
+	}
 	if (et != RTE_ETHER_TYPE_ARP)
 		return false;
 

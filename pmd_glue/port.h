@@ -53,6 +53,7 @@ struct droce_port_stats {
 	 * frames put on this port's receive queues that way (received, and
 	 * counted in rx_pkts, unless the impaired link drops them first). */
 	uint64_t loop_tx, loop_rx;
+	uint64_t mc_queries_rx, mc_answers_tx; /* IGMP / MLD queries, reports sent in answer (mcast.c) */
 	struct droce_impair_stats impair_rx, impair_tx;
 };
 
@@ -122,6 +123,27 @@ bool droce_port_link_up(struct droce_port *p);
  * @queue); false when the caller still owns it.
  */
 bool droce_port_handle_frame(struct droce_port *p, uint16_t queue, struct rte_mbuf *m);
+
+/*
+ * Multicast groups of the port (mcast.c), counted per QP attachment: join
+ * (ENOMEM past DROCE_PORT_MC_MAX_GROUPS) sets *@first for a new group, leave
+ * (ENOENT if not joined) sets *@last when its last count went; both keep the
+ * PMD's multicast filter in step.  Any thread, slow path.
+ */
+#define DROCE_PORT_MC_MAX_GROUPS 1024
+int droce_port_mc_join(struct droce_port *p, const uint8_t gid[16], bool *first);
+int droce_port_mc_leave(struct droce_port *p, const uint8_t gid[16], bool *last);
+/* Copies up to @cap of the port's groups into @gids: how many. */
+unsigned int droce_port_mc_groups(struct droce_port *p, uint8_t (*gids)[16], unsigned int cap);
+/* Builds the membership report (@join) or leave of group @gid into @buf:
+ * IGMPv2 for an IPv4-mapped group, MLDv2 for IPv6; the frame's length, or 0
+ * when @cap is too small. */
+size_t droce_port_mc_report(const struct droce_port *p, const uint8_t gid[16], bool join,
+			    uint8_t *buf, size_t cap);
+/* An engine's: true (counted) when the IP packet at @l3 (@len bytes) is an
+ * IGMP or MLD query, answered on @queue with a report per group. */
+bool droce_port_mc_query(struct droce_port *p, uint16_t queue, const uint8_t *l3, size_t len,
+			 bool v4);
 
 /* Broadcasts an ARP request for @ip (network order) on @queue. */
 int droce_port_arp_request(struct droce_port *p, uint16_t queue, rte_be32_t ip);

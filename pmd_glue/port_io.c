@@ -254,6 +254,8 @@ droce_port_stats_get(const struct droce_port *p, struct droce_port_stats *out)
 		out->capture_drops += s->capture_drops;
 		out->loop_tx += s->loop_tx;
 		out->loop_rx += s->loop_rx;
+		out->mc_queries_rx += s->mc_queries_rx;
+		out->mc_answers_tx += s->mc_answers_tx;
 		impair_stats_add(&out->impair_rx, &s->impair_rx);
 		impair_stats_add(&out->impair_tx, &s->impair_tx);
 	}

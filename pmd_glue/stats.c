@@ -49,6 +49,8 @@ static const struct {
 	PS(capture_drops, "capture_drops"),
 	PS(loop_tx, "loop_tx"),
 	PS(loop_rx, "loop_rx"),
+	PS(mc_queries_rx, "mcast_queries_rx"),
+	PS(mc_answers_tx, "mcast_answers_tx"),
 	PS(impair_rx.dropped, "impair_rx_dropped"),
 	PS(impair_rx.duplicated, "impair_rx_duplicated"),
 	PS(impair_rx.reordered, "impair_rx_reordered"),

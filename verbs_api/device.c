@@ -386,6 +386,10 @@ ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 	a->max_res_rd_atom = DROCE_DP_MAX_RD_ATOMIC * a->max_qp;
 	a->atomic_cap = IBV_ATOMIC_HCA;
 	a->max_pkeys = 1;
+	/* UD multicast (dataplane/mcast.c): groups of the port, QPs per group */
+	a->max_mcast_grp = DROCE_MCAST_MAX_GROUPS;
+	a->max_mcast_qp_attach = DROCE_MCAST_MAX_QP_ATTACH;
+	a->max_total_mcast_qp_attach = DROCE_MCAST_MAX_GROUPS * DROCE_MCAST_MAX_QP_ATTACH;
 	a->local_ca_ack_delay = 15;
 	a->phys_port_cnt = 1;
 	return 0;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * libibverbs functions outside the verbs objects that rdma-core's tools
  * import: ibv_read_sysfs_file (ibv_devinfo reads board_id with it) and
- * multicast attach/detach (perftest's ib_send_* import them for -M).
+ * UD multicast attach/detach (mckey, perftest's ib_send_* -M).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+
+#include "internal.h"
 
 /* The ibdev_path droce gives its devices (device.c): "/droce/droceN". */
 #define DROCE_IBDEV_DIR "/droce/"
@@ -74,18 +76,35 @@ ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size)
 	return (int)len;
 }
 
-/* droce has no multicast groups (UD multicast is not implemented): the
- * answer of a provider without them. */
+/*
+ * UD multicast (dataplane/mcast.c), with the kernel's answers (ib_attach_mcast
+ * and uverbs): EINVAL for a QP that is not UD or a GID that is not a group;
+ * attaching twice changes nothing and succeeds; detaching what is not
+ * attached is EINVAL.  The LID is not used on RoCE (any value goes, as on
+ * an Ethernet port of the kernel).
+ */
 int
 ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
-	return qp == NULL || gid == NULL ? EINVAL : EOPNOTSUPP;
+	struct droce_vqp *q = (struct droce_vqp *)qp;
+
+	(void)lid;
+	if (q == NULL || gid == NULL || q->type != DROCE_QPT_UD || q->dqp == NULL)
+		return EINVAL;
+	return droce_mcast_attach(q->dqp, gid->raw);
 }
 
 int
 ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
-	return qp == NULL || gid == NULL ? EINVAL : EOPNOTSUPP;
+	struct droce_vqp *q = (struct droce_vqp *)qp;
+	int rc;
+
+	(void)lid;
+	if (q == NULL || gid == NULL || q->type != DROCE_QPT_UD || q->dqp == NULL)
+		return EINVAL;
+	rc = droce_mcast_detach(q->dqp, gid->raw);
+	return rc == ENOENT ? EINVAL : rc;
 }
 
 /* Importing a context, PD or MR from another process shares a kernel

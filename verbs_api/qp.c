@@ -252,7 +252,7 @@ droce_verbs_resolve_path(unsigned int port, const struct ibv_ah_attr *ah, uint32
 {
 	struct droce_port *p = droce_port_get(port);
 	const uint8_t *sgid, *dgid = ah->grh.dgid.raw;
-	bool found = false;
+	bool found = false, mcast;
 
 	if (p == NULL)
 		return ENODEV;
@@ -261,7 +261,9 @@ droce_verbs_resolve_path(unsigned int port, const struct ibv_ah_attr *ah, uint32
 	    ah->grh.flow_label > 0xfffff)
 		return EINVAL;
 	sgid = droce_port_gid(p, ah->grh.sgid_index);
-	if (sgid == NULL || gid_is_zero(dgid) || dgid[0] == 0xff ||
+	mcast = droce_gid_is_mcast(dgid);
+	/* a group (ff00::/8, ::ffff:224.0.0.0/100) only for an AH: UD multicast */
+	if (sgid == NULL || gid_is_zero(dgid) || (mcast && lqpn != 0) ||
 	    droce_gid_is_v4mapped(sgid) != droce_gid_is_v4mapped(dgid))
 		return EINVAL;
 
@@ -278,6 +280,11 @@ droce_verbs_resolve_path(unsigned int port, const struct ibv_ah_attr *ah, uint32
 	out->flow_label = ah->grh.flow_label;
 	out->udp_sport = droce_verbs_udp_sport(lqpn, rqpn, ah->grh.flow_label);
 
+	if (mcast) {
+		/* the group's Ethernet address: no neighbour to resolve */
+		droce_gid_mcast_mac(dgid, &out->dst_mac);
+		return 0;
+	}
 	/*
 	 * A GID of this process: the port's own (loopback on one port: frames
 	 * turned around inside droce, pmd_glue/port.h), its ring pair's peer

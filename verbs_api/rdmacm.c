@@ -62,6 +62,7 @@ rcm_id_alloc(struct rdma_event_channel *channel, void *context, enum rdma_port_s
 	p->afonly = 0;
 	p->qkey = RDMA_UDP_QKEY;
 	p->id.route.addr.addr.ibaddr.pkey = htons(0xffff);
+	TAILQ_INIT(&p->mcs);
 	pthread_mutex_init(&p->mut, NULL);
 	pthread_cond_init(&p->cond, NULL);
 	return p;
@@ -70,6 +71,7 @@ rcm_id_alloc(struct rdma_event_channel *channel, void *context, enum rdma_port_s
 void
 rcm_id_free(struct droce_rcm_id *p)
 {
+	rcm_mc_free_all(p);
 	if (p->sync)
 		rdma_destroy_event_channel(p->id.channel);
 	free(p->id.route.path_rec);
@@ -356,7 +358,7 @@ rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct socka
 	} else if (droce_rcm_dev_get((unsigned int)port, &p->id.verbs, &p->id.pd) != 0) {
 		status = -ENODEV;
 	} else if (memcmp(dgid, (const uint8_t[12]){ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff },
-			  12) == 0) {
+			  12) == 0 && !droce_gid_is_mcast(dgid)) {
 		/* the peer's MAC, by ARP on the port (the kernel's neighbour
 		 * resolution before ADDR_RESOLVED) */
 		rte_be32_t ip;
@@ -368,6 +370,17 @@ rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct socka
 			status = rc == ETIMEDOUT ? -ETIMEDOUT : -EHOSTUNREACH;
 	}
 	/* IPv6: no neighbour discovery yet; the MAC is resolved at connect */
+	if (status == 0 && droce_gid_is_mcast(dgid)) {
+		/* a group needs no neighbour, but its datagrams need the link:
+		 * wait for it as ARP would have (a memif peer connecting) */
+		struct droce_port *dp = droce_port_get((unsigned int)port);
+		unsigned int waited = 0, limit = timeout_ms > 0 ? (unsigned int)timeout_ms : 2000;
+
+		while (dp != NULL && !droce_port_link_up(dp) && waited < limit) {
+			usleep(1000);
+			waited++;
+		}
+	}
 
 	pthread_mutex_lock(&droce_rcm_lock);
 	if (status == 0) {

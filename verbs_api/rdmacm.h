@@ -77,6 +77,7 @@ enum droce_rcm_ev_kind {
 	DROCE_RCM_EVK_PLAIN,
 	DROCE_RCM_EVK_CONN_RESP,  /* a REP: QP to RTR/RTS + RTU, or CONNECT_RESPONSE */
 	DROCE_RCM_EVK_REJECTED,   /* QP to ERR */
+	DROCE_RCM_EVK_MC_JOIN,    /* MULTICAST_JOIN: the id's QP attached to the group */
 };
 
 struct droce_rcm_event {
@@ -94,6 +95,16 @@ struct droce_rcm_bind {
 	TAILQ_HEAD(, droce_rcm_id) ids;
 	struct droce_cm_listener *listener;
 	TAILQ_ENTRY(droce_rcm_bind) link;
+};
+
+/* A multicast group an id joined (rdmacm_mcast.c), under droce_rcm_lock. */
+struct droce_rcm_mc {
+	struct sockaddr_storage addr;
+	uint8_t mgid[16];
+	void *context;
+	uint32_t join_flags;            /* RDMA_MC_JOIN_FLAG_* */
+	bool attached;                  /* the id's QP, by the JOIN event */
+	TAILQ_ENTRY(droce_rcm_mc) link;
 };
 
 struct droce_rcm_id {
@@ -136,6 +147,7 @@ struct droce_rcm_id {
 	struct ibv_ece local_ece, remote_ece;
 
 	struct ibv_qp_init_attr *qp_init_attr; /* rdma_create_ep listener */
+	TAILQ_HEAD(, droce_rcm_mc) mcs;  /* groups joined (rdmacm_mcast.c) */
 	struct ibv_sa_path_rec path;
 };
 
@@ -205,6 +217,10 @@ RCM_HIDDEN void rcm_id_free(struct droce_rcm_id *p);
 /* rdmacm_conn.c, rdmacm_handlers.c */
 RCM_HIDDEN bool rcm_hdr_get(const uint8_t *h, size_t len, struct sockaddr_storage *src, struct sockaddr_storage *dst, uint16_t dst_port);
 RCM_HIDDEN void rcm_conn_handler(const struct droce_cm_event *ev);
+
+/* rdmacm_mcast.c */
+RCM_HIDDEN void rcm_mc_process_join(struct droce_rcm_event *e);
+RCM_HIDDEN void rcm_mc_free_all(struct droce_rcm_id *p);
 
 /* rdmacm_events.c */
 RCM_HIDDEN void rcm_chan_push(struct droce_rcm_chan *c, struct droce_rcm_event *e);

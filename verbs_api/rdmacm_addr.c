@@ -279,6 +279,19 @@ droce_rcm_route(const uint8_t dgid[16], int bound_port)
 
 	if (bound_port >= 0)
 		return bound_port < (int)n ? bound_port : -1;
+	if (droce_gid_is_mcast(dgid)) {
+		/* a group: the first port with an address of its family (the
+		 * kernel's route to a group is the default interface) */
+		for (unsigned int i = 0; i < n; i++) {
+			struct droce_port *p = droce_port_get(i);
+
+			for (unsigned int g = 0; p != NULL && g < droce_port_gid_count(p); g++)
+				if (droce_gid_is_v4mapped(droce_port_gid(p, g)) ==
+				    droce_gid_is_v4mapped(dgid))
+					return (int)i;
+		}
+		return -1;
+	}
 	for (unsigned int i = 0; i < n; i++) {
 		struct droce_port *p = droce_port_get(i);
 

@@ -328,6 +328,9 @@ rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **eve
 	case DROCE_RCM_EVK_REJECTED:
 		rcm_modify_qp_err(e->owner);
 		break;
+	case DROCE_RCM_EVK_MC_JOIN:
+		rcm_mc_process_join(e);
+		break;
 	default:
 		break;
 	}

@@ -56,21 +56,28 @@ RDMACM_PORT = {"rdma_server": 7471, "rdma_client": 7471, "udaddy": 7174}
 # drop-in cells: the same Debian binary on both sides, droce's side through
 # droce-run (build/compat's libibverbs.so.1 / librdmacm.so.1), both roles
 DROPIN = ("rping", "ibv_rc_pingpong", "ib_write_bw")
+# optional drop-in cells (--tests only): mckey, UD multicast through
+# rdma_cm (the server side receives, the client side sends with -s)
+DROPIN_OPT = ("mckey",)
+DROPIN_ALL = DROPIN + DROPIN_OPT
 DROPIN_PINGS = 10
+MCKEY_GROUP, MCKEY_COUNT = "239.1.2.3", 10
 
 def variants(tests, lat_sizes, bw_size):
     out = []
     for t in tests:
-        if t not in PERFTEST and t not in RDMACM and t not in OPTCELLS and t not in DROPIN \
+        if t not in PERFTEST and t not in RDMACM and t not in OPTCELLS and t not in DROPIN_ALL \
                 and not ("+" in t and split_cell(t)[0] in PERFTEST and t.split("+")[1] in VARIANTS):
             raise SystemExit("rxe: unknown test %r (perftest: %s; with options: %s; "
                              "rdma_cm: %s; drop-in: %s)" % (t, ",".join(PERFTEST),
                                                             ",".join(OPTCELLS), ",".join(RDMACM),
-                                                            ",".join(DROPIN)))
+                                                            ",".join(DROPIN_ALL)))
         if t == "rping":
             out.append((t, 64))          # rping's default ping size
         elif t == "ibv_rc_pingpong":
             out.append((t, 4096))        # its default message size
+        elif t == "mckey":
+            out.append((t, 100))         # its default message size
         elif t == "ib_write_bw":
             out.append((t, bw_size))
         elif t in RDMACM:
@@ -338,6 +345,16 @@ def run_dropin(a, test, size, role, env, gidx):
         cli = ["rping", "-c", "-a", addr, "-V", "-v", "-C", str(DROPIN_PINGS)]
         gargs, hargs = (srv, cli) if server_is_guest else (cli, srv)
         port, kind = 7174, "cm"
+    elif test == "mckey":
+        # the receiver (server) joins first; the guest needs a route to the
+        # groups for rxe to send to one (its cma resolves the group's route)
+        recv_ip, send_ip = (a.guest_ip, a.droce_ip) if server_is_guest else (a.droce_ip, a.guest_ip)
+        rcv = ["mckey", "-m", MCKEY_GROUP, "-C", str(MCKEY_COUNT), "-b", recv_ip]
+        snd = ["mckey", "-m", MCKEY_GROUP, "-C", str(MCKEY_COUNT), "-b", send_ip, "-s"]
+        gm, hargs = (rcv, snd) if server_is_guest else (snd, rcv)
+        gargs = ["sh", "-c", "ip route replace 224.0.0.0/4 dev $(ip -o -4 addr show | "
+                 "awk '/%s\\//{print $2; exit}') && exec %s" % (a.guest_ip, " ".join(gm))]
+        port, kind = 0, "mc"
     elif test == "ibv_rc_pingpong":
         common = ["-n", "100", "-s", str(size), "-c"]
         gargs = ["ibv_rc_pingpong", "-d", "rxe0", "-g", gidx] + common
@@ -360,11 +377,14 @@ def run_dropin(a, test, size, role, env, gidx):
     if server_is_guest:
         gres, drc, dout, why = guest_serves(
             a, gcmd, hcmd, hname, env,
-            lambda: guest_wait_listen(a, port, 20) if kind == "cm" else guest_wait_tcp(a, port, 20))
+            lambda: guest_wait_listen(a, port, 20) if kind == "cm" else
+            (time.sleep(5) or True) if kind == "mc" else guest_wait_tcp(a, port, 20))
     else:
         def ready(p, lines):
             if kind == "tcp":
                 return until(p, lambda: listening(port), 30)
+            if kind == "mc":
+                return until(p, lambda: any("joined dgid" in l for l in lines), 30)
             # rping prints nothing when it listens: give droce's start a moment
             time.sleep(3)
             return p.poll() is None
@@ -388,6 +408,9 @@ def run_dropin(a, test, size, role, env, gidx):
                 why = "rping -V: data mismatch"
             elif n != DROPIN_PINGS:
                 why = "the client verified %d pings, not %d" % (n, DROPIN_PINGS)
+        elif test == "mckey":
+            if "data transfers complete" not in gout or "data transfers complete" not in dout:
+                why = "no 'data transfers complete' on both sides"
         elif test == "ibv_rc_pingpong":
             if not re.search(r"^100 iters in", gout, re.M) or \
                not re.search(r"^100 iters in", dout, re.M):
@@ -484,9 +507,9 @@ def main():
                         "[port0]\nkind = af_packet\niface = %s\nipv4 = %s\n" % (a.iface, a.droce_ip))
                 if a.capture:
                     f.write("capture = %s\n" % os.path.join(a.logdir, tag + ".pcapng"))
-            if test in RDMACM or test in DROPIN:
+            if test in RDMACM or test in DROPIN_ALL:
                 env = dict(os.environ, DROCE_CONFIG=cfg)
-                if test in DROPIN:
+                if test in DROPIN_ALL:
                     gcmd, grc, gout, hcmd, drc, dout, why = run_dropin(a, test, size, role, env,
                                                                        gidx)
                 else:
@@ -561,7 +584,7 @@ def main():
     print("-" * len(hdr))
     ok = True
     for test, size in cells:
-        if test in DROPIN:
+        if test in DROPIN_ALL:
             name = "droce-run %s" % test + (" -s %d" % size if test == "ib_write_bw" else "")
         elif test in RDMACM:
             name = "rdma_cm %s" % test + (" -S 100" if test == "udaddy" else "")

@@ -406,6 +406,20 @@ ucmatose)
 	grep_in server "return status 0" "server status"
 	grep_in client "return status 0" "client status"
 	;;
+mckey | mckey_sendonly)
+	# UD multicast: the receiver joins first, the sender joins (full member:
+	# its own datagrams loop back to it too; -o: send-only, no loop) and
+	# sends; both count the datagrams they received
+	need mckey
+	cargs=(-s)
+	[ "$case_" = mckey_sendonly ] && cargs+=(-o)
+	pair_cm 60 mckey -m 239.1.2.3 -b 198.18.0.1 -C 20 -- \
+		mckey -m 239.1.2.3 -b 198.18.0.2 -C 20 "${cargs[@]}"
+	grep_in server "joined dgid" "server did not join"
+	grep_in client "joined dgid" "client did not join"
+	grep_in server "data transfers complete" "server did not receive the datagrams"
+	grep_in client "data transfers complete" "client did not end its transfers"
+	;;
 qperf_rc_bw | qperf_rc_lat | qperf_rc_rdma_write_bw | qperf_rc_rdma_read_lat)
 	qperf_case "${case_#qperf_}"
 	;;

@@ -4,8 +4,8 @@
  * event channels (poll, epoll, O_NONBLOCK), ids, binding (ephemeral ports,
  * EADDRINUSE, EADDRNOTAVAIL), address and route resolution (ARP, shared
  * device contexts, path records), rdma_get_devices, QPs that rdma_create_qp
- * moves to INIT (RC) or RTS (UD), rdma_init_qp_attr, options, and the
- * errnos of bad input.  Each Criterion test is its own process with its own
+ * moves to INIT (RC) or RTS (UD), rdma_init_qp_attr, options, multicast
+ * joins and leaves, and the errnos of bad input.  Each Criterion test is its own process with its own
  * EAL.
  */
 #include <arpa/inet.h>
@@ -22,6 +22,7 @@
 #include <criterion/criterion.h>
 
 #include "common.h"
+#include "dataplane/dp.h"
 
 TestSuite(rdmacm_api, .fini = rcm_fini, .timeout = 30);
 
@@ -643,4 +644,140 @@ Test(rdmacm_api, srq_on_an_id_feeds_its_qp)
 	cr_assert_eq(id->qp->srq, id->srq, "rdma_create_qp takes the id's SRQ");
 	/* rdma_destroy_ep frees QP, SRQ and id */
 	rdma_destroy_ep(id);
+}
+
+/* A UDP id bound to @ip (synchronous), with a UD QP (RTS, RDMA_UDP_QKEY) and
+ * 8 receives of 256 + 40 bytes posted from @buf. */
+static struct rdma_cm_id *
+mc_id(const char *ip, struct ibv_mr **mr, uint8_t *buf)
+{
+	struct sockaddr_in a = rcm_sin(ip, 0);
+	struct rdma_cm_id *id;
+	struct ibv_qp_init_attr ia;
+
+	cr_assert_eq(rdma_create_id(NULL, &id, NULL, RDMA_PS_UDP), 0);
+	cr_assert_eq(rdma_bind_addr(id, (struct sockaddr *)&a), 0);
+	memset(&ia, 0, sizeof(ia));
+	ia.cap.max_send_wr = ia.cap.max_recv_wr = 8;
+	ia.cap.max_send_sge = ia.cap.max_recv_sge = 1;
+	ia.qp_type = IBV_QPT_UD;
+	cr_assert_eq(rdma_create_qp(id, NULL, &ia), 0, "%s", strerror(errno));
+	*mr = rdma_reg_msgs(id, buf, 8 * 296);
+	cr_assert_not_null(*mr);
+	for (int i = 0; i < 8; i++)
+		cr_assert_eq(rdma_post_recv(id, NULL, buf + i * 296, 296, *mr), 0);
+	return id;
+}
+
+/* rdma_join_multicast(_ex) / rdma_leave_multicast: the errors of malformed
+ * joins, the MULTICAST_JOIN event's ud parameters (as the kernel's cma for
+ * RoCE: the group's AH, QPN 0xFFFFFF, RDMA_UDP_QKEY, the join's context),
+ * the QP attached when the event is taken (a datagram from the other port
+ * arrives), a send-only join that attaches nothing, and the leave. */
+Test(rdmacm_api, join_multicast)
+{
+	static uint8_t rbuf[8 * 296], sbuf[8 * 296];
+	struct sockaddr_in grp = rcm_sin("239.5.6.7", 0), uni = rcm_sin(RCM_ADDR1, 0);
+	struct sockaddr_in any = rcm_sin("0.0.0.0", 0);
+	struct rdma_cm_join_mc_attr_ex ex = { 0 };
+	struct rdma_cm_id *r, *s, *tcp, *unbound;
+	struct ibv_mr *rmr, *smr;
+	struct ibv_ah *ah;
+	struct ibv_wc wc;
+	uint32_t qpn, qkey;
+	uint8_t mgid[16];
+	int ctx_tag;
+
+	r = mc_id(RCM_ADDR1, &rmr, rbuf);
+	s = mc_id(RCM_ADDR0, &smr, sbuf);
+	/* malformed joins */
+	errno = 0;
+	cr_assert_eq(rdma_join_multicast(r, (struct sockaddr *)&uni, NULL), -1);
+	cr_assert_eq(errno, EINVAL, "a unicast address");
+	cr_assert_eq(rdma_create_id(NULL, &unbound, NULL, RDMA_PS_UDP), 0);
+	errno = 0;
+	cr_assert_eq(rdma_join_multicast(unbound, (struct sockaddr *)&grp, NULL), -1);
+	cr_assert_eq(errno, EINVAL, "an id bound to no device");
+	cr_assert_eq(rdma_bind_addr(unbound, (struct sockaddr *)&any), 0);
+	errno = 0;
+	cr_assert_eq(rdma_join_multicast(unbound, (struct sockaddr *)&grp, NULL), -1);
+	cr_assert_eq(errno, EINVAL, "a wildcard binding: no device");
+	rdma_destroy_id(unbound);
+	cr_assert_eq(rdma_create_id(NULL, &tcp, NULL, RDMA_PS_TCP), 0);
+	{
+		struct sockaddr_in a = rcm_sin(RCM_ADDR1, 0);
+
+		cr_assert_eq(rdma_bind_addr(tcp, (struct sockaddr *)&a), 0);
+	}
+	errno = 0;
+	cr_assert_eq(rdma_join_multicast(tcp, (struct sockaddr *)&grp, NULL), -1);
+	cr_assert_eq(errno, EINVAL, "RDMA_PS_TCP: no UD QP");
+	rdma_destroy_id(tcp);
+	ex.comp_mask = RDMA_CM_JOIN_MC_ATTR_RESERVED;
+	errno = 0;
+	cr_assert_eq(rdma_join_multicast_ex(r, &ex, NULL), -1);
+	cr_assert_eq(errno, ENOTSUP);
+	ex.comp_mask = RDMA_CM_JOIN_MC_ATTR_ADDRESS;
+	ex.addr = (struct sockaddr *)&grp;
+	errno = 0;
+	cr_assert_eq(rdma_join_multicast_ex(r, &ex, NULL), -1);
+	cr_assert_eq(errno, EINVAL, "no join flags");
+	ex.comp_mask |= RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS;
+	ex.join_flags = RDMA_MC_JOIN_FLAG_RESERVED;
+	errno = 0;
+	cr_assert_eq(rdma_join_multicast_ex(r, &ex, NULL), -1);
+	cr_assert_eq(errno, EINVAL, "a reserved join flag");
+	errno = 0;
+	cr_assert_eq(rdma_leave_multicast(r, (struct sockaddr *)&grp), -1);
+	cr_assert_eq(errno, EADDRNOTAVAIL, "not joined");
+
+	/* the receiver joins: the event, and its QP attached */
+	cr_assert_eq(rdma_join_multicast(r, (struct sockaddr *)&grp, &ctx_tag), 0);
+	cr_assert_eq(r->event->event, RDMA_CM_EVENT_MULTICAST_JOIN);
+	cr_assert_eq(r->event->status, 0);
+	cr_assert_eq(r->event->param.ud.private_data, &ctx_tag);
+	cr_assert_eq(r->event->param.ud.qp_num, 0xffffff);
+	cr_assert_eq(r->event->param.ud.qkey, RDMA_UDP_QKEY);
+	cr_assert(r->event->param.ud.ah_attr.is_global);
+	cr_assert_eq(r->event->param.ud.ah_attr.grh.hop_limit, 64);
+	cr_assert_eq(r->event->param.ud.ah_attr.grh.dgid.raw[10], 0xff);
+	cr_assert_eq(memcmp(r->event->param.ud.ah_attr.grh.dgid.raw + 12, &grp.sin_addr, 4), 0);
+	cr_assert_eq(droce_mcast_group_members(1, r->event->param.ud.ah_attr.grh.dgid.raw), 1);
+	errno = 0;
+	cr_assert_eq(rdma_join_multicast(r, (struct sockaddr *)&grp, NULL), -1);
+	cr_assert_eq(errno, EADDRINUSE, "the same group twice");
+
+	/* the sender joins send-only: its QP is not attached */
+	ex.join_flags = RDMA_MC_JOIN_FLAG_SENDONLY_FULLMEMBER;
+	cr_assert_eq(rdma_join_multicast_ex(s, &ex, NULL), 0);
+	cr_assert_eq(s->event->event, RDMA_CM_EVENT_MULTICAST_JOIN);
+	cr_assert_eq(droce_mcast_group_members(1, s->event->param.ud.ah_attr.grh.dgid.raw), 1);
+	cr_assert_eq(droce_mcast_group_members(0, s->event->param.ud.ah_attr.grh.dgid.raw), 0);
+	ah = ibv_create_ah(s->pd, &s->event->param.ud.ah_attr);
+	cr_assert_not_null(ah, "ibv_create_ah from the JOIN event: %s", strerror(errno));
+	qpn = s->event->param.ud.qp_num;
+	qkey = s->event->param.ud.qkey;
+	memcpy(sbuf, "group datagram", 15);
+	cr_assert_eq(rdma_post_ud_send(s, NULL, sbuf, 15, smr, IBV_SEND_SIGNALED, ah, qpn), 0);
+	cr_assert_eq(qkey, RDMA_UDP_QKEY); /* rdma_post_ud_send sends with RDMA_UDP_QKEY */
+	wc = tc_wait(s->send_cq, 2000, "group send");
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+	wc = tc_wait(r->recv_cq, 2000, "group receive");
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+	cr_assert_eq(wc.byte_len, 15 + 40);
+	cr_assert_str_eq((const char *)rbuf + 40, "group datagram");
+	cr_assert_eq(wc.src_qp, s->qp->qp_num);
+
+	/* leave: detached, the group gone from the port */
+	memcpy(mgid, r->event->param.ud.ah_attr.grh.dgid.raw, 16);
+	cr_assert_eq(rdma_leave_multicast(r, (struct sockaddr *)&grp), 0);
+	cr_assert_eq(droce_mcast_group_members(1, mgid), 0);
+	cr_assert_eq(rdma_leave_multicast(s, (struct sockaddr *)&grp), 0);
+	cr_assert_eq(ibv_destroy_ah(ah), 0);
+	rdma_dereg_mr(rmr);
+	rdma_dereg_mr(smr);
+	rdma_destroy_qp(r);
+	rdma_destroy_qp(s);
+	rdma_destroy_id(r);
+	rdma_destroy_id(s);
 }

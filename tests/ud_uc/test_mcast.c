@@ -1,0 +1,414 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * UD multicast through the verbs API: ibv_attach_mcast / ibv_detach_mcast
+ * and their errnos (the kernel's), delivery of one group datagram to every
+ * attached QP of both engines (bytes and CQEs), the Q_Key checked per QP,
+ * groups nobody joined dropped and counted, the local loop on the sending
+ * port, IPv4 and IPv6 groups, and the frames on the wire (a capture checked
+ * with tshark and scapy by tests/decoders/check_mcast.py: destination QPN
+ * 0xFFFFFF, the group's MAC and IP address, the ICRC, IGMP / MLD reports).
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common.h"
+#include "wait.h"
+
+#define QKEY 0x01234567u /* RDMA_UDP_QKEY, what rdma_cm uses for groups */
+#define NRECV 4          /* QPs attached on droce1 (two per engine) */
+#define SLOT 4096u
+
+#ifndef DROCE_SRC_ROOT
+#define DROCE_SRC_ROOT "."
+#endif
+#define CHECK_SCRIPT DROCE_SRC_ROOT "/tests/decoders/check_mcast.py"
+
+TestSuite(mcast, .fini = tc_stop, .timeout = 90);
+
+/* one side: a context, PD, buffer, CQs and @n UD QPs */
+struct side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	struct ibv_cq *scq, *rcq[NRECV];
+	struct ibv_qp *qp[NRECV];
+	unsigned int n;
+	union ibv_gid gid4, gid6;
+};
+
+static struct side S, R; /* sender on droce0, receivers on droce1 */
+
+static void
+start(const char *port0_extra)
+{
+	struct tc_pair o = { .engines = 2, .ipv6 = true, .port0_extra = port0_extra };
+
+	tc_start(&o);
+}
+
+static void
+side_open(struct side *s, const char *dev, unsigned int n, const uint32_t *qkeys)
+{
+	memset(s, 0, sizeof(*s));
+	s->ctx = tc_open(dev, NULL);
+	cr_assert_eq(ibv_query_gid(s->ctx, 1, 0, &s->gid4), 0);
+	cr_assert_eq(ibv_query_gid(s->ctx, 1, 1, &s->gid6), 0);
+	s->pd = ibv_alloc_pd(s->ctx);
+	s->mr = tc_reg_buf(s->pd, NRECV * 4 * SLOT, 0);
+	s->buf = s->mr->addr;
+	s->scq = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
+	cr_assert_not_null(s->scq);
+	s->n = n;
+	for (unsigned int i = 0; i < n; i++) {
+		struct ibv_qp_init_attr ia = {
+			.qp_type = IBV_QPT_UD,
+			.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 1,
+				 .max_recv_sge = 1 },
+		};
+		struct tc_conn c = { .qkey = qkeys ? qkeys[i] : QKEY };
+
+		s->rcq[i] = ibv_create_cq(s->ctx, 64, NULL, NULL, 0);
+		cr_assert_not_null(s->rcq[i]);
+		ia.send_cq = s->scq;
+		ia.recv_cq = s->rcq[i];
+		s->qp[i] = ibv_create_qp(s->pd, &ia);
+		cr_assert_not_null(s->qp[i], "ibv_create_qp: %s", strerror(errno));
+		tc_qp_up(s->qp[i], &c);
+	}
+}
+
+static void
+group_gid(union ibv_gid *g, const char *addr)
+{
+	memset(g, 0, sizeof(*g));
+	if (strchr(addr, ':') != NULL) {
+		cr_assert_eq(inet_pton(AF_INET6, addr, g->raw), 1);
+	} else {
+		g->raw[10] = g->raw[11] = 0xff;
+		cr_assert_eq(inet_pton(AF_INET, addr, g->raw + 12), 1);
+	}
+}
+
+static struct ibv_ah *
+group_ah(struct side *s, const union ibv_gid *g, bool v6)
+{
+	struct ibv_ah_attr a = { .is_global = 1, .port_num = 1,
+				 .grh = { .dgid = *g, .sgid_index = v6 ? 1 : 0, .hop_limit = 64 } };
+	struct ibv_ah *ah = ibv_create_ah(s->pd, &a);
+
+	cr_assert_not_null(ah, "ibv_create_ah (group): %s", strerror(errno));
+	return ah;
+}
+
+static void
+post_recv(struct side *s, unsigned int i, uint64_t id)
+{
+	struct ibv_sge sge = { .addr = (uintptr_t)s->buf + (size_t)i * SLOT, .length = SLOT,
+			       .lkey = s->mr->lkey };
+	struct ibv_recv_wr w = { .wr_id = id, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+	memset(s->buf + (size_t)i * SLOT, 0, SLOT);
+	cr_assert_eq(ibv_post_recv(s->qp[i], &w, &bad), 0);
+}
+
+static void
+send_group(struct side *s, struct ibv_ah *ah, uint32_t qkey, uint32_t len, uint8_t seed)
+{
+	uint8_t *p = s->buf + (size_t)(NRECV * 3) * SLOT;
+	struct ibv_sge sge = { .addr = (uintptr_t)p, .length = len, .lkey = s->mr->lkey };
+	struct ibv_send_wr w = { .wr_id = seed, .sg_list = &sge, .num_sge = 1,
+				 .opcode = IBV_WR_SEND_WITH_IMM, .send_flags = IBV_SEND_SIGNALED,
+				 .imm_data = htonl(0xc0de0000u | seed) },
+			   *bad;
+	struct ibv_wc wc;
+
+	for (uint32_t i = 0; i < len; i++)
+		p[i] = (uint8_t)(seed + i * 7);
+	w.wr.ud.ah = ah;
+	w.wr.ud.remote_qpn = 0xffffff;
+	w.wr.ud.remote_qkey = qkey;
+	cr_assert_eq(ibv_post_send(s->qp[0], &w, &bad), 0);
+	wc = tc_wait(s->scq, 2000, "group send");
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+}
+
+/* QP @i of @s received the datagram of @seed (@len bytes, from @from's QP 0). */
+static void
+check_recv(struct side *s, unsigned int i, uint32_t len, uint8_t seed, const struct side *from)
+{
+	struct ibv_wc wc = tc_wait(s->rcq[i], 2000, "group receive");
+	const uint8_t *p = s->buf + (size_t)i * SLOT + 40;
+
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "QP %u: %s", i, ibv_wc_status_str(wc.status));
+	cr_assert_eq(wc.opcode, IBV_WC_RECV);
+	cr_assert_eq(wc.byte_len, len + 40);
+	cr_assert_eq(wc.qp_num, s->qp[i]->qp_num);
+	cr_assert_eq(wc.src_qp, from->qp[0]->qp_num);
+	cr_assert(wc.wc_flags & IBV_WC_GRH);
+	cr_assert(wc.wc_flags & IBV_WC_WITH_IMM);
+	cr_assert_eq(ntohl(wc.imm_data), 0xc0de0000u | seed);
+	for (uint32_t k = 0; k < len; k++)
+		cr_assert_eq(p[k], (uint8_t)(seed + k * 7), "QP %u byte %u", i, k);
+}
+
+static void
+expect_nothing(struct ibv_cq *cq, unsigned int ms)
+{
+	struct ibv_wc wc;
+
+	cr_assert_eq(tc_poll(cq, &wc, 1, ms), 0, "an unexpected completion");
+}
+
+static struct droce_engine_stats
+stats(void)
+{
+	struct droce_engine_stats sum, s;
+
+	memset(&sum, 0, sizeof(sum));
+	for (unsigned int e = 0; e < droce_engine_count(); e++) {
+		droce_engine_stats_get(e, &s);
+		sum.mcast_rx += s.mcast_rx;
+		sum.mcast_no_group += s.mcast_no_group;
+		sum.mcast_loop += s.mcast_loop;
+		sum.qkey_drops += s.qkey_drops;
+		sum.forwarded += s.forwarded;
+	}
+	return sum;
+}
+
+Test(mcast, attach_errnos)
+{
+	union ibv_gid g, uni;
+	struct ibv_device_attr da;
+	struct t_end rc;
+
+	start(NULL);
+	side_open(&R, "droce1", 1, NULL);
+	group_gid(&g, "239.1.2.3");
+	group_gid(&uni, "198.18.0.9");
+	cr_assert_eq(ibv_query_device(R.ctx, &da), 0);
+	cr_assert_eq(da.max_mcast_grp, DROCE_MCAST_MAX_GROUPS);
+	cr_assert_eq(da.max_mcast_qp_attach, DROCE_MCAST_MAX_QP_ATTACH);
+	cr_assert_gt(da.max_total_mcast_qp_attach, 0);
+	/* not a group: EINVAL, IPv4 (a unicast address) and IPv6 (not ff00::/8) */
+	cr_assert_eq(ibv_attach_mcast(R.qp[0], &uni, 0), EINVAL);
+	cr_assert_eq(ibv_attach_mcast(R.qp[0], &R.gid6, 0), EINVAL);
+	cr_assert_eq(ibv_detach_mcast(R.qp[0], &uni, 0), EINVAL);
+	cr_assert_eq(ibv_attach_mcast(NULL, &g, 0), EINVAL);
+	cr_assert_eq(ibv_attach_mcast(R.qp[0], NULL, 0), EINVAL);
+	/* not attached: EINVAL (uverbs finds no attachment) */
+	cr_assert_eq(ibv_detach_mcast(R.qp[0], &g, 0), EINVAL);
+	cr_assert_eq(ibv_attach_mcast(R.qp[0], &g, 0), 0);
+	cr_assert_eq(droce_mcast_group_members(1, g.raw), 1);
+	/* twice: nothing changes, success */
+	cr_assert_eq(ibv_attach_mcast(R.qp[0], &g, 0), 0);
+	cr_assert_eq(droce_mcast_group_members(1, g.raw), 1);
+	cr_assert_eq(ibv_detach_mcast(R.qp[0], &g, 0), 0);
+	cr_assert_eq(droce_mcast_group_members(1, g.raw), 0);
+	cr_assert_eq(ibv_detach_mcast(R.qp[0], &g, 0), EINVAL);
+	/* an RC QP: EINVAL */
+	t_open(&rc, "droce1", IBV_QPT_RC, 4, 4);
+	cr_assert_eq(ibv_attach_mcast(rc.qp, &g, 0), EINVAL);
+	cr_assert_eq(ibv_detach_mcast(rc.qp, &g, 0), EINVAL);
+	/* a group AH is for UD only: an RC path to a group is EINVAL */
+	{
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
+					 .dest_qp_num = 0xffffff, .max_dest_rd_atomic = 1,
+					 .min_rnr_timer = 1,
+					 .ah_attr = { .is_global = 1, .port_num = 1,
+						      .grh = { .dgid = g, .hop_limit = 64 } } };
+		struct ibv_qp_attr i = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+					 .qp_access_flags = 0 };
+
+		cr_assert_eq(ibv_modify_qp(rc.qp, &i,
+					   IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+						   IBV_QP_ACCESS_FLAGS),
+			     0);
+		cr_assert_eq(ibv_modify_qp(rc.qp, &a,
+					   IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+						   IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+						   IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER),
+			     EINVAL);
+	}
+	/* a destroyed QP leaves its groups */
+	cr_assert_eq(ibv_attach_mcast(R.qp[0], &g, 0), 0);
+	cr_assert_eq(ibv_destroy_qp(R.qp[0]), 0);
+	cr_assert_eq(droce_mcast_group_members(1, g.raw), 0);
+}
+
+/* One group datagram to 4 QPs on two engines of droce1, IPv4 or IPv6. */
+static void
+fan_out(const char *group, bool v6)
+{
+	struct droce_engine_stats s0, s1;
+	union ibv_gid g;
+	struct ibv_ah *ah;
+
+	start(NULL);
+	side_open(&S, "droce0", 1, NULL);
+	side_open(&R, "droce1", NRECV, NULL);
+	group_gid(&g, group);
+	for (unsigned int i = 0; i < NRECV; i++) {
+		cr_assert_eq(ibv_attach_mcast(R.qp[i], &g, 0), 0);
+		post_recv(&R, i, 100 + i);
+	}
+	ah = group_ah(&S, &g, v6);
+	s0 = stats();
+	for (uint8_t round = 1; round <= 3; round++) {
+		send_group(&S, ah, QKEY, 1000 + round, round);
+		for (unsigned int i = 0; i < NRECV; i++) {
+			check_recv(&R, i, 1000 + round, round, &S);
+			post_recv(&R, i, 100 + i);
+		}
+	}
+	s1 = stats();
+	cr_assert_eq(s1.mcast_rx - s0.mcast_rx, 3 * NRECV);
+	cr_assert_geq(s1.forwarded - s0.forwarded, 3, "no copy went to the other engine");
+	/* a QP that left gets nothing more; the others still do */
+	cr_assert_eq(ibv_detach_mcast(R.qp[1], &g, 0), 0);
+	send_group(&S, ah, QKEY, 64, 9);
+	for (unsigned int i = 0; i < NRECV; i++) {
+		if (i == 1)
+			expect_nothing(R.rcq[i], 200);
+		else
+			check_recv(&R, i, 64, 9, &S);
+	}
+	cr_assert_eq(ibv_destroy_ah(ah), 0);
+}
+
+Test(mcast, fan_out_ipv4_two_engines)
+{
+	fan_out("239.1.2.3", false);
+}
+
+Test(mcast, fan_out_ipv6_two_engines)
+{
+	fan_out("ff0e::1234:5678", true);
+}
+
+Test(mcast, qkey_checked_per_qp)
+{
+	static const uint32_t qkeys[NRECV] = { QKEY, 0x1111, QKEY, 0x2222 };
+	struct droce_engine_stats s0, s1;
+	union ibv_gid g;
+	struct ibv_ah *ah;
+
+	start(NULL);
+	side_open(&S, "droce0", 1, NULL);
+	side_open(&R, "droce1", NRECV, qkeys);
+	group_gid(&g, "239.9.9.9");
+	for (unsigned int i = 0; i < NRECV; i++) {
+		cr_assert_eq(ibv_attach_mcast(R.qp[i], &g, 0), 0);
+		post_recv(&R, i, i);
+	}
+	ah = group_ah(&S, &g, false);
+	s0 = stats();
+	send_group(&S, ah, QKEY, 200, 5);
+	check_recv(&R, 0, 200, 5, &S);
+	check_recv(&R, 2, 200, 5, &S);
+	expect_nothing(R.rcq[1], 200);
+	expect_nothing(R.rcq[3], 100);
+	s1 = stats();
+	cr_assert_eq(s1.qkey_drops - s0.qkey_drops, 2);
+	cr_assert_eq(ibv_destroy_ah(ah), 0);
+}
+
+Test(mcast, no_group_dropped_and_counted)
+{
+	struct droce_engine_stats s0, s1;
+	union ibv_gid g, other;
+	struct ibv_ah *ah;
+
+	start(NULL);
+	side_open(&S, "droce0", 1, NULL);
+	side_open(&R, "droce1", 1, NULL);
+	group_gid(&g, "239.7.7.7");
+	group_gid(&other, "239.7.7.8");
+	cr_assert_eq(ibv_attach_mcast(R.qp[0], &other, 0), 0);
+	post_recv(&R, 0, 1);
+	ah = group_ah(&S, &g, false);
+	s0 = stats();
+	send_group(&S, ah, QKEY, 100, 3);
+	expect_nothing(R.rcq[0], 300);
+	s1 = stats();
+	cr_assert_eq(s1.mcast_no_group - s0.mcast_no_group, 1);
+	cr_assert_eq(s1.mcast_rx, s0.mcast_rx);
+	cr_assert_eq(ibv_destroy_ah(ah), 0);
+}
+
+/* The sending port's own attached QPs get the datagram too (and the sender's
+ * QP itself when it is attached, as rxe and ConnectX without the block-self
+ * flag); the peer port's as well. */
+Test(mcast, local_loop_on_sending_port)
+{
+	struct droce_engine_stats s0, s1;
+	union ibv_gid g;
+	struct ibv_ah *ah;
+
+	start(NULL);
+	side_open(&S, "droce0", 3, NULL);
+	side_open(&R, "droce1", 1, NULL);
+	group_gid(&g, "239.4.4.4");
+	for (unsigned int i = 0; i < 3; i++) {
+		cr_assert_eq(ibv_attach_mcast(S.qp[i], &g, 0), 0);
+		post_recv(&S, i, i);
+	}
+	cr_assert_eq(ibv_attach_mcast(R.qp[0], &g, 0), 0);
+	post_recv(&R, 0, 9);
+	ah = group_ah(&S, &g, false);
+	s0 = stats();
+	send_group(&S, ah, QKEY, 300, 11);
+	for (unsigned int i = 0; i < 3; i++)
+		check_recv(&S, i, 300, 11, &S);
+	check_recv(&R, 0, 300, 11, &S);
+	s1 = stats();
+	cr_assert_eq(s1.mcast_loop - s0.mcast_loop, 1);
+	cr_assert_eq(s1.mcast_rx - s0.mcast_rx, 4);
+	cr_assert_eq(ibv_destroy_ah(ah), 0);
+}
+
+/* The frames on the wire: a capture of droce0 checked by tshark and scapy. */
+Test(mcast, frames_on_the_wire)
+{
+	char path[128], extra[192], cmd[512];
+	union ibv_gid g4, g6;
+	struct ibv_ah *ah4, *ah6;
+	int st;
+
+	if (access("/usr/bin/tshark", X_OK) != 0)
+		cr_skip_test("tshark is not installed");
+	snprintf(path, sizeof(path), "/tmp/droce-mcast-%d.pcapng", (int)getpid());
+	snprintf(extra, sizeof(extra), "capture = %s\n", path);
+	start(extra);
+	side_open(&S, "droce0", 1, NULL);
+	side_open(&R, "droce1", 1, NULL);
+	group_gid(&g4, "239.1.2.3");
+	group_gid(&g6, "ff0e::1234:5678");
+	/* droce0 joins both (reports), sends to both, leaves both */
+	cr_assert_eq(ibv_attach_mcast(S.qp[0], &g4, 0), 0);
+	cr_assert_eq(ibv_attach_mcast(S.qp[0], &g6, 0), 0);
+	ah4 = group_ah(&S, &g4, false);
+	ah6 = group_ah(&S, &g6, true);
+	send_group(&S, ah4, QKEY, 77, 1);
+	send_group(&S, ah6, QKEY, 78, 2);
+	cr_assert_eq(ibv_detach_mcast(S.qp[0], &g4, 0), 0);
+	cr_assert_eq(ibv_detach_mcast(S.qp[0], &g6, 0), 0);
+	cr_assert_eq(ibv_destroy_ah(ah4), 0);
+	cr_assert_eq(ibv_destroy_ah(ah6), 0);
+	for (unsigned int i = 0; i < 20; i++)
+		droce_engines_progress();
+	tc_stop(); /* flushes and closes the capture */
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s %s >&2", CHECK_SCRIPT, path);
+	st = system(cmd);
+	cr_assert(WIFEXITED(st), "%s: did not exit", cmd);
+	if (WEXITSTATUS(st) == 77)
+		cr_skip_test("tshark or scapy missing");
+	cr_assert(WEXITSTATUS(st) == 0, "%s: exit %d (capture kept at %s)", cmd,
+		  WEXITSTATUS(st), path);
+	unlink(path);
+}
