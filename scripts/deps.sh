@@ -14,6 +14,8 @@ PKGS=(
   iproute2
   # Debian's own RDMA programs, run unmodified on droce (suite dropin)
   ibverbs-utils perftest rdmacm-utils qperf
+  # TCP programs run over rsockets with librspreload (dropin rspreload_*)
+  iperf3 sockperf
 )
 
 missing=()
