@@ -46,9 +46,12 @@ rs_revents(struct droce_rs *rs, short events)
 			rev |= POLLOUT;
 		break;
 	case DROCE_RS_DISCONNECTED:
-		rev |= (short)(events & POLLIN) | POLLHUP;
-		if (events & POLLOUT)
-			rev |= POLLOUT;
+		/* as TCP after the peer's FIN: readable (data, then EOF); hung up once
+		 * nothing is left to read (rdma-core says POLLHUP at once, which makes
+		 * a reader polling for its last bytes miss them) */
+		rev |= (short)(events & (POLLIN | POLLOUT));
+		if (!droce_rs_have_rdata(rs))
+			rev |= POLLHUP;
 		break;
 	case DROCE_RS_ERROR:
 		rev |= (short)(events & (POLLIN | POLLOUT)) | POLLERR | POLLHUP;

@@ -325,7 +325,7 @@ pair_rs() {
 # iters total time Gb/sec usec/xfer): the Gb/sec column > 0
 rstream_row() {
 	local row
-	row=$(grep -E "^[0-9a-z_]+ +[0-9.]+[kmg]? +[0-9.]+[kmg]? +[0-9]+ +[0-9.]+[kmg]?b" "$tmp/$1.log" | tail -1)
+	row=$(awk 'NF == 8 && $1 != "name" && $6 ~ /s$/ && $7 ~ /^[0-9.]+$/' "$tmp/$1.log" | tail -1)
 	[ -n "$row" ] || fail "$1 printed no result row"
 	positive "$(echo "$row" | awk '{ print $7 }')" "$1 Gb/sec"
 	echo "$1: $row"
