@@ -23,7 +23,7 @@ cleanup() {
 		wait "$srv_pid" 2>/dev/null
 	fi
 	[ -n "$ns" ] && ip netns del "$ns" 2>/dev/null
-	rm -rf "$tmp"
+	[ -n "${KEEP_TMP:-}" ] || rm -rf "$tmp"
 }
 trap cleanup EXIT
 
@@ -514,8 +514,9 @@ rspreload_sockperf)
 	# sockperf ping-pong over TCP (select-based), unmodified, with librspreload
 	need sockperf
 	port=$(tcp_port)
-	preload_pair 60 sockperf sr --tcp -i 198.18.0.1 -p "$port" -F s -- \
-		sockperf pp --tcp -i 198.18.0.1 -p "$port" -t 2 -F s
+	echo "T:198.18.0.1:$port" >"$tmp/feed"
+	preload_pair 60 sockperf sr -f "$tmp/feed" -F s -- \
+		sockperf pp --tcp -i 198.18.0.1 -p "$port" -t 2
 	crc=$?
 	[ $crc = 0 ] || fail "sockperf client exited $crc"
 	lat=$(sed -nE 's/.*avg-lat= *([0-9.]+).*/\1/p' "$tmp/client.log" | tail -1)
