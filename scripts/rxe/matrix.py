@@ -57,17 +57,24 @@ RDMACM_PORT = {"rdma_server": 7471, "rdma_client": 7471, "udaddy": 7174}
 # droce-run (build/compat's libibverbs.so.1 / librdmacm.so.1), both roles
 DROPIN = ("rping", "ibv_rc_pingpong", "ib_write_bw")
 DROPIN_PINGS = 10
+# rsockets (issue 22 §4): rdmacm-utils' rstream / riostream, verified data,
+# optional (--tests rstream,riostream): not in the default matrix
+DROPIN_RS = ("rstream", "riostream")
+DROPIN_RS_XFERS = 100
 
 def variants(tests, lat_sizes, bw_size):
     out = []
     for t in tests:
         if t not in PERFTEST and t not in RDMACM and t not in OPTCELLS and t not in DROPIN \
+                and t not in DROPIN_RS \
                 and not ("+" in t and split_cell(t)[0] in PERFTEST and t.split("+")[1] in VARIANTS):
             raise SystemExit("rxe: unknown test %r (perftest: %s; with options: %s; "
                              "rdma_cm: %s; drop-in: %s)" % (t, ",".join(PERFTEST),
                                                             ",".join(OPTCELLS), ",".join(RDMACM),
-                                                            ",".join(DROPIN)))
-        if t == "rping":
+                                                            ",".join(DROPIN + DROPIN_RS)))
+        if t in DROPIN_RS:
+            out.append((t, 10000))
+        elif t == "rping":
             out.append((t, 64))          # rping's default ping size
         elif t == "ibv_rc_pingpong":
             out.append((t, 4096))        # its default message size
@@ -338,6 +345,14 @@ def run_dropin(a, test, size, role, env, gidx):
         cli = ["rping", "-c", "-a", addr, "-V", "-v", "-C", str(DROPIN_PINGS)]
         gargs, hargs = (srv, cli) if server_is_guest else (cli, srv)
         port, kind = 7174, "cm"
+    elif test in DROPIN_RS:
+        # rsockets over rdma_cm: the server binds its RDMA address (port 7471)
+        addr = a.guest_ip if server_is_guest else a.droce_ip
+        opts = ["-S", str(size), "-C", str(DROPIN_RS_XFERS), "-T", "v"]
+        srv = [test, "-b", addr] + opts
+        cli = [test, "-s", addr] + opts
+        gargs, hargs = (srv, cli) if server_is_guest else (cli, srv)
+        port, kind = 7471, "cm"
     elif test == "ibv_rc_pingpong":
         common = ["-n", "100", "-s", str(size), "-c"]
         gargs = ["ibv_rc_pingpong", "-d", "rxe0", "-g", gidx] + common
@@ -372,7 +387,9 @@ def run_dropin(a, test, size, role, env, gidx):
             # a REJ (nobody listening yet on rdma_cm) lets the guest try again
             for attempt in range(3):
                 r = agent(a.guest_ip, a.agent_port, gcmd, a.timeout)
-                if r.get("rc") == 0 or kind != "cm" or "REJECTED" not in r.get("out", ""):
+                out = r.get("out", "")
+                if r.get("rc") == 0 or kind != "cm" or ("REJECTED" not in out and
+                                                       "refused" not in out):
                     break
                 time.sleep(2)
             return r
@@ -388,6 +405,11 @@ def run_dropin(a, test, size, role, env, gidx):
                 why = "rping -V: data mismatch"
             elif n != DROPIN_PINGS:
                 why = "the client verified %d pings, not %d" % (n, DROPIN_PINGS)
+        elif test in DROPIN_RS:
+            # name bytes xfers iters total time Gb/sec usec/xfer, on both sides
+            row = r"^custom\s+\S+\s+%d\s+1\s+\S+\s+[0-9.]+s\s+[0-9.]+\s+[0-9.]+" % DROPIN_RS_XFERS
+            if not re.search(row, gout, re.M) or not re.search(row, dout, re.M):
+                why = "no %s result row on both sides" % test
         elif test == "ibv_rc_pingpong":
             if not re.search(r"^100 iters in", gout, re.M) or \
                not re.search(r"^100 iters in", dout, re.M):
@@ -484,9 +506,9 @@ def main():
                         "[port0]\nkind = af_packet\niface = %s\nipv4 = %s\n" % (a.iface, a.droce_ip))
                 if a.capture:
                     f.write("capture = %s\n" % os.path.join(a.logdir, tag + ".pcapng"))
-            if test in RDMACM or test in DROPIN:
+            if test in RDMACM or test in DROPIN or test in DROPIN_RS:
                 env = dict(os.environ, DROCE_CONFIG=cfg)
-                if test in DROPIN:
+                if test in DROPIN or test in DROPIN_RS:
                     gcmd, grc, gout, hcmd, drc, dout, why = run_dropin(a, test, size, role, env,
                                                                        gidx)
                 else:
@@ -561,8 +583,9 @@ def main():
     print("-" * len(hdr))
     ok = True
     for test, size in cells:
-        if test in DROPIN:
-            name = "droce-run %s" % test + (" -s %d" % size if test == "ib_write_bw" else "")
+        if test in DROPIN or test in DROPIN_RS:
+            name = "droce-run %s" % test + (" -s %d" % size if test == "ib_write_bw" else
+                                            " -S %d" % size if test in DROPIN_RS else "")
         elif test in RDMACM:
             name = "rdma_cm %s" % test + (" -S 100" if test == "udaddy" else "")
         else:
