@@ -359,7 +359,7 @@ symbols)
 	for b in ibv_devinfo ibv_devices ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong \
 		ibv_srq_pingpong ibv_xsrq_pingpong rping rdma_server rdma_client udaddy ucmatose \
 		ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_send_bw ib_send_lat \
-		ib_atomic_bw ib_atomic_lat qperf; do
+		ib_atomic_bw ib_atomic_lat qperf rstream riostream rcopy; do
 		p=$(command -v $b) || fail "$b not installed"
 		"$run" ldd -r "$p" >"$tmp/ldd.log" 2>&1 || fail "ldd -r $b failed"
 		if grep -E "not found|undefined symbol" "$tmp/ldd.log"; then
