@@ -22,6 +22,8 @@
 #include "rsocket.h"
 
 #define WAIT_SLICE_MS 200
+/* Look again without blocking this long first (rdma-core's polling_time). */
+#define SPIN_US 10
 
 /* An rsocket's revents for @events (lock held). */
 static short
@@ -92,19 +94,25 @@ check_all(struct pollfd *fds, nfds_t nfds)
 }
 
 static uint64_t
-now_ms(void)
+now_us(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static uint64_t
+now_ms(void)
+{
+	return now_us() / 1000u;
 }
 
 int
 rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
 	struct pollfd *w = NULL;
-	uint64_t start = now_ms();
+	uint64_t start = now_ms(), spin_end = now_us() + SPIN_US;
 	int ret;
 
 	if (fds == NULL && nfds)
@@ -116,6 +124,8 @@ rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 		ret = check_all(fds, nfds);
 		if (ret || timeout == 0)
 			break;
+		if (now_us() < spin_end)
+			continue;
 		if (timeout > 0 && now_ms() - start >= (uint64_t)timeout)
 			break;
 		if (w == NULL && (w = calloc(nfds * 2 + 1, sizeof(*w))) == NULL) {
