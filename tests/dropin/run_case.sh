@@ -519,9 +519,11 @@ rspreload_sockperf)
 		sockperf pp --tcp -i 198.18.0.1 -p "$port" -t 2
 	crc=$?
 	[ $crc = 0 ] || fail "sockperf client exited $crc"
-	lat=$(sed -nE 's/.*avg-lat= *([0-9.]+).*/\1/p' "$tmp/client.log" | tail -1)
-	positive "$lat" "sockperf avg-lat"
-	echo "sockperf over rsockets: avg-lat $lat usec"
+	grep -qE "dropped messages = 0; # duplicated messages = 0; # out-of-order messages = 0" \
+		"$tmp/client.log" || fail "sockperf saw lost, duplicated or reordered messages"
+	lat=$(sed -nE 's/.*Summary: Latency is ([0-9.]+) usec.*/\1/p' "$tmp/client.log" | tail -1)
+	positive "$lat" "sockperf latency"
+	echo "sockperf over rsockets: latency $lat usec"
 	;;
 perftest_*)
 	# perftest_TOOL[_CONN][_old]: e.g. perftest_write_bw, perftest_send_lat_UD,
