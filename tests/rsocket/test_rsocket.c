@@ -24,6 +24,7 @@
 #include <criterion/criterion.h>
 
 #include <droce/droce.h>
+#include <rdma/rdma_cma.h>
 #include <rdma/rsocket.h>
 
 #include "dataplane/dp.h"
@@ -677,6 +678,82 @@ Test(rsocket, connect_refused_and_nonblocking_connect)
 	cr_assert_eq(raccept(l, NULL, NULL), -1);
 	cr_assert_eq(errno, EAGAIN);
 	cr_assert_eq(rclose(fd), 0);
+	cr_assert_eq(rclose(s), 0);
+	cr_assert_eq(rclose(l), 0);
+}
+
+/* A request that is not an rsocket's (private data too short, or version 2)
+ * is refused, and raccept goes on to the next one. */
+struct bad_arg {
+	uint16_t port;
+	int rc_short, err_short, rc_v2, err_v2;
+	struct conn_arg good;
+};
+
+static int
+cm_connect_with(uint16_t port, const void *pdata, uint8_t plen, int *err)
+{
+	struct sockaddr_in a = sin_of(SRV_IP, port);
+	struct ibv_qp_init_attr qa;
+	struct rdma_conn_param p;
+	struct rdma_cm_id *id;
+	int rc;
+
+	if (rdma_create_id(NULL, &id, NULL, RDMA_PS_TCP) != 0 ||
+	    rdma_resolve_addr(id, NULL, (struct sockaddr *)&a, 2000) != 0 ||
+	    rdma_resolve_route(id, 2000) != 0) {
+		*err = errno;
+		return -2;
+	}
+	memset(&qa, 0, sizeof(qa));
+	qa.qp_type = IBV_QPT_RC;
+	qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
+	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+	if (rdma_create_qp(id, NULL, &qa) != 0) {
+		*err = errno;
+		return -3;
+	}
+	memset(&p, 0, sizeof(p));
+	p.private_data = pdata;
+	p.private_data_len = plen;
+	p.retry_count = 7;
+	p.rnr_retry_count = 7;
+	rc = rdma_connect(id, &p);
+	*err = errno;
+	if (rc == 0)
+		rdma_disconnect(id);
+	rdma_destroy_qp(id);
+	rdma_destroy_id(id);
+	return rc;
+}
+
+static void *
+bad_then_good(void *arg)
+{
+	struct bad_arg *b = arg;
+	uint8_t v2[40] = { 2 };
+
+	b->rc_short = cm_connect_with(b->port, "rsocket?", 8, &b->err_short);
+	b->rc_v2 = cm_connect_with(b->port, v2, sizeof(v2), &b->err_v2);
+	connect_thread(&b->good);
+	return NULL;
+}
+
+Test(rsocket, foreign_requests_refused)
+{
+	struct bad_arg b = { .port = 7111, .good = { .port = 7111 } };
+	pthread_t t;
+	int l = listener(7111), s;
+
+	cr_assert_eq(pthread_create(&t, NULL, bad_then_good, &b), 0);
+	s = raccept(l, NULL, NULL);
+	cr_assert_geq(s, 0, "raccept: %s", strerror(errno));
+	pthread_join(t, NULL);
+	cr_assert_eq(b.rc_short, -1, "short private data: rdma_connect %d", b.rc_short);
+	cr_assert_eq(b.rc_v2, -1, "version 2: rdma_connect %d", b.rc_v2);
+	cr_assert_eq(b.good.rc, 0, "rconnect after them: %s", strerror(b.good.err));
+	stream(b.good.fd, s, 5000, 0, 0, 81);
+	cr_assert_eq(rclose(b.good.fd), 0);
 	cr_assert_eq(rclose(s), 0);
 	cr_assert_eq(rclose(l), 0);
 }
