@@ -4,7 +4,8 @@
  * the bytes checked, large transfers, partial reads and writes, MSG_PEEK and
  * MSG_WAITALL, non-blocking EAGAIN, rpoll and rselect over an rsocket and a
  * pipe, half and full shutdown, a peer closing mid-transfer, names, options,
- * riomap + riowrite landing bytes in the peer's buffer, errnos of bad calls.
+ * riomap + riowrite landing bytes in the peer's buffer, errnos of bad calls,
+ * rdma_cm requests that are not an rsocket's refused.
  * Blocking calls in two threads rely on droce's fallback progress thread.
  */
 #include <arpa/inet.h>
