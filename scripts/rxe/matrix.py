@@ -62,6 +62,10 @@ DROPIN_OPT = ("mckey",)
 DROPIN_ALL = DROPIN + DROPIN_OPT
 DROPIN_PINGS = 10
 MCKEY_GROUP, MCKEY_COUNT = "239.1.2.3", 10
+# rsockets (issue 22 §4): rdmacm-utils' rstream / riostream, verified data,
+# optional (--tests rstream,riostream): not in the default matrix
+DROPIN_RS = ("rstream", "riostream")
+DROPIN_RS_XFERS = 100
 
 def variants(tests, lat_sizes, bw_size):
     out = []
@@ -72,7 +76,9 @@ def variants(tests, lat_sizes, bw_size):
                              "rdma_cm: %s; drop-in: %s)" % (t, ",".join(PERFTEST),
                                                             ",".join(OPTCELLS), ",".join(RDMACM),
                                                             ",".join(DROPIN_ALL)))
-        if t == "rping":
+        if t in DROPIN_RS:
+            out.append((t, 10000))
+        elif t == "rping":
             out.append((t, 64))          # rping's default ping size
         elif t == "ibv_rc_pingpong":
             out.append((t, 4096))        # its default message size
@@ -355,6 +361,14 @@ def run_dropin(a, test, size, role, env, gidx):
         gargs = ["sh", "-c", "ip route replace 224.0.0.0/4 dev $(ip -o -4 addr show | "
                  "awk '/%s\\//{print $2; exit}') && exec %s" % (a.guest_ip, " ".join(gm))]
         port, kind = 0, "mc"
+    elif test in DROPIN_RS:
+        # rsockets over rdma_cm: the server binds its RDMA address (port 7471)
+        addr = a.guest_ip if server_is_guest else a.droce_ip
+        opts = ["-S", str(size), "-C", str(DROPIN_RS_XFERS), "-T", "v"]
+        srv = [test, "-b", addr] + opts
+        cli = [test, "-s", addr] + opts
+        gargs, hargs = (srv, cli) if server_is_guest else (cli, srv)
+        port, kind = 7471, "cm"
     elif test == "ibv_rc_pingpong":
         common = ["-n", "100", "-s", str(size), "-c"]
         gargs = ["ibv_rc_pingpong", "-d", "rxe0", "-g", gidx] + common
@@ -392,7 +406,9 @@ def run_dropin(a, test, size, role, env, gidx):
             # a REJ (nobody listening yet on rdma_cm) lets the guest try again
             for attempt in range(3):
                 r = agent(a.guest_ip, a.agent_port, gcmd, a.timeout)
-                if r.get("rc") == 0 or kind != "cm" or "REJECTED" not in r.get("out", ""):
+                out = r.get("out", "")
+                if r.get("rc") == 0 or kind != "cm" or ("REJECTED" not in out and
+                                                       "refused" not in out):
                     break
                 time.sleep(2)
             return r
@@ -411,6 +427,11 @@ def run_dropin(a, test, size, role, env, gidx):
         elif test == "mckey":
             if "data transfers complete" not in gout or "data transfers complete" not in dout:
                 why = "no 'data transfers complete' on both sides"
+        elif test in DROPIN_RS:
+            # name bytes xfers iters total time Gb/sec usec/xfer, on both sides
+            row = r"^custom\s+\S+\s+%d\s+1\s+\S+\s+[0-9.]+s\s+[0-9.]+\s+[0-9.]+" % DROPIN_RS_XFERS
+            if not re.search(row, gout, re.M) or not re.search(row, dout, re.M):
+                why = "no %s result row on both sides" % test
         elif test == "ibv_rc_pingpong":
             if not re.search(r"^100 iters in", gout, re.M) or \
                not re.search(r"^100 iters in", dout, re.M):
@@ -585,7 +606,8 @@ def main():
     ok = True
     for test, size in cells:
         if test in DROPIN_ALL:
-            name = "droce-run %s" % test + (" -s %d" % size if test == "ib_write_bw" else "")
+            name = "droce-run %s" % test + (" -s %d" % size if test == "ib_write_bw" else
+                                            " -S %d" % size if test in DROPIN_RS else "")
         elif test in RDMACM:
             name = "rdma_cm %s" % test + (" -S 100" if test == "udaddy" else "")
         else:

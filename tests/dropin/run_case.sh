@@ -23,7 +23,7 @@ cleanup() {
 		wait "$srv_pid" 2>/dev/null
 	fi
 	[ -n "$ns" ] && ip netns del "$ns" 2>/dev/null
-	rm -rf "$tmp"
+	[ -n "${KEEP_TMP:-}" ] || rm -rf "$tmp"
 }
 trap cleanup EXIT
 
@@ -297,6 +297,55 @@ qperf_case() {
 	grep -E "bw|latency" "$tmp/client.log"
 }
 
+# pair_rs SECONDS SERVERCMD -- CLIENTCMD: an rsocket pair (rdma_cm
+# underneath): as pair_cm, a client refused because the server did not
+# listen yet (ECONNREFUSED from the REJ) is started again (3 tries).
+pair_rs() {
+	local t=$1
+	shift
+	local -a s=() c=()
+	split_pair "$@"
+	start_server "$t" "${s[@]}"
+	wait_memif || fail "the server side never made its memif socket"
+	sleep 1
+	local try crc
+	for try in 1 2 3; do
+		client "$t" "${c[@]}"
+		crc=$?
+		[ $crc = 0 ] && break
+		grep -qiE "refused|reject" "$tmp/client.log" || break
+		kill -0 "$srv_pid" 2>/dev/null || break
+		echo "client refused (server not listening yet), try $try"
+		sleep 1
+	done
+	both_exit_0 "$crc"
+}
+
+# rstream_row LOG: rstream's / riostream's result row (name bytes xfers
+# iters total time Gb/sec usec/xfer): the Gb/sec column > 0
+rstream_row() {
+	local row
+	row=$(awk 'NF == 8 && $1 != "name" && $6 ~ /s$/ && $7 ~ /^[0-9.]+$/' "$tmp/$1.log" | tail -1)
+	[ -n "$row" ] || fail "$1 printed no result row"
+	positive "$(echo "$row" | awk '{ print $7 }')" "$1 Gb/sec"
+	echo "$1: $row"
+}
+
+# preload_pair SECONDS SERVERCMD -- CLIENTCMD: unmodified TCP programs with
+# Debian's librspreload.so under droce-run: their TCP sockets are rsockets
+rspreload=/usr/lib/x86_64-linux-gnu/rsocket/librspreload.so
+preload_pair() {
+	[ -r "$rspreload" ] || { echo "SKIP: $rspreload missing (librdmacm1)"; exit 77; }
+	local t=$1
+	shift
+	local -a s=() c=()
+	split_pair "$@"
+	start_server "$t" env LD_PRELOAD="$rspreload" "${s[@]}"
+	wait_memif || fail "the server side never made its memif socket"
+	sleep 2
+	client "$t" env LD_PRELOAD="$rspreload" "${c[@]}"
+}
+
 nsexec=
 case $case_ in
 symbols)
@@ -310,7 +359,7 @@ symbols)
 	for b in ibv_devinfo ibv_devices ibv_rc_pingpong ibv_uc_pingpong ibv_ud_pingpong \
 		ibv_srq_pingpong ibv_xsrq_pingpong rping rdma_server rdma_client udaddy ucmatose \
 		ib_write_bw ib_write_lat ib_read_bw ib_read_lat ib_send_bw ib_send_lat \
-		ib_atomic_bw ib_atomic_lat qperf; do
+		ib_atomic_bw ib_atomic_lat qperf rstream riostream rcopy; do
 		p=$(command -v $b) || fail "$b not installed"
 		"$run" ldd -r "$p" >"$tmp/ldd.log" 2>&1 || fail "ldd -r $b failed"
 		if grep -E "not found|undefined symbol" "$tmp/ldd.log"; then
@@ -422,6 +471,73 @@ mckey | mckey_sendonly)
 	;;
 qperf_rc_bw | qperf_rc_lat | qperf_rc_rdma_write_bw | qperf_rc_rdma_read_lat)
 	qperf_case "${case_#qperf_}"
+	;;
+rstream | rstream_async | rstream_nonblocking | rstream_large)
+	# rdmacm-utils' rstream: rsend / rrecv of verified data, ping-pong and
+	# bandwidth, blocking (-T b), through rpoll (-T a), MSG_DONTWAIT (-T n)
+	need rstream
+	opts=(-S 10000 -C 200 -T v)
+	case $case_ in
+	rstream_async) opts+=(-T a) ;;
+	rstream_nonblocking) opts+=(-T n -T a) ;;
+	rstream_large) opts=(-S 1000000 -C 20 -T v -T b) ;;
+	esac
+	pair_rs 120 rstream -b 198.18.0.1 "${opts[@]}" -- rstream -s 198.18.0.1 "${opts[@]}"
+	rstream_row client
+	;;
+riostream | riostream_async)
+	# riostream: riomap on both sides, riowrite into the peer's mapping
+	need riostream
+	opts=(-S 10000 -C 200 -T v)
+	[ $case_ = riostream_async ] && opts+=(-T a)
+	pair_rs 120 riostream -b 198.18.0.1 "${opts[@]}" -- riostream -s 198.18.0.1 "${opts[@]}"
+	rstream_row client
+	;;
+rcopy)
+	# rcopy: a 3 MB file through rsend / rrecv, written by the server
+	need rcopy
+	head -c 3000000 /dev/urandom >"$tmp/src.bin"
+	port=$(tcp_port)
+	start_server 90 rcopy -p "$port"
+	wait_memif || fail "the server side never made its memif socket"
+	sleep 1
+	for try in 1 2 3; do
+		client 60 rcopy "$tmp/src.bin" "198.18.0.1:$tmp/dst.bin" -p "$port"
+		crc=$?
+		[ $crc = 0 ] && break
+		grep -qiE "refused|reject" "$tmp/client.log" || break
+		sleep 1
+	done
+	[ $crc = 0 ] || fail "rcopy client exited $crc"
+	cmp "$tmp/src.bin" "$tmp/dst.bin" || fail "the copy differs"
+	echo "3000000 bytes copied and compared"
+	;;
+rspreload_iperf3)
+	# iperf3, unmodified, with librspreload: its control and data
+	# connections are rsockets over droce
+	need iperf3
+	port=$(tcp_port)
+	preload_pair 60 iperf3 -s -1 -B 198.18.0.1 -p "$port" -- iperf3 -c 198.18.0.1 -p "$port" -t 2 -f m
+	crc=$?
+	both_exit_0 $crc
+	bw=$(sed -nE 's/.* ([0-9.]+) Mbits\/sec.*receiver.*/\1/p' "$tmp/client.log" | tail -1)
+	positive "$bw" "iperf3 receiver Mbits/sec"
+	echo "iperf3 over rsockets: $bw Mbits/sec"
+	;;
+rspreload_sockperf)
+	# sockperf ping-pong over TCP (select-based), unmodified, with librspreload
+	need sockperf
+	port=$(tcp_port)
+	echo "T:198.18.0.1:$port" >"$tmp/feed"
+	preload_pair 60 sockperf sr -f "$tmp/feed" -F s -- \
+		sockperf pp --tcp -i 198.18.0.1 -p "$port" -t 2
+	crc=$?
+	[ $crc = 0 ] || fail "sockperf client exited $crc"
+	grep -qE "dropped messages = 0; # duplicated messages = 0; # out-of-order messages = 0" \
+		"$tmp/client.log" || fail "sockperf saw lost, duplicated or reordered messages"
+	lat=$(sed -nE 's/.*Summary: Latency is ([0-9.]+) usec.*/\1/p' "$tmp/client.log" | tail -1)
+	positive "$lat" "sockperf latency"
+	echo "sockperf over rsockets: latency $lat usec"
 	;;
 perftest_*)
 	# perftest_TOOL[_CONN][_old]: e.g. perftest_write_bw, perftest_send_lat_UD,
