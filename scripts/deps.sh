@@ -14,6 +14,8 @@ PKGS=(
   iproute2
   # Debian's own RDMA programs, run unmodified on droce (suite dropin)
   ibverbs-utils perftest rdmacm-utils qperf
+  # rdma-core's own test suite (pyverbs; suite conformance)
+  python3-pyverbs
 )
 
 missing=()
