@@ -349,7 +349,7 @@ struct droce_wqe {
 		struct droce_sge sge[DROCE_DP_MAX_SGE];
 		uint8_t inline_data[DROCE_DP_MAX_INLINE];
 	};
-	uint8_t tso_room[128];  /* a full-size WQE's room for a TSO header */
+	uint8_t tso_room[512];  /* a full-size WQE's room for a TSO header */
 };
 
 /* Zeroes a WQE's fixed part, everything before its SGEs / inline bytes (the
@@ -708,7 +708,7 @@ unsigned int droce_flow_count_qp(const struct droce_qp *qp);
 /* Largest frame payload droce sends by TSO in one WR, and the most bytes of
  * header (max_tso_header) a RAW_PACKET QP may ask for. */
 #define DROCE_DP_MAX_TSO (256u * 1024)
-#define DROCE_DP_MAX_TSO_HEADER 128u
+#define DROCE_DP_MAX_TSO_HEADER 512u
 static_assert(DROCE_DP_MAX_TSO_HEADER <= sizeof(((struct droce_wqe *)0)->tso_room),
 	      "a full-size WQE holds the largest TSO header after its data room");
 /* The longest frame a RAW_PACKET QP sends on droce port @port: its MTU plus

@@ -181,7 +181,9 @@ ibv_open_device(struct ibv_device *device)
 	x->vctx.open_qp = droce_verbs_open_qp;
 	c = &x->vctx.context;
 	c->device = device;
-	c->cmd_fd = -1;
+	/* a real descriptor where rdma-core has the uverbs command fd: programs
+	 * dup() or poll it, or hand it to ibv_import_device (EOPNOTSUPP) */
+	c->cmd_fd = open("/dev/null", O_RDWR | O_CLOEXEC);
 	c->async_fd = fds[0];
 	c->num_comp_vectors = 1;
 	pthread_mutex_init(&c->mutex, NULL);
@@ -195,6 +197,8 @@ ibv_open_device(struct ibv_device *device)
 	c->ops.bind_mw = droce_verbs_bind_mw;
 	c->ops.post_srq_recv = droce_verbs_post_srq_recv;
 	if (droce_verbs_events_open(x) != 0) {
+		if (c->cmd_fd >= 0)
+			close(c->cmd_fd);
 		close(fds[0]);
 		close(fds[1]);
 		pthread_mutex_destroy(&x->lock);
@@ -336,6 +340,8 @@ ibv_close_device(struct ibv_context *context)
 	if (rc != 0)
 		return rc;
 	droce_verbs_events_close(x); /* no more port events into the pipe */
+	if (context->cmd_fd >= 0)
+		close(context->cmd_fd);
 	close(context->async_fd);
 	close(x->async_wfd);
 	pthread_mutex_destroy(&x->lock);
@@ -356,14 +362,15 @@ ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 	struct droce_vdev *d = (struct droce_vdev *)context->device;
 
 	memset(a, 0, sizeof(*a));
-	snprintf(a->fw_ver, sizeof(a->fw_ver), "droce %s", "0.1.0");
+	/* fw_ver as kernel devices give it ("major.minor.sub"): droce's version */
+	snprintf(a->fw_ver, sizeof(a->fw_ver), "%s", DROCE_VERSION);
 	a->node_guid = d->guid;
 	a->sys_image_guid = d->guid;
 	a->max_mr_size = UINT64_MAX;
 	a->page_size_cap = ~(uint64_t)0xfff; /* any power of two from 4 KiB */
-	a->vendor_id = 0;
-	a->vendor_part_id = 0;
-	a->hw_ver = 0;
+	a->vendor_id = DROCE_VENDOR_ID;
+	a->vendor_part_id = DROCE_VENDOR_PART_ID;
+	a->hw_ver = DROCE_HW_VER;
 	a->max_qp = (int)droce_dp_max_qps(); /* 262,143 per engine: the QPN space */
 	a->max_qp_wr = DROCE_DP_MAX_QP_WR;
 	a->device_cap_flags = IBV_DEVICE_RC_RNR_NAK_GEN | IBV_DEVICE_SYS_IMAGE_GUID |
@@ -501,7 +508,9 @@ droce_verbs_query_port(struct ibv_context *c, uint8_t port_num, struct ibv_port_
 	a.state = droce_port_link_cached(p) && droce_port_link_is_set_up(p) ? IBV_PORT_ACTIVE : IBV_PORT_DOWN;
 	a.max_mtu = droce_verbs_mtu_of(droce_port_mtu(p));
 	a.active_mtu = a.max_mtu;
-	a.gid_tbl_len = (int)droce_port_gid_count(p);
+	/* the table's size, as kernel devices give it: entries past the port's
+	 * addresses are empty (ibv_query_gid: zeros; ibv_query_gid_ex: ENODATA) */
+	a.gid_tbl_len = DROCE_MAX_GIDS;
 	/* a CM answers on QP1 (verbs_api/cm.c) */
 	a.port_cap_flags = IBV_PORT_IP_BASED_GIDS | IBV_PORT_CM_SUP;
 	/* RoCE addresses by GID: every address vector needs its GRH */
@@ -540,11 +549,15 @@ ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ib
 		return -1;
 	}
 	p = ctx_port(context);
-	if (p == NULL || (unsigned int)index >= droce_port_gid_count(p)) {
+	if (p == NULL || index >= DROCE_MAX_GIDS) {
 		errno = EINVAL;
 		return -1;
 	}
-	memcpy(gid->raw, droce_port_gid(p, (unsigned int)index), 16);
+	/* as rdma-core: an empty entry of the table reads as zeros */
+	if ((unsigned int)index >= droce_port_gid_count(p))
+		memset(gid->raw, 0, 16);
+	else
+		memcpy(gid->raw, droce_port_gid(p, (unsigned int)index), 16);
 	return 0;
 }
 
@@ -558,8 +571,10 @@ _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uint32_t gid_i
 	if (flags != 0 || port_num != DROCE_VERBS_PORT_NUM)
 		return EINVAL;
 	p = ctx_port(context);
-	if (p == NULL || gid_index >= droce_port_gid_count(p))
-		return ENODATA;
+	if (p == NULL || gid_index >= DROCE_MAX_GIDS)
+		return EINVAL;
+	if (gid_index >= droce_port_gid_count(p))
+		return ENODATA; /* an empty entry of the table */
 	memset(&e, 0, sizeof(e));
 	memcpy(e.gid.raw, droce_port_gid(p, gid_index), 16);
 	e.gid_index = gid_index;

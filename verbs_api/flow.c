@@ -19,20 +19,21 @@ struct droce_vflow {
 };
 
 /* Adds the spec at @p (packed after the attributes, so not necessarily
- * aligned: read through an aligned copy) to @s; its size in *@used; 0 or errno. */
+ * aligned: read through an aligned copy) to @s; its size in *@used; 0 or errno.
+ * As rdma-core (ibv_cmd_create_flow), the specs' own sizes say where each
+ * ends: the attributes' `size` is not a bound (pyverbs and others leave it
+ * at sizeof(struct ibv_flow_attr)). */
 static int
-add_spec(struct droce_flow_spec *s, const uint8_t *p, size_t room, uint16_t *used)
+add_spec(struct droce_flow_spec *s, const uint8_t *p, uint16_t *used)
 {
 	struct droce_flow_fields *v = &s->val, *m = &s->mask;
 	struct ibv_flow_spec copy;
 	const struct ibv_flow_spec *sp = &copy;
 	uint16_t size;
 
-	if (room < sizeof(copy.hdr))
-		return EINVAL;
 	memcpy(&copy.hdr, p, sizeof(copy.hdr));
 	size = copy.hdr.size;
-	if (size > room || size < sizeof(copy.hdr))
+	if (size < sizeof(copy.hdr))
 		return EINVAL;
 	memcpy(&copy, p, size < sizeof(copy) ? size : sizeof(copy));
 	*used = size;
@@ -120,7 +121,6 @@ droce_verbs_create_flow(struct ibv_qp *qp, struct ibv_flow_attr *attr)
 	enum droce_flow_kind kind;
 	struct droce_vflow *f;
 	const uint8_t *p;
-	size_t room;
 	int rc;
 
 	if (q == NULL || attr == NULL || attr->comp_mask != 0) {
@@ -136,7 +136,7 @@ droce_verbs_create_flow(struct ibv_qp *qp, struct ibv_flow_attr *attr)
 		return NULL;
 	}
 	if ((attr->flags & ~(uint32_t)IBV_FLOW_ATTR_FLAGS_DONT_TRAP) ||
-	    attr->port != DROCE_VERBS_PORT_NUM || attr->size < sizeof(*attr)) {
+	    attr->port != DROCE_VERBS_PORT_NUM) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -160,17 +160,15 @@ droce_verbs_create_flow(struct ibv_qp *qp, struct ibv_flow_attr *attr)
 	memset(&spec, 0, sizeof(spec));
 	spec.dont_trap = (attr->flags & IBV_FLOW_ATTR_FLAGS_DONT_TRAP) != 0;
 	p = (const uint8_t *)(attr + 1);
-	room = attr->size - sizeof(*attr);
 	for (unsigned int i = 0; i < attr->num_of_specs; i++) {
 		uint16_t used = 0;
 
-		rc = add_spec(&spec, p, room, &used);
+		rc = add_spec(&spec, p, &used);
 		if (rc != 0) {
 			errno = rc;
 			return NULL;
 		}
 		p += used;
-		room -= used;
 	}
 	/* the defaults and the sniffer take no specs */
 	if (kind != DROCE_FLOW_NORMAL && attr->num_of_specs != 0) {

@@ -13,6 +13,22 @@ struct droce_port;
 struct rte_mempool;
 
 /*
+ * The device identity ibv_query_device reports (and droce-run --view's
+ * sysfs).  vendor_id 0x02D0CE: an identifier in the IEEE OUI format from
+ * the locally administered space (the first octet's U/L bit set, its I/G bit
+ * clear: the AAI quadrant of IEEE 802c), which the IEEE assigns to no
+ * organisation.  So droce borrows no company's OUI, and programs (and
+ * rdma-core's own tests) that switch on vendor_id, such as Mellanox's
+ * 0x02C9 and its part ids for quirks and RoCE v2 bugs, never take droce for
+ * another vendor's device.  The part id and hardware version are droce's own
+ * numbering (1: the software RoCE v2 device of this tree); fw_ver is
+ * DROCE_VERSION (meson's project version).
+ */
+#define DROCE_VENDOR_ID 0x02d0ceu
+#define DROCE_VENDOR_PART_ID 1u
+#define DROCE_HW_VER 1u
+
+/*
  * Starts droce from the INI file @config_path; NULL means the file named by
  * the DROCE_CONFIG environment variable, else the embedded loopback config.
  * Initialises the EAL (once per process; a later start after droce_stop()

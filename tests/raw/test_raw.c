@@ -8,6 +8,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -554,6 +555,28 @@ Test(raw, errors)
 	errno = 0;
 	cr_assert_null(ibv_create_flow(B.qp, &f.attr), "TCP and UDP at once");
 	cr_assert_eq(errno, EINVAL);
+	/* attr.size left at sizeof(struct ibv_flow_attr) (pyverbs does): the
+	 * specs' own sizes say where each ends, as in rdma-core */
+	{
+		struct ibv_flow *fl;
+
+		raw_flow_init(&f, IBV_FLOW_ATTR_NORMAL, 0);
+		raw_flow_l4(&f, false, 0, 7);
+		f.attr.size = sizeof(f.attr);
+		fl = ibv_create_flow(B.qp, &f.attr);
+		cr_assert_not_null(fl, "specs past attr.size: errno %d", errno);
+		cr_assert_eq(ibv_destroy_flow(fl), 0);
+		raw_flow_init(&f, IBV_FLOW_ATTR_NORMAL, 0);
+		raw_flow_l4(&f, false, 0, 7);
+		{
+			uint16_t two = 2; /* shorter than its header */
+
+			memcpy(f.specs + offsetof(struct ibv_flow_spec, hdr.size), &two, sizeof(two));
+		}
+		errno = 0;
+		cr_assert_null(ibv_create_flow(B.qp, &f.attr));
+		cr_assert_eq(errno, EINVAL, "a spec shorter than its header");
+	}
 #undef POST_FAILS
 }
 

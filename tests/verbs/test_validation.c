@@ -100,7 +100,7 @@ Test(device, query_port)
 	cr_assert_eq(a.phys_state, 5);
 	cr_assert_eq(a.active_mtu, IBV_MTU_1024); /* 1500 - 92 */
 	cr_assert_eq(a.max_mtu, IBV_MTU_1024);
-	cr_assert_eq(a.gid_tbl_len, 2);
+	cr_assert_eq(a.gid_tbl_len, DROCE_MAX_GIDS, "the table's size, two entries used");
 	cr_assert_eq(a.pkey_tbl_len, 1);
 	cr_assert_eq(a.link_layer, IBV_LINK_LAYER_ETHERNET);
 	cr_assert_eq(a.max_msg_sz, DROCE_DP_MAX_MSG);
@@ -149,16 +149,24 @@ Test(device, query_gid_v4_mapped_and_v6)
 	inet_pton(AF_INET6, "fd00::1", want.raw);
 	cr_assert_eq(ibv_query_gid(ctx, 1, 1, &g), 0);
 	cr_assert_arr_eq(g.raw, want.raw, 16);
+	/* an empty entry of the table reads as zeros (rdma-core's ibv_query_gid),
+	 * past the table is an error */
+	memset(&g, 0xab, sizeof(g));
+	cr_assert_eq(ibv_query_gid(ctx, 1, 2, &g), 0);
+	memset(&want, 0, sizeof(want));
+	cr_assert_arr_eq(g.raw, want.raw, 16);
 	errno = 0;
-	cr_assert_eq(ibv_query_gid(ctx, 1, 2, &g), -1);
+	cr_assert_eq(ibv_query_gid(ctx, 1, DROCE_MAX_GIDS, &g), -1);
 	cr_assert_eq(errno, EINVAL);
 	cr_assert_eq(ibv_query_gid(ctx, 2, 0, &g), -1);
 	cr_assert_eq(ibv_query_gid(ctx, 1, -1, &g), -1);
 
+	inet_pton(AF_INET6, "fd00::1", want.raw);
 	cr_assert_eq(ibv_query_gid_ex(ctx, 1, 1, &e, 0), 0);
 	cr_assert_eq(e.gid_type, IBV_GID_TYPE_ROCE_V2);
 	cr_assert_arr_eq(e.gid.raw, want.raw, 16);
-	cr_assert_eq(ibv_query_gid_ex(ctx, 1, 5, &e, 0), ENODATA);
+	cr_assert_eq(ibv_query_gid_ex(ctx, 1, 5, &e, 0), ENODATA, "an empty entry");
+	cr_assert_eq(ibv_query_gid_ex(ctx, 1, DROCE_MAX_GIDS, &e, 0), EINVAL, "past the table");
 }
 
 Test(device, query_pkey)

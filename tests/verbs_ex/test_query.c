@@ -82,7 +82,7 @@ Test(query, port_ex_and_gids)
 	cr_assert(pa.port_cap_flags & IBV_PORT_CM_SUP, "droce's CM answers on QP1");
 	cr_assert_eq(pa.flags, IBV_QPF_GRH_REQUIRED, "RoCE address vectors need the GRH");
 	cr_assert_eq(pa.port_cap_flags2, 0, "25G: no HDR/NDR speed bits");
-	cr_assert_eq(pa.gid_tbl_len, 2);
+	cr_assert_eq(pa.gid_tbl_len, DROCE_MAX_GIDS, "the table's size; two entries used");
 
 	/* GID 0: 198.18.0.1 v4-mapped, RoCE v2; GID 1: 2001:2::1 */
 	cr_assert_eq(ibv_query_gid_ex(A.ctx, 1, 0, &e, 0), 0);
@@ -98,7 +98,8 @@ Test(query, port_ex_and_gids)
 	inet_pton(AF_INET6, "2001:2::1", g.raw);
 	cr_assert_arr_eq(e.gid.raw, g.raw, 16);
 	cr_assert_eq(e.gid_index, 1);
-	cr_assert_eq(ibv_query_gid_ex(A.ctx, 1, 2, &e, 0), ENODATA);
+	cr_assert_eq(ibv_query_gid_ex(A.ctx, 1, 2, &e, 0), ENODATA, "an empty entry");
+	cr_assert_eq(ibv_query_gid_ex(A.ctx, 1, DROCE_MAX_GIDS, &e, 0), EINVAL, "past the table");
 	cr_assert_eq(ibv_query_gid_ex(A.ctx, 1, 0, &e, 1), EINVAL, "flags must be 0");
 	cr_assert_eq(ibv_query_gid_ex(A.ctx, 2, 0, &e, 0), EINVAL, "one port");
 
@@ -134,7 +135,7 @@ qp_ex_fails(enum ibv_qp_type type, uint32_t comp_mask, uint64_t ops, int err, co
 	if (comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS)
 		qa.create_flags = IBV_QP_CREATE_SCATTER_FCS;
 	if (comp_mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER)
-		qa.max_tso_header = 129; /* one more than droce carries */
+		qa.max_tso_header = DROCE_DP_MAX_TSO_HEADER + 1; /* one more than droce carries */
 	errno = 0;
 	cr_assert_null(ibv_create_qp_ex(A.ctx, &qa), "%s", what);
 	cr_assert_eq(errno, err, "%s: errno %d", what, errno);
@@ -173,7 +174,7 @@ Test(query, create_qp_ex_checks)
 		    "no PD");
 	qp_ex_fails(IBV_QPT_XRC_SEND, pd_ops, IBV_QP_EX_WITH_TSO, EOPNOTSUPP, "TSO on XRC_SEND");
 	qp_ex_fails(IBV_QPT_RAW_PACKET, IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_MAX_TSO_HEADER, 0,
-		    EINVAL, "TSO header over 128 bytes");
+		    EINVAL, "TSO header over 512 bytes");
 
 	/* create_flags 0 is fine; caps come back */
 	qa.pd = A.pd;
