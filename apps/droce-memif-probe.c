@@ -14,6 +14,7 @@
  * client: the EAL pins its thread, and two on one CPU would share it).
  */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,7 +126,7 @@ main(int argc, char **argv)
 	bool server = false, json = false;
 	double seconds = 3.0;
 	int cpu = -1;
-	char prefix[64], vdev[512], lcore[32];
+	char prefix[64], vdev[512], lcore[32], run_dir[PATH_MAX];
 	struct rte_eth_conf conf;
 	struct rte_mempool *mp;
 	uint64_t hz;
@@ -159,7 +160,7 @@ main(int argc, char **argv)
 	{
 		char *eal[] = { argv[0], "--no-huge", "--no-pci", "-m", "256", lcore,
 				"--log-level=lib.eal:error", "--log-level=pmd.net.memif:error",
-				prefix, "--no-telemetry", vdev };
+				prefix, "--no-telemetry", "--no-shconf", vdev };
 
 		if (rte_eal_init((int)(sizeof(eal) / sizeof(eal[0])), eal) < 0) {
 			fprintf(stderr, "droce-memif-probe: EAL start failed\n");
@@ -189,7 +190,9 @@ main(int argc, char **argv)
 		rc = sent > 0 ? 0 : 1;
 	}
 	rte_eth_dev_stop(port);
+	snprintf(run_dir, sizeof(run_dir), "%s", rte_eal_get_runtime_dir());
 	rte_eal_cleanup();
+	rmdir(run_dir); /* empty without shared config and telemetry */
 	if (server)
 		unlink(sock);
 	return rc;

@@ -10,6 +10,7 @@
  * usage: droce-ring-probe [-t SECONDS] [--json]
  */
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -46,7 +47,8 @@ main(int argc, char **argv)
 {
 	char prefix[64];
 	char *eal[] = { argv[0], "--no-huge", "--no-pci", "-m", "256", "--log-level=lib.eal:error",
-			prefix, "--no-telemetry" };
+			prefix, "--no-telemetry", "--no-shconf" };
+	char run_dir[PATH_MAX];
 	double seconds = 3.0;
 	bool json = false;
 	struct rte_mempool *mp;
@@ -110,6 +112,8 @@ main(int argc, char **argv)
 	else
 		printf("raw ring pair: %" PRIu64 " frames of %u B in %.2f s: %.2f M frames/s (one thread)\n",
 		       frames, FRAME, seconds, (double)frames / seconds / 1e6);
+	snprintf(run_dir, sizeof(run_dir), "%s", rte_eal_get_runtime_dir());
 	rte_eal_cleanup();
+	rmdir(run_dir); /* empty without shared config and telemetry */
 	return frames > 0 ? 0 : 1;
 }

@@ -87,7 +87,7 @@ droce_engines_at_stop(void (*fn)(void))
 void
 droce_engines_progress(void)
 {
-	if (!droce_engines.started || droce_engines.dedicated)
+	if (!droce_engines.started || droce_engines.dedicated || droce_engines.forked)
 		return;
 	for (unsigned int e = 0; e < droce_engines.n; e++) {
 		struct droce_engine *eng = droce_engines.eng[e];
@@ -178,14 +178,23 @@ engine_free(struct droce_engine *eng)
 	rte_free(eng);
 }
 
+static void
+at_fork_child(void)
+{
+	droce_engines.forked = true;
+}
+
 int
 droce_engines_start(void)
 {
+	static bool atfork;
 	const struct droce_config *cfg = droce_get_config();
 	size_t rcu_size;
 
 	if (droce_engines.started)
 		return 0;
+	if (!atfork && pthread_atfork(NULL, NULL, at_fork_child) == 0)
+		atfork = true;
 	if (cfg == NULL) {
 		errno = ENODEV;
 		return ENODEV;

@@ -104,8 +104,11 @@ channel_of(struct droce_engine *eng)
 int
 droce_engine_send_msg(struct droce_engine *eng, const struct droce_msg *msg)
 {
-	struct rte_ring *r = channel_of(eng);
+	struct rte_ring *r;
 
+	if (unlikely(droce_engines.forked))
+		return EIO; /* no engine runs in a forked child (engine_internal.h) */
+	r = channel_of(eng);
 	if (r == NULL)
 		return ENOMEM;
 	while (rte_ring_sp_enqueue_elem(r, (void *)(uintptr_t)msg, sizeof(*msg)) != 0) {

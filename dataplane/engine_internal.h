@@ -23,6 +23,14 @@ struct droce_engine_set {
 	unsigned int n;
 	bool started;
 	bool dedicated;
+	/*
+	 * This process is a child made by fork() after the engines started
+	 * (pthread_atfork): it never drives the parent's engines (their copies
+	 * would share the memif rings with the parent's), and every message to
+	 * an engine fails with EIO, so verbs on the parent's objects fail at
+	 * once rather than wait for an engine that does not run here.
+	 */
+	bool forked;
 	struct droce_engine *eng[DROCE_MAX_ENGINES];
 	struct rte_rcu_qsbr *rcu;
 	pthread_mutex_t chan_lock;  /* channels, QP index allocation, GSI slots, stop hook */

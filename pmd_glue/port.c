@@ -30,6 +30,8 @@
 #include "internal.h"
 #include "port.h"
 #include "port_internal.h"
+#include "redial.h"
+#include "residue.h"
 
 RTE_LOG_REGISTER(droce_pmd_logtype, droce.pmd, INFO);
 
@@ -139,26 +141,18 @@ static int
 memif_server_path_prepare(const char *src, struct droce_port *p)
 {
 	const char *path = p->cfg->memif_socket;
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct stat st;
-	int fd, rc;
+	int live;
 
 	if (stat(path, &st) != 0)
 		return 0;
 	if (!S_ISSOCK(st.st_mode))
 		return PORT_ERR(src, p, EEXIST, "socket = %s: exists and is not a socket", path);
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return 0; /* the PMD reports the too long path */
-	memcpy(sa.sun_path, path, strlen(path) + 1);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-	if (fd < 0)
-		return 0;
-	rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
-	close(fd);
-	if (rc == 0)
+	live = droce_unix_socket_live(path); /* -1 for a too long path: the PMD reports it */
+	if (live == 1)
 		return PORT_ERR(src, p, EADDRINUSE,
 				"socket = %s: another memif server is listening on it", path);
-	if (errno != ECONNREFUSED)
+	if (live != 0)
 		return 0;
 	if (unlink(path) == 0)
 		PMD_LOG(NOTICE, "%s: [%s] removed stale memif socket %s", src, p->cfg->name, path);
@@ -182,7 +176,12 @@ create_device(const char *src, struct droce_port *p)
 		if (pc->memif_role == DROCE_MEMIF_ROLE_SERVER &&
 		    memif_server_path_prepare(src, p) != 0)
 			return -1;
-		return probe_vdev(src, p, args);
+		if (probe_vdev(src, p, args) != 0)
+			return -1;
+		/* The PMD bound the server's socket: removed at exit (residue.c). */
+		if (pc->memif_role == DROCE_MEMIF_ROLE_SERVER)
+			droce_residue_add_socket(pc->memif_socket);
+		return 0;
 	case DROCE_PORT_KIND_AF_PACKET:
 		snprintf(p->dev_name, sizeof(p->dev_name), "net_af_packet_droce%u_p%u", generation, p->index);
 		snprintf(args, sizeof(args), "iface=%s,qpairs=%u", pc->iface,
@@ -413,6 +412,47 @@ droce_port_link_up(struct droce_port *p)
 	return p->link_up;
 }
 
+static void
+redial_cb(void *arg)
+{
+	struct droce_port *p = arg;
+	int memif_log = rte_log_register("pmd.net.memif");
+	int level = memif_log >= 0 ? rte_log_get_level((uint32_t)memif_log) : -1;
+
+	if (p->started)
+		rte_eth_dev_stop(p->eth_port);
+	if (level >= 0)
+		rte_log_set_level((uint32_t)memif_log, RTE_LOG_CRIT);
+	p->started = rte_eth_dev_start(p->eth_port) == 0;
+	if (level >= 0)
+		rte_log_set_level((uint32_t)memif_log, (uint32_t)level);
+}
+
+int
+droce_port_redial(struct droce_port *p, void (*quiesce)(void))
+{
+	if (p == NULL || p->cfg == NULL || p->cfg->kind != DROCE_PORT_KIND_MEMIF ||
+	    p->cfg->memif_role != DROCE_MEMIF_ROLE_CLIENT)
+		return 0;
+	if (p->started && droce_port_link_up(p))
+		return 0;
+	if (droce_unix_socket_live(p->cfg->memif_socket) != 1)
+		return 0; /* no server yet: nothing to dial */
+	__atomic_store_n(&droce_port_redialing[p->index], true, __ATOMIC_RELEASE);
+	quiesce(); /* no engine is inside a burst of the port any more */
+	/* In the interrupt thread, which serves the memif control channel. */
+	droce_call_in_intr_thread(redial_cb, p);
+	if (!p->started) {
+		PMD_LOG(DEBUG, "%s: memif client: dialling %s again failed", p->cfg->name,
+			p->cfg->memif_socket);
+		return -1; /* the bursts stay off until a start succeeds */
+	}
+	__atomic_store_n(&droce_port_redialing[p->index], false, __ATOMIC_RELEASE);
+	PMD_LOG(INFO, "%s: memif client: server gone, dialled %s again", p->cfg->name,
+		p->cfg->memif_socket);
+	return 1;
+}
+
 /* Stops, closes and unplugs the port's ethdev (if it is still ours). */
 static void
 remove_device(struct droce_port *p)
@@ -518,9 +558,11 @@ destroy_port(struct droce_port *p)
 	 * thread itself serialises the two; once it is stopped, no memif
 	 * callback refers to the device any more.
 	 */
-	if (p->cfg->kind == DROCE_PORT_KIND_MEMIF)
+	if (p->cfg->kind == DROCE_PORT_KIND_MEMIF) {
 		droce_call_in_intr_thread(remove_device_cb, p);
-	else
+		if (p->cfg->memif_role == DROCE_MEMIF_ROLE_SERVER)
+			droce_residue_del_socket(p->cfg->memif_socket); /* the PMD removed it */
+	} else
 		remove_device(p);
 	p->started = false;
 	if (p->owns_rings) {

@@ -16,4 +16,8 @@ int droce_ports_create(const struct droce_config *cfg, struct rte_mempool *mp);
 /* Stops and removes all ports, closing their captures. */
 void droce_ports_destroy(void);
 
+/* By port index: the device is being restarted (droce_port_redial), its
+ * bursts return nothing (port_io.c).  Release / acquire. */
+extern bool droce_port_redialing[DROCE_MAX_PORTS];
+
 #endif

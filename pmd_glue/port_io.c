@@ -34,6 +34,8 @@
 
 #define CAPTURE_CHUNK 64
 
+bool droce_port_redialing[DROCE_MAX_PORTS];
+
 void
 droce_port_rx_account_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
 			 uint16_t got)
@@ -148,6 +150,8 @@ droce_port_rx_burst(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts
 {
 	uint16_t got;
 
+	if (unlikely(__atomic_load_n(&droce_port_redialing[p->index], __ATOMIC_ACQUIRE)))
+		return 0; /* the device is being restarted (droce_port_redial) */
 	if (unlikely(__atomic_load_n(&p->impair_used, __ATOMIC_RELAXED)))
 		return droce_impair_rx_lc(p, queue, pkts, n);
 	got = droce_port_pmd_rx_lc(p, queue, pkts, n);
@@ -163,6 +167,8 @@ droce_port_xmit_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
 	uint16_t sent = 0, i;
 	uint64_t bytes = 0;
 
+	if (unlikely(__atomic_load_n(&droce_port_redialing[p->index], __ATOMIC_ACQUIRE)))
+		return 0; /* the device is being restarted (droce_port_redial) */
 	if (likely(p->capture == NULL)) {
 		for (i = 0; i < n; i++)
 			bytes += rte_pktmbuf_pkt_len(pkts[i]);

@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * droce runtime: EAL start from the configuration, mempools, ports.
  */
-#include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
@@ -26,6 +25,7 @@
 
 #include "internal.h"
 #include "port_internal.h"
+#include "residue.h"
 #include "stats_internal.h"
 
 enum eal_state {
@@ -74,6 +74,24 @@ has_arg(const struct droce_config *cfg, const char *opt)
 	return false;
 }
 
+/* The value of option @opt in the [eal] args ("--opt=v" or "--opt v"), or NULL. */
+static const char *
+arg_value(const struct droce_config *cfg, const char *opt)
+{
+	size_t n = strlen(opt);
+	unsigned int i;
+
+	for (i = 0; i < cfg->n_eal_args; i++) {
+		if (strncmp(cfg->eal_args[i], opt, n) != 0)
+			continue;
+		if (cfg->eal_args[i][n] == '=')
+			return cfg->eal_args[i] + n + 1;
+		if (cfg->eal_args[i][n] == '\0' && i + 1 < cfg->n_eal_args)
+			return cfg->eal_args[i + 1];
+	}
+	return NULL;
+}
+
 /* The [eal] args choose the lcores (-l, -c, --lcores, --main-lcore). */
 static bool
 selects_cores(const struct droce_config *cfg)
@@ -97,6 +115,9 @@ eal_start(const struct droce_config *cfg)
 	char *argv[DROCE_MAX_EAL_ARGS + 4];
 	char prefix[64];
 	char joined[1024];
+	char run_dir[PATH_MAX];
+	const char *pfx;
+	bool claim;
 	size_t off = 0;
 	int argc = 0, rc;
 	unsigned int i;
@@ -121,12 +142,30 @@ eal_start(const struct droce_config *cfg)
 	argv[argc++] = (char *)"droce";
 	for (i = 0; i < cfg->n_eal_args; i++)
 		argv[argc++] = (char *)cfg->eal_args[i];
-	if (!has_arg(cfg, "--file-prefix") && !has_arg(cfg, "--in-memory")) {
+	pfx = arg_value(cfg, "--file-prefix");
+	if (pfx == NULL) {
 		snprintf(rt.own_prefix, sizeof(rt.own_prefix), "droce%ld", (long)getpid());
 		snprintf(prefix, sizeof(prefix), "--file-prefix=%s", rt.own_prefix);
 		argv[argc++] = prefix;
+		pfx = rt.own_prefix;
 	}
+	/*
+	 * Nothing of the EAL outlives the process (issue 28): without shared
+	 * config files (--no-shconf; --in-memory with hugepages, which also
+	 * unlinks the hugepage files) the runtime directory holds only the
+	 * telemetry sockets, and droce claims it (residue.c) to remove it at
+	 * exit.  A config asking for DPDK multi-process (--proc-type) keeps
+	 * DPDK's files, and its directory is left to DPDK.
+	 */
+	claim = !has_arg(cfg, "--proc-type");
+	if (claim && !has_arg(cfg, "--no-shconf") && !has_arg(cfg, "--in-memory"))
+		argv[argc++] = (char *)(has_arg(cfg, "--no-huge") ? "--no-shconf" : "--in-memory");
 	argv[argc] = NULL;
+	if (claim && !droce_residue_runtime_dir(pfx, run_dir, sizeof(run_dir)))
+		return droce_err_set(ENAMETOOLONG, "%s: [eal] args: --file-prefix %s: runtime directory path too long",
+				     cfg->source, pfx);
+	if (claim && droce_residue_claim(run_dir) != 0)
+		return -1;
 	for (i = 0; i < (unsigned int)argc && off < sizeof(joined); i++)
 		off += (size_t)snprintf(joined + off, sizeof(joined) - off, "%s%s", i ? " " : "",
 					argv[i]);
@@ -144,6 +183,7 @@ eal_start(const struct droce_config *cfg)
 	if (rc < 0) {
 		int e = rte_errno;
 
+		droce_residue_release(); /* the directory is not droce's */
 		if (e == EALREADY) {
 			/* Someone else (the application) started the EAL: use it. */
 			rt.eal = EAL_READY;
@@ -155,6 +195,9 @@ eal_start(const struct droce_config *cfg)
 				     cfg->source, rte_strerror(e), joined);
 	}
 	rt.eal = EAL_READY;
+	if (claim && strcmp(rte_eal_get_runtime_dir(), run_dir) != 0)
+		PMD_LOG(WARNING, "the EAL chose runtime directory %s, not %s: it stays after exit",
+			rte_eal_get_runtime_dir(), run_dir);
 	if (restore && pthread_setaffinity_np(pthread_self(), sizeof(before), &before) != 0)
 		PMD_LOG(WARNING, "could not restore the thread's CPU affinity after EAL init");
 	PMD_LOG(DEBUG, "EAL up: %s", joined);
@@ -373,39 +416,14 @@ droce_stop(void)
 	droce_runtime_unlock_excl();
 }
 
-/* Removes the EAL runtime directory of the file prefix droce chose itself. */
-static void
-remove_runtime_dir(const char *dir)
-{
-	const char *base = strrchr(dir, '/');
-	struct dirent *de;
-	DIR *d;
-
-	if (rt.own_prefix[0] == '\0' || base == NULL || strcmp(base + 1, rt.own_prefix) != 0)
-		return;
-	d = opendir(dir);
-	if (d == NULL)
-		return;
-	while ((de = readdir(d)) != NULL) {
-		if (strcmp(de->d_name, ".") == 0 || strcmp(de->d_name, "..") == 0)
-			continue;
-		unlinkat(dirfd(d), de->d_name, 0);
-	}
-	closedir(d);
-	rmdir(dir);
-}
-
 void
 droce_shutdown(void)
 {
-	char dir[PATH_MAX];
-
 	droce_stop();
 	if (rt.eal == EAL_READY) {
-		snprintf(dir, sizeof(dir), "%s", rte_eal_get_runtime_dir());
 		park_intr_thread();
 		rte_eal_cleanup();
 		rt.eal = EAL_CLEANED;
-		remove_runtime_dir(dir);
+		droce_residue_release();
 	}
 }

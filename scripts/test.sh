@@ -17,31 +17,22 @@ export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0
 passed=0
 failed=0
 status=0
-# One meson run per line: build dir, LeakSanitizer on/off, suites.
-# LeakSanitizer runs on the unit suite, the dataplane suites, verbs_rc and
-# verbs_validation
-# (only the EAL's own interrupt instance suppressed, tests/lsan.supp); the
-# other EAL suites still leave test objects or DPDK allocations at exit, so
-# they run with ASan and UBSan only.
-runs=(
-  "build 0"
-  "build-asan 1 --suite unit"
-  "build-asan 1 --suite dataplane"
-  "build-asan 1 verbs_rc verbs_validation"
-  "build-asan 0 --suite abi --suite integration --suite verbs --suite verbs_ex --suite ud_uc --suite mw --suite srq --suite perf --suite progress --suite rdmacm --suite rdmacm_fakecm --suite rsocket --suite mt --suite xrc --suite raw --suite loop --suite hostile_veth"
-)
-for run in "${runs[@]}"; do
-  read -r dir leaks suites <<<"$run"
-  echo "=== droce tests: $dir ${suites:-all suites}"
-  # shellcheck disable=SC2086
-  ASAN_OPTIONS=abort_on_error=1:detect_leaks=$leaks \
-    meson test -C "$dir" --print-errorlogs --num-processes 1 $suites "$@"
-  rc=$?
-  [ $rc -ne 0 ] && status=1
-  # Count TAP test points of every suite run (meson keeps their output in the log).
-  log="$dir/meson-logs/testlog.json"
-  if [ -f "$log" ]; then
-    read -r p f < <(/usr/bin/python3 - "$log" <<'PY'
+
+# Issue 28: droce leaves nothing outside its processes.  Every suite runs with
+# a private DPDK runtime area (RUNTIME_DIRECTORY, which DPDK and droce both
+# honour, as under systemd), so other programs on the machine do not count;
+# after each suite that area, droce hugepage files and the socket files
+# under /tmp and /run must be as before (tests/life/residue_check.py: a new
+# entry no live process uses fails the suite).  DROCE_RESIDUE_CHECK=0 skips.
+run_root=$(mktemp -d /tmp/droce-testrun.XXXXXX)
+export RUNTIME_DIRECTORY=$run_root
+residue_snap=$run_root.snap
+trap 'rm -rf "$run_root" "$residue_snap"' EXIT
+
+# The TAP test points of one meson run (meson keeps their output in its log):
+# prints "passed failed".
+count_log() {
+  /usr/bin/python3 - "$1" <<'PY'
 import json, re, sys
 p = f = 0
 for line in open(sys.argv[1]):
@@ -60,13 +51,76 @@ for line in open(sys.argv[1]):
     f += n_bad
 print(p, f)
 PY
-)
-    echo "$dir ${suites:-all suites}: $p passed, $f failed"
+}
+
+# Every suite of build dir $1, one per line, but life_peers (issue 28 §2:
+# it fails today on DPDK's memif disconnect race; docs/notes/life.md).
+suites_of() {
+  meson introspect "$1" --tests | /usr/bin/python3 -c '
+import json, sys
+print("\n".join(sorted({s.split(":")[-1] for t in json.load(sys.stdin) for s in t["suite"]} - {"life_peers"})))'
+}
+
+# One meson run: dir, leaks, label, meson args...
+meson_run() {
+  local dir=$1 leaks=$2 label=$3 rc p f
+  shift 3
+  echo "=== droce tests: $dir $label"
+  [ "${DROCE_RESIDUE_CHECK:-1}" != 0 ] && tests/life/residue_check.py snapshot "$residue_snap"
+  ASAN_OPTIONS=abort_on_error=1:detect_leaks=$leaks \
+    meson test -C "$dir" --print-errorlogs --num-processes 1 "$@"
+  rc=$?
+  [ $rc -ne 0 ] && status=1
+  log="$dir/meson-logs/testlog.json"
+  if [ -f "$log" ]; then
+    read -r p f < <(count_log "$log")
+    echo "$dir $label: $p passed, $f failed"
     passed=$((passed + p))
     failed=$((failed + f))
   else
     failed=$((failed + 1))
   fi
+  if [ "${DROCE_RESIDUE_CHECK:-1}" != 0 ] && ! tests/life/residue_check.py check "$residue_snap"; then
+    echo "$dir $label: left files behind (issue 28)"
+    failed=$((failed + 1))
+    status=1
+  fi
+}
+
+# One meson run per line: build dir, LeakSanitizer on/off, suites (none:
+# every suite) or test names.  Without extra arguments each suite runs
+# alone, so the residue check names it.
+# LeakSanitizer runs on the unit suite, the dataplane suites, verbs_rc and
+# verbs_validation
+# (only the EAL's own interrupt instance suppressed, tests/lsan.supp); the
+# other EAL suites still leave test objects or DPDK allocations at exit, so
+# they run with ASan and UBSan only.
+runs=(
+  "build 0"
+  "build-asan 1 --suite unit"
+  "build-asan 1 --suite dataplane"
+  "build-asan 1 verbs_rc verbs_validation"
+  "build-asan 0 --suite abi --suite integration --suite verbs --suite verbs_ex --suite ud_uc --suite mw --suite srq --suite perf --suite progress --suite rdmacm --suite rdmacm_fakecm --suite rsocket --suite mt --suite xrc --suite raw --suite loop --suite hostile_veth --suite life"
+)
+for run in "${runs[@]}"; do
+  read -r dir leaks suites <<<"$run"
+  if [ $# -ne 0 ]; then
+    # shellcheck disable=SC2086
+    meson_run "$dir" "$leaks" "${suites:-all suites}" $suites "$@"
+    continue
+  fi
+  case "$suites" in
+    "") list=$(suites_of "$dir") ;;
+    --suite*) list=$(echo "$suites" | sed 's/--suite //g') ;;
+    *)
+      # shellcheck disable=SC2086
+      meson_run "$dir" "$leaks" "$suites" $suites
+      continue
+      ;;
+  esac
+  for s in $list; do
+    meson_run "$dir" "$leaks" "--suite $s" --suite "$s"
+  done
 done
 # Short libFuzzer runs (issue 12 §2): each target from its seeds for
 # DROCE_FUZZ_TIME seconds (default 20) in build-fuzz/ (clang, ASan, UBSan);

@@ -132,6 +132,23 @@ ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 
 /* ---- engine callbacks: a write to a non-blocking pipe, nothing else ---- */
 
+/*
+ * write() from an engine callback: the thread may be driving an engine, so
+ * it must not be cancelled here (pthread_cancel), or the engine stays
+ * taken for ever (issue 28 §3); write() is a cancellation point.
+ */
+static ssize_t
+write_nocancel(int fd, const void *buf, size_t n)
+{
+	int old;
+	ssize_t w;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	w = write(fd, buf, n);
+	pthread_setcancelstate(old, NULL);
+	return w;
+}
+
 static void
 cq_notify(struct droce_cq *dcq, void *arg)
 {
@@ -141,7 +158,7 @@ cq_notify(struct droce_cq *dcq, void *arg)
 	RTE_SET_USED(dcq);
 	if (cq->chan == NULL || atomic_exchange(&cq->notify_pending, 1) != 0)
 		return;
-	if (write(cq->chan->wfd, &rec, sizeof(rec)) != (ssize_t)sizeof(rec))
+	if (write_nocancel(cq->chan->wfd, &rec, sizeof(rec)) != (ssize_t)sizeof(rec))
 		atomic_store(&cq->notify_pending, 0); /* pipe full: cannot happen below 4096 CQs */
 }
 
@@ -154,7 +171,7 @@ cq_error(struct droce_cq *dcq, void *arg)
 	RTE_SET_USED(dcq);
 	if (atomic_exchange(&cq->err_reported, 1) != 0)
 		return;
-	if (write(cq->ctx->async_wfd, &rec, sizeof(rec)) != (ssize_t)sizeof(rec))
+	if (write_nocancel(cq->ctx->async_wfd, &rec, sizeof(rec)) != (ssize_t)sizeof(rec))
 		atomic_store(&cq->err_reported, 0);
 }
 

@@ -12,7 +12,8 @@
  *    and droce_port_set_link's cut) with the last one it reported, and
  *    writes PORT_ACTIVE / PORT_ERR on a change.  A thread rather than the
  *    engines so that co-located engines nobody drives, and applications
- *    that poll() the async fd, still see port events.
+ *    that poll() the async fd, still see port events.  It also makes a
+ *    memif client whose server went away dial again (redial_down_ports).
  * ibv_get_async_event() reads a record and finds the object by serial in the
  * context's lists (under the context lock), so a record left by a destroyed
  * object is skipped, never dereferenced.  Destroying a CQ, QP or SRQ unlinks
@@ -27,8 +28,14 @@
 
 #include <rte_common.h>
 
+#include <droce/config.h>
+
 #include "pmd_glue/port.h"
+#include "pmd_glue/redial.h"
 #include "internal.h"
+
+/* dataplane/engine.c (declared in dataplane/internal.h, not in dp.h). */
+void droce_dp_synchronize(void);
 
 #define MONITOR_MS 5
 
@@ -45,11 +52,28 @@ droce_verbs_serial(void)
 	return atomic_fetch_add(&next_serial, 1);
 }
 
+/*
+ * write() from an engine callback: the thread may be driving an engine, so
+ * it must not be cancelled here (pthread_cancel), or the engine stays
+ * taken for ever (issue 28 §3); write() is a cancellation point.
+ */
+static ssize_t
+write_nocancel(int fd, const void *buf, size_t n)
+{
+	int old;
+	ssize_t w;
+
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &old);
+	w = write(fd, buf, n);
+	pthread_setcancelstate(old, NULL);
+	return w;
+}
+
 static void
 put(struct droce_vctx *x, uint64_t serial, enum ibv_event_type type)
 {
 	struct droce_vevent rec = { .serial = serial, .type = (uint32_t)type };
-	ssize_t n = write(x->async_wfd, &rec, sizeof(rec));
+	ssize_t n = write_nocancel(x->async_wfd, &rec, sizeof(rec));
 
 	RTE_SET_USED(n); /* a full pipe (4096 unread events) loses the event */
 }
@@ -94,6 +118,47 @@ droce_verbs_port_is_up(unsigned int port)
 	return p != NULL && droce_port_link_up(p) && droce_port_link_is_set_up(p);
 }
 
+/*
+ * A memif client whose server went away dials again (droce_port_redial)
+ * once its link was down for REDIAL_MS, then every REDIAL_MS while a server
+ * listens and the link stays down: a new server process with the same
+ * config finds its clients back.  Outside mon_lock: a redial waits for the
+ * engines and the EAL interrupt thread.
+ */
+#define REDIAL_MS 1000
+
+static uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void
+redial_down_ports(uint32_t down_mask)
+{
+	static uint64_t since[DROCE_MAX_PORTS]; /* link seen down since; 0: up */
+	uint64_t now = mono_ms();
+	unsigned int i;
+
+	for (i = 0; i < DROCE_MAX_PORTS; i++) {
+		if (!(down_mask & 1u << i)) {
+			since[i] = 0;
+			continue;
+		}
+		if (since[i] == 0) {
+			since[i] = now;
+			continue;
+		}
+		if (now - since[i] < REDIAL_MS)
+			continue;
+		if (droce_port_redial(droce_port_get(i), droce_dp_synchronize) != 0)
+			since[i] = mono_ms(); /* give the handshake REDIAL_MS */
+	}
+}
+
 static void *
 monitor_main(void *arg)
 {
@@ -103,6 +168,7 @@ monitor_main(void *arg)
 	while (!m->stop) {
 		struct droce_vctx *x;
 		struct timespec ts;
+		uint32_t down = 0;
 
 		TAILQ_FOREACH(x, &mon_ctxs, mon_link) {
 			int up = droce_verbs_port_is_up(x->port);
@@ -111,7 +177,14 @@ monitor_main(void *arg)
 				x->port_up = up;
 				put(x, 0, up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR);
 			}
+			if (!up && x->port < DROCE_MAX_PORTS && droce_port_link_is_set_up(droce_port_get(x->port)))
+				down |= 1u << x->port;
 		}
+		pthread_mutex_unlock(&mon_lock);
+		redial_down_ports(down);
+		pthread_mutex_lock(&mon_lock);
+		if (m->stop)
+			break;
 		clock_gettime(CLOCK_REALTIME, &ts);
 		ts.tv_nsec += MONITOR_MS * 1000000L;
 		if (ts.tv_nsec >= 1000000000L) {

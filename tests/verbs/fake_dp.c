@@ -92,6 +92,15 @@ droce_port_link_up(struct droce_port *p)
 	return p->link_up;
 }
 
+/* The port monitor's memif redial (pmd_glue/redial.h): no memif here. */
+int
+droce_port_redial(struct droce_port *p, void (*quiesce)(void))
+{
+	(void)p;
+	(void)quiesce;
+	return 0;
+}
+
 int
 droce_port_arp_lookup(struct droce_port *p, rte_be32_t ip, struct rte_ether_addr *mac)
 {
@@ -151,6 +160,11 @@ droce_engines_progress(void)
 
 void
 droce_engines_blocking(void)
+{
+}
+
+void
+droce_dp_synchronize(void)
 {
 }
 
