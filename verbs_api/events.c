@@ -154,6 +154,8 @@ redial_down_ports(uint32_t down_mask)
 		}
 		if (now - since[i] < REDIAL_MS)
 			continue;
+		if (droce_port_get(i) == NULL)
+			continue;
 		if (droce_port_redial(droce_port_get(i), droce_dp_synchronize) != 0)
 			since[i] = mono_ms(); /* give the handshake REDIAL_MS */
 	}
@@ -172,12 +174,15 @@ monitor_main(void *arg)
 
 		TAILQ_FOREACH(x, &mon_ctxs, mon_link) {
 			int up = droce_verbs_port_is_up(x->port);
+			const struct droce_port *dport;
 
 			if (up != x->port_up) {
 				x->port_up = up;
 				put(x, 0, up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR);
 			}
-			if (!up && x->port < DROCE_MAX_PORTS && droce_port_link_is_set_up(droce_port_get(x->port)))
+			/* droce stopped with this context still open: no port table */
+			dport = x->port < DROCE_MAX_PORTS ? droce_port_get(x->port) : NULL;
+			if (!up && dport != NULL && droce_port_link_is_set_up(dport))
 				down |= 1u << x->port;
 		}
 		pthread_mutex_unlock(&mon_lock);
