@@ -517,10 +517,18 @@ write_config(void)
 }
 
 static void
-usage(void)
+usage(FILE *f, int status)
 {
-	fprintf(stderr, "usage: droce-soak [-t SECONDS] [-i INTERVAL] [-l LOSS] [-c CONFIG] [-r RSS_SLACK_KB] [-q]\n");
-	exit(2);
+	fprintf(f,
+		"usage: droce-soak [-t SECONDS] [-i INTERVAL] [-l LOSS] [-c CONFIG] [-r RSS_SLACK_KB] [-q]\n"
+		"  -t SECONDS        how long to run (default 10; at most a week)\n"
+		"  -i INTERVAL       seconds between samples (default 1)\n"
+		"  -l LOSS           each port's frame drop probability, 0..0.2 (default 0.005)\n"
+		"  -c CONFIG         run on this configuration instead\n"
+		"  -r RSS_SLACK_KB   RSS growth allowed after the warm-up, KiB (default 4096)\n"
+		"  -q                print no samples, only the summary and the verdict\n"
+		"  -h, --help        this text\n");
+	exit(status);
 }
 
 int
@@ -534,7 +542,12 @@ main(int argc, char **argv)
 	const char *cfg;
 	int c;
 
-	while ((c = getopt(argc, argv, "t:i:l:c:r:q")) != -1) {
+	static const struct option longopts[] = {
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+
+	while ((c = getopt_long(argc, argv, "t:i:l:c:r:qh", longopts, NULL)) != -1) {
 		switch (c) {
 		case 't': opt.seconds = atof(optarg); break;
 		case 'i': opt.interval = atof(optarg); break;
@@ -542,12 +555,13 @@ main(int argc, char **argv)
 		case 'c': opt.config = optarg; break;
 		case 'r': opt.rss_slack_kb = atol(optarg); break;
 		case 'q': opt.quiet = true; break;
-		default: usage();
+		case 'h': usage(stdout, 0); break;
+		default: usage(stderr, 2);
 		}
 	}
 	if (opt.seconds <= 0 || opt.seconds > 7 * 86400 || opt.interval <= 0 || opt.loss < 0 ||
 	    opt.loss > 0.2)
-		usage();
+		usage(stderr, 2);
 	cfg = opt.config ? opt.config : write_config();
 	if (droce_start(cfg) != 0) {
 		fprintf(stderr, "droce-soak: %s\n", droce_last_error());

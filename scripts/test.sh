@@ -54,7 +54,7 @@ PY
 }
 
 # Every suite of build dir $1, one per line, but life_peers (issue 28 §2:
-# it fails today on DPDK's memif disconnect race; docs/notes/life.md).
+# it fails today on DPDK's memif disconnect race; docs/reliability.md, "Peers that die").
 suites_of() {
   meson introspect "$1" --tests | /usr/bin/python3 -c '
 import json, sys

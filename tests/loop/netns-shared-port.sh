@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Two droce processes on ONE kernel netdev (the same veth end), each with an
 # IPv4 address of its own, as two processes' QPs on one port: does the one's
-# traffic reach the other?  (issue 22 §2's question; see docs/notes/loop.md)
+# traffic reach the other?  (issue 22 §2's question; see docs/programming.md, "Loopback on one port")
 #
 #   tests/loop/netns-shared-port.sh [--kind af_packet|af_xdp] TEST [droce-perf options]
 #   e.g. tests/loop/netns-shared-port.sh write_bw -s 4096 -n 2000 --check
