@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
+ * Over 950 lines: the 1.0 layouts of every object and the 33 wrappers over them belong together (one ABI).
  * libibverbs' IBVERBS_1.0 ABI: the names a program linked against
  * libibverbs 1.0 (before the 1.1 structures of 2006) imports, for example
  * ibv_create_qp@IBVERBS_1.0.  rdma-core 44 still exports them, so droce's

@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
+ * Over 800 lines: the state machine's masks and the path resolution (now with loopback and multicast) share the QP's checks; the path resolution is the part to move out next.
  * Queue pairs: create with caps, query, destroy, and ibv_modify_qp with the
  * IBTA state machine and its per-transition attribute masks.  The address
  * vector is resolved here into a struct droce_path (MACs, GIDs, UDP source

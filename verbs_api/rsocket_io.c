@@ -1,4 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause
+ * Over 1,100 lines: one connection's data path (credits, the SGL updates, send, receive, iomap writes) shares the connection's lock and ring state; split it along send and receive next time it grows.
  * rsockets' data path (rsocket.h has the protocol): the connection's QP,
  * CQ and buffers, completions and credits, rsend / rrecv and their vector
  * forms, riomap / riounmap / riowrite, and the one bounded wait every
