@@ -141,6 +141,7 @@ redial_down_ports(uint32_t down_mask)
 {
 	static uint64_t since[DROCE_MAX_PORTS]; /* link seen down since; 0: up */
 	uint64_t now = mono_ms();
+	struct droce_port *dport;
 	unsigned int i;
 
 	for (i = 0; i < DROCE_MAX_PORTS; i++) {
@@ -154,9 +155,10 @@ redial_down_ports(uint32_t down_mask)
 		}
 		if (now - since[i] < REDIAL_MS)
 			continue;
-		if (droce_port_get(i) == NULL)
+		dport = droce_port_get(i); /* NULL once droce stopped */
+		if (dport == NULL)
 			continue;
-		if (droce_port_redial(droce_port_get(i), droce_dp_synchronize) != 0)
+		if (droce_port_redial(dport, droce_dp_synchronize) != 0)
 			since[i] = mono_ms(); /* give the handshake REDIAL_MS */
 	}
 }
