@@ -22,6 +22,8 @@
 
 #include <infiniband/verbs.h>
 
+#include <droce/droce.h>
+
 #include "proc.h"
 
 #define WRITE_LEN 150000u
@@ -298,9 +300,16 @@ spawn(unsigned int s, int fd, int (*fn)(int, unsigned int))
 
 	cr_assert_neq(pid, -1);
 	if (pid == 0) {
+		int rc;
+
 		alarm(60);
 		setenv("DROCE_CONFIG", ini[s], 1);
-		_exit(fn(fd, s));
+		rc = fn(fd, s);
+		/* _exit() runs no atexit handler: stop droce as exit() would, so the
+		 * child leaves no runtime directory behind (issue 28's residue check) */
+		droce_stop();
+		droce_shutdown();
+		_exit(rc);
 	}
 	return pid;
 }
