@@ -17,6 +17,7 @@ export LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp:print_suppressions=0
 passed=0
 failed=0
 status=0
+failures=() # what failed, named again at the end (CI keeps only the log's tail)
 
 # Issue 28: droce leaves nothing outside its processes.  Every suite runs with
 # a private DPDK runtime area (RUNTIME_DIRECTORY, which DPDK and droce both
@@ -30,11 +31,13 @@ residue_snap=$run_root.snap
 trap 'rm -rf "$run_root" "$residue_snap"' EXIT
 
 # The TAP test points of one meson run (meson keeps their output in its log):
-# prints "passed failed".
+# prints "passed failed names", names the failed tests (comma-separated, "-"
+# when none).
 count_log() {
   /usr/bin/python3 - "$1" <<'PY'
 import json, re, sys
 p = f = 0
+bad = []
 for line in open(sys.argv[1]):
     t = json.loads(line)
     out = t.get("stdout") or ""
@@ -49,7 +52,10 @@ for line in open(sys.argv[1]):
         n_bad = 1              # crashed or timed out after its last test point
     p += n_ok
     f += n_bad
-print(p, f)
+    if n_bad:
+        pts = re.findall(r"^not ok \d+ - (\S+)", out, re.M)
+        bad.append(t.get("name", "?") + (":" + "+".join(pts) if pts else ""))
+print(p, f, ",".join(bad) or "-")
 PY
 }
 
@@ -73,16 +79,19 @@ meson_run() {
   [ $rc -ne 0 ] && status=1
   log="$dir/meson-logs/testlog.json"
   if [ -f "$log" ]; then
-    read -r p f < <(count_log "$log")
+    read -r p f names < <(count_log "$log")
     echo "$dir $label: $p passed, $f failed"
     passed=$((passed + p))
     failed=$((failed + f))
+    [ "$f" -ne 0 ] && failures+=("$dir $label: $names")
   else
     failed=$((failed + 1))
+    failures+=("$dir $label: no test log")
   fi
   if [ "${DROCE_RESIDUE_CHECK:-1}" != 0 ] && ! tests/life/residue_check.py check "$residue_snap"; then
     echo "$dir $label: left files behind (issue 28)"
     failed=$((failed + 1))
+    failures+=("$dir $label: left files behind")
     status=1
   fi
 }
@@ -132,6 +141,7 @@ if [ "${DROCE_FUZZ_TIME:-20}" != 0 ] && [ $# -eq 0 ]; then
       passed=$((passed + 1))
     else
       failed=$((failed + 1))
+      failures+=("fuzz $t")
     fi
   done
 fi
@@ -142,8 +152,10 @@ if [ "${DROCE_TSAN:-1}" != 0 ] && [ $# -eq 0 ]; then
     passed=$((passed + 1))
   else
     failed=$((failed + 1))
+    failures+=("tsan")
   fi
 fi
 [ $failed -ne 0 ] && status=1
+for f in "${failures[@]}"; do echo "FAILED: $f"; done
 echo "$passed passed, $failed failed"
 exit $status
