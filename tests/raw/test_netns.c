@@ -229,9 +229,16 @@ kernel_side(bool tcp, int fds[2])
 			unsigned int count = 0, good = 0;
 			ssize_t n;
 
-			tv.tv_sec = 2;
+			/* the first datagram may take as long as droce's start (the
+			 * EAL's, under ASan on a loaded machine: seconds); after it,
+			 * 2 s of silence end the stream */
+			tv.tv_sec = 30;
 			setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 			while ((n = recv(s, buf, sizeof(buf), 0)) >= 0) {
+				if (count == 0) {
+					tv.tv_sec = 2;
+					setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+				}
 				count++;
 				/* the first 4 bytes name the datagram, the rest its pattern */
 				if (n >= 4) {
