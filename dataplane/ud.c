@@ -164,6 +164,7 @@ droce_ud_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *
 	memset(&c, 0, sizeof(c));
 	c.opcode = DROCE_WC_RECV;
 	c.src_qp = droce_deth_sqp(deth);
+	c.sl = DROCE_UD_SL_ROCE_V2 | (p->ipv6 ? DROCE_UD_SL_IPV6 : DROCE_UD_SL_IPV4);
 	memset(grh, 0, sizeof(grh));
 	if (p->ipv6)
 		memcpy(grh, frame + p->l3_off, GRH_LEN);
