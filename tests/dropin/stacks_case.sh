@@ -192,6 +192,29 @@ ucx_info)
 		done
 	done
 	grep -a "Transport: \(rc\|ud\)_verbs" -A1 "$tmp/info.log"
+	# and it is the view that does it: without it UCX lists none
+	DROCE_VIEW=0 timeout 60 "$run" ucx_info -d >"$tmp/noview.log" 2>&1 || fail "ucx_info exited $?"
+	grep -aq "Device: droce0:1" "$tmp/noview.log" && fail "droce0 listed without the view?"
+	echo "without the view (DROCE_VIEW=0): no droce device, as expected"
+	;;
+ucx_info_user)
+	# the same as an ordinary user (nobody): droce-run's view is then made
+	# in a user namespace that keeps the caller's uid, and UCX runs as it
+	need ucx_info setpriv unshare
+	[ "$(id -u)" = 0 ] || { echo "SKIP: needs root to become nobody"; exit 77; }
+	as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/tmp)
+	"${as_nobody[@]}" unshare -U true 2>/dev/null ||
+		{ echo "SKIP: unprivileged user namespaces are disabled here"; exit 77; }
+	"${as_nobody[@]}" test -x "$run" || { echo "SKIP: $run is not reachable as nobody"; exit 77; }
+	chmod 0777 "$tmp"
+	"${as_nobody[@]}" timeout 60 "$run" sh -c 'id -u; ucx_info -d' >"$tmp/info.log" 2>&1 ||
+		fail "ucx_info as nobody exited $?"
+	[ "$(head -1 "$tmp/info.log")" = 65534 ] || fail "the program did not run as nobody"
+	for t in rc_verbs ud_verbs; do
+		grep -aA2 "Transport: $t" "$tmp/info.log" | grep -q "Device: droce0:1" ||
+			fail "$t on droce0:1 not listed"
+	done
+	echo "ucx_info as uid 65534: rc_verbs and ud_verbs on droce0:1"
 	;;
 ucx_tag_lat) ucx_pair 2000 -t tag_lat -n 2000 -w 100 ;;
 ucx_tag_bw) ucx_pair 2000 -t tag_bw -n 2000 -w 100 -s 65536 ;;
