@@ -84,17 +84,6 @@ enum droce_wc_flags {
 	DROCE_WC_F_WITH_INV = 1 << 3,
 };
 
-/*
- * The sl of a UD receive's completion: RoCE frames carry no SL, and mlx5
- * reports its CQE's RoCE packet type there (bit 3: UDP, RoCE v2; bits 2..0:
- * the L3 header, 1 IPv6, 2 IPv4), which UCX's ud_verbs reads to know where
- * the destination address lies in the GRH area (UCX_UD_VERBS_ETH_DGID_CHECK;
- * rxe's 0 reads as IPv6, and IPv4 datagrams are then dropped by UCX).
- */
-#define DROCE_UD_SL_ROCE_V2 0x8u
-#define DROCE_UD_SL_IPV6 0x1u
-#define DROCE_UD_SL_IPV4 0x2u
-
 /* Laid out exactly as struct ibv_wc (asserted in verbs_api). */
 struct droce_cqe {
 	uint64_t wr_id;
