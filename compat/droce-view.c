@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * droce-view [-v] -- CMD [ARGS...]     (run by `droce-run --view`)
+ * droce-view [-v] -- CMD [ARGS...]           (run by `droce-run --view`)
+ * droce-view --host-net [-v] -- CMD [ARGS...] (run by plain `droce-run`)
  *
  * Runs CMD with a view of the machine in which droce's devices exist where
  * programs look for RDMA devices outside libibverbs: in private mount (and,
@@ -32,6 +33,20 @@
  * no namespace can be made droce-view says so and exits 126; nothing is
  * changed outside the namespaces (the scratch directory it mounts on is
  * removed before CMD starts).
+ *
+ * --host-net (plain droce-run's): the same sysfs and /dev entries in a
+ * private mount namespace only: CMD keeps the machine's network namespace
+ * (two droce processes still reach each other's TCP ports, as UCX's and
+ * MPI's bootstraps need), so ring / memif / pci ports get no netdev.  This
+ * is what UCX needs to use droce's devices: it skips an IB device whose
+ * /dev/infiniband/<dev_name> is not a character device it may read and
+ * write, and takes a RoCE GID for RoCE v1 unless sysfs's
+ * ports/N/gid_attrs/types/I says "RoCE v2".  Not root: in a user namespace
+ * that maps the caller's uid and gid to themselves, so CMD runs as the
+ * caller, with no capability (they end at its exec).  When the entries are
+ * there already (an outer view), or no namespace can be made, CMD runs as
+ * it is, silently (-v says why): plain droce-run never fails for want of
+ * the view.
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -54,19 +69,10 @@
 #include <droce/droce.h>
 
 static bool verbose;
-
-static void
-die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs("droce-view: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(126);
-}
+/* --host-net: what runs instead of failing (CMD, without the view) */
+static char **fallback;
+/* the scratch directory while it exists (removed when --host-net falls back) */
+static const char *scratch_made;
 
 static void
 say(const char *fmt, ...)
@@ -80,6 +86,32 @@ say(const char *fmt, ...)
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
 	fputc('\n', stderr);
+}
+
+static void
+die(const char *fmt, ...)
+{
+	va_list ap;
+
+	/* --host-net is silent (-v says why), as plain droce-run was before it */
+	if (fallback == NULL || verbose) {
+		fputs("droce-view: ", stderr);
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+		fputc('\n', stderr);
+	}
+	if (fallback != NULL) {
+		if (scratch_made != NULL) {
+			umount2(scratch_made, MNT_DETACH);
+			rmdir(scratch_made);
+		}
+		say("running %s without /dev/infiniband/droce_uverbs*", fallback[0]);
+		execvp(fallback[0], fallback);
+		fprintf(stderr, "droce-view: %s: %s\n", fallback[0], strerror(errno));
+		exit(127);
+	}
+	exit(126);
 }
 
 /* mkdir -p of @fmt's path */
@@ -374,8 +406,11 @@ mirror(const char *src, const char *dst, const char *skip, const char *skip2)
 	closedir(d);
 }
 
+/* @as_caller: CMD keeps the caller's uid and gid in a user namespace (the
+ * --host-net view needs no privilege after its mounts), else it is that
+ * namespace's root (the full view runs `ip` inside it) */
 static void
-enter_namespaces(bool netns)
+enter_namespaces(bool netns, bool as_caller)
 {
 	uid_t uid = getuid();
 	gid_t gid = getgid();
@@ -399,11 +434,31 @@ enter_namespaces(bool netns)
 		char m[64];
 
 		write_file("/proc/self/setgroups", "deny");
-		snprintf(m, sizeof(m), "0 %u 1", (unsigned int)uid);
+		snprintf(m, sizeof(m), "%u %u 1", as_caller ? (unsigned int)uid : 0u, (unsigned int)uid);
 		write_file("/proc/self/uid_map", m);
-		snprintf(m, sizeof(m), "0 %u 1", (unsigned int)gid);
+		snprintf(m, sizeof(m), "%u %u 1", as_caller ? (unsigned int)gid : 0u, (unsigned int)gid);
 		write_file("/proc/self/gid_map", m);
 	}
+}
+
+/* true when what UCX reads of each of the @n ports' devices is there: the
+ * node /dev/infiniband/droce_uverbsN, a character device CMD may read and
+ * write, and droceN's GID types in sysfs (an outer view made them) */
+static bool
+view_present(unsigned int n)
+{
+	for (unsigned int i = 0; i < n; i++) {
+		char p[96];
+		struct stat st;
+
+		snprintf(p, sizeof(p), "/dev/infiniband/droce_uverbs%u", i);
+		if (stat(p, &st) < 0 || !S_ISCHR(st.st_mode) || access(p, R_OK | W_OK) < 0)
+			return false;
+		snprintf(p, sizeof(p), "/sys/class/infiniband/droce%u/ports/1/gid_attrs/types/0", i);
+		if (access(p, R_OK) < 0)
+			return false;
+	}
+	return true;
 }
 
 int
@@ -413,24 +468,38 @@ main(int argc, char **argv)
 	const char *path = getenv("DROCE_CONFIG");
 	char netdev[DROCE_MAX_PORTS][16];
 	char scratch[] = "/tmp/droce-view.XXXXXX", cls[PATH_MAX], dev[PATH_MAX];
-	bool any_kernel = false, netns;
+	bool any_kernel = false, netns, host_net = false;
 	int a = 1;
 
-	if (a < argc && strcmp(argv[a], "-v") == 0) {
-		verbose = true;
-		a++;
+	for (; a < argc && argv[a][0] == '-' && strcmp(argv[a], "--") != 0; a++) {
+		if (strcmp(argv[a], "-v") == 0) {
+			verbose = true;
+		} else if (strcmp(argv[a], "--host-net") == 0) {
+			host_net = true;
+		} else {
+			fprintf(stderr, "droce-view: unknown option %s\n", argv[a]);
+			return 2;
+		}
 	}
 	if (a < argc && strcmp(argv[a], "--") == 0)
 		a++;
 	if (a >= argc) {
-		fprintf(stderr, "usage: droce-view [-v] -- CMD [ARGS...]\n");
+		fprintf(stderr, "usage: droce-view [--host-net] [-v] -- CMD [ARGS...]\n");
 		return 2;
 	}
+	if (host_net)
+		fallback = argv + a;
 	if ((path && path[0] ? droce_config_load(path, &cfg) : droce_config_load_default(&cfg)) != 0)
 		die("config: %s", droce_last_error());
+	if (host_net && view_present(cfg.n_ports)) {
+		say("droce's devices are in view already");
+		execvp(argv[a], argv + a);
+		die("%s: %s", argv[a], strerror(errno));
+	}
+
 	for (unsigned int i = 0; i < cfg.n_ports; i++)
 		any_kernel |= kernel_port(&cfg.ports[i]);
-	netns = !any_kernel;
+	netns = !any_kernel && !host_net;
 	for (unsigned int i = 0; i < cfg.n_ports; i++) {
 		const struct droce_port_config *p = &cfg.ports[i];
 
@@ -438,7 +507,7 @@ main(int argc, char **argv)
 			 kernel_port(p) ? p->iface : netns ? p->name : "");
 	}
 
-	enter_namespaces(netns);
+	enter_namespaces(netns, host_net);
 	/* nothing mounted here reaches the parent namespace */
 	do_mount(NULL, "/", NULL, MS_REC | MS_PRIVATE);
 	if (netns) {
@@ -461,6 +530,7 @@ main(int argc, char **argv)
 
 	if (mkdtemp(scratch) == NULL)
 		die("mkdtemp: %s", strerror(errno));
+	scratch_made = scratch;
 	do_mount("droce-view", scratch, "tmpfs", MS_NOSUID);
 	snprintf(cls, sizeof(cls), "%s/class", scratch);
 	snprintf(dev, sizeof(dev), "%s/dev", scratch);
@@ -485,6 +555,8 @@ main(int argc, char **argv)
 	/* the scratch mount is left only through the binds above */
 	if (umount2(scratch, MNT_DETACH) < 0 || rmdir(scratch) < 0)
 		die("cleaning %s: %s", scratch, strerror(errno));
+	scratch_made = NULL;
+	fallback = NULL; /* from here CMD has the view, or nothing runs */
 	for (unsigned int i = 0; i < cfg.n_ports; i++)
 		say("droce%u: netdev %s", i, netdev[i][0] ? netdev[i] : "(none)");
 

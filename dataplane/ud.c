@@ -137,6 +137,17 @@ droce_ud_tx_lc(struct droce_qp *qp, unsigned int budget)
 	return droce_xport_tx_each_lc(qp, budget, send_one);
 }
 
+/*
+ * The sl of a UD receive's completion: RoCE frames carry no SL, and mlx5
+ * reports its CQE's RoCE packet type there (bit 3: UDP, RoCE v2; bits 2..0:
+ * the L3 header, 1 IPv6, 2 IPv4), which UCX's ud_verbs reads to know where
+ * the destination address lies in the GRH area (UCX_UD_VERBS_ETH_DGID_CHECK;
+ * rxe's 0 reads as IPv6, and IPv4 datagrams are then dropped by UCX).
+ */
+#define UD_SL_ROCE_V2 0x8u
+#define UD_SL_IPV6 0x1u
+#define UD_SL_IPV4 0x2u
+
 void
 droce_ud_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *p)
 {
@@ -164,6 +175,7 @@ droce_ud_rx_lc(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_pkt *
 	memset(&c, 0, sizeof(c));
 	c.opcode = DROCE_WC_RECV;
 	c.src_qp = droce_deth_sqp(deth);
+	c.sl = UD_SL_ROCE_V2 | (p->ipv6 ? UD_SL_IPV6 : UD_SL_IPV4);
 	memset(grh, 0, sizeof(grh));
 	if (p->ipv6)
 		memcpy(grh, frame + p->l3_off, GRH_LEN);

@@ -2,7 +2,8 @@
  * Address handles for UD QPs: ibv_create_ah, ibv_destroy_ah,
  * ibv_init_ah_from_wc and ibv_create_ah_from_wc.  RoCE addresses by GID, so
  * an AH needs a GRH (is_global); the GID is IPv4-mapped or IPv6 and its MAC
- * is resolved once, here.  The dataplane reads the resolved struct
+ * is resolved once, here.  The attribute checks are the kernel's for RoCE
+ * (qp.c's droce_verbs_resolve_path: the LID and path bits are ignored).  The dataplane reads the resolved struct
  * droce_ah; ibv_destroy_ah refuses (EBUSY) while a posted WR naming the AH
  * has not completed, instead of leaving an engine a dangling pointer.
  */
@@ -35,7 +36,7 @@ ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 		return NULL;
 	}
 	/* no flow label: each sending QP picks its own UDP source port */
-	path.udp_sport = attr->grh.flow_label ? droce_verbs_udp_sport(0, 0, attr->grh.flow_label) : 0;
+	path.udp_sport = path.flow_label ? droce_verbs_udp_sport(0, 0, path.flow_label) : 0;
 	ah = calloc(1, sizeof(*ah));
 	if (ah == NULL) {
 		errno = ENOMEM;

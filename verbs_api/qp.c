@@ -257,14 +257,24 @@ droce_verbs_resolve_path(unsigned int port, const struct ibv_ah_attr *ah, uint32
 
 	if (p == NULL)
 		return ENODEV;
-	/* RoCE addresses by GID: a GRH is mandatory */
-	if (!ah->is_global || ah->port_num != DROCE_VERBS_PORT_NUM || ah->sl > 15 ||
-	    ah->grh.flow_label > 0xfffff)
+	/*
+	 * What the kernel checks of an address vector on a RoCE port (rdma-core
+	 * hands it on: uverbs' create_ah / modify_qp, rdma_check_ah_attr,
+	 * rdma_get_gid_attr; rxe adds nothing): the port, the GRH RoCE needs,
+	 * the source GID.  dlid, src_path_bits and static_rate are IB's and
+	 * ignored (UCX puts 0xC000 + path in dlid), any sl is taken (its low 3
+	 * bits are the VLAN priority), a flow label keeps its low 20 bits (the
+	 * IPv6 field's width; mlx5 derives the UDP source port from those).
+	 */
+	if (!ah->is_global || ah->port_num != DROCE_VERBS_PORT_NUM ||
+	    ah->grh.sgid_index >= DROCE_MAX_GIDS)
 		return EINVAL;
 	sgid = droce_port_gid(p, ah->grh.sgid_index);
+	if (sgid == NULL)
+		return ENODATA; /* in the table, empty: rdma_get_gid_attr's answer */
 	mcast = droce_gid_is_mcast(dgid);
 	/* a group (ff00::/8, ::ffff:224.0.0.0/100) only for an AH: UD multicast */
-	if (sgid == NULL || gid_is_zero(dgid) || (mcast && lqpn != 0) ||
+	if (gid_is_zero(dgid) || (mcast && lqpn != 0) ||
 	    droce_gid_is_v4mapped(sgid) != droce_gid_is_v4mapped(dgid))
 		return EINVAL;
 
@@ -278,8 +288,8 @@ droce_verbs_resolve_path(unsigned int port, const struct ibv_ah_attr *ah, uint32
 	memcpy(out->dst_gid, dgid, 16);
 	out->traffic_class = ah->grh.traffic_class;
 	out->hop_limit = ah->grh.hop_limit;
-	out->flow_label = ah->grh.flow_label;
-	out->udp_sport = droce_verbs_udp_sport(lqpn, rqpn, ah->grh.flow_label);
+	out->flow_label = ah->grh.flow_label & 0xfffff;
+	out->udp_sport = droce_verbs_udp_sport(lqpn, rqpn, out->flow_label);
 
 	if (mcast) {
 		/* the group's Ethernet address: no neighbour to resolve */
@@ -622,8 +632,10 @@ check_values(struct droce_vqp *q, const struct ibv_qp_attr *a, int mask, struct 
 
 	if ((mask & IBV_QP_PORT) && a->port_num != DROCE_VERBS_PORT_NUM)
 		return EINVAL;
-	if ((mask & IBV_QP_PKEY_INDEX) && a->pkey_index != 0)
-		return EINVAL;
+	/* any P_Key index is taken, as the kernel does on RoCE (its P_Key
+	 * checks are InfiniBand's, ib_security; rxe sends and expects the
+	 * default P_Key whatever the index): the QP uses the port's one P_Key,
+	 * query_qp reports the index given */
 	if ((mask & IBV_QP_ACCESS_FLAGS) && ((unsigned int)a->qp_access_flags & ~(unsigned int)QP_ACCESS))
 		return EINVAL;
 	if (mask & IBV_QP_PATH_MTU) {
@@ -673,7 +685,7 @@ check_values(struct droce_vqp *q, const struct ibv_qp_attr *a, int mask, struct 
 	mod->sq_psn = a->sq_psn & 0xffffff;
 	mod->qkey = a->qkey;
 	mod->access = a->qp_access_flags;
-	mod->pkey_index = a->pkey_index;
+	mod->pkey_index = 0; /* the port's one P_Key, whatever index was given */
 	mod->port = 0;
 	mod->timeout = a->timeout;
 	mod->retry_cnt = a->retry_cnt;

@@ -128,6 +128,8 @@ mtu_boundary(bool v6, unsigned int ip_mtu, uint32_t want_mtu)
 		cr_assert_eq(wc.byte_len, 40 + len, "byte_len counts the 40-byte GRH");
 		cr_assert_eq(wc.qp_num, B.qp->qp_num);
 		cr_assert_eq(wc.src_qp, A.qp->qp_num);
+		/* mlx5's RoCE packet type, which UCX's ud_verbs reads: v2, L3 */
+		cr_assert_eq(wc.sl, v6 ? 0x9 : 0xa, "sl 0x%x", wc.sl);
 		if (id == 2) {
 			cr_assert_eq(wc.wc_flags, IBV_WC_GRH | IBV_WC_WITH_IMM);
 			cr_assert_eq(ntohl(wc.imm_data), 0xabc00000u + 2);

@@ -266,9 +266,6 @@ Test(modify, bad_values)
 
 	cr_assert_eq(ibv_modify_qp(qp, &a, init_mask), EINVAL); /* port 2 */
 	a.port_num = 1;
-	a.pkey_index = 1;
-	cr_assert_eq(ibv_modify_qp(qp, &a, init_mask), EINVAL); /* one pkey */
-	a.pkey_index = 0;
 	a.qp_access_flags = IBV_ACCESS_REMOTE_READ | (1 << 9);
 	cr_assert_eq(ibv_modify_qp(qp, &a, init_mask), EINVAL);
 	cr_assert_eq(to_init(qp), 0);
@@ -281,8 +278,10 @@ Test(modify, bad_values)
 	RTR_BAD(dest_qp_num, 1u << 24, EINVAL);
 	RTR_BAD(ah_attr.is_global, 0, EINVAL);
 	RTR_BAD(ah_attr.port_num, 2, EINVAL);
-	RTR_BAD(ah_attr.grh.sgid_index, 2, EINVAL);
-	RTR_BAD(ah_attr.grh.flow_label, 1u << 20, EINVAL);
+	RTR_BAD(ah_attr.grh.sgid_index, 2, ENODATA); /* empty, in the table */
+	RTR_BAD(ah_attr.grh.sgid_index, 7, ENODATA);
+	RTR_BAD(ah_attr.grh.sgid_index, 8, EINVAL); /* past the table's 8 */
+	RTR_BAD(ah_attr.grh.sgid_index, 255, EINVAL);
 	RTR_BAD(ah_attr.grh.sgid_index, 1, EINVAL); /* IPv6 source, IPv4 destination */
 	RTR_BAD(ah_attr.grh.dgid.global.interface_id, 0, EINVAL);
 	{
@@ -382,3 +381,136 @@ Test(modify, udp_sport_range)
 /* ================= post_send / post_recv ================= */
 
 TestSuite(post, .init = setup, .timeout = 10);
+
+/*
+ * What the kernel accepts of a RoCE address vector, droce accepts (issue 23
+ * §1): uverbs' modify_qp and create_ah check the port, the GRH and the
+ * source GID (rdma_check_ah_attr, rdma_get_gid_attr); dlid, src_path_bits
+ * and static_rate are InfiniBand's and ignored on RoCE; rxe checks no sl,
+ * no flow label width and (ib_security being InfiniBand's only) no P_Key
+ * index.  Each attribute alone, at values the kernel takes.
+ */
+#define RTR_OK(field, value)                                                              \
+	do {                                                                              \
+		struct ibv_qp *q_ = make_qp(IBV_QPT_RC, 4, 1, 0, 0);                      \
+		struct ibv_qp_attr a_, g_;                                                \
+		struct ibv_qp_init_attr i_;                                               \
+		cr_assert_eq(to_init(q_), 0);                                             \
+		rtr_attr(&a_, "198.18.0.2");                                              \
+		a_.field = value;                                                         \
+		cr_assert_eq(ibv_modify_qp(q_, &a_, RC_RTR_MASK), 0, #field " = " #value); \
+		cr_assert_eq(q_->state, IBV_QPS_RTR);                                     \
+		cr_assert_eq(ibv_query_qp(q_, &g_, IBV_QP_AV, &i_), 0);                   \
+		cr_assert_eq(g_.field, a_.field, #field " reported as given");            \
+		qp = q_;                                                                  \
+	} while (0)
+
+Test(modify, roce_av_as_kernel)
+{
+	struct ibv_qp *qp;
+	const struct droce_qp_mod *m;
+
+	/* dlid: UCX's 0xC000 + path; ignored */
+	RTR_OK(ah_attr.dlid, 0xc000);
+	m = &dqp(qp)->last_mod;
+	cr_assert_eq(m->path.udp_sport, droce_verbs_udp_sport(qp->qp_num, 0x42, 0));
+	cr_assert_arr_eq(m->path.dst_mac.addr_bytes, fake_ports[1].mac.addr_bytes, 6);
+	RTR_OK(ah_attr.dlid, 0xffff);
+	RTR_OK(ah_attr.src_path_bits, 0x7f);
+	RTR_OK(ah_attr.static_rate, IBV_RATE_100_GBPS);
+	RTR_OK(ah_attr.static_rate, 0xff);
+	/* sl: any; its low three bits are the VLAN priority */
+	RTR_OK(ah_attr.sl, 16);
+	cr_assert_eq(dqp(qp)->last_mod.path.vlan_pcp, 0);
+	RTR_OK(ah_attr.sl, 0xff);
+	cr_assert_eq(dqp(qp)->last_mod.path.vlan_pcp, 7);
+	/* flow label: the low 20 bits (UCX gives ~0) */
+	RTR_OK(ah_attr.grh.flow_label, 0xffffffffu);
+	m = &dqp(qp)->last_mod;
+	cr_assert_eq(m->path.flow_label, 0xfffff);
+	cr_assert_eq(m->path.udp_sport, droce_verbs_udp_sport(qp->qp_num, 0x42, 0xfffff));
+	RTR_OK(ah_attr.grh.flow_label, 1u << 20);
+	cr_assert_eq(dqp(qp)->last_mod.path.flow_label, 0);
+
+	/* P_Key index: taken and reported; the QP keeps the port's one P_Key */
+	{
+		struct ibv_qp *q = make_qp(IBV_QPT_RC, 4, 1, 0, 0);
+		struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .pkey_index = 5,
+					 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
+		struct ibv_qp_init_attr i;
+
+		cr_assert_eq(ibv_modify_qp(q, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+							  IBV_QP_ACCESS_FLAGS),
+			     0);
+		cr_assert_eq(dqp(q)->last_mod.pkey_index, 0);
+		memset(&a, 0, sizeof(a));
+		cr_assert_eq(ibv_query_qp(q, &a, IBV_QP_PKEY_INDEX, &i), 0);
+		cr_assert_eq(a.pkey_index, 5);
+	}
+	/* still refused: another port, no GRH (RoCE needs it), in the AV too */
+	{
+		struct ibv_qp *q = make_qp(IBV_QPT_RC, 4, 1, 0, 0);
+		struct ibv_qp_attr a;
+
+		cr_assert_eq(to_init(q), 0);
+		rtr_attr(&a, "198.18.0.2");
+		a.ah_attr.port_num = 0;
+		cr_assert_eq(ibv_modify_qp(q, &a, RC_RTR_MASK), EINVAL);
+		rtr_attr(&a, "198.18.0.2");
+		a.ah_attr.is_global = 0;
+		a.ah_attr.dlid = 0xc000;
+		cr_assert_eq(ibv_modify_qp(q, &a, RC_RTR_MASK), EINVAL);
+		cr_assert_eq(q->state, IBV_QPS_INIT);
+	}
+}
+
+/* ibv_create_ah with UCX 1.13's RoCE attributes (its GID probe and its UD
+ * wire-up: dlid 0xC000, flow label ~0, traffic class 106), and the
+ * kernel's errno for each attribute it refuses. */
+Test(modify, create_ah_as_kernel)
+{
+	struct ibv_ah_attr at = {
+		.dlid = 0xc000, .sl = 0, .port_num = 1, .is_global = 1,
+		.grh = { .sgid_index = 0, .hop_limit = 255, .traffic_class = 106,
+			 .flow_label = 0xffffffffu },
+	};
+	struct droce_vah *v;
+	struct ibv_ah *ah;
+
+	gid_v4(&at.grh.dgid, "198.18.0.2");
+	ah = ibv_create_ah(pd, &at);
+	cr_assert_not_null(ah, "UCX's AH: %s", strerror(errno));
+	v = (struct droce_vah *)ah;
+	cr_assert_arr_eq(v->dah.path.dst_mac.addr_bytes, fake_ports[1].mac.addr_bytes, 6);
+	cr_assert_eq(v->dah.path.traffic_class, 106);
+	cr_assert_eq(v->dah.path.flow_label, 0xfffff);
+	cr_assert_eq(v->dah.path.udp_sport, droce_verbs_udp_sport(0, 0, 0xfffff));
+	cr_assert_eq(ibv_destroy_ah(ah), 0);
+
+	at.sl = 200;
+	at.src_path_bits = 3;
+	at.static_rate = IBV_RATE_40_GBPS;
+	ah = ibv_create_ah(pd, &at);
+	cr_assert_not_null(ah);
+	cr_assert_eq(((struct droce_vah *)ah)->dah.path.vlan_pcp, 200 & 7);
+	cr_assert_eq(ibv_destroy_ah(ah), 0);
+
+	at.grh.sgid_index = 3; /* empty */
+	errno = 0;
+	cr_assert_null(ibv_create_ah(pd, &at));
+	cr_assert_eq(errno, ENODATA);
+	at.grh.sgid_index = 8;
+	errno = 0;
+	cr_assert_null(ibv_create_ah(pd, &at));
+	cr_assert_eq(errno, EINVAL);
+	at.grh.sgid_index = 0;
+	at.port_num = 2;
+	errno = 0;
+	cr_assert_null(ibv_create_ah(pd, &at));
+	cr_assert_eq(errno, EINVAL);
+	at.port_num = 1;
+	at.is_global = 0;
+	errno = 0;
+	cr_assert_null(ibv_create_ah(pd, &at));
+	cr_assert_eq(errno, EINVAL);
+}

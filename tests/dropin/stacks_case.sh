@@ -1,0 +1,248 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
+# One cell of the `dropin` suite for the stacks above verbs (issue 23 §1-2):
+# Debian's UCX 1.13 (ucx-utils) and libfabric 1.17 (libfabric-bin), run
+# unmodified on droce through build/droce-run, which gives them droce's
+# sysfs and /dev/infiniband entries (UCX lists no device without them).
+# Two-process cells join two droce instances by memif (server side
+# 198.18.0.1, memif server; client side 198.18.0.2, memif client), the
+# configs of tests/common/memif_ini.sh; every process runs under
+# `timeout`, every wait is bounded.
+#
+# Usage: stacks_case.sh BUILD_DIR CASE
+# Exit 0 = pass, 77 = skipped (a Debian package is missing, or the network
+# namespace cannot be made), anything else = fail.
+set -uo pipefail
+build=$(cd "$1" && pwd)
+case_=$2
+run="$build/droce-run"
+tmp=$(mktemp -d "/tmp/droce-stacks-$case_-$$-XXXX")
+ns=
+srv_pid=
+
+cleanup() {
+	if [ -n "$srv_pid" ] && kill -0 "$srv_pid" 2>/dev/null; then
+		kill "$srv_pid" 2>/dev/null
+		wait "$srv_pid" 2>/dev/null
+	fi
+	[ -n "$ns" ] && ip netns del "$ns" 2>/dev/null
+	[ -n "${KEEP_TMP:-}" ] || rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+fail() {
+	echo "FAIL [$case_]: $*"
+	for f in "$tmp"/*.log; do
+		[ -f "$f" ] || continue
+		echo "---- $(basename "$f")"
+		cat -v "$f"
+	done
+	exit 1
+}
+
+need() {
+	local b
+	for b in "$@"; do
+		command -v "$b" >/dev/null || { echo "SKIP: $b is not installed (scripts/deps.sh)"; exit 77; }
+	done
+}
+
+[ -x "$run" ] || fail "$run missing"
+. "$(dirname "$0")/../common/memif_ini.sh"
+memif_configs "$tmp" "$tmp/memif.sock"
+
+# A TCP port nobody on this machine listens on, from a range per process.
+tcp_port() {
+	local p=$((30000 + ($$ % 2000) * 7)) i
+	for i in $(seq 0 50); do
+		if ! ss -Htln "sport = :$((p + i))" | grep -q .; then
+			echo $((p + i))
+			return
+		fi
+	done
+	echo $p
+}
+
+# wait_listen PORT: until the server side listens on TCP PORT, in the
+# cell's network namespace if it has one (30 s at most)
+wait_listen() {
+	local i
+	for i in $(seq 1 300); do
+		$nsexec ss -Htln "sport = :$1" | grep -q . && return 0
+		kill -0 "$srv_pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+nsexec=
+start_server() { # SECONDS CMD...
+	local t=$1
+	shift
+	$nsexec timeout "$t" "$run" --config "$tmp/server.ini" "$@" >"$tmp/server.log" 2>&1 &
+	srv_pid=$!
+}
+client() { # SECONDS CMD...: its exit status
+	local t=$1
+	shift
+	$nsexec timeout "$t" "$run" --config "$tmp/client.ini" "$@" >"$tmp/client.log" 2>&1
+}
+server_status() {
+	local rc
+	wait "$srv_pid"
+	rc=$?
+	srv_pid=
+	return $rc
+}
+
+# ---- UCX ----
+
+ucx_env() {
+	export UCX_TLS=rc_verbs,ud_verbs UCX_NET_DEVICES=droce0:1 UCX_WARN_UNUSED_ENV_VARS=n
+}
+
+# ucx_final LOG ITERS: ucx_perftest's "Final:" line has ITERS iterations
+# and its message rates (the last two figures) above zero (latency or
+# overhead may print 0.000, bandwidth 0.00 for 8-byte messages); prints it
+ucx_final() {
+	local line
+	line=$(grep -a '^Final:' "$1" | tail -1)
+	[ -n "$line" ] || fail "no Final: line in $(basename "$1")"
+	echo "$line"
+	awk -v n="$2" '{ if (NF != 9 || $2 != n) exit 1; for (i = 8; i <= NF; i++) if ($i + 0 <= 0) exit 1 }' \
+		<<<"$line" || fail "Final: line without $2 iterations or with a zero rate: $line"
+}
+
+# ucx_pair ITERS ARGS...: ucx_perftest between the two processes (its TCP
+# exchange on a free port).  The server's droce starts when UCX loads and
+# waits 3 s for its memif link; the client comes once the server listens
+# and its link comes up then (UCX reads the port's state at ucp_init, after
+# the TCP exchange).  A side whose port was still down at that moment
+# ("no usable transports", seen on a machine loaded with 20 runnable
+# threads) fails the run: then, and only then, it runs once more.
+ucx_pair() {
+	local n=$1 port try crc src
+	shift
+	need ucx_perftest
+	ucx_env
+	for try in 1 2; do
+		port=$(tcp_port)
+		rm -f "$tmp/memif.sock"
+		start_server 120 ucx_perftest -p "$port" "$@"
+		wait_listen "$port" || fail "ucx_perftest server never listened on $port"
+		client 120 ucx_perftest 127.0.0.1 -p "$port" "$@"
+		crc=$?
+		server_status
+		src=$?
+		if [ $crc = 0 ] && [ $src = 0 ]; then
+			ucx_final "$tmp/client.log" "$n"
+			return 0
+		fi
+		grep -aq "no usable transports" "$tmp/client.log" "$tmp/server.log" || break
+		echo "try $try: a port was still down when UCX looked at it: again"
+	done
+	fail "ucx_perftest: client exited $crc, server $src"
+}
+
+# ---- libfabric ----
+
+# fi_pair PROVIDER EP ARGS...: fi_pingpong between the two processes in a
+# network namespace whose veth pair carries 198.18.0.1 and .2 (the TCP
+# control connection; the verbs provider maps droce's devices to those
+# addresses).  fi_pingpong's server calls fi_getinfo only after its client
+# connected, and its client only after the server's answer, so both start
+# droce as they load (DROCE_EARLY_START=1, compat/early_start.c): the
+# server's link is down until the client comes, after the server listens.
+fi_pair() {
+	local prov=$1 ep=$2 crc
+	shift 2
+	need fi_pingpong ip
+	[ "$(id -u)" = 0 ] || { echo "SKIP: libfabric cells need root (network namespace)"; exit 77; }
+	ns=droce-stacks-$$
+	ip netns add "$ns" 2>/dev/null || { ns=; echo "SKIP: cannot create a network namespace"; exit 77; }
+	ip -n "$ns" link set lo up
+	ip -n "$ns" link add v0 type veth peer name v1 || fail "veth"
+	ip -n "$ns" addr add 198.18.0.1/32 dev v0
+	ip -n "$ns" addr add 198.18.0.2/32 dev v1
+	ip -n "$ns" link set v0 up
+	ip -n "$ns" link set v1 up
+	nsexec="ip netns exec $ns"
+	start_server 90 env DROCE_EARLY_START=1 fi_pingpong -p "$prov" -e "$ep" "$@"
+	wait_listen 47592 || fail "fi_pingpong server never listened"
+	client 90 env DROCE_EARLY_START=1 fi_pingpong -p "$prov" -e "$ep" "$@" 198.18.0.1
+	crc=$?
+	server_status || fail "fi_pingpong server exited $?"
+	[ $crc = 0 ] || fail "fi_pingpong client exited $crc"
+	# -c: every message's bytes checked ("Error at iteration" otherwise)
+	grep -aq "Error at iteration" "$tmp/client.log" "$tmp/server.log" && fail "corrupt data"
+	grep -aE '^[0-9]+[kmg]? +[0-9]+ +=[0-9]+' "$tmp/client.log" || fail "no result line"
+	grep -aqE '^[0-9]+[kmg]? +([0-9]+) +=\1 ' "$tmp/client.log" || fail "acks differ from sends"
+}
+
+case $case_ in
+ucx_info)
+	# UCX lists droce's devices with rc_verbs and ud_verbs (the embedded
+	# loopback pair: droce0, droce1), a RoCE v2 GID found in sysfs
+	need ucx_info
+	timeout 60 "$run" ucx_info -d >"$tmp/info.log" 2>&1 || fail "ucx_info exited $?"
+	for d in droce0 droce1; do
+		for t in rc_verbs ud_verbs; do
+			grep -aA2 "Transport: $t" "$tmp/info.log" | grep -q "Device: $d:1" ||
+				fail "$t on $d:1 not listed"
+		done
+	done
+	grep -a "Transport: \(rc\|ud\)_verbs" -A1 "$tmp/info.log"
+	# and it is the view that does it: without it UCX lists none
+	DROCE_VIEW=0 timeout 60 "$run" ucx_info -d >"$tmp/noview.log" 2>&1 || fail "ucx_info exited $?"
+	grep -aq "Device: droce0:1" "$tmp/noview.log" && fail "droce0 listed without the view?"
+	echo "without the view (DROCE_VIEW=0): no droce device, as expected"
+	;;
+ucx_info_user)
+	# the same as an ordinary user (nobody): droce-run's view is then made
+	# in a user namespace that keeps the caller's uid, and UCX runs as it
+	need ucx_info setpriv unshare
+	[ "$(id -u)" = 0 ] || { echo "SKIP: needs root to become nobody"; exit 77; }
+	as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/tmp)
+	"${as_nobody[@]}" unshare -U true 2>/dev/null ||
+		{ echo "SKIP: unprivileged user namespaces are disabled here"; exit 77; }
+	"${as_nobody[@]}" test -x "$run" || { echo "SKIP: $run is not reachable as nobody"; exit 77; }
+	chmod 0777 "$tmp"
+	"${as_nobody[@]}" timeout 60 "$run" sh -c 'id -u; ucx_info -d' >"$tmp/info.log" 2>&1 ||
+		fail "ucx_info as nobody exited $?"
+	[ "$(head -1 "$tmp/info.log")" = 65534 ] || fail "the program did not run as nobody"
+	for t in rc_verbs ud_verbs; do
+		grep -aA2 "Transport: $t" "$tmp/info.log" | grep -q "Device: droce0:1" ||
+			fail "$t on droce0:1 not listed"
+	done
+	echo "ucx_info as uid 65534: rc_verbs and ud_verbs on droce0:1"
+	;;
+ucx_tag_lat) ucx_pair 2000 -t tag_lat -n 2000 -w 100 ;;
+ucx_tag_bw) ucx_pair 2000 -t tag_bw -n 2000 -w 100 -s 65536 ;;
+ucx_put_bw) ucx_pair 2000 -t ucp_put_bw -n 2000 -w 100 -s 65536 ;;
+ucx_get_bw) ucx_pair 2000 -t ucp_get -n 2000 -w 100 -s 65536 ;;
+ucx_am_lat) ucx_pair 2000 -t ucp_am_lat -n 2000 -w 100 ;;
+ucx_stream_bw) ucx_pair 2000 -t stream_bw -n 2000 -w 100 -s 65536 ;;
+# UCT level, one transport each
+ucx_uct_rc_am_lat) ucx_pair 2000 -d droce0:1 -x rc_verbs -t am_lat -n 2000 -w 100 ;;
+ucx_uct_rc_put_bw) ucx_pair 2000 -d droce0:1 -x rc_verbs -t put_bw -D zcopy -n 2000 -w 100 -s 65536 ;;
+ucx_uct_ud_am_lat) ucx_pair 2000 -d droce0:1 -x ud_verbs -t am_lat -n 2000 -w 100 ;;
+fi_info)
+	# libfabric's verbs provider lists droce's UD domains (the embedded
+	# loopback pair; MSG domains need an interface with the port's address)
+	need fi_info
+	timeout 60 "$run" fi_info -p verbs >"$tmp/info.log" 2>&1 || fail "fi_info exited $?"
+	for d in droce0-dgram droce1-dgram; do
+		grep -aq "domain: $d\$" "$tmp/info.log" || fail "verbs domain $d not listed"
+	done
+	timeout 60 "$run" fi_info -p "verbs;ofi_rxd" >"$tmp/rxd.log" 2>&1 || fail "fi_info rxd exited $?"
+	grep -aq "FI_EP_RDM" "$tmp/rxd.log" || fail "verbs;ofi_rxd lists no RDM endpoint"
+	grep -a "domain:" "$tmp/info.log"
+	;;
+fi_pingpong_dgram) fi_pair verbs dgram -I 200 -S 1024 -c ;;
+fi_pingpong_rxd) fi_pair "verbs;ofi_rxd" rdm -I 200 -S 4096 -c ;;
+*)
+	echo "unknown case $case_" >&2
+	exit 2
+	;;
+esac
+echo "PASS [$case_]"
