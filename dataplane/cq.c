@@ -311,6 +311,9 @@ droce_cq_resize(struct droce_cq *cq, uint32_t cqe)
 	if (cqe == 0 || cqe > DROCE_DP_MAX_CQE)
 		return EINVAL;
 	pthread_mutex_lock(&cq->resize_lock);
+	/* what was posted before the call completes first, as on a NIC, where
+	 * it is done by the time the command runs (rxe counts its queue then) */
+	droce_engines_barrier();
 	for (unsigned int e = 0; e < cq->n_sub; e++)
 		outstanding += rte_ring_count(sub_of(cq, e));
 	if (outstanding > cqe) {
