@@ -1,10 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause
+ * Over 800 lines: one suite over one capture and one port pair set up once per test (the setup, frame helpers and decoders are shared); the one-port multicast loop test made it cross the limit.
  * RAW_PACKET QPs on the in-memory port pair (droce0 <-> droce1): frames and
  * their checksums (IBV_SEND_IP_CSUM), TSO segments (IP ids, lengths,
  * sequence numbers, flags, checksums, payload), flow matching, priorities,
- * the default and sniffer rules, RoCE next to flows, and the errno / error
- * completion cases.  The frames each test sends are captured and decoded by
- * tshark and scapy too (tests/decoders/check_raw.py).
+ * the default and sniffer rules, RoCE next to flows, a QP's multicast and
+ * broadcast frames delivered to its own port's rules too (as mlx5 loops
+ * them), and the errno / error completion cases.  The frames each test
+ * sends are captured and decoded by tshark and scapy too
+ * (tests/decoders/check_raw.py).
  */
 #include <arpa/inet.h>
 #include <errno.h>
