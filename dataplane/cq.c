@@ -311,6 +311,9 @@ droce_cq_resize(struct droce_cq *cq, uint32_t cqe)
 	if (cqe == 0 || cqe > DROCE_DP_MAX_CQE)
 		return EINVAL;
 	pthread_mutex_lock(&cq->resize_lock);
+	/* what was posted before the call completes first, as on a NIC, where
+	 * it is done by the time the command runs (rxe counts its queue then) */
+	droce_engines_barrier();
 	for (unsigned int e = 0; e < cq->n_sub; e++)
 		outstanding += rte_ring_count(sub_of(cq, e));
 	if (outstanding > cqe) {
@@ -350,6 +353,43 @@ droce_cq_resize(struct droce_cq *cq, uint32_t cqe)
 out:
 	pthread_mutex_unlock(&cq->resize_lock);
 	return rc;
+}
+
+/*
+ * The completions of a QP moved to RESET leave its CQs, as rdma-core's
+ * providers do it at the modify (mlx5_cq_clean, mlx4_cq_clean: a program
+ * that resets a QP after an error and uses it again does not poll the old
+ * connection's flushes).  The engine, the sub-ring's only producer, takes
+ * every completion it holds (pollers may take some of the oldest
+ * meanwhile, multi-consumer) and puts back the other QPs' in order: until
+ * then a poller finds the sub-ring empty, then the same completions in the
+ * same order.  Not the fast path: a RESET.  Without memory for the copy,
+ * nothing is removed.
+ */
+void
+droce_cq_clean_lc(struct droce_cq *cq, struct droce_engine *eng, uint32_t qpn)
+{
+	struct rte_ring *r = cq->sub[eng->id];
+	unsigned int esize = cqe_size(cq), n = rte_ring_count(r), got, kept = 0;
+	uint8_t *buf;
+
+	if (n == 0)
+		return;
+	buf = malloc((size_t)n * esize);
+	if (buf == NULL)
+		return;
+	got = rte_ring_mc_dequeue_burst_elem(r, buf, esize, n, NULL);
+	for (unsigned int i = 0; i < got; i++) {
+		uint8_t *e = buf + (size_t)i * esize;
+		const struct droce_cqe *c = (const struct droce_cqe *)e; /* first in both layouts */
+
+		if (c->qp_num == qpn)
+			continue;
+		rte_ring_sp_enqueue_elem(r, e, esize); /* fits: it held them */
+		kept++;
+	}
+	eng->stats.cqe_cleaned += got - kept;
+	free(buf);
 }
 
 int

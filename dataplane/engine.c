@@ -31,6 +31,7 @@
 #include <string.h>
 
 #include <rte_cycles.h>
+#include <rte_pause.h>
 #include <rte_launch.h>
 #include <rte_lcore.h>
 #include <rte_malloc.h>
@@ -107,6 +108,30 @@ droce_engines_progress(void)
 		atomic_store_explicit(&eng->app_tsc, eng->now, memory_order_relaxed);
 		droce_engine_give(eng);
 	}
+}
+
+/*
+ * A pass counts itself in stats.loops when it starts, so once the count is
+ * two past the one read here, the pass after the one that may have been
+ * running then is over.
+ */
+void
+droce_engines_barrier(void)
+{
+	uint64_t want[DROCE_MAX_ENGINES], end;
+	unsigned int n = droce_engines.n;
+
+	if (!droce_engines.started || droce_engines.forked)
+		return;
+	for (unsigned int e = 0; e < n; e++)
+		want[e] = __atomic_load_n(&droce_engines.eng[e]->stats.loops, __ATOMIC_ACQUIRE) + 2;
+	end = rte_get_tsc_cycles() + rte_get_tsc_hz();
+	for (unsigned int e = 0; e < n; e++)
+		while (__atomic_load_n(&droce_engines.eng[e]->stats.loops, __ATOMIC_ACQUIRE) < want[e] &&
+		       rte_get_tsc_cycles() < end) {
+			droce_engines_progress(); /* co-located: drive them ourselves */
+			rte_pause();
+		}
 }
 
 void

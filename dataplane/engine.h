@@ -391,6 +391,7 @@ struct droce_engine_stats {
 	uint64_t mcast_rx;        /* copies of group datagrams handed to attached QPs */
 	uint64_t mcast_no_group;  /* group datagrams for a group no QP of the port attached (dropped) */
 	uint64_t mcast_loop;      /* group datagrams sent and also received on the sending port */
+	uint64_t cqe_cleaned;     /* completions removed from CQs by their QP's move to RESET */
 };
 
 TAILQ_HEAD(droce_qp_list, droce_qp);
@@ -618,6 +619,9 @@ bool droce_cq_push_lc(struct droce_cq *cq, struct droce_engine *eng, const struc
 		      bool solicited);
 /* True when @cq's sub-ring of @eng has room for one more completion. */
 bool droce_cq_room_lc(const struct droce_cq *cq, const struct droce_engine *eng);
+/* Removes QP @qpn's completions from @cq's sub-ring of @eng, the others
+ * kept in order (a QP moved to RESET: as rdma-core's providers clean it). */
+void droce_cq_clean_lc(struct droce_cq *cq, struct droce_engine *eng, uint32_t qpn);
 
 /* Memory key lookup for engines (NULL if no such key). */
 const struct droce_mr *droce_mr_lookup_lc(uint32_t key);

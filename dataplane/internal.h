@@ -22,5 +22,10 @@ extern int droce_dp_logtype;
 
 /* Waits until every engine has passed a quiescent point. */
 void droce_dp_synchronize(void);
+/* Returns once every engine ran a whole pass that began after the call: the
+ * messages this thread sent before (bells, modifies) are taken and the work
+ * they announced had its turn (a UD send its completion).  Co-located: the
+ * caller drives them.  Bounded: 1 s. */
+void droce_engines_barrier(void);
 
 #endif

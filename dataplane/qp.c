@@ -612,10 +612,19 @@ flush_lc(struct droce_qp *qp)
 	qp->rqe_open = false;
 }
 
-/* Drops everything (RESET): no completions, as IBTA specifies. */
+/* Drops everything (RESET): no completions, as IBTA specifies; and the
+ * completions it made that nobody polled yet leave its CQs (the stash's too),
+ * as rdma-core's providers clean them at this modify. */
 static void
 reset_lc(struct droce_qp *qp)
 {
+	if (qp->stash != NULL)
+		qp->stash->count = 0;
+	qp->cq_overrun = false;
+	if (qp->scq != NULL)
+		droce_cq_clean_lc(qp->scq, qp->eng, qp->qpn);
+	if (qp->rcq != NULL && qp->rcq != qp->scq)
+		droce_cq_clean_lc(qp->rcq, qp->eng, qp->qpn);
 	droce_qp_refresh_lc(qp);
 	for (uint32_t idx = qp->sq_head; idx != qp->sq_avail; idx++)
 		droce_wqe_release_ah(droce_qp_wqe(qp, idx));

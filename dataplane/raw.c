@@ -246,6 +246,50 @@ hw_offload(struct droce_qp *qp, struct rte_mbuf *m, const struct droce_raw_hdrs 
 	return false;
 }
 
+/*
+ * A multicast or broadcast frame goes to the wire and, as on mlx5 (whose
+ * RAW_PACKET QPs loop such frames back to the port's own steering), to this
+ * port's flows too: a copy, delivered as received on the port through the
+ * loopback's entry point (receive impairment, capture, counters, then the
+ * rules).  Only while the port has rules: without one, nothing on the port
+ * would take it.  A frame the port is to cut (TSO offload) is not copied;
+ * checksums the port was to fill are filled in the copy.  Frames to the
+ * port's own MAC are turned around by the port itself (loop_tx: a RAW QP in
+ * INIT turned the port's loop on).
+ */
+static void
+loop_group_frame(struct droce_qp *qp, const struct rte_mbuf *m)
+{
+	const struct rte_ether_hdr *eth = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+	struct rte_mbuf *c;
+
+	if (likely(!rte_is_multicast_ether_addr(&eth->dst_addr)) ||
+	    !droce_flow_active(qp->port_index) || (m->ol_flags & RTE_MBUF_F_TX_TCP_SEG))
+		return;
+	c = rte_pktmbuf_copy(m, qp->port->mp, 0, UINT32_MAX);
+	if (c == NULL) {
+		qp->eng->stats.alloc_fail++;
+		return;
+	}
+	if (c->ol_flags & RTE_MBUF_F_TX_OFFLOAD_MASK) {
+		struct droce_raw_hdrs h;
+
+		if (c->nb_segs > 1 && rte_pktmbuf_linearize(c) != 0) {
+			rte_pktmbuf_free(c);
+			return;
+		}
+		droce_raw_parse(rte_pktmbuf_mtod(c, const uint8_t *), rte_pktmbuf_data_len(c), &h);
+		c->ol_flags &= ~RTE_MBUF_F_TX_OFFLOAD_MASK;
+		fill_csums(c, &h);
+	}
+	if (droce_port_loop_deliver_lc(qp->port, qp->eng->queue, &c, 1) != 1) {
+		qp->eng->stats.tx_drops++; /* the inlet is full: as a full PMD */
+		rte_pktmbuf_free(c);
+		return;
+	}
+	qp->port->qstats[qp->eng->queue].loop_tx++;
+}
+
 /* Queues one frame on the QP's port, flat when the port sends no chains. */
 static void
 queue_frame(struct droce_qp *qp, struct rte_mbuf *m)
@@ -257,6 +301,7 @@ queue_frame(struct droce_qp *qp, struct rte_mbuf *m)
 		return;
 	}
 	qp->stats.tx_pkts++;
+	loop_group_frame(qp, m);
 	droce_engine_tx_lc(qp->eng, qp->port_index, m);
 }
 

@@ -49,6 +49,7 @@ static const struct {
 	ES(mcast_rx, "mcast_rx"),
 	ES(mcast_no_group, "drop_mcast_no_group"),
 	ES(mcast_loop, "mcast_loop"),
+	ES(cqe_cleaned, "cqe_cleaned"),
 };
 #undef ES
 

@@ -345,8 +345,6 @@ int droce_verbs_runtime_up(void);
 
 /* RAW_PACKET QPs (raw.c) and their flows (flow.c) */
 bool droce_verbs_raw_modify_ok(enum ibv_qp_state cur, enum ibv_qp_state next, int mask);
-/* Returns once the engine applied @q's modifies (frames from the wire meet the new state). */
-void droce_verbs_raw_settle(struct droce_vqp *q);
 int droce_verbs_encode_raw(const struct droce_vqp *q, const struct ibv_send_wr *wr,
 			   struct droce_wqe *wqe);
 /* Checks @hdr_sz / @mss and copies the TSO header into @w; 0 or EINVAL. */

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <droce/droce.h>
 
@@ -740,6 +741,33 @@ remember(struct droce_vqp *q, const struct ibv_qp_attr *a, int mask)
 		s->dest_qp_num = a->dest_qp_num;
 }
 
+/*
+ * Returns once the engine applied @q's modifies, as on a NIC, where the
+ * modify is done when the call returns.  Bounded: 2 s, then it returns
+ * anyway.  ibv_modify_qp waits so for two kinds of change:
+ * - a RAW_PACKET QP's every one: it has no handshake that would hold frames
+ *   back until it is ready, so a frame that arrives after RTR must not be
+ *   dropped for a state the engine has not applied yet;
+ * - any QP's move to RESET: the engine drops every WQE it finds posted when
+ *   it applies the RESET, so one posted after the call returned (the QP
+ *   brought back to RTS meanwhile, as the next modifies may do at once)
+ *   must not be among them; nor may a frame of the old connection still in
+ *   flight meet the QP in its old state and take a receive posted since.
+ */
+static void
+settle(struct droce_vqp *q)
+{
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	while (!droce_qp_settled(q->dqp)) {
+		droce_engines_progress();
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec > 2)
+			break;
+	}
+}
+
 int
 ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 {
@@ -788,7 +816,9 @@ out:
 		/* frames to the port's own MAC come back to it, as on a NIC */
 		if (next == IBV_QPS_INIT && p != NULL)
 			droce_port_loop_enable(p, p);
-		droce_verbs_raw_settle(q);
+		settle(q);
+	} else if (rc == 0 && next == IBV_QPS_RESET) {
+		settle(q);
 	}
 	return rc;
 }

@@ -14,7 +14,6 @@
  */
 #include <errno.h>
 #include <string.h>
-#include <time.h>
 
 #include "internal.h"
 
@@ -47,27 +46,6 @@ droce_verbs_raw_modify_ok(enum ibv_qp_state cur, enum ibv_qp_state next, int mas
 		return next == IBV_QPS_RTS && extra == 0;
 	default:
 		return false;
-	}
-}
-
-/*
- * A RAW_PACKET QP has no handshake that would hold frames back until it is
- * ready: ibv_modify_qp returns once the engine runs the QP in its new state
- * (as on a NIC, where the modify is done when the call returns), so a frame
- * that arrives after RTR is not dropped for a state the engine has not
- * applied yet.  Bounded: 2 s, then it returns anyway.
- */
-void
-droce_verbs_raw_settle(struct droce_vqp *q)
-{
-	struct timespec t0, t;
-
-	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while (!droce_qp_settled(q->dqp)) {
-		droce_engines_progress();
-		clock_gettime(CLOCK_MONOTONIC, &t);
-		if (t.tv_sec - t0.tv_sec > 2)
-			break;
 	}
 }
 
