@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "pmd_glue/port.h"
 #include "wait.h"
 
 #define QKEY 0x01234567u /* RDMA_UDP_QKEY, what rdma_cm uses for groups */
@@ -346,6 +347,7 @@ Test(mcast, no_group_dropped_and_counted)
  * flag); the peer port's as well. */
 Test(mcast, local_loop_on_sending_port)
 {
+	struct droce_port_stats p0;
 	struct droce_engine_stats s0, s1;
 	union ibv_gid g;
 	struct ibv_ah *ah;
@@ -369,6 +371,50 @@ Test(mcast, local_loop_on_sending_port)
 	s1 = stats();
 	cr_assert_eq(s1.mcast_loop - s0.mcast_loop, 1);
 	cr_assert_eq(s1.mcast_rx - s0.mcast_rx, 4);
+	/* the copy went through the port's loop, as every looped frame */
+	droce_port_stats_get(droce_port_get(0), &p0);
+	cr_assert_eq(p0.loop_tx, 1, "one copy turned around by droce0");
+	cr_assert_eq(p0.loop_rx, 1, "and received on droce0's queue");
+	cr_assert_eq(ibv_destroy_ah(ah), 0);
+}
+
+/* The local loop never touches the link: with droce0's link cut, its own
+ * attached QPs still get the datagram, droce1's does not (dropped at the cut). */
+Test(mcast, local_loop_with_the_link_cut)
+{
+	struct droce_port_stats p0;
+	union ibv_gid g;
+	struct ibv_ah *ah;
+
+	start(NULL);
+	side_open(&S, "droce0", 2, NULL);
+	side_open(&R, "droce1", 1, NULL);
+	group_gid(&g, "239.4.4.5");
+	for (unsigned int i = 0; i < 2; i++) {
+		cr_assert_eq(ibv_attach_mcast(S.qp[i], &g, 0), 0);
+		post_recv(&S, i, i);
+	}
+	cr_assert_eq(ibv_attach_mcast(R.qp[0], &g, 0), 0);
+	post_recv(&R, 0, 9);
+	ah = group_ah(&S, &g, false);
+	for (unsigned int i = 0; i < 20; i++)
+		droce_engines_progress(); /* the membership reports go out first */
+	droce_port_set_link(droce_port_get(0), false);
+	droce_port_stats_get(droce_port_get(0), &p0);
+	cr_assert_eq(p0.impair_tx.link_down, 0);
+	send_group(&S, ah, QKEY, 200, 12);
+	for (unsigned int i = 0; i < 2; i++)
+		check_recv(&S, i, 200, 12, &S);
+	expect_nothing(R.rcq[0], 200);
+	droce_port_stats_get(droce_port_get(0), &p0);
+	cr_assert_eq(p0.impair_tx.link_down, 1, "the wire's copy dropped at the cut (%lu)",
+		     (unsigned long)p0.impair_tx.link_down);
+	cr_assert_eq(p0.loop_rx, 1);
+	droce_port_set_link(droce_port_get(0), true);
+	send_group(&S, ah, QKEY, 200, 13);
+	post_recv(&S, 0, 0);
+	check_recv(&S, 0, 200, 13, &S);
+	check_recv(&R, 0, 200, 13, &S);
 	cr_assert_eq(ibv_destroy_ah(ah), 0);
 }
 
