@@ -290,8 +290,11 @@ dispatch_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *
 		why = droce_parse_frame_c(frame, rte_pktmbuf_data_len(m), &p, &eng->icrc_rx);
 	}
 	if (why != DROCE_DROP_NONE) {
+		/* not RoCE: ARP, IGMP / MLD queries for the port (an IGMP
+		 * query carries the Router Alert option: an IPv4 header over
+		 * 20 bytes, which no RoCE frame has) */
 		if ((why == DROCE_DROP_ETHERTYPE || why == DROCE_DROP_NOT_UDP ||
-		     why == DROCE_DROP_UDP_PORT) &&
+		     why == DROCE_DROP_UDP_PORT || why == DROCE_DROP_IPV4_HDR) &&
 		    droce_port_handle_frame(port, eng->queue, m)) {
 			eng->stats.non_roce++;
 			return;
