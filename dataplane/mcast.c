@@ -24,6 +24,7 @@
 #include "engine_internal.h"
 #include "internal.h"
 #include "pmd_glue/port.h"
+#include "pmd_glue/stats_internal.h"
 
 struct droce_mcast_tab *_Atomic droce_mcast_tab[DROCE_MAX_PORTS];
 
@@ -83,7 +84,10 @@ report(unsigned int port, const uint8_t gid[16], bool join)
 void
 droce_mcast_tick(void)
 {
-	for (unsigned int port = 0; port < DROCE_MAX_PORTS; port++) {
+	/* a foreign thread (the port monitor): the ports and engines must not
+	 * be freed under it (droce_stop takes the lock exclusively) */
+	droce_runtime_hold();
+	for (unsigned int port = 0; port < droce_port_count(); port++) {
 		uint8_t gids[8][16];
 		bool join[8];
 		unsigned int n = droce_port_mc_due(port, gids, join, 8);
@@ -91,6 +95,7 @@ droce_mcast_tick(void)
 		for (unsigned int i = 0; i < n; i++)
 			report(port, gids[i], join[i]);
 	}
+	droce_runtime_release();
 }
 
 static int

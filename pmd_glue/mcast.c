@@ -227,6 +227,20 @@ droce_port_mc_groups(struct droce_port *p, uint8_t (*gids)[16], unsigned int cap
 	return n;
 }
 
+void
+droce_port_mc_fini(struct droce_port *p)
+{
+	struct port_mc *m = &mc[p->index];
+
+	/* the port goes: its groups, repeats and IGMP version with it */
+	pthread_mutex_lock(&m->lock);
+	m->n = 0;
+	m->n_rs = 0;
+	m->allmulti = false;
+	__atomic_store_n(&m->igmp_older, 0, __ATOMIC_RELEASE);
+	pthread_mutex_unlock(&m->lock);
+}
+
 unsigned int
 droce_port_mc_due(unsigned int port, uint8_t (*gids)[16], bool *join, unsigned int cap)
 {

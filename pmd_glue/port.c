@@ -532,6 +532,7 @@ destroy_port(struct droce_port *p)
 	if (p->cfg == NULL)
 		return;
 	loop_fini(p);
+	droce_port_mc_fini(p);
 	droce_impair_port_fini(p);
 	if (p->capture != NULL) {
 		droce_capture_close(p->capture);

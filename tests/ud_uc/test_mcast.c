@@ -397,8 +397,10 @@ Test(mcast, local_loop_with_the_link_cut)
 	cr_assert_eq(ibv_attach_mcast(R.qp[0], &g, 0), 0);
 	post_recv(&R, 0, 9);
 	ah = group_ah(&S, &g, false);
-	for (unsigned int i = 0; i < 20; i++)
-		droce_engines_progress(); /* the membership reports go out first */
+	for (unsigned int i = 0; i < 1500; i++) {
+		droce_engines_progress(); /* the membership reports and their repeats go first */
+		usleep(1000);
+	}
 	droce_port_set_link(droce_port_get(0), false);
 	droce_port_stats_get(droce_port_get(0), &p0);
 	cr_assert_eq(p0.impair_tx.link_down, 0);
