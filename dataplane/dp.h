@@ -486,6 +486,12 @@ int droce_qp_async_state(const struct droce_qp *qp);
 
 /* Detaches @qp from its engine, waits for the engine to let go, frees it. */
 int droce_qp_destroy(struct droce_qp *qp);
+/* A UD QP's datagrams posted so far go out, as a NIC that had their
+ * doorbell sends them (mckey's sender leaves its group and destroys its QP
+ * right after posting): drives the engines until the engine took them,
+ * bounded at 100 ms (a QP not sending keeps them).  Called by
+ * droce_qp_destroy and droce_mcast_detach; nothing for other QP types. */
+void droce_qp_ud_send_posted(struct droce_qp *qp);
 
 /* True once the engine has applied every droce_qp_modify() sent for @qp
  * (application side; the thread that modifies it). */
@@ -586,6 +592,10 @@ int droce_mcast_detach(struct droce_qp *qp, const uint8_t gid[16]);
 void droce_mcast_detach_qp(struct droce_qp *qp);
 /* QPs attached to @gid on droce port @port. */
 unsigned int droce_mcast_group_members(unsigned int port, const uint8_t gid[16]);
+/* Sends the membership reports and leaves due again (IGMP / MLD's
+ * robustness: each state change twice); called every few ms by the verbs
+ * layer's port monitor thread. */
+void droce_mcast_tick(void);
 
 /* ---- neighbours ---- */
 

@@ -468,10 +468,6 @@ struct droce_engine {
 	/* received frames done with, freed together (droce_engine_rx_free_lc) */
 	struct rte_mbuf *rxfree[DROCE_BURST];
 	uint16_t nrxfree;
-	/* group datagrams this engine sent, received on the same port after
-	 * the work phase (the local multicast loop, engine_pass.c) */
-	struct rte_mbuf *mloop[DROCE_BURST];
-	uint16_t nmloop;
 	/* mbufs of mcache_mp for the frames the engine builds: refilled from
 	 * mcache DROCE_BURST at a time, and fed straight by received frames of
 	 * that pool done with (one segment, refcnt 1, direct), so a frame
@@ -627,8 +623,9 @@ void droce_cq_clean_lc(struct droce_cq *cq, struct droce_engine *eng, uint32_t q
 const struct droce_mr *droce_mr_lookup_lc(uint32_t key);
 
 /* A group datagram @m (complete, not yet queued) that @qp sends on its port:
- * a copy is received on that port after this pass's work phase when a QP of
- * the port is attached to group @gid (the local multicast loop). */
+ * when a QP of the port is attached to group @gid, a copy goes into the
+ * port's loop (droce_port_loop_deliver_lc on this engine's queue) and is
+ * received there as any looped frame (the local multicast loop). */
 void droce_engine_mcast_loop_lc(struct droce_engine *eng, const struct droce_qp *qp,
 				const struct rte_mbuf *m, const uint8_t gid[16]);
 

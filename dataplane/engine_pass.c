@@ -290,8 +290,11 @@ dispatch_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *
 		why = droce_parse_frame_c(frame, rte_pktmbuf_data_len(m), &p, &eng->icrc_rx);
 	}
 	if (why != DROCE_DROP_NONE) {
+		/* not RoCE: ARP, IGMP / MLD queries for the port (an IGMP
+		 * query carries the Router Alert option: an IPv4 header over
+		 * 20 bytes, which no RoCE frame has) */
 		if ((why == DROCE_DROP_ETHERTYPE || why == DROCE_DROP_NOT_UDP ||
-		     why == DROCE_DROP_UDP_PORT) &&
+		     why == DROCE_DROP_UDP_PORT || why == DROCE_DROP_IPV4_HDR) &&
 		    droce_port_handle_frame(port, eng->queue, m)) {
 			eng->stats.non_roce++;
 			return;
@@ -353,18 +356,20 @@ xfer_one_lc(struct droce_engine *eng, struct rte_mbuf *m)
 }
 
 /* True when @port surely has nothing for this engine's queue: a ring pair's
- * port (in this process) whose receive ring is empty and whose link was never
- * impaired (an impaired link may release delayed frames with the ring empty).
- * Two loads instead of the burst call through ethdev and the ring PMD; a
- * frame enqueued right after is taken by the next pass, as it would be after
- * an empty burst. */
+ * port (in this process) whose receive ring is empty, whose link was never
+ * impaired (an impaired link may release delayed frames with the ring empty)
+ * and whose loop inlet, if a loop points at it, is empty.  A few loads
+ * instead of the burst call through ethdev and the ring PMD; a frame
+ * enqueued right after is taken by the next pass, as it would be after an
+ * empty burst. */
 static __rte_always_inline bool
 rx_ring_empty(const struct droce_port *port, uint16_t queue)
 {
 	const struct rte_ring *r = port->rings[0][queue];
 
 	return r != NULL && !__atomic_load_n(&port->impair_used, __ATOMIC_RELAXED) &&
-	       rte_ring_empty(r);
+	       rte_ring_empty(r) &&
+	       (!__atomic_load_n(&port->loop_in, __ATOMIC_RELAXED) || rte_ring_empty(port->lo[queue]));
 }
 
 /* Inlined into the pass (called once per pass; a call costs every idle pass). */
@@ -541,6 +546,7 @@ droce_engine_mcast_loop_lc(struct droce_engine *eng, const struct droce_qp *qp,
 {
 	const struct droce_mcast_tab *t =
 		atomic_load_explicit(&droce_mcast_tab[qp->port_index], memory_order_acquire);
+	struct droce_port *port = qp->port;
 	struct rte_mbuf *c;
 	unsigned int i = 0;
 
@@ -550,33 +556,20 @@ droce_engine_mcast_loop_lc(struct droce_engine *eng, const struct droce_qp *qp,
 		i++;
 	if (i == t->n)
 		return; /* no QP of the port in the group: nothing to loop */
-	if (eng->nmloop == DROCE_BURST) {
-		eng->stats.tx_drops++; /* more than a burst of group sends in one pass */
-		return;
-	}
-	c = rte_pktmbuf_copy(m, qp->port->mp, 0, UINT32_MAX);
+	c = rte_pktmbuf_copy(m, port->mp, 0, UINT32_MAX);
 	if (c == NULL) {
 		eng->stats.alloc_fail++;
 		return;
 	}
-	c->port = (uint16_t)qp->port_index;
-	eng->mloop[eng->nmloop++] = c;
-}
-
-/* The group datagrams this pass sent, received on their port: parsed and
- * checked as any frame, then to the group's members on every engine. */
-static void
-mloop_run_lc(struct droce_engine *eng)
-{
-	for (unsigned int i = 0; i < eng->nmloop; i++) {
-		struct rte_mbuf *m = eng->mloop[i];
-
-		eng->stats.mcast_loop++;
-		dispatch_lc(eng, eng->ports[m->port], m);
+	/* the port's loop, as every looped frame: received on this queue by
+	 * droce_port_rx_burst (capture, impairment, counters, parse, checks) */
+	if (droce_port_loop_deliver_lc(port, eng->queue, &c, 1) != 1) {
+		rte_pktmbuf_free(c);
+		eng->stats.tx_drops++; /* the loop inlet is full */
+		return;
 	}
-	eng->nmloop = 0;
-	if (eng->xfer_pending != 0)
-		xfer_flush_all_lc(eng);
+	port->qstats[eng->queue].loop_tx++;
+	eng->stats.mcast_loop++;
 }
 
 /* One pass; false when the engine is idle (nothing received or drained, no QP
@@ -593,8 +586,6 @@ droce_engine_pass_lc(struct droce_engine *eng)
 	got = droce_engine_drain_lc(eng);
 	got += rx_phase_lc(eng);
 	work_phase_lc(eng);
-	if (unlikely(eng->nmloop != 0))
-		mloop_run_lc(eng);
 	flush_lc(eng);
 	if (unlikely(eng->nrxfree != 0))
 		droce_engine_rx_free_flush_lc(eng); /* frames injected as received */

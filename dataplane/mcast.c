@@ -13,7 +13,8 @@
  * The port's group membership (its multicast filter and IGMP / MLD, the
  * port's side: pmd_glue/mcast.c) is counted per attachment: the first
  * attachment to a group on a port sends the membership report, the last
- * detachment the leave, each through engine 0 (droce_dp_inject).
+ * detachment the leave, each through engine 0 (droce_dp_inject), and each
+ * again once when due (droce_mcast_tick, the port monitor's).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -23,6 +24,7 @@
 #include "engine_internal.h"
 #include "internal.h"
 #include "pmd_glue/port.h"
+#include "pmd_glue/stats_internal.h"
 
 struct droce_mcast_tab *_Atomic droce_mcast_tab[DROCE_MAX_PORTS];
 
@@ -73,8 +75,27 @@ report(unsigned int port, const uint8_t gid[16], bool join)
 	if (p == NULL)
 		return;
 	len = droce_port_mc_report(p, gid, join, frame, sizeof(frame));
-	if (len == 0 || droce_dp_inject(0, port, DROCE_INJECT_TX, frame, (uint32_t)len) != 0)
+	if (len == 0)
+		return; /* nothing to send (IGMPv1 has no leave) */
+	if (droce_dp_inject(0, port, DROCE_INJECT_TX, frame, (uint32_t)len) != 0)
 		DP_LOG(WARNING, "port%u: no %s report sent", port, join ? "membership" : "leave");
+}
+
+void
+droce_mcast_tick(void)
+{
+	/* a foreign thread (the port monitor): the ports and engines must not
+	 * be freed under it (droce_stop takes the lock exclusively) */
+	droce_runtime_hold();
+	for (unsigned int port = 0; port < droce_port_count(); port++) {
+		uint8_t gids[8][16];
+		bool join[8];
+		unsigned int n = droce_port_mc_due(port, gids, join, 8);
+
+		for (unsigned int i = 0; i < n; i++)
+			report(port, gids[i], join[i]);
+	}
+	droce_runtime_release();
 }
 
 static int
@@ -195,6 +216,7 @@ droce_mcast_detach(struct droce_qp *qp, const uint8_t gid[16])
 	if (qp == NULL || gid == NULL || qp->type != DROCE_QPT_UD || !droce_gid_is_mcast(gid))
 		return EINVAL;
 	port = qp->port_index;
+	droce_qp_ud_send_posted(qp); /* the leave follows what was posted to the group */
 	pthread_mutex_lock(&mc_lock);
 	i = find(port, gid, qp->qpn);
 	if (i < 0) {

@@ -360,26 +360,34 @@ droce_qp_rq_commit(struct droce_qp *qp, uint32_t n)
 	return droce_engine_send_msg(qp->eng, &msg);
 }
 
+void
+droce_qp_ud_send_posted(struct droce_qp *qp)
+{
+	uint64_t end = rte_get_tsc_cycles() + rte_get_tsc_hz() / 10;
+	uint32_t posted;
+
+	if (qp->type != DROCE_QPT_UD)
+		return;
+	rte_spinlock_lock(&qp->sq_lock);
+	posted = qp->sq_posted;
+	rte_spinlock_unlock(&qp->sq_lock);
+	while ((int32_t)(atomic_load_explicit(&qp->sq_retired, memory_order_acquire) - posted) < 0 &&
+	       rte_get_tsc_cycles() < end) {
+		droce_engines_progress();
+		rte_pause();
+	}
+}
+
 int
 droce_qp_destroy(struct droce_qp *qp)
 {
 	struct droce_msg msg = { .type = DROCE_MSG_DETACH, .qp = qp };
 	int rc;
 
+	/* before the QP leaves its groups, so the port's leave follows its
+	 * last datagrams on the wire, as a host's does */
+	droce_qp_ud_send_posted(qp);
 	droce_mcast_detach_qp(qp); /* no engine delivers a group's datagram to it after this */
-	if (qp->type == DROCE_QPT_UD) {
-		/* datagrams posted before the destroy go out, as a NIC that had
-		 * their doorbell sends them (mckey's sender destroys its QP right
-		 * after posting): bounded, 100 ms; a QP not sending keeps them */
-		uint64_t end = rte_get_tsc_cycles() + rte_get_tsc_hz() / 10;
-
-		while (atomic_load_explicit(&qp->sq_retired, memory_order_acquire) !=
-			       qp->sq_posted &&
-		       rte_get_tsc_cycles() < end) {
-			droce_engines_progress();
-			rte_pause();
-		}
-	}
 	rc = droce_engine_send_msg(qp->eng, &msg);
 	if (rc != 0)
 		return rc;

@@ -59,6 +59,7 @@ struct droce_impair_q {
 	uint32_t pend_head, pend_n;
 	uint32_t n_hold;
 	uint32_t dly_head, dly_n;
+	bool cut;             /* the link was cut at the last call */
 	struct hold_slot hold[HOLD_MAX];
 	struct rte_mbuf *pend[PEND_CAP];
 	struct rte_mbuf *dly_m[DELAY_CAP];
@@ -218,6 +219,52 @@ purge(struct droce_impair_q *iq)
 		rte_pktmbuf_free(iq->dly_m[(iq->dly_head + i) & (DELAY_CAP - 1)]);
 	n += iq->dly_n;
 	iq->pend_head = iq->pend_n = iq->n_hold = iq->dly_head = iq->dly_n = 0;
+	return n;
+}
+
+/* A cut link on the transmit side: frees the frames @iq holds for the link
+ * and keeps, in their order, the ones looped inside droce; returns how many
+ * it freed. */
+static uint64_t
+purge_wire(struct droce_port *p, struct droce_impair_q *iq)
+{
+	uint64_t n = 0;
+	uint32_t i, k;
+
+	for (i = k = 0; i < iq->pend_n; i++) {
+		struct rte_mbuf *m = iq->pend[(iq->pend_head + i) & (PEND_CAP - 1)];
+
+		if (droce_port_loop_dest(p, m) != NULL) {
+			iq->pend[(iq->pend_head + k++) & (PEND_CAP - 1)] = m;
+		} else {
+			rte_pktmbuf_free(m);
+			n++;
+		}
+	}
+	iq->pend_n = k;
+	for (i = k = 0; i < iq->n_hold; i++) {
+		if (droce_port_loop_dest(p, iq->hold[i].m) != NULL) {
+			iq->hold[k++] = iq->hold[i];
+		} else {
+			rte_pktmbuf_free(iq->hold[i].m);
+			n++;
+		}
+	}
+	iq->n_hold = k;
+	for (i = k = 0; i < iq->dly_n; i++) {
+		uint32_t from = (iq->dly_head + i) & (DELAY_CAP - 1);
+		uint32_t to = (iq->dly_head + k) & (DELAY_CAP - 1);
+
+		if (droce_port_loop_dest(p, iq->dly_m[from]) != NULL) {
+			iq->dly_m[to] = iq->dly_m[from];
+			iq->dly_t[to] = iq->dly_t[from];
+			k++;
+		} else {
+			rte_pktmbuf_free(iq->dly_m[from]);
+			n++;
+		}
+	}
+	iq->dly_n = k;
 	return n;
 }
 
@@ -501,22 +548,16 @@ tx_cut(const struct droce_port *p)
 	       (p->ring_peer != NULL && __atomic_load_n(&p->ring_peer->link_set_down, __ATOMIC_ACQUIRE));
 }
 
-uint16_t
-droce_impair_tx_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
+/* The transmit side with the link up (or frames that do not cross it). */
+static uint16_t
+impair_tx(struct droce_port *p, uint16_t queue, struct droce_impair_q *iq,
+	  struct rte_mbuf **pkts, uint16_t n)
 {
-	struct droce_impair_q *iq = p->impq[DIR_TX][queue];
 	struct droce_port_stats *qs = &p->qstats[queue];
 	struct droce_impair_stats *st = &qs->impair_tx;
 	uint16_t accept, i;
 	uint64_t now;
 
-	if (unlikely(tx_cut(p))) {
-		st->link_down += purge(iq);
-		if (n != 0)
-			rte_pktmbuf_free_bulk(pkts, n);
-		st->link_down += n;
-		return n;
-	}
 	sync_config(p, iq, DIR_TX, queue);
 	if (!iq->pr.on && !has_held(iq)) {
 		uint16_t sent = droce_port_xmit_lc(p, queue, pkts, n);
@@ -544,6 +585,55 @@ droce_impair_tx_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
 	return accept;
 }
 
+/*
+ * The link (this port's or its ring peer's) is cut: what would cross it is
+ * dropped (counted link_down; what the impairment held for it when the cut
+ * came too), while frames looped inside droce (port_io.c: for an address of
+ * this process) never touch the link and go on, through the impairment as
+ * ever.  Returns how many of @pkts were taken, in order.
+ */
+static uint16_t
+tx_cut_lc(struct droce_port *p, uint16_t queue, struct droce_impair_q *iq,
+	  struct rte_mbuf **pkts, uint16_t n)
+{
+	struct droce_impair_stats *st = &p->qstats[queue].impair_tx;
+	uint16_t i = 0;
+
+	if (!iq->cut) {
+		st->link_down += purge_wire(p, iq);
+		iq->cut = true;
+	}
+	if (n == 0)
+		return impair_tx(p, queue, iq, NULL, 0); /* held looped frames that are due */
+	while (i < n) {
+		uint16_t j, k;
+
+		if (droce_port_loop_dest(p, pkts[i]) == NULL) {
+			rte_pktmbuf_free(pkts[i++]);
+			st->link_down++;
+			continue;
+		}
+		for (j = (uint16_t)(i + 1); j < n && droce_port_loop_dest(p, pkts[j]) != NULL; j++)
+			;
+		k = impair_tx(p, queue, iq, pkts + i, (uint16_t)(j - i));
+		i = (uint16_t)(i + k);
+		if (i < j)
+			break; /* back-pressure: the caller keeps the rest */
+	}
+	return i;
+}
+
+uint16_t
+droce_impair_tx_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct droce_impair_q *iq = p->impq[DIR_TX][queue];
+
+	if (unlikely(tx_cut(p)))
+		return tx_cut_lc(p, queue, iq, pkts, n);
+	iq->cut = false;
+	return impair_tx(p, queue, iq, pkts, n);
+}
+
 void
 droce_port_impair_poll(struct droce_port *p, uint16_t queue)
 {
@@ -559,25 +649,34 @@ droce_impair_rx_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
 	struct droce_impair_stats *st = &p->qstats[queue].impair_rx;
 	struct rte_mbuf *in[RX_CHUNK];
 	uint16_t got, i, out;
+	bool cut;
 	uint64_t now;
 
 	/* The engine polling rx queue q also releases tx queue q's held frames. */
 	if (queue < p->nb_txq && p->impq[DIR_TX][queue] != NULL)
 		droce_impair_tx_lc(p, queue, NULL, 0);
 
-	if (unlikely(__atomic_load_n(&p->link_set_down, __ATOMIC_ACQUIRE))) {
-		st->link_down += purge(iq);
+	cut = __atomic_load_n(&p->link_set_down, __ATOMIC_ACQUIRE);
+	if (unlikely(cut)) {
+		/* what came over the link is dropped (and what the impairment
+		 * held when the cut came); the loop inlet is read as ever */
+		if (!iq->cut) {
+			st->link_down += purge(iq);
+			iq->cut = true;
+		}
 		do {
-			got = droce_port_pmd_rx_lc(p, queue, in, RX_CHUNK);
+			got = rte_eth_rx_burst(p->eth_port, queue, in, RX_CHUNK);
 			if (got != 0)
 				rte_pktmbuf_free_bulk(in, got);
 			st->link_down += got;
 		} while (got == RX_CHUNK);
-		return 0;
+	} else {
+		iq->cut = false;
 	}
 	sync_config(p, iq, DIR_RX, queue);
 	if (!iq->pr.on && !has_held(iq)) {
-		got = droce_port_pmd_rx_lc(p, queue, pkts, n);
+		got = cut ? droce_port_loop_rx_lc(p, queue, pkts, n)
+			  : droce_port_pmd_rx_lc(p, queue, pkts, n);
 		droce_port_rx_account_lc(p, queue, pkts, got);
 		return got;
 	}
@@ -586,7 +685,8 @@ droce_impair_rx_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
 	/* Read only what pend can take, and about what the caller asked for. */
 	got = (uint16_t)RTE_MIN(RTE_MIN((uint32_t)n, RX_CHUNK), room(iq));
 	if (got != 0 && iq->pend_n < n) {
-		got = droce_port_pmd_rx_lc(p, queue, in, got);
+		got = cut ? droce_port_loop_rx_lc(p, queue, in, got)
+			  : droce_port_pmd_rx_lc(p, queue, in, got);
 		for (i = 0; i < got; i++) {
 			if (iq->pr.on)
 				impair_one(p, iq, st, in[i], now);

@@ -28,6 +28,12 @@ uint16_t droce_port_xmit_lc(struct droce_port *p, uint16_t queue, struct rte_mbu
 /* rte_eth_rx_burst, then the port's loop inlet (port_io.c) */
 uint16_t droce_port_pmd_rx_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
 			      uint16_t n);
+/* the loop inlet alone: frames looped to receive queue @queue, which never
+ * crossed the link (a cut link does not drop them) */
+uint16_t droce_port_loop_rx_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
+			       uint16_t n);
+/* The port a frame @p sends is looped to (NULL: it goes to the link). */
+struct droce_port *droce_port_loop_dest(struct droce_port *p, const struct rte_mbuf *m);
 void droce_port_rx_account_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
 			      uint16_t n);
 

@@ -136,12 +136,20 @@ int droce_port_mc_leave(struct droce_port *p, const uint8_t gid[16], bool *last)
 /* Copies up to @cap of the port's groups into @gids: how many. */
 unsigned int droce_port_mc_groups(struct droce_port *p, uint8_t (*gids)[16], unsigned int cap);
 /* Builds the membership report (@join) or leave of group @gid into @buf:
- * IGMPv2 for an IPv4-mapped group, MLDv2 for IPv6; the frame's length, or 0
- * when @cap is too small. */
+ * IGMPv3 for an IPv4-mapped group (v2 / v1 while an older querier was
+ * heard), MLDv2 for IPv6; the frame's length, or 0 when there is nothing to
+ * send (IGMPv1 has no leave) or @cap is too small. */
 size_t droce_port_mc_report(const struct droce_port *p, const uint8_t gid[16], bool join,
 			    uint8_t *buf, size_t cap);
+/* The state-change reports of port @port due to be sent again (each join
+ * and leave is sent twice, the robustness variable of IGMP and MLD): up to
+ * @cap groups into @gids, their kind into @join; how many.  Any thread. */
+unsigned int droce_port_mc_due(unsigned int port, uint8_t (*gids)[16], bool *join,
+			       unsigned int cap);
 /* An engine's: true (counted) when the IP packet at @l3 (@len bytes) is an
- * IGMP or MLD query, answered on @queue with a report per group. */
+ * IGMP or MLD query, answered on @queue with a current-state report per
+ * group it asks for (an IGMPv1 / v2 query also sets the port's IGMP version
+ * for 260 s). */
 bool droce_port_mc_query(struct droce_port *p, uint16_t queue, const uint8_t *l3, size_t len,
 			 bool v4);
 

@@ -106,8 +106,7 @@ droce_port_loop_enable(struct droce_port *p, struct droce_port *to)
 {
 	if (to != p)
 		__atomic_fetch_or(&p->loop_peers, 1u << to->index, __ATOMIC_RELEASE);
-	if (to->lo_own)
-		__atomic_store_n(&to->loop_in, true, __ATOMIC_RELEASE);
+	__atomic_store_n(&to->loop_in, true, __ATOMIC_RELEASE);
 	__atomic_store_n(&p->loop_on, true, __ATOMIC_RELEASE);
 }
 

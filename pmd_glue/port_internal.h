@@ -15,6 +15,8 @@ int droce_ports_create(const struct droce_config *cfg, struct rte_mempool *mp);
 
 /* Stops and removes all ports, closing their captures. */
 void droce_ports_destroy(void);
+/* Forgets port @p's multicast groups and pending reports (mcast.c). */
+void droce_port_mc_fini(struct droce_port *p);
 
 /* By port index: the device is being restarted (droce_port_redial), its
  * bursts return nothing (port_io.c).  Release / acquire. */

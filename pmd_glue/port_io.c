@@ -78,6 +78,14 @@ loop_dest(struct droce_port *p, const struct rte_mbuf *m)
 	return NULL;
 }
 
+struct droce_port *
+droce_port_loop_dest(struct droce_port *p, const struct rte_mbuf *m)
+{
+	if (!__atomic_load_n(&p->loop_on, __ATOMIC_RELAXED))
+		return NULL;
+	return loop_dest(p, m);
+}
+
 uint16_t
 droce_port_loop_deliver_lc(struct droce_port *to, uint16_t queue, struct rte_mbuf **pkts,
 			   uint16_t n)
@@ -87,7 +95,7 @@ droce_port_loop_deliver_lc(struct droce_port *to, uint16_t queue, struct rte_mbu
 
 	if (r == NULL || n == 0)
 		return 0;
-	if (to->lo_own && !__atomic_load_n(&to->loop_in, __ATOMIC_RELAXED))
+	if (!__atomic_load_n(&to->loop_in, __ATOMIC_RELAXED))
 		__atomic_store_n(&to->loop_in, true, __ATOMIC_RELEASE);
 	/* one producer: the engine owning queue @queue (of every port) */
 	k = (uint16_t)rte_ring_enqueue_burst(r, (void **)pkts, n, NULL);
@@ -133,15 +141,23 @@ pmd_tx(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
 }
 
 uint16_t
+droce_port_loop_rx_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
+{
+	if (likely(!__atomic_load_n(&p->loop_in, __ATOMIC_ACQUIRE)) || n == 0 ||
+	    p->lo[queue] == NULL)
+		return 0;
+	return (uint16_t)rte_ring_sc_dequeue_burst(p->lo[queue], (void **)pkts, n, NULL);
+}
+
+uint16_t
 droce_port_pmd_rx_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
 {
 	uint16_t got = rte_eth_rx_burst(p->eth_port, queue, pkts, n);
 
-	/* a ring pair's looped frames are in the PMD's own receive ring */
-	if (unlikely(__atomic_load_n(&p->loop_in, __ATOMIC_ACQUIRE)) && got < n &&
-	    p->lo[queue] != NULL)
-		got = (uint16_t)(got + rte_ring_sc_dequeue_burst(p->lo[queue], (void **)pkts + got,
-								 (unsigned int)(n - got), NULL));
+	/* then the frames the loop put on this queue (never on the link) */
+	if (got < n)
+		got = (uint16_t)(got + droce_port_loop_rx_lc(p, queue, pkts + got,
+							     (uint16_t)(n - got)));
 	return got;
 }
 

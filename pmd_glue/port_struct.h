@@ -61,8 +61,7 @@ struct droce_port {
 	 * around before the PMD.  The flags are sticky (set by
 	 * droce_port_loop_enable, never cleared while the port lives). */
 	bool loop_on;                   /* tx looks for local destinations */
-	bool loop_in;                   /* rx reads lo[] (lo_own ports only) */
-	bool lo_own;                    /* lo[] are rings of their own */
+	bool loop_in;                   /* rx reads lo[] (a loop points at the port) */
 	uint32_t loop_peers;            /* other ports reached inside droce (bit per index) */
 	struct rte_ring *lo[DROCE_MAX_QUEUES]; /* receive queue q's loop inlet */
 };

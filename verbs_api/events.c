@@ -13,7 +13,8 @@
  *    writes PORT_ACTIVE / PORT_ERR on a change.  A thread rather than the
  *    engines so that co-located engines nobody drives, and applications
  *    that poll() the async fd, still see port events.  It also makes a
- *    memif client whose server went away dial again (redial_down_ports).
+ *    memif client whose server went away dial again (redial_down_ports),
+ *    and sends the IGMP / MLD reports due again (droce_mcast_tick).
  * ibv_get_async_event() reads a record and finds the object by serial in the
  * context's lists (under the context lock), so a record left by a destroyed
  * object is skipped, never dereferenced.  Destroying a CQ, QP or SRQ unlinks
@@ -189,6 +190,7 @@ monitor_main(void *arg)
 		}
 		pthread_mutex_unlock(&mon_lock);
 		redial_down_ports(down);
+		droce_mcast_tick(); /* IGMP / MLD reports due again */
 		pthread_mutex_lock(&mon_lock);
 		if (m->stop)
 			break;

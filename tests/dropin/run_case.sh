@@ -456,18 +456,34 @@ ucmatose)
 	grep_in client "return status 0" "client status"
 	;;
 mckey | mckey_sendonly)
-	# UD multicast: the receiver joins first, the sender joins (full member:
-	# its own datagrams loop back to it too; -o: send-only, no loop) and
-	# sends; both count the datagrams they received
+	# UD multicast through rdma_cm: the receiver (memif server side) joins
+	# first, the sender joins (a full member: its own datagrams loop back
+	# to it too; -o: send-only, no attach, no loop, no IGMP) and sends; the
+	# receiver counts the datagrams.  Both ports are captured: the frames
+	# (group MAC and address, QPN 0xFFFFFF, Q_Key, ICRC), the local loop
+	# and the IGMP reports and leaves are checked with tshark.
 	need mckey
+	n=20
 	cargs=(-s)
-	[ "$case_" = mckey_sendonly ] && cargs+=(-o)
-	pair_cm 60 mckey -m 239.1.2.3 -b 198.18.0.1 -C 20 -- \
-		mckey -m 239.1.2.3 -b 198.18.0.2 -C 20 "${cargs[@]}"
-	grep_in server "joined dgid" "server did not join"
-	grep_in client "joined dgid" "client did not join"
+	[ "$case_" = mckey_sendonly ] && cargs+=(-o -S 1024)
+	echo "capture = $tmp/server.pcapng" >>"$tmp/server.ini"
+	echo "capture = $tmp/client.pcapng" >>"$tmp/client.ini"
+	pair_cm 60 mckey -m 239.1.2.3 -b 198.18.0.1 -C $n -- \
+		mckey -m 239.1.2.3 -b 198.18.0.2 -C $n "${cargs[@]}"
+	grep_in server "joined dgid: ::ffff:239.1.2.3" "server did not join the group's MGID"
+	grep_in client "joined dgid: ::ffff:239.1.2.3" "client did not join the group's MGID"
 	grep_in server "data transfers complete" "server did not receive the datagrams"
 	grep_in client "data transfers complete" "client did not end its transfers"
+	[ -x /usr/bin/tshark ] || { echo "SKIP: tshark is not installed: the frames are not checked"; exit 77; }
+	copts=()
+	[ "$case_" = mckey_sendonly ] && copts+=(--sendonly)
+	/usr/bin/python3 "$(dirname "$0")/../decoders/check_mckey.py" --group 239.1.2.3 --count $n \
+		--sender "$tmp/client.pcapng,198.18.0.2" --receiver "$tmp/server.pcapng,198.18.0.1" \
+		"${copts[@]}" >"$tmp/check.log" 2>&1
+	crc=$?
+	cat "$tmp/check.log"
+	[ $crc = 77 ] && { echo "SKIP: tshark or scapy missing"; exit 77; }
+	[ $crc = 0 ] || fail "the captured frames (tests/decoders/check_mckey.py)"
 	;;
 qperf_rc_bw | qperf_rc_lat | qperf_rc_rdma_write_bw | qperf_rc_rdma_read_lat)
 	qperf_case "${case_#qperf_}"

@@ -536,6 +536,70 @@ Test(loop, rc_recovers_losses_of_the_impaired_port)
 	cr_assert_eq(port_stat(1, "rx_frames"), 0, "nothing crossed the ring to droce1");
 }
 
+/* Sends one non-RoCE frame from droce0 to droce1's MAC (it crosses the link). */
+static void
+frame_to_port1(void)
+{
+	uint8_t f[60] = { 0 };
+
+	memcpy(f, MAC1, 6);
+	memcpy(f + 6, MAC0, 6);
+	f[12] = 0x88, f[13] = 0xb5; /* local experimental EtherType */
+	cr_assert_eq(droce_dp_inject(0, 0, DROCE_INJECT_TX, f, sizeof(f)), 0);
+	for (unsigned int i = 0; i < 50; i++)
+		droce_engines_progress();
+}
+
+/*
+ * A cut link drops what would cross it, never a looped frame (which never
+ * touches the link): with the ring peer's link cut, then droce0's own too,
+ * A and B on droce0 go on (every RC opcode both ways), while a frame for
+ * droce1 is dropped and counted.  The port delays its frames (2 ms), so the cut finds looped frames held in the impairment:
+ * they are kept, not purged with what was bound for the link.
+ */
+Test(loop, cut_link_keeps_looped_frames)
+{
+	struct tc_pair o = { .port0_extra = "impair_delay = 1\nimpair_delay_us = 2000\n" };
+	struct droce_port *p0, *p1;
+
+	tc_start(&o);
+	p0 = droce_port_get(0);
+	p1 = droce_port_get(1);
+	pair_up(IBV_QPT_RC, 3);
+	/* a SEND whose frame waits in the delay when the ring peer's link goes */
+	tc_fill(A.buf, 2000, 41);
+	post_recv(&B, B.qp, 1, 4096, 4096);
+	post(&A, A.qp, NULL, IBV_WR_SEND, 1, 0, 2000, 0, 0, 0);
+	for (unsigned int i = 0; i < 4; i++)
+		droce_engines_progress();
+	droce_port_set_link(p1, false);
+	done(A.cq, 1, IBV_WC_SEND, "SEND held across the cut");
+	done(B.rcq, 1, IBV_WC_RECV, "its receive");
+	cr_assert(tc_check(B.buf + 4096, 2000, 41));
+	rc_every_opcode(&A, A.qp, &B, B.qp);
+	/* droce0's own link too */
+	droce_port_set_link(p0, false);
+	rc_every_opcode(&B, B.qp, &A, A.qp);
+	/* (retransmissions may happen: the delay is a good part of the RTO) */
+	cr_assert_eq(port_stat(0, "impair_tx_link_down"), 0, "nothing looped was lost to the cut");
+	cr_assert_eq(port_stat(0, "impair_rx_link_down"), 0);
+	cr_assert_gt(port_stat(0, "impair_tx_delayed"), 0, "the port delayed the looped frames");
+	/* what crosses the link is still cut */
+	frame_to_port1();
+	cr_assert_eq(port_stat(0, "impair_tx_link_down"), 1, "a frame for droce1 dropped at the cut");
+	droce_port_set_link(p0, true);
+	frame_to_port1();
+	cr_assert_eq(port_stat(0, "impair_tx_link_down"), 2, "droce1's link is still cut");
+	cr_assert_eq(port_stat(1, "rx_frames"), 0, "nothing crossed the ring to droce1");
+	droce_port_set_link(p1, true);
+	frame_to_port1();
+	for (unsigned int i = 0; i < 200 && port_stat(1, "rx_frames") == 0; i++) {
+		droce_engines_progress();
+		usleep(1000);
+	}
+	cr_assert_eq(port_stat(1, "rx_frames"), 1, "the link is back: the frame crosses it");
+}
+
 /* The corrupting port: the ICRC check drops what it flipped; RC still recovers. */
 Test(loop, corrupted_loop_frames_are_dropped_and_recovered)
 {

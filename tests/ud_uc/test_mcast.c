@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common.h"
+#include "pmd_glue/port.h"
 #include "wait.h"
 
 #define QKEY 0x01234567u /* RDMA_UDP_QKEY, what rdma_cm uses for groups */
@@ -346,6 +347,7 @@ Test(mcast, no_group_dropped_and_counted)
  * flag); the peer port's as well. */
 Test(mcast, local_loop_on_sending_port)
 {
+	struct droce_port_stats p0;
 	struct droce_engine_stats s0, s1;
 	union ibv_gid g;
 	struct ibv_ah *ah;
@@ -369,6 +371,52 @@ Test(mcast, local_loop_on_sending_port)
 	s1 = stats();
 	cr_assert_eq(s1.mcast_loop - s0.mcast_loop, 1);
 	cr_assert_eq(s1.mcast_rx - s0.mcast_rx, 4);
+	/* the copy went through the port's loop, as every looped frame */
+	droce_port_stats_get(droce_port_get(0), &p0);
+	cr_assert_eq(p0.loop_tx, 1, "one copy turned around by droce0");
+	cr_assert_eq(p0.loop_rx, 1, "and received on droce0's queue");
+	cr_assert_eq(ibv_destroy_ah(ah), 0);
+}
+
+/* The local loop never touches the link: with droce0's link cut, its own
+ * attached QPs still get the datagram, droce1's does not (dropped at the cut). */
+Test(mcast, local_loop_with_the_link_cut)
+{
+	struct droce_port_stats p0;
+	union ibv_gid g;
+	struct ibv_ah *ah;
+
+	start(NULL);
+	side_open(&S, "droce0", 2, NULL);
+	side_open(&R, "droce1", 1, NULL);
+	group_gid(&g, "239.4.4.5");
+	for (unsigned int i = 0; i < 2; i++) {
+		cr_assert_eq(ibv_attach_mcast(S.qp[i], &g, 0), 0);
+		post_recv(&S, i, i);
+	}
+	cr_assert_eq(ibv_attach_mcast(R.qp[0], &g, 0), 0);
+	post_recv(&R, 0, 9);
+	ah = group_ah(&S, &g, false);
+	for (unsigned int i = 0; i < 1500; i++) {
+		droce_engines_progress(); /* the membership reports and their repeats go first */
+		usleep(1000);
+	}
+	droce_port_set_link(droce_port_get(0), false);
+	droce_port_stats_get(droce_port_get(0), &p0);
+	cr_assert_eq(p0.impair_tx.link_down, 0);
+	send_group(&S, ah, QKEY, 200, 12);
+	for (unsigned int i = 0; i < 2; i++)
+		check_recv(&S, i, 200, 12, &S);
+	expect_nothing(R.rcq[0], 200);
+	droce_port_stats_get(droce_port_get(0), &p0);
+	cr_assert_eq(p0.impair_tx.link_down, 1, "the wire's copy dropped at the cut (%lu)",
+		     (unsigned long)p0.impair_tx.link_down);
+	cr_assert_eq(p0.loop_rx, 1);
+	droce_port_set_link(droce_port_get(0), true);
+	send_group(&S, ah, QKEY, 200, 13);
+	post_recv(&S, 0, 0);
+	check_recv(&S, 0, 200, 13, &S);
+	check_recv(&R, 0, 200, 13, &S);
 	cr_assert_eq(ibv_destroy_ah(ah), 0);
 }
 
@@ -404,6 +452,125 @@ Test(mcast, frames_on_the_wire)
 		droce_engines_progress();
 	tc_stop(); /* flushes and closes the capture */
 	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s %s >&2", CHECK_SCRIPT, path);
+	st = system(cmd);
+	cr_assert(WIFEXITED(st), "%s: did not exit", cmd);
+	if (WEXITSTATUS(st) == 77)
+		cr_skip_test("tshark or scapy missing");
+	cr_assert(WEXITSTATUS(st) == 0, "%s: exit %d (capture kept at %s)", cmd,
+		  WEXITSTATUS(st), path);
+	unlink(path);
+}
+
+/* ---- membership as a host's (IGMP / MLD) ---- */
+
+static uint16_t
+csum16(const uint8_t *b, size_t n, uint32_t sum)
+{
+	for (size_t i = 0; i + 1 < n; i += 2)
+		sum += (uint32_t)(b[i] << 8 | b[i + 1]);
+	if (n & 1)
+		sum += (uint32_t)b[n - 1] << 8;
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/* A general IGMP query received on droce0 (from 198.18.0.9): v3 (12 bytes)
+ * or v2 (8 bytes, max resp time 10 s). */
+static void
+igmp_query(bool v3)
+{
+	uint8_t f[64] = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0x01, 0x02, 0x00, 0xc6, 0x12, 0x00, 0x09,
+			  0x08, 0x00 };
+	uint8_t *ip = f + 14, *q = ip + 24;
+	size_t qlen = v3 ? 12 : 8;
+	uint16_t c;
+
+	ip[0] = 0x46, ip[1] = 0xc0;
+	ip[3] = (uint8_t)(24 + qlen);
+	ip[8] = 1, ip[9] = 2; /* TTL 1, IGMP */
+	ip[12] = 198, ip[13] = 18, ip[14] = 0, ip[15] = 9;
+	ip[16] = 224, ip[19] = 1;
+	ip[20] = 0x94, ip[21] = 0x04;
+	c = csum16(ip, 24, 0);
+	ip[10] = (uint8_t)(c >> 8), ip[11] = (uint8_t)c;
+	q[0] = 0x11, q[1] = 100;
+	if (v3)
+		q[8] = 2, q[9] = 125; /* QRV 2, QQIC 125 s */
+	c = csum16(q, qlen, 0);
+	q[2] = (uint8_t)(c >> 8), q[3] = (uint8_t)c;
+	cr_assert_eq(droce_dp_inject(0, 0, DROCE_INJECT_RX, f, (uint32_t)(14 + 24 + qlen)), 0);
+}
+
+/* A general MLDv2 query received on droce0 (from fe80::9 to ff02::1). */
+static void
+mld_query(void)
+{
+	uint8_t f[14 + 40 + 8 + 28] = { 0x33, 0x33, 0, 0, 0, 1, 0x02, 0x00, 0xc6, 0x12, 0x00, 0x09,
+					0x86, 0xdd };
+	uint8_t *ip = f + 14, *h = ip + 40, *q = h + 8, ph[40] = { 0 };
+	uint16_t c;
+
+	ip[0] = 0x60;
+	ip[5] = 8 + 28;
+	ip[6] = 0, ip[7] = 1; /* Hop-by-Hop, hop limit 1 */
+	ip[8] = 0xfe, ip[9] = 0x80, ip[23] = 9;
+	ip[24] = 0xff, ip[25] = 0x02, ip[39] = 1;
+	h[0] = 58, h[2] = 5, h[3] = 2, h[6] = 1;
+	q[0] = 130;
+	q[5] = 100; /* max resp code */
+	q[24] = 2, q[25] = 125;
+	memcpy(ph, ip + 8, 32);
+	ph[35] = 28, ph[39] = 58; /* pseudo-header: length, next header */
+	c = csum16(q, 28, (uint32_t)(uint16_t)~csum16(ph, 40, 0));
+	q[2] = (uint8_t)(c >> 8), q[3] = (uint8_t)c;
+	cr_assert_eq(droce_dp_inject(0, 0, DROCE_INJECT_RX, f, sizeof(f)), 0);
+}
+
+static void
+run_for(unsigned int ms)
+{
+	for (unsigned int i = 0; i < ms; i++) {
+		droce_engines_progress();
+		usleep(1000);
+	}
+}
+
+/*
+ * droce0's membership as Linux's: IGMPv3 and MLDv2 state-change reports on
+ * join and leave, each sent twice (robustness 2, the repeat within 1 s),
+ * a current-state record per group in answer to a general query, IGMPv2
+ * once a v2 querier was heard (its report in answer, its leave sent once).
+ * The capture is checked by check_mcast.py --host (tshark and scapy).
+ */
+Test(mcast, membership_as_a_host)
+{
+	char path[128], extra[192], cmd[512];
+	union ibv_gid g4, g6;
+	int st;
+
+	if (access("/usr/bin/tshark", X_OK) != 0)
+		cr_skip_test("tshark is not installed");
+	snprintf(path, sizeof(path), "/tmp/droce-mcast-host-%d.pcapng", (int)getpid());
+	snprintf(extra, sizeof(extra), "capture = %s\n", path);
+	start(extra);
+	side_open(&S, "droce0", 1, NULL);
+	group_gid(&g4, "239.1.2.3");
+	group_gid(&g6, "ff0e::1234:5678");
+	cr_assert_eq(ibv_attach_mcast(S.qp[0], &g4, 0), 0);
+	cr_assert_eq(ibv_attach_mcast(S.qp[0], &g6, 0), 0);
+	run_for(1500); /* the reports and their repeats */
+	igmp_query(true);
+	mld_query();
+	run_for(50);
+	mld_query();
+	igmp_query(false);
+	run_for(50);
+	cr_assert_eq(ibv_detach_mcast(S.qp[0], &g4, 0), 0);
+	cr_assert_eq(ibv_detach_mcast(S.qp[0], &g6, 0), 0);
+	run_for(1500); /* the leaves and their repeats */
+	tc_stop(); /* flushes and closes the capture */
+	snprintf(cmd, sizeof(cmd), "/usr/bin/python3 %s --host %s >&2", CHECK_SCRIPT, path);
 	st = system(cmd);
 	cr_assert(WIFEXITED(st), "%s: did not exit", cmd);
 	if (WEXITSTATUS(st) == 77)

@@ -168,6 +168,12 @@ droce_dp_synchronize(void)
 {
 }
 
+/* the port monitor's call: the double has no multicast groups */
+void
+droce_mcast_tick(void)
+{
+}
+
 uint64_t
 droce_engines_fallback_passes(void)
 {
