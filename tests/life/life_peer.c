@@ -28,7 +28,8 @@
  *   ok      the client sends RS_BYTES, the server receives them all and
  *           answers 4 bytes; both close.
  * Lines printed (times in ms of CLOCK_MONOTONIC, comparable across
- * processes): "connected N qpn=Q timeout=T retry=R", "streaming",
+ * processes): "connected N qpn=Q timeout=T retry=R guard=G" (G 1: the memif
+ * PMD's unmaps wait for the engines, pmd_glue/memif_guard.c), "streaming",
  * "wc-error STATUS_NAME status=S t=MS", "flushed N", "port-err t=MS",
  * "cm EVENT status=S t=MS", "ok N", "done".  Exit 0 when every plan word
  * ended as it should; a non-zero exit names the failed step on stderr.
@@ -54,6 +55,8 @@
 #include <netinet/tcp.h>
 
 #include <droce/stats.h>
+
+#include "pmd_glue/memif_guard.h"
 
 #define PORT_RC "7481"
 #define PORT_UD "7482"
@@ -276,8 +279,8 @@ print_connected(struct conn *c, unsigned int round)
 
 	memset(&qa, 0, sizeof(qa));
 	ibv_query_qp(c->id->qp, &qa, IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT, &ia);
-	say("connected %u qpn=%u timeout=%u retry=%u t=%llu", round, c->id->qp->qp_num, qa.timeout,
-	    qa.retry_cnt, (unsigned long long)now_ms());
+	say("connected %u qpn=%u timeout=%u retry=%u guard=%d t=%llu", round, c->id->qp->qp_num,
+	    qa.timeout, qa.retry_cnt, droce_memif_guarded(), (unsigned long long)now_ms());
 }
 
 /* Server: the next connection request, accepted.  Client: connects, retried. */
