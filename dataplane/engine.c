@@ -43,6 +43,7 @@
 #include "internal.h"
 #include "rc_internal.h"
 #include "pmd_glue/port.h"
+#include "pmd_glue/memif_guard.h"
 #include "raw.h"
 #include "pmd_glue/stats_internal.h"
 
@@ -289,6 +290,8 @@ droce_engines_start(void)
 			return rc;
 		}
 	}
+	/* the memif PMD's unmaps wait for the engines' passes (memif_guard.c) */
+	droce_memif_guard_set(droce_dp_synchronize);
 	if (droce_engines.dedicated) {
 		for (unsigned int e = 0; e < droce_engines.n; e++) {
 			if (rte_eal_remote_launch(engine_main, droce_engines.eng[e], cfg->engine_lcores[e]) != 0) {
@@ -333,6 +336,7 @@ droce_engines_stop(void)
 		for (unsigned int e = 0; e < droce_engines.n; e++)
 			rte_eal_wait_lcore(cfg->engine_lcores[e]);
 	}
+	droce_memif_guard_set(NULL); /* before the RCU variable goes */
 	droce_runtime_lock_excl(); /* counter readers (telemetry) are out */
 	for (unsigned int e = 0; e < droce_engines.n; e++) {
 		struct droce_engine *eng = droce_engines.eng[e];

@@ -260,6 +260,7 @@ struct droce_qp {
 	uint64_t srtt, rttvar;  /* 0 = no sample yet */
 	uint64_t rtt_tsc;       /* when rtt_psn was sent (0 = not timing) */
 	uint64_t retry_epoch;   /* start of the current attribute-timeout period without progress */
+	uint64_t pause_excused; /* engine pauses not counted as waiting in that period (at most T) */
 	/* the engine's scheduling (engine_sched.c): on its port's active list,
 	 * in a slot of its timer wheel (tw_slot; tw_key the deadline filed), or neither */
 	TAILQ_ENTRY(droce_qp) active_link;
@@ -311,7 +312,7 @@ struct droce_qp {
 	_Atomic bool detached;             /* engine has let go */
 	uint16_t tw_slot;
 	uint32_t xrcd;                     /* the target's XRC domain */
-	uint64_t tw_key;                   /* its deadline on the wheel's clock */
+	uint64_t tw_key;                   /* its deadline as filed (TSC) */
 	uint64_t tmpl_ah_serial;           /* UD: the AH tmpl was last built for (0 = none) */
 
 	/* ---- hot again: the template on lines of its own, then the counters ---- */

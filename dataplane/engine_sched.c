@@ -26,20 +26,25 @@
  * deadlines as they are then.
  *
  * Engine pauses (a pass starting more than DROCE_ENGINE_STALL_US after the
- * one before: descheduled, or nobody drove it) are not waiting time:
+ * one before: descheduled, or nobody drove it) are not waiting time, up to
+ * T (the QP's timeout attribute) of them per retry period (rc_retx.c):
  * droce_rc_timers_lc moves the deadlines of the QP it runs past this pass's
  * pause.  A QP not run in a pass (in the wheel, or left waiting behind a
  * full port) catches up when it next runs (droce_engine_catch_up_lc): its
  * retransmission deadline and retry period, if still the ones it had at its
- * last turn, move by the pauses since; the wheel runs on a clock without
- * the pauses (the TSC less every pause so far).  A pause costs no walk over
- * the QPs.  The RNR deadline, which droce_rc_timers_lc does not move, may
- * come up to the pauses' length late in the wheel (it is a minimum wait).
+ * last turn, move by the pauses since (as far as its period's excuse
+ * allows).  The wheel runs on the TSC: a QP wakes at its deadline as
+ * armed, catches up, and goes back to the wheel if the pauses moved its
+ * deadline on (so only QPs whose deadline fell inside a pause are walked
+ * again; on the pauses' own clock, an engine with a tenth of the CPU woke
+ * its QPs ten times too late, and a dead peer was noticed twenty times
+ * past its retry budget).
  */
 #include <rte_cycles.h>
 
 #include "engine_internal.h"
 #include "internal.h"
+#include "rc_internal.h"
 
 void
 droce_engine_sched_init(struct droce_engine *eng)
@@ -71,13 +76,6 @@ next_deadline(const struct droce_qp *qp)
 	uint64_t a = qp->rto_deadline, b = qp->rnr_deadline;
 
 	return a == 0 ? b : b == 0 ? a : RTE_MIN(a, b);
-}
-
-/* The wheel's clock: the TSC less the engine's pauses, this pass's included. */
-static inline uint64_t
-vnow(const struct droce_engine *eng)
-{
-	return eng->now - eng->paused - eng->pause_now;
 }
 
 static inline void
@@ -126,6 +124,8 @@ droce_engine_catch_up_lc(struct droce_engine *eng, struct droce_qp *qp)
 	uint64_t shift = eng->paused - qp->tw_paused;
 
 	if (unlikely(shift != 0)) {
+		/* at most T of pauses per retry period (rc_retx.c) */
+		shift = droce_rc_pause_excuse_lc(qp, shift);
 		/* re-armed since (an ACK): a fresh deadline, nothing to move */
 		if (qp->rto_deadline != 0 && qp->rto_deadline == qp->tw_rto)
 			qp->rto_deadline += shift;
@@ -158,7 +158,7 @@ droce_engine_settle_lc(struct droce_engine *eng, struct droce_qp *qp)
 		qp->sched = DROCE_QP_SCHED_NONE;
 		return;
 	}
-	qp->tw_key = d - qp->tw_paused;
+	qp->tw_key = d;
 	t = qp->tw_key >> eng->tw_shift;
 	if (t < eng->tw_tick)
 		t = eng->tw_tick;
@@ -176,7 +176,7 @@ droce_engine_timers_lc(struct droce_engine *eng)
 
 	eng->pause_now = unlikely(eng->pass_gap > eng->stall_cycles) ?
 			 eng->pass_gap - eng->stall_cycles : 0;
-	v = vnow(eng);
+	v = eng->now;
 	now_tick = v >> eng->tw_shift;
 	if (likely(eng->tw_count == 0)) {
 		eng->tw_tick = now_tick;

@@ -18,6 +18,9 @@ void droce_rc_fail_head_lc(struct droce_qp *qp, enum droce_err err);
 
 /* rc_retx.c: the retransmission timer */
 uint64_t droce_rc_rto_attr(const struct droce_qp *qp);         /* 4.096 us * 2^timeout, cycles */
+/* How much of an engine pause of @shift cycles still is not waiting time in
+ * the current retry period (counted in qp->pause_excused, at most T). */
+uint64_t droce_rc_pause_excuse_lc(struct droce_qp *qp, uint64_t shift);
 uint64_t droce_rc_rto_cycles(struct droce_qp *qp);       /* the adaptive timer */
 void droce_rc_rtt_sent_lc(struct droce_qp *qp, uint32_t old_max, uint32_t next);
 void droce_rc_progress_lc(struct droce_qp *qp);                /* psn_una moved on */

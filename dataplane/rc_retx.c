@@ -8,7 +8,11 @@
  * The timer.  The QP's `timeout` attribute T = 4.096 us * 2^timeout is the
  * longest the requester waits; it also waits no less than T / 1024 (at least
  * 500 us), and a pause of the engine itself (more than 100 us between two
- * passes: descheduled, or nobody drove it) does not count as waiting.  Between the two it waits RTO = SRTT + 4 * RTTVAR (RFC 6298's
+ * passes: descheduled, or nobody drove it) does not count as waiting, up to
+ * T of pauses per retry period: on a crowded host a period lasts at most 2T,
+ * so a peer that died fails the QP within 2 (retry_cnt + 1) T whatever share
+ * of the CPU the engine gets (without the cap, an engine running a twentieth
+ * of the time took twenty times its budget).  Between the two it waits RTO = SRTT + 4 * RTTVAR (RFC 6298's
  * estimator, one timed PSN at a time, never a re-sent one: Karn), doubled
  * per timeout in a row.  With no sample yet it waits T.
  *
@@ -16,7 +20,8 @@
  * `retry_cnt` is spent only when a whole T has passed without progress (the
  * oldest request still unacknowledged), so short adaptive timeouts never
  * exhaust the counter, and a peer that answers nothing fails the QP with
- * RETRY_EXC after (retry_cnt + 1) * T, as with a fixed timer of T.  A T
+ * RETRY_EXC after (retry_cnt + 1) * T, as with a fixed timer of T (2x that
+ * at most when the engine itself was paused, above).  A T
  * without progress in which the peer did answer (ACKs, NAKs or READ
  * responses inside the window, such as a slow responder's queue of
  * responses sent before the lost one) is not a retry, up to retry_cnt + 1 of
@@ -90,6 +95,26 @@ droce_rc_rto_attr(const struct droce_qp *qp)
 	return (uint64_t)((double)qp->eng->tsc_hz * 4.096e-6 * (double)(1ull << qp->attr.timeout));
 }
 
+/* A new retry period begins at @now (0: none, nothing outstanding). */
+static inline void
+retry_period_lc(struct droce_qp *qp, uint64_t now)
+{
+	qp->retry_epoch = now;
+	qp->pause_excused = 0;
+}
+
+uint64_t
+droce_rc_pause_excuse_lc(struct droce_qp *qp, uint64_t shift)
+{
+	uint64_t attr = droce_rc_rto_attr(qp);
+
+	if (qp->pause_excused >= attr)
+		return 0;
+	shift = RTE_MIN(shift, attr - qp->pause_excused);
+	qp->pause_excused += shift;
+	return shift;
+}
+
 uint64_t
 droce_rc_rto_cycles(struct droce_qp *qp)
 {
@@ -110,7 +135,7 @@ void
 droce_rc_rtt_sent_lc(struct droce_qp *qp, uint32_t old_max, uint32_t next)
 {
 	if (qp->retry_epoch == 0)
-		qp->retry_epoch = qp->eng->now;
+		retry_period_lc(qp, qp->eng->now);
 	if (qp->rtt_tsc == 0 && droce_psn_diff(next, old_max) > 0) {
 		/* the first new one: the soonest answered (ACK, first READ response) */
 		qp->rtt_psn = old_max;
@@ -151,7 +176,7 @@ droce_rc_progress_lc(struct droce_qp *qp)
 	window_grow(qp);
 	qp->alive_defers = 0;
 	qp->rto_backoff = 0;
-	qp->retry_epoch = qp->psn_una == qp->psn_next && qp->psn_una == qp->psn_max ? 0 : now;
+	retry_period_lc(qp, qp->psn_una == qp->psn_next && qp->psn_una == qp->psn_max ? 0 : now);
 }
 
 void
@@ -164,7 +189,7 @@ droce_rc_timers_lc(struct droce_qp *qp)
 		/* the engine did not run (descheduled, or nobody drove it): the
 		 * peer's answers may be arriving only now, after this pass's
 		 * receive phase; that pause is neither RTT nor a stall */
-		uint64_t shift = qp->eng->pass_gap - qp->eng->stall_cycles;
+		uint64_t shift = droce_rc_pause_excuse_lc(qp, qp->eng->pass_gap - qp->eng->stall_cycles);
 
 		if (qp->rto_deadline)
 			qp->rto_deadline += shift;
@@ -182,13 +207,13 @@ droce_rc_timers_lc(struct droce_qp *qp)
 		return;
 	qp->stats.timeouts++;
 	if (qp->retry_epoch == 0)
-		qp->retry_epoch = now;
+		retry_period_lc(qp, now);
 	if (now - qp->retry_epoch >= droce_rc_rto_attr(qp) && qp->peer_heard &&
 	    qp->alive_defers <= qp->attr.retry_cnt) {
 		/* no progress, but the peer answers (responses queued before
 		 * the lost one): not a retry, up to retry_cnt + 1 times */
 		qp->alive_defers++;
-		qp->retry_epoch = now;
+		retry_period_lc(qp, now);
 	} else if (now - qp->retry_epoch >= droce_rc_rto_attr(qp)) {
 		/* a whole timeout attribute without progress: one retry spent */
 		if (qp->retry_left == 0) {
@@ -197,7 +222,7 @@ droce_rc_timers_lc(struct droce_qp *qp)
 		}
 		qp->retry_left--;
 		qp->stats.retries++;
-		qp->retry_epoch = now;
+		retry_period_lc(qp, now);
 	}
 	last = droce_psn_add(qp->psn_next, DROCE_PSN_MASK);
 	qp->peer_heard = false;

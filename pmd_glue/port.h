@@ -45,6 +45,7 @@ struct droce_port_stats {
 	uint64_t rx_bursts;     /* receive bursts that returned frames */
 	uint64_t tx_bursts;     /* transmit bursts handed to the PMD */
 	uint64_t tx_full;       /* frames the PMD did not take */
+	uint64_t tx_link_down;  /* frames dropped: the PMD's link was down */
 	uint64_t arp_requests_rx, arp_replies_rx, arp_bad;
 	uint64_t arp_requests_tx, arp_replies_tx;
 	uint64_t capture_drops; /* frames not written to the capture file */

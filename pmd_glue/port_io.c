@@ -227,14 +227,50 @@ droce_port_tx_prepare(struct droce_port *p, uint16_t queue, struct rte_mbuf *m)
 	return rte_errno != 0 ? rte_errno : EINVAL;
 }
 
+/*
+ * The PMD took none of a burst: if its link is down (a memif peer that died,
+ * a cable pulled), the frames are lost as on a NIC without carrier rather
+ * than kept: kept, they would fill the engine's waiting room, whose QPs would
+ * then send nothing and so never time out (an RC QP must end in RETRY_EXC
+ * within its retry budget when its peer is gone).  The link is read at most
+ * every LINK_CHECK_US per queue: a full but working PMD costs no more.
+ * Returns how many of @pkts were dropped (all or none).
+ */
+#define LINK_CHECK_US 100
+
+static uint16_t
+tx_link_down_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
+{
+	uint64_t now = rte_rdtsc();
+	struct rte_eth_link link;
+
+	if (now - p->link_check_tsc[queue] < rte_get_tsc_hz() / 1000000 * LINK_CHECK_US)
+		return 0;
+	p->link_check_tsc[queue] = now;
+	memset(&link, 0, sizeof(link));
+	if (rte_eth_link_get_nowait(p->eth_port, &link) != 0 || link.link_status == RTE_ETH_LINK_UP)
+		return 0;
+	rte_pktmbuf_free_bulk(pkts, n);
+	p->qstats[queue].tx_link_down += n;
+	return n;
+}
+
 uint16_t
 droce_port_tx_burst(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
 {
 	uint16_t sent;
 
-	if (unlikely(__atomic_load_n(&p->impair_used, __ATOMIC_RELAXED)))
-		return droce_impair_tx_lc(p, queue, pkts, n);
+	if (unlikely(__atomic_load_n(&p->impair_used, __ATOMIC_RELAXED))) {
+		sent = droce_impair_tx_lc(p, queue, pkts, n); /* counted its tx_full */
+		if (unlikely(sent == 0) && n != 0 && tx_link_down_lc(p, queue, pkts, n) == n) {
+			p->qstats[queue].tx_full -= n;
+			return n;
+		}
+		return sent;
+	}
 	sent = droce_port_xmit_lc(p, queue, pkts, n);
+	if (unlikely(sent == 0) && n != 0 && tx_link_down_lc(p, queue, pkts, n) == n)
+		return n;
 	p->qstats[queue].tx_full += n - sent;
 	return sent;
 }
@@ -268,6 +304,7 @@ droce_port_stats_get(const struct droce_port *p, struct droce_port_stats *out)
 		out->rx_bursts += s->rx_bursts;
 		out->tx_bursts += s->tx_bursts;
 		out->tx_full += s->tx_full;
+		out->tx_link_down += s->tx_link_down;
 		out->arp_requests_rx += s->arp_requests_rx;
 		out->arp_replies_rx += s->arp_replies_rx;
 		out->arp_replies_tx += s->arp_replies_tx;

@@ -49,6 +49,7 @@ struct droce_port {
 	rte_spinlock_t arp_lock; /* slow path only */
 	struct droce_arp_entry arp[DROCE_ARP_TABLE_SIZE];
 	struct droce_port_stats qstats[DROCE_MAX_QUEUES];
+	uint64_t link_check_tsc[DROCE_MAX_QUEUES]; /* queue's engine: last refused-burst link read */
 	/* The impaired link (impair.c). */
 	struct droce_port *ring_peer;   /* ring kind: the other port of the pair */
 	bool impair_used;               /* impairment or link-down was ever set */

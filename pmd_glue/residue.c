@@ -27,6 +27,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -49,6 +50,8 @@
 #define LEGACY_PREFIX "droce"   /* droce's own prefixes, from before lock files */
 #define LEGACY_AGE_S 60         /* a directory without lock file nobody changed for this long */
 #define CLAIM_WAIT_MS 500       /* a sweeper holds a dead process's lock this long at most */
+#define PROBE_GREETING_MS 2000  /* a connected liveness probe waits this long for the greeting */
+#define UNIX_FLAG_ACCEPTCON 0x10000 /* /proc/net/unix: a listening socket (__SO_ACCEPTCON) */
 
 struct owned_socket {
 	int used; /* read by the signal handler: set last, cleared first */
@@ -99,6 +102,41 @@ droce_residue_dir(void)
 	return res.owner != 0 ? res.dir : "";
 }
 
+/*
+ * Whether a listening socket of this network namespace is bound to @path
+ * (/proc/net/unix, flag __SO_ACCEPTCON): 1 yes, 0 no, -1 the table is not
+ * readable.  Connects to nothing.
+ */
+static int
+unix_listener_listed(const char *path)
+{
+	FILE *f = fopen("/proc/self/net/unix", "re");
+	char line[PATH_MAX + 128];
+	int found = 0;
+
+	if (f == NULL)
+		return -1;
+	if (fgets(line, sizeof(line), f) == NULL) { /* the header */
+		fclose(f);
+		return -1;
+	}
+	while (!found && fgets(line, sizeof(line), f) != NULL) {
+		unsigned int refs, proto, flags, type, state;
+		unsigned long inode;
+		int off = 0;
+		size_t len;
+
+		if (sscanf(line, "%*[0-9a-fA-F]: %x %x %x %x %x %lu %n", &refs, &proto, &flags, &type,
+			   &state, &inode, &off) < 6 || off == 0)
+			continue;
+		len = strcspn(line + off, "\n");
+		found = (flags & UNIX_FLAG_ACCEPTCON) && len == strlen(path) &&
+			memcmp(line + off, path, len) == 0;
+	}
+	fclose(f);
+	return found;
+}
+
 int
 droce_unix_socket_live(const char *path)
 {
@@ -110,6 +148,17 @@ droce_unix_socket_live(const char *path)
 
 	if (len >= sizeof(sa.sun_path) || stat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
 		return -1;
+	/*
+	 * A listener of this namespace is in /proc/net/unix.  A connection
+	 * that is closed at once is worse than useless to a memif server:
+	 * DPDK 22.11's memif_listener_handler(), when the HELLO it sends on
+	 * an accepted connection fails (EPIPE: the probe is gone), closes the
+	 * fd and frees its interrupt handle without unregistering the
+	 * callback, and the EAL interrupt thread then panics ("Error adding
+	 * fd N epoll_ctl, Bad file descriptor") and aborts the server.
+	 */
+	if (unix_listener_listed(path) == 1)
+		return 1;
 	memcpy(sa.sun_path, path, len + 1);
 	for (i = 0; i < RTE_DIM(types); i++) {
 		int fd = socket(AF_UNIX, types[i] | SOCK_CLOEXEC, 0);
@@ -119,6 +168,15 @@ droce_unix_socket_live(const char *path)
 			return -1;
 		rc = connect(fd, (struct sockaddr *)&sa, sizeof(sa));
 		e = errno;
+		if (rc == 0 && types[i] != SOCK_DGRAM) {
+			/* a listener of another namespace: let a server that
+			 * greets (memif, DPDK telemetry) greet before closing */
+			struct pollfd pfd = { .fd = fd, .events = POLLIN };
+			char greeting[256];
+
+			if (poll(&pfd, 1, PROBE_GREETING_MS) == 1 && (pfd.revents & POLLIN))
+				(void)!recv(fd, greeting, sizeof(greeting), MSG_DONTWAIT);
+		}
 		close(fd);
 		if (rc == 0)
 			return 1;

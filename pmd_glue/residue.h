@@ -49,8 +49,10 @@ void droce_residue_del_socket(const char *path);
 unsigned int droce_residue_sweep(const char *base);
 
 /*
- * The state of the Unix socket file at @path: 1 somebody listens on it (a
- * connect succeeds), 0 nobody does (ECONNREFUSED: what a killed process
+ * The state of the Unix socket file at @path: 1 somebody listens on it
+ * (listed as listening in /proc/net/unix, else a connect succeeds: a
+ * listener of another network namespace, whose greeting the probe reads
+ * before it closes), 0 nobody does (ECONNREFUSED: what a killed process
  * leaves), -1 unknown (no such file, not a socket, another error).
  */
 int droce_unix_socket_live(const char *path);

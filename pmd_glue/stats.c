@@ -41,6 +41,7 @@ static const struct {
 	PS(rx_bursts, "rx_bursts"),
 	PS(tx_bursts, "tx_bursts"),
 	PS(tx_full, "tx_full"),
+	PS(tx_link_down, "tx_link_down"),
 	PS(arp_requests_rx, "arp_requests_rx"),
 	PS(arp_replies_rx, "arp_replies_rx"),
 	PS(arp_bad, "arp_bad"),

@@ -175,7 +175,7 @@ conns_reap_locked(void)
 	TAILQ_FOREACH_SAFE_(c, &cm.conns, link, t) {
 		struct cm_qev *q, *qt;
 
-		if (!c->released || c->state != CM_DEAD || cm.delivering == c)
+		if (!c->released || c->releasing || c->state != CM_DEAD || cm.delivering == c)
 			continue;
 		TAILQ_FOREACH_SAFE_(q, &cm.events, link, qt) {
 			if (q->conn == c) {
@@ -665,9 +665,17 @@ droce_cm_conn_release(struct droce_cm_conn *c)
 	if (c == NULL)
 		return;
 	pthread_mutex_lock(&cm.lock);
+	/*
+	 * Released at once (no more events are delivered to it), but not
+	 * reaped while this waits: the service thread reaps with the lock held
+	 * right after the delivery it waits for, and a dead connection (after
+	 * TIMEWAIT_EXIT) was freed under this function (ASan, life_peers).
+	 */
 	c->released = true;
+	c->releasing = true;
 	while (cm.delivering == c)
 		pthread_cond_wait(&cm.cond, &cm.lock);
+	c->releasing = false;
 	/* what the protocol still owes, the CM finishes alone */
 	switch (c->state) {
 	case CM_REQ_SENT:

@@ -77,6 +77,7 @@ struct droce_cm_conn {
 	TAILQ_ENTRY(droce_cm_conn) link;
 	enum cm_state state;
 	bool released;                /* the user gave its reference back */
+	bool releasing;               /* droce_cm_conn_release still uses it: not reaped */
 	bool passive;                 /* made from the peer's REQ / SIDR REQ */
 	droce_cm_handler_fn handler;
 	void *ctx;

@@ -280,6 +280,12 @@ process_conn_resp(struct droce_rcm_event *e)
 		rcm_modify_qp_err(p);
 }
 
+static void
+readers_leave(void *readers)
+{
+	atomic_fetch_sub((atomic_uint *)readers, 1);
+}
+
 int
 rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
 {
@@ -293,8 +299,11 @@ rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **eve
 		ssize_t n;
 
 		atomic_fetch_add(&c->readers, 1);
+		/* read() is a cancellation point: a thread cancelled in it
+		 * leaves the count as it found it (readers_leave runs) */
+		pthread_cleanup_push(readers_leave, &c->readers);
 		n = read(c->ch.fd, &tok, 1);
-		atomic_fetch_sub(&c->readers, 1);
+		pthread_cleanup_pop(1);
 
 		if (n < 0)
 			return -1; /* EAGAIN with O_NONBLOCK, EINTR */

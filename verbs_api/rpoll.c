@@ -108,6 +108,13 @@ now_ms(void)
 	return now_us() / 1000u;
 }
 
+/* A cancelled rpoll (poll is a cancellation point) frees its wait set. */
+static void
+free_wait_set(void *w)
+{
+	free(*(struct pollfd **)w);
+}
+
 int
 rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 {
@@ -117,6 +124,7 @@ rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 
 	if (fds == NULL && nfds)
 		return droce_rs_errno(EFAULT);
+	pthread_cleanup_push(free_wait_set, &w);
 	for (;;) {
 		nfds_t n = 0;
 		int slice;
@@ -179,6 +187,7 @@ rpoll(struct pollfd *fds, nfds_t nfds, int timeout)
 			pthread_mutex_unlock(&rs->lock);
 		}
 	}
+	pthread_cleanup_pop(0);
 	free(w);
 	return ret;
 }

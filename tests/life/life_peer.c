@@ -20,8 +20,16 @@
  *   ok      RC: both sides send COUNT messages, receive COUNT, disconnect.
  *           UD: the client sends UD_COUNT paced messages, the server must
  *           receive at least UD_MIN of them (a lagging receiver drops).
+ *   life_peer server|client rs PLAN...  (rsockets over the same link)
+ *   stream  the client rsend()s, the server rrecv()s, both blocking, both
+ *           with SO_KEEPALIVE every second (a receiver whose sender died
+ *           has nothing in flight otherwise), until a call fails:
+ *           "rs-error OP errno=E t=MS" (or "rs-eof t=MS"); then rclose.
+ *   ok      the client sends RS_BYTES, the server receives them all and
+ *           answers 4 bytes; both close.
  * Lines printed (times in ms of CLOCK_MONOTONIC, comparable across
- * processes): "connected N qpn=Q timeout=T retry=R", "streaming",
+ * processes): "connected N qpn=Q timeout=T retry=R guard=G" (G 1: the memif
+ * PMD's unmaps wait for the engines, pmd_glue/memif_guard.c), "streaming",
  * "wc-error STATUS_NAME status=S t=MS", "flushed N", "port-err t=MS",
  * "cm EVENT status=S t=MS", "ok N", "done".  Exit 0 when every plan word
  * ended as it should; a non-zero exit names the failed step on stderr.
@@ -40,9 +48,21 @@
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
+#include <rdma/rsocket.h>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+
+#include <droce/stats.h>
+
+#include "pmd_glue/memif_guard.h"
 
 #define PORT_RC "7481"
 #define PORT_UD "7482"
+#define PORT_RS 7483
+#define RS_CHUNK 65536
+#define RS_BYTES (8u << 20)  /* an "ok" rsocket transfer */
 #define MSG 1024
 #define WIN 16          /* sends outstanding */
 #define NRECV (4 * WIN) /* receives posted */
@@ -259,8 +279,8 @@ print_connected(struct conn *c, unsigned int round)
 
 	memset(&qa, 0, sizeof(qa));
 	ibv_query_qp(c->id->qp, &qa, IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT, &ia);
-	say("connected %u qpn=%u timeout=%u retry=%u t=%llu", round, c->id->qp->qp_num, qa.timeout,
-	    qa.retry_cnt, (unsigned long long)now_ms());
+	say("connected %u qpn=%u timeout=%u retry=%u guard=%d t=%llu", round, c->id->qp->qp_num,
+	    qa.timeout, qa.retry_cnt, droce_memif_guarded(), (unsigned long long)now_ms());
 }
 
 /* Server: the next connection request, accepted.  Client: connects, retried. */
@@ -427,6 +447,31 @@ poll_some(struct conn *c, bool repost)
 	return bad;
 }
 
+/* One line of counters (non-zero ones): "stats WHAT name=value ...". */
+static void
+say_stats(const char *what, int n, const struct droce_stat *st)
+{
+	char line[4096];
+	size_t len = (size_t)snprintf(line, sizeof(line), "stats %s", what);
+
+	for (int i = 0; i < n && len < sizeof(line); i++)
+		if (st[i].value != 0)
+			len += (size_t)snprintf(line + len, sizeof(line) - len, " %s=%llu", st[i].name,
+						(unsigned long long)st[i].value);
+	say("%s", line);
+}
+
+/* The QP's, port 0's and engine 0's counters (what a failure looked like). */
+static void
+say_counters(struct conn *c)
+{
+	struct droce_stat st[128];
+
+	say_stats("qp", droce_stats_qp(c->id->qp, st, 128), st);
+	say_stats("port", droce_stats_port(0, st, 128), st);
+	say_stats("engine", droce_stats_engine(0, st, 128), st);
+}
+
 /* RC: both directions until a completion fails. */
 static void
 rc_stream(struct conn *c)
@@ -443,6 +488,7 @@ rc_stream(struct conn *c)
 	say("wc-error %s status=%d t=%llu sent=%llu received=%llu",
 	    ibv_wc_status_str((enum ibv_wc_status)st), st, (unsigned long long)now_ms(),
 	    (unsigned long long)c->sent, (unsigned long long)c->received);
+	say_counters(c);
 	/* The QP is in error: everything outstanding flushes. */
 	end = now_ms() + EVENT_S * 1000;
 	while ((c->sends_out > 0 || c->recvs_out > 0) && now_ms() < end)
@@ -575,16 +621,160 @@ ud_server(struct conn *c, bool stream)
 	say("ok %llu", (unsigned long long)c->received);
 }
 
+/* ---- rsockets ---- */
+
+static int rs_listener = -1;
+
+static void
+rs_addr(struct sockaddr_in *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_port = htons(PORT_RS);
+	inet_pton(AF_INET, "198.18.0.1", &sa->sin_addr);
+}
+
+static void
+rs_listen(void)
+{
+	struct sockaddr_in sa;
+	int one = 1;
+
+	rs_addr(&sa);
+	rs_listener = rsocket(AF_INET, SOCK_STREAM, 0);
+	if (rs_listener < 0 || rsetsockopt(rs_listener, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    rbind(rs_listener, (struct sockaddr *)&sa, sizeof(sa)) || rlisten(rs_listener, 4))
+		die("rsocket listen");
+}
+
+/* Server: the next connection.  Client: connects, retried until the server answers. */
+static int
+rs_connect(unsigned int round)
+{
+	uint64_t end = now_ms() + CONNECT_S * 1000;
+	struct sockaddr_in sa;
+	int fd;
+
+	if (server) {
+		fd = raccept(rs_listener, NULL, NULL);
+		if (fd < 0)
+			die("raccept");
+	} else {
+		rs_addr(&sa);
+		for (;;) {
+			fd = rsocket(AF_INET, SOCK_STREAM, 0);
+			if (fd < 0)
+				die("rsocket");
+			if (rconnect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+				break;
+			rclose(fd);
+			if (now_ms() > end)
+				die("rconnect: no connection in %d s", CONNECT_S);
+			usleep(200 * 1000);
+		}
+	}
+	say("connected %u t=%llu", round, (unsigned long long)now_ms());
+	return fd;
+}
+
+static void
+rs_stream(int fd)
+{
+	static uint8_t buf[RS_CHUNK];
+	int one = 1, idle = 1;
+	uint64_t moved = 0;
+	ssize_t n;
+
+	if (rsetsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one)) ||
+	    rsetsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle)))
+		die("SO_KEEPALIVE");
+	say("streaming");
+	for (;;) {
+		n = server ? rrecv(fd, buf, sizeof(buf), 0) : rsend(fd, buf, sizeof(buf), 0);
+		if (n > 0) {
+			moved += (uint64_t)n;
+			if (server && moved >= RS_CHUNK && moved - (uint64_t)n < RS_CHUNK)
+				say("receiving");
+			continue;
+		}
+		if (n == 0) {
+			say("rs-eof t=%llu moved=%llu", (unsigned long long)now_ms(),
+			    (unsigned long long)moved);
+			break;
+		}
+		if (errno == EINTR)
+			continue;
+		say("rs-error %s errno=%d %s t=%llu moved=%llu", server ? "rrecv" : "rsend", errno,
+		    strerror(errno), (unsigned long long)now_ms(), (unsigned long long)moved);
+		break;
+	}
+	rclose(fd);
+}
+
+static void
+rs_ok(int fd)
+{
+	static uint8_t buf[RS_CHUNK];
+	uint64_t moved = 0;
+	char ack[4] = "done";
+	ssize_t n;
+
+	while (moved < RS_BYTES) {
+		size_t want = RS_BYTES - moved < sizeof(buf) ? RS_BYTES - moved : sizeof(buf);
+
+		if (!server)
+			memset(buf, (int)(moved >> 16), want);
+		n = server ? rrecv(fd, buf, want, 0) : rsend(fd, buf, want, 0);
+		if (n <= 0)
+			die("%s after %llu bytes", server ? "rrecv" : "rsend", (unsigned long long)moved);
+		if (server)
+			for (ssize_t i = 0; i < n; i++)
+				if (buf[i] != (uint8_t)((moved + (uint64_t)i) >> 16))
+					die("byte %llu is wrong", (unsigned long long)(moved + (uint64_t)i));
+		moved += (uint64_t)n;
+	}
+	if (server ? rsend(fd, ack, sizeof(ack), 0) != sizeof(ack) :
+		     rrecv(fd, ack, sizeof(ack), MSG_WAITALL) != sizeof(ack))
+		die("the answer");
+	say("ok %llu", (unsigned long long)moved);
+	rclose(fd);
+}
+
+static int
+rs_main(int argc, char **argv)
+{
+	if (server) {
+		rs_listen();
+		say("listening");
+	}
+	for (unsigned int round = 0; (int)round + 3 < argc; round++) {
+		int fd = rs_connect(round);
+
+		if (strcmp(argv[round + 3], "stream") == 0)
+			rs_stream(fd);
+		else if (strcmp(argv[round + 3], "ok") == 0)
+			rs_ok(fd);
+		else
+			die("unknown plan %s", argv[round + 3]);
+	}
+	if (rs_listener >= 0)
+		rclose(rs_listener);
+	say("done");
+	return 0;
+}
+
 int
 main(int argc, char **argv)
 {
 	unsigned int round;
 
 	if (argc < 4)
-		die("usage: life_peer server|client rc|ud PLAN...");
+		die("usage: life_peer server|client rc|ud|rs PLAN...");
 	server = strcmp(argv[1], "server") == 0;
 	ud = strcmp(argv[2], "ud") == 0;
 	signal(SIGPIPE, SIG_IGN);
+	if (strcmp(argv[2], "rs") == 0)
+		return rs_main(argc, argv);
 	ch = rdma_create_event_channel();
 	if (ch == NULL)
 		die("rdma_create_event_channel");

@@ -24,6 +24,13 @@
  *              (deferred: at whatever cancellation point it is in, inside
  *              a verb or not), joins it, then sends and receives 100 more
  *              messages itself: "after-cancel received=M"
+ *   cancel-waits  three threads block in rdma_get_cm_event, ibv_get_cq_event
+ *              (an armed CQ nothing completes on) and ibv_get_async_event;
+ *              the main thread cancels them, joins them (10 s at most),
+ *              then destroys what they waited on: "cancel-waits joined=N
+ *              cm-channel=closed|kept cq=R comp-channel=R close=R" (a
+ *              channel whose reader count stayed raised is kept open for
+ *              ever by rdma_destroy_event_channel); exit 0 when all is well
  */
 #include <errno.h>
 #include <pthread.h>
@@ -38,6 +45,7 @@
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
 
 #include "pmd_glue/residue.h"
 
@@ -226,6 +234,98 @@ exit_busy(struct ibv_context *ctx, bool cancel)
 	return t.received >= before + 100 ? 0 : 6;
 }
 
+/* ---- cancel-waits ---- */
+
+struct waits {
+	struct rdma_event_channel *cm;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;
+	struct ibv_context *ctx;
+	volatile int entered; /* threads about to block */
+};
+
+static void *
+wait_cm(void *arg)
+{
+	struct waits *w = arg;
+	struct rdma_cm_event *ev;
+
+	__atomic_fetch_add(&w->entered, 1, __ATOMIC_SEQ_CST);
+	if (rdma_get_cm_event(w->cm, &ev) == 0) /* nothing ever comes */
+		rdma_ack_cm_event(ev);
+	return NULL;
+}
+
+static void *
+wait_cq(void *arg)
+{
+	struct waits *w = arg;
+	struct ibv_cq *cq;
+	void *cctx;
+
+	__atomic_fetch_add(&w->entered, 1, __ATOMIC_SEQ_CST);
+	if (ibv_get_cq_event(w->ch, &cq, &cctx) == 0)
+		ibv_ack_cq_events(cq, 1);
+	return NULL;
+}
+
+static void *
+wait_async(void *arg)
+{
+	struct waits *w = arg;
+	struct ibv_async_event ae;
+
+	__atomic_fetch_add(&w->entered, 1, __ATOMIC_SEQ_CST);
+	if (ibv_get_async_event(w->ctx, &ae) == 0)
+		ibv_ack_async_event(&ae);
+	return NULL;
+}
+
+static int
+cancel_waits(struct ibv_context *ctx)
+{
+	static void *(*const fn[])(void *) = { wait_cm, wait_cq, wait_async };
+	struct waits w = { .ctx = ctx };
+	pthread_t th[3];
+	struct stat before, after;
+	int joined = 0, cmfd, cq_rc, ch_rc, close_rc;
+	bool kept;
+
+	w.cm = rdma_create_event_channel();
+	w.ch = ibv_create_comp_channel(ctx);
+	w.cq = w.ch ? ibv_create_cq(ctx, 16, NULL, w.ch, 0) : NULL;
+	if (w.cm == NULL || w.cq == NULL || ibv_req_notify_cq(w.cq, 0) != 0)
+		return 3;
+	cmfd = w.cm->fd;
+	if (fstat(cmfd, &before) != 0)
+		return 3;
+	for (unsigned int i = 0; i < 3; i++)
+		if (pthread_create(&th[i], NULL, fn[i], &w) != 0)
+			return 3;
+	while (__atomic_load_n(&w.entered, __ATOMIC_SEQ_CST) < 3)
+		usleep(1000);
+	usleep(200 * 1000); /* inside their reads */
+	for (unsigned int i = 0; i < 3; i++) {
+		struct timespec ts;
+
+		pthread_cancel(th[i]);
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 10;
+		joined += pthread_timedjoin_np(th[i], NULL, &ts) == 0;
+	}
+	rdma_destroy_event_channel(w.cm);
+	/* closed: the descriptor is gone, or is another file by now */
+	kept = fstat(cmfd, &after) == 0 && after.st_ino == before.st_ino &&
+	       after.st_dev == before.st_dev;
+	cq_rc = ibv_destroy_cq(w.cq);
+	ch_rc = ibv_destroy_comp_channel(w.ch);
+	close_rc = ibv_close_device(ctx);
+	printf("cancel-waits joined=%d cm-channel=%s cq=%d comp-channel=%d close=%d\n", joined,
+	       kept ? "kept" : "closed", cq_rc, ch_rc, close_rc);
+	fflush(stdout);
+	return joined == 3 && !kept && cq_rc == 0 && ch_rc == 0 && close_rc == 0 ? 0 : 5;
+}
+
 static long
 ms_since(const struct timespec *t0)
 {
@@ -323,6 +423,8 @@ main(int argc, char **argv)
 	}
 	if (strcmp(mode, "fork-verbs") == 0)
 		return fork_verbs(ctx);
+	if (strcmp(mode, "cancel-waits") == 0)
+		return cancel_waits(ctx);
 	if (strcmp(mode, "exit-busy") == 0 || strcmp(mode, "cancel") == 0)
 		return exit_busy(ctx, strcmp(mode, "cancel") == 0);
 	if (strcmp(mode, "idle") == 0) {

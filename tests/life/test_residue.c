@@ -422,3 +422,30 @@ Test(residue, thread_cancelled_inside_verbs)
 	cr_expect(tc_contains(c.out, "after-cancel received="), "no traffic after the cancel");
 	finish(&c);
 }
+
+/*
+ * Threads cancelled while blocked in rdma_get_cm_event, ibv_get_cq_event
+ * and ibv_get_async_event: they end, and nothing they held stays raised:
+ * the rdma_cm channel is really closed by rdma_destroy_event_channel (it
+ * keeps a channel with a reader inside for ever), the CQ, the completion
+ * channel and the device are destroyed without EBUSY.
+ */
+Test(residue, threads_cancelled_in_event_waits)
+{
+	const char *asan = getenv("ASAN_OPTIONS");
+	char opts[512];
+	struct child c;
+	int st;
+
+	/* as thread_cancelled_inside_verbs: ASan's sigaltstack vs. the unwind */
+	snprintf(opts, sizeof(opts), "%s%suse_sigaltstack=0", asan ? asan : "", asan ? ":" : "");
+	setenv("ASAN_OPTIONS", opts, 1);
+	spawn(&c, NULL, "cancel-waits");
+	st = tc_reap(c.pid, 60);
+	if (st != 0)
+		tc_dump(c.out);
+	cr_expect_eq(st, 0, "status %d (5: something stayed raised, -1: hung)", st);
+	cr_expect(tc_contains(c.out, "cancel-waits joined=3 cm-channel=closed cq=0 comp-channel=0 close=0"),
+		  "a cancelled wait left something behind");
+	finish(&c);
+}
