@@ -627,6 +627,22 @@ void droce_engines_blocking(void);
 /* @fn runs at the start of the next droce_engines_stop(), while the engines
  * still run (one hook: the CM's stop; EBUSY if another is set). */
 int droce_engines_at_stop(void (*fn)(void));
+/*
+ * Co-located mode, a verb about to block: drives the engines until
+ * @ready(@arg) is true or the waiter's spin budget ([engines] wait_spin_us,
+ * adapted) runs out; true if ready.  Call droce_engines_wait_end() after the
+ * blocking part with whether it got what it waited for: the budget learns
+ * from it.  In dedicated mode (or with wait_spin_us = 0) it only asks
+ * @ready once.  @budget is the waiter's (a channel's; 0 at creation means
+ * wait_spin_us), @w the call's own (on its stack); any thread, no lock.
+ */
+struct droce_wait {
+	uint64_t start_tsc;
+	bool slept;
+};
+bool droce_engines_wait_spin(_Atomic uint64_t *budget, struct droce_wait *w,
+			     bool (*ready)(const void *), const void *arg);
+void droce_engines_wait_end(_Atomic uint64_t *budget, const struct droce_wait *w, bool got);
 /* Passes the fallback progress thread has run since the process started. */
 uint64_t droce_engines_fallback_passes(void);
 

@@ -145,6 +145,64 @@ droce_engines_blocking(void)
 	droce_engine_fallback_kick();
 }
 
+/*
+ * A blocking verb's first phase (issue 23 §4): the thread about to sleep
+ * drives the engines itself while it waits, so a program that waits for
+ * events runs as one that polls, and the fallback thread (which skips an
+ * engine an application thread drove within fallback_us) stays asleep.  The
+ * budget is the waiter's: it starts at wait_spin_us; an event that came
+ * after the thread slept, but sooner than wait_spin_us after the wait began,
+ * sets it to twice that delay; a wait that ended later (or not at all)
+ * halves it, down to DROCE_SPIN_MIN_US: a thread whose events come seldom
+ * soon spins almost not at all.
+ */
+#define DROCE_SPIN_MIN_US 2
+
+bool
+droce_engines_wait_spin(_Atomic uint64_t *budget, struct droce_wait *w,
+			bool (*ready)(const void *), const void *arg)
+{
+	uint64_t max = droce_engines.wait_spin_tsc, b, now;
+
+	w->start_tsc = rte_rdtsc();
+	w->slept = false;
+	if (ready(arg))
+		return true;
+	w->slept = true;
+	if (max == 0 || !droce_engines.started || droce_engines.dedicated || droce_engines.forked)
+		return false;
+	b = atomic_load_explicit(budget, memory_order_relaxed);
+	if (b == 0 || b > max)
+		b = max;
+	do {
+		droce_engines_progress();
+		if (ready(arg)) {
+			w->slept = false;
+			return true;
+		}
+		now = rte_rdtsc();
+	} while (now - w->start_tsc < b);
+	return false;
+}
+
+void
+droce_engines_wait_end(_Atomic uint64_t *budget, const struct droce_wait *w, bool got)
+{
+	uint64_t max = droce_engines.wait_spin_tsc, min = rte_get_tsc_hz() / 1000000 * DROCE_SPIN_MIN_US;
+	uint64_t b = atomic_load_explicit(budget, memory_order_relaxed);
+	uint64_t took = rte_rdtsc() - w->start_tsc;
+
+	if (!w->slept || max == 0)
+		return;
+	if (b == 0 || b > max)
+		b = max;
+	if (got && took < max)
+		b = RTE_MIN(max, RTE_MAX(min, 2 * took));
+	else
+		b = RTE_MAX(min, b / 2);
+	atomic_store_explicit(budget, b, memory_order_relaxed);
+}
+
 static int
 engine_main(void *arg)
 {
@@ -279,6 +337,8 @@ droce_engines_start(void)
 		}
 	droce_engine_rx_init();
 	droce_engines.gen++;
+	droce_engines.wait_spin_tsc = droce_engines.dedicated ? 0 :
+		rte_get_tsc_hz() / 1000000 * cfg->wait_spin_us;
 	droce_engines.started = true;
 	if (!droce_engines.dedicated && cfg->fallback_us > 0) {
 		int rc = droce_engine_fallback_start(cfg->fallback_us);

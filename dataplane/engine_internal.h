@@ -37,6 +37,7 @@ struct droce_engine_set {
 	uint64_t gen;               /* bumped by every start: older thread channels are gone */
 	bool gsi_taken[DROCE_MAX_PORTS]; /* a GSI QP exists for the port (chan_lock) */
 	void (*stop_hook)(void);         /* droce_engines_at_stop() (chan_lock) */
+	uint64_t wait_spin_tsc;          /* [engines] wait_spin_us in TSC cycles (0: none) */
 };
 
 extern struct droce_engine_set droce_engines;

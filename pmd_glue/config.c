@@ -141,6 +141,8 @@ key_engines_count(struct loader *ld, const char *sec, const char *key, const cha
 
 U32_KEY(key_engines_fallback_us, ((struct droce_config *)obj)->fallback_us, 0,
 	DROCE_FALLBACK_US_MAX, "fallback delay in microseconds")
+U32_KEY(key_engines_wait_spin_us, ((struct droce_config *)obj)->wait_spin_us, 0,
+	DROCE_WAIT_SPIN_US_MAX, "spin budget in microseconds")
 U32_KEY(key_engines_sr, ((struct droce_config *)obj)->selective_repeat, 0, 1,
 	"selective_repeat switch (0 or 1)")
 U32_KEY(key_pool_mbufs, ((struct droce_config *)obj)->mbufs, 63, 4u << 20, "mbuf count")
@@ -317,6 +319,7 @@ static const struct key_def engine_keys[] = {
 	{ "lcores", key_engines_lcores, 0 },
 	{ "count", key_engines_count, 0 },
 	{ "fallback_us", key_engines_fallback_us, 0 },
+	{ "wait_spin_us", key_engines_wait_spin_us, 0 },
 	{ "selective_repeat", key_engines_sr, 0 },
 	{ NULL, NULL, 0 },
 };
@@ -570,6 +573,10 @@ check_whole(struct loader *ld)
 			return BAD_VALUE(ld, "engines", "fallback_us",
 					 rte_cfgfile_get_entry(ld->cf, "engines", "fallback_us"),
 					 "mode = dedicated has no fallback thread (colocated only)");
+		if (rte_cfgfile_get_entry(ld->cf, "engines", "wait_spin_us") != NULL)
+			return BAD_VALUE(ld, "engines", "wait_spin_us",
+					 rte_cfgfile_get_entry(ld->cf, "engines", "wait_spin_us"),
+					 "mode = dedicated: the engines' own lcores drive them (colocated only)");
 	} else {
 		if (rte_cfgfile_get_entry(ld->cf, "engines", "lcores") != NULL)
 			return BAD_VALUE(ld, "engines", "lcores",
@@ -588,6 +595,7 @@ config_defaults(struct droce_config *cfg, const char *file)
 	snprintf(cfg->source, sizeof(cfg->source), "%s", file);
 	cfg->engine_mode = DROCE_ENGINE_MODE_COLOCATED;
 	cfg->fallback_us = DROCE_FALLBACK_US_DEFAULT;
+	cfg->wait_spin_us = DROCE_WAIT_SPIN_US_DEFAULT;
 	cfg->mbufs = 8191;
 	cfg->mbuf_cache = 256;
 	cfg->data_room = RTE_MBUF_DEFAULT_BUF_SIZE;

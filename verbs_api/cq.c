@@ -158,8 +158,11 @@ cq_notify(struct droce_cq *dcq, void *arg)
 	RTE_SET_USED(dcq);
 	if (cq->chan == NULL || atomic_exchange(&cq->notify_pending, 1) != 0)
 		return;
-	if (write_nocancel(cq->chan->wfd, &rec, sizeof(rec)) != (ssize_t)sizeof(rec))
+	atomic_fetch_add_explicit(&cq->chan->posted, 1, memory_order_release);
+	if (write_nocancel(cq->chan->wfd, &rec, sizeof(rec)) != (ssize_t)sizeof(rec)) {
+		atomic_fetch_sub_explicit(&cq->chan->posted, 1, memory_order_relaxed);
 		atomic_store(&cq->notify_pending, 0); /* pipe full: cannot happen below 4096 CQs */
+	}
 }
 
 static void
@@ -279,25 +282,49 @@ ibv_destroy_cq(struct ibv_cq *ibcq)
 	return 0;
 }
 
+/* A record is in the channel's pipe (or about to be: counted before the write). */
+static bool
+chan_ready(const void *arg)
+{
+	const struct droce_vchan *ch = arg;
+
+	return atomic_load_explicit(&ch->posted, memory_order_acquire) !=
+	       atomic_load_explicit(&ch->taken, memory_order_relaxed);
+}
+
+/*
+ * Co-located engines: the thread first drives them itself while it waits
+ * (droce_engines_wait_spin: [engines] wait_spin_us, adapted to how soon this
+ * channel's events come), and only when that runs out hands them to the
+ * fallback thread and sleeps in read().  A channel whose fd the program made
+ * non-blocking gets EAGAIN after the spin, as from rdma-core.
+ */
 int
 ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, void **cq_context)
 {
 	struct droce_vchan *ch = (struct droce_vchan *)channel;
+	struct droce_wait w;
+	bool ready = droce_engines_wait_spin(&ch->spin_budget, &w, chan_ready, ch);
 
 	for (;;) {
 		struct droce_vevent rec;
 		struct droce_vcq *cq;
 		ssize_t n;
 
-		droce_engines_blocking(); /* co-located engines: the fallback drives them now */
+		if (!ready)
+			droce_engines_blocking(); /* co-located engines: the fallback drives them now */
+		ready = false;
 		n = read(channel->fd, &rec, sizeof(rec));
 
-		if (n < 0)
+		if (n < 0) {
+			droce_engines_wait_end(&ch->spin_budget, &w, false);
 			return -1;
+		}
 		if (n != sizeof(rec)) {
 			errno = EIO;
 			return -1;
 		}
+		atomic_fetch_add_explicit(&ch->taken, 1, memory_order_relaxed);
 		pthread_mutex_lock(&ch->lock);
 		TAILQ_FOREACH(cq, &ch->cqs, chan_link)
 			if (cq->serial == rec.serial)
@@ -309,6 +336,7 @@ ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, void 
 		pthread_mutex_unlock(&ch->lock);
 		if (cq == NULL)
 			continue; /* destroyed since */
+		droce_engines_wait_end(&ch->spin_budget, &w, true);
 		*cq_out = &cq->cq;
 		*cq_context = cq->cq.cq_context;
 		return 0;

@@ -106,6 +106,10 @@ struct droce_vchan {
 	pthread_mutex_t lock;      /* the CQ list */
 	TAILQ_HEAD(, droce_vcq) cqs;
 	atomic_int users;          /* CQs */
+	/* records written to the pipe (counted before the write) and read: the
+	 * spin phase of ibv_get_cq_event sees an event without a system call */
+	_Atomic uint32_t posted, taken;
+	_Atomic uint64_t spin_budget; /* droce_engines_wait_spin's, learnt */
 };
 
 /* Records written into the event pipes: fixed size, below PIPE_BUF, so

@@ -11,6 +11,11 @@
  *                                       has driven for N µs is driven by droce's
  *                                       fallback progress thread; 0 = no fallback
  *                                       thread; default 50, at most 1000000)
+ *              wait_spin_us = N        (colocated: a thread about to block in
+ *                                       ibv_get_cq_event drives the engines
+ *                                       itself for up to N µs first, adapted
+ *                                       to how soon its events come; 0 = never;
+ *                                       default 200, at most 100000)
  *              selective_repeat = 0 | 1  (RC: 1 = selective repeat with peers
  *                                       that are droce with it too, found by
  *                                       a BTH hint; default 0: plain IBTA
@@ -59,6 +64,8 @@
 #define DROCE_MAX_ENGINES 64
 #define DROCE_FALLBACK_US_DEFAULT 50u
 #define DROCE_FALLBACK_US_MAX 1000000u
+#define DROCE_WAIT_SPIN_US_DEFAULT 200u
+#define DROCE_WAIT_SPIN_US_MAX 100000u
 #define DROCE_MAX_EAL_ARGS 64
 #define DROCE_MAX_QUEUES 16
 #define DROCE_CONFIG_PATH_MAX 256
@@ -150,6 +157,7 @@ struct droce_config {
 	unsigned int n_engines;
 	uint16_t engine_lcores[DROCE_MAX_ENGINES]; /* dedicated only */
 	uint32_t fallback_us;                     /* colocated only, 0 = off */
+	uint32_t wait_spin_us;                    /* colocated only, 0 = off */
 	uint32_t selective_repeat;                /* 0 or 1 (dataplane/rc_sr.c) */
 	/* [mempool] */
 	uint32_t mbufs, mbuf_cache, data_room, capture_mbufs;

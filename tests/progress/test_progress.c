@@ -4,11 +4,15 @@
  * exited, and the fallback thread handing the engine back to pollers.  Each
  * Criterion test forks and starts droce from a config text: ring pair droce0
  * 198.18.0.1 <-> droce1 198.18.0.2, one co-located engine, default fallback_us.
+ * Suite progress has wait_spin_us = 0 (a blocked thread sleeps at once: the
+ * fallback thread alone drives); suite progress_spin has no fallback thread
+ * and the default wait_spin_us (a blocked thread drives the engines itself).
  * Threading: each test runs its own threads; every wait is bounded by the
  * Criterion timeout or an explicit deadline.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -45,16 +49,15 @@ struct end {
 static struct end A, B;
 
 static void
-start(void)
+start(const struct tc_pair *o)
 {
 	char text[4096];
 	struct droce_config cfg;
 
-	cr_assert_gt(tc_pair_config(text, sizeof(text), NULL), 0);
+	cr_assert_gt(tc_pair_config(text, sizeof(text), o), 0);
 	unsetenv("DROCE_CONFIG");
 	cr_assert_eq(droce_config_load_text("<progress test>", text, &cfg), 0, "config: %s",
 		     droce_last_error());
-	cr_assert_eq(cfg.fallback_us, DROCE_FALLBACK_US_DEFAULT);
 	cr_assert_eq(droce_start_config(&cfg), 0, "droce_start_config: %s", droce_last_error());
 }
 
@@ -96,13 +99,34 @@ rc_up(struct end *e, const struct end *peer)
 }
 
 static void
-setup(void)
+setup_ends(void)
 {
-	start();
 	open_end(&A, "droce0");
 	open_end(&B, "droce1");
 	rc_up(&A, &B);
 	rc_up(&B, &A);
+}
+
+/* The fallback thread at its default delay; blocked threads never spin. */
+static void
+setup(void)
+{
+	const struct tc_pair o = { .engines_extra = "wait_spin_us = 0" };
+
+	start(&o);
+	setup_ends();
+}
+
+/* No fallback thread; blocked threads spin (for up to 100 ms: a loaded
+ * machine may take the CPU from the test for milliseconds, and a spin that
+ * ran out would sleep for ever with nobody to drive the engines). */
+static void
+setup_spin(void)
+{
+	const struct tc_pair o = { .fallback_us = -1, .engines_extra = "wait_spin_us = 100000" };
+
+	start(&o);
+	setup_ends();
 }
 
 /* Blocks in ibv_get_cq_event until @cq has a completion, then takes up to @n
@@ -434,4 +458,91 @@ Test(progress_config, fallback_us_key)
 	cr_assert_neq(load_engines("fallback_us = 5us", &cfg), 0);
 	cr_assert_neq(load_engines("mode = dedicated\nlcores = 1\nfallback_us = 10", &cfg), 0);
 	cr_assert_not_null(strstr(droce_last_error(), "fallback_us"), "%s", droce_last_error());
+}
+
+/* ---- a thread blocked in ibv_get_cq_event drives the engines itself ---- */
+
+TestSuite(progress_spin, .init = setup_spin, .fini = tc_stop, .timeout = 60);
+
+/* Nobody else drives the engines (no fallback thread, no other thread): the
+ * SEND leaves, arrives and completes on both sides only because the thread
+ * waiting for its events drives the engines while it waits. */
+Test(progress_spin, a_waiting_thread_alone_carries_its_traffic)
+{
+	struct ibv_wc wc;
+	uint8_t want[MSG_LEN];
+
+	cr_assert_eq(post_recv(&B, 21, 8192, MSG_LEN), 0);
+	fill(A.buf, MSG_LEN, 5);
+	cr_assert_eq(post_send(&A, 22, IBV_WR_SEND, 0, MSG_LEN, 0, 0, 0), 0);
+	for (int i = 0; i < 50; i++) { /* 50 round trips, each through two events */
+		cr_assert_eq(wait_event(B.rcq, B.rch, &wc, 1), 1);
+		cr_assert_eq(wc.status, IBV_WC_SUCCESS, "recv status %d", wc.status);
+		cr_assert_eq(wc.wr_id, 21u);
+		cr_assert_eq(wc.byte_len, MSG_LEN);
+		cr_assert_eq(wait_event(A.scq, A.sch, &wc, 1), 1);
+		cr_assert_eq(wc.status, IBV_WC_SUCCESS, "send status %d", wc.status);
+		cr_assert_eq(wc.wr_id, 22u);
+		fill(want, MSG_LEN, 5 + (unsigned int)i);
+		cr_assert_arr_eq(B.buf + 8192, want, MSG_LEN);
+		if (i == 49)
+			break;
+		cr_assert_eq(post_recv(&B, 21, 8192, MSG_LEN), 0);
+		fill(A.buf, MSG_LEN, 6 + (unsigned int)i);
+		cr_assert_eq(post_send(&A, 22, IBV_WR_SEND, 0, MSG_LEN, 0, 0, 0), 0);
+	}
+	cr_assert_eq(droce_engines_fallback_passes(), 0);
+}
+
+/* A channel the program made non-blocking answers EAGAIN when no event
+ * comes, after the spin, as rdma-core's does at once. */
+Test(progress_spin, a_non_blocking_channel_still_says_eagain)
+{
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	int fl = fcntl(B.rch->fd, F_GETFL);
+
+	cr_assert_geq(fl, 0);
+	cr_assert_eq(fcntl(B.rch->fd, F_SETFL, fl | O_NONBLOCK), 0);
+	cr_assert_eq(ibv_req_notify_cq(B.rcq, 0), 0);
+	for (int i = 0; i < 3; i++) {
+		errno = 0;
+		cr_assert_eq(ibv_get_cq_event(B.rch, &ev_cq, &ev_ctx), -1);
+		cr_assert_eq(errno, EAGAIN, "errno %d", errno);
+	}
+	/* and an event that comes is still handed out */
+	cr_assert_eq(post_recv(&B, 31, 0, 64), 0);
+	cr_assert_eq(post_send(&A, 32, IBV_WR_SEND, 0, 64, 0, 0, 0), 0);
+	for (int i = 0; i < 100000; i++) {
+		if (ibv_get_cq_event(B.rch, &ev_cq, &ev_ctx) == 0)
+			break;
+		cr_assert_eq(errno, EAGAIN, "errno %d", errno);
+	}
+	cr_assert_eq(ev_cq, B.rcq);
+	ibv_ack_cq_events(ev_cq, 1);
+}
+
+/* [engines] wait_spin_us: bounds, and co-located mode only. */
+Test(progress_config, wait_spin_us_is_checked)
+{
+	char text[4096];
+	struct droce_config cfg;
+	struct tc_pair o = { .engines_extra = "wait_spin_us = 100000" };
+
+	cr_assert_gt(tc_pair_config(text, sizeof(text), NULL), 0);
+	cr_assert_eq(droce_config_load_text("<t>", text, &cfg), 0);
+	cr_assert_eq(cfg.wait_spin_us, DROCE_WAIT_SPIN_US_DEFAULT);
+	cr_assert_gt(tc_pair_config(text, sizeof(text), &o), 0);
+	cr_assert_eq(droce_config_load_text("<t>", text, &cfg), 0, "%s", droce_last_error());
+	cr_assert_eq(cfg.wait_spin_us, 100000u);
+	o.engines_extra = "wait_spin_us = 100001";
+	cr_assert_gt(tc_pair_config(text, sizeof(text), &o), 0);
+	cr_assert_neq(droce_config_load_text("<t>", text, &cfg), 0);
+	cr_assert_not_null(strstr(droce_last_error(), "wait_spin_us"), "%s", droce_last_error());
+	o.engines_extra = "wait_spin_us = 10";
+	o.lcores = "1";
+	o.eal_extra = "-l 0-1";
+	cr_assert_gt(tc_pair_config(text, sizeof(text), &o), 0);
+	cr_assert_neq(droce_config_load_text("<t>", text, &cfg), 0);
+	cr_assert_not_null(strstr(droce_last_error(), "colocated only"), "%s", droce_last_error());
 }

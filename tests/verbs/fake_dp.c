@@ -163,6 +163,23 @@ droce_engines_blocking(void)
 {
 }
 
+bool
+droce_engines_wait_spin(_Atomic uint64_t *budget, struct droce_wait *w,
+			bool (*ready)(const void *), const void *arg)
+{
+	(void)budget;
+	w->slept = false;
+	return ready(arg);
+}
+
+void
+droce_engines_wait_end(_Atomic uint64_t *budget, const struct droce_wait *w, bool got)
+{
+	(void)budget;
+	(void)w;
+	(void)got;
+}
+
 void
 droce_dp_synchronize(void)
 {
