@@ -8,6 +8,7 @@
  * must have put its bytes in the target.  Co-located engines driven by the
  * pollers and the fallback thread; one engine, then two (two CQ sub-rings).
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
@@ -38,6 +39,7 @@ struct mt {
 	_Atomic unsigned int posted_enomem; /* posts that found the SQ full (retried) */
 	_Atomic unsigned int post_errors;
 	_Atomic unsigned int churned, churn_errors;
+	_Atomic unsigned int churn_first; /* (step << 16 | errno) + 1 of the first error: 1 create, 2 modify, 3 destroy */
 	_Atomic bool stop;
 	uint64_t deadline_ms;
 };
@@ -122,6 +124,15 @@ poller_main(void *arg)
 	return NULL;
 }
 
+static void
+churn_error(unsigned int step, int err)
+{
+	unsigned int none = 0;
+
+	atomic_fetch_add(&g->churn_errors, 1);
+	atomic_compare_exchange_strong(&g->churn_first, &none, (step << 16 | (unsigned int)err) + 1);
+}
+
 /* Creates QPs on the spare CQ, moves them to INIT and back, destroys them. */
 static void *
 churn_main(void *arg)
@@ -141,16 +152,16 @@ churn_main(void *arg)
 
 			q[n] = droce_qp_create(DROCE_QPT_RC, &caps, cq, cq, H_PD, i & 1);
 			if (q[n] == NULL) {
-				atomic_fetch_add(&g->churn_errors, 1);
+				churn_error(1, errno);
 				continue;
 			}
 			if (droce_qp_modify(q[n], &m) != 0)
-				atomic_fetch_add(&g->churn_errors, 1);
+				churn_error(2, errno);
 			n++;
 		}
 		for (unsigned int i = 0; i < n; i++)
 			if (droce_qp_destroy(q[i]) != 0)
-				atomic_fetch_add(&g->churn_errors, 1);
+				churn_error(3, errno);
 		atomic_fetch_add(&g->churned, n);
 	}
 	return NULL;
@@ -219,7 +230,10 @@ run(unsigned int engines)
 	cr_assert_eq(missing, 0, "%u completions never polled", missing);
 	cr_assert_eq(atomic_load(&g->done), POSTERS * PER_POSTER);
 	cr_assert_eq(memcmp(g->rb.p, g->lb.p, len), 0, "target bytes differ from the source");
-	cr_assert_eq(atomic_load(&g->churn_errors), 0);
+	cr_assert_eq(atomic_load(&g->churn_errors), 0,
+		     "%u churn errors, the first at step %u (1 create, 2 modify, 3 destroy), errno %u",
+		     atomic_load(&g->churn_errors), (atomic_load(&g->churn_first) - 1) >> 16,
+		     (atomic_load(&g->churn_first) - 1) & 0xffff);
 	cr_assert_gt(atomic_load(&g->churned), 0, "the churn thread created no QP");
 	for (unsigned int t = 0; t < POSTERS; t++)
 		cr_assert_eq(h_qp_state(g->pair[t].qp[0]), DROCE_QPS_RTS);

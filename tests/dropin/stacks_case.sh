@@ -202,11 +202,14 @@ ucx_info_user)
 	# in a user namespace that keeps the caller's uid, and UCX runs as it
 	need ucx_info setpriv unshare
 	[ "$(id -u)" = 0 ] || { echo "SKIP: needs root to become nobody"; exit 77; }
-	as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/tmp)
+	# a runtime area of its own: the test command's (RUNTIME_DIRECTORY) is root's, 0700
+	mkdir -p "$tmp/rt-nobody" && chown 65534:65534 "$tmp/rt-nobody"
+	as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/tmp
+		RUNTIME_DIRECTORY="$tmp/rt-nobody")
 	"${as_nobody[@]}" unshare -U true 2>/dev/null ||
 		{ echo "SKIP: unprivileged user namespaces are disabled here"; exit 77; }
-	"${as_nobody[@]}" test -x "$run" || { echo "SKIP: $run is not reachable as nobody"; exit 77; }
 	chmod 0777 "$tmp"
+	"${as_nobody[@]}" test -x "$run" || { echo "SKIP: $run is not reachable as nobody"; exit 77; }
 	"${as_nobody[@]}" timeout 60 "$run" sh -c 'id -u; ucx_info -d' >"$tmp/info.log" 2>&1 ||
 		fail "ucx_info as nobody exited $?"
 	[ "$(head -1 "$tmp/info.log")" = 65534 ] || fail "the program did not run as nobody"

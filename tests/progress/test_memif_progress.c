@@ -24,6 +24,8 @@
 
 #include <droce/droce.h>
 
+#include "dataplane/dp.h"
+
 #include "proc.h"
 
 #define WRITE_LEN 150000u
@@ -305,8 +307,11 @@ spawn(unsigned int s, int fd, int (*fn)(int, unsigned int))
 		alarm(60);
 		setenv("DROCE_CONFIG", ini[s], 1);
 		rc = fn(fd, s);
-		/* _exit() runs no atexit handler: stop droce as exit() would, so the
-		 * child leaves no runtime directory behind (issue 28's residue check) */
+		/* _exit() runs no atexit handler: stop droce, engines first (the
+		 * fallback thread would drive them over ports being torn down; the
+		 * side's verbs objects stay open), so the child leaves no runtime
+		 * directory behind (issue 28's residue check) */
+		droce_engines_stop();
 		droce_stop();
 		droce_shutdown();
 		_exit(rc);
