@@ -53,7 +53,7 @@ for line in open(sys.argv[1]):
     p += n_ok
     f += n_bad
     if n_bad:
-        pts = re.findall(r"^not ok \d+ - (\S+)", out, re.M)
+        pts = re.findall(r"^not ok (?:\d+ )?- (\S+)", out, re.M)
         bad.append(t.get("name", "?") + (":" + "+".join(pts) if pts else ""))
 print(p, f, ",".join(bad) or "-")
 PY
