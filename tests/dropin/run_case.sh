@@ -17,50 +17,7 @@ tmp=$(mktemp -d "/tmp/droce-dropin-$case_-$$-XXXX")
 ns=
 srv_pid=
 
-cleanup() {
-	if [ -n "$srv_pid" ] && kill -0 "$srv_pid" 2>/dev/null; then
-		kill "$srv_pid" 2>/dev/null
-		wait "$srv_pid" 2>/dev/null
-	fi
-	[ -n "$ns" ] && ip netns del "$ns" 2>/dev/null
-	[ -n "${KEEP_TMP:-}" ] || rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-fail() {
-	echo "FAIL [$case_]: $*"
-	for f in "$tmp"/*.log; do
-		[ -f "$f" ] || continue
-		echo "---- $(basename "$f")"
-		cat "$f"
-	done
-	exit 1
-}
-
-need() {
-	local b
-	for b in "$@"; do
-		command -v "$b" >/dev/null || { echo "SKIP: $b is not installed (scripts/deps.sh)"; exit 77; }
-	done
-}
-
-[ -x "$run" ] || fail "$run missing"
-
-# Configs: one memif port each, as README's two-process examples.
-. "$(dirname "$0")/../common/memif_ini.sh"
-memif_configs "$tmp" "$tmp/memif.sock"
-
-# A TCP port nobody on this machine listens on, from a range per process.
-tcp_port() {
-	local p=$((20000 + ($$ % 2000) * 7)) i
-	for i in $(seq 0 50); do
-		if ! ss -Htln "sport = :$((p + i))" | grep -q .; then
-			echo $((p + i))
-			return
-		fi
-	done
-	echo $p
-}
+. "$(dirname "$0")/case_common.sh"
 
 # wait_tcp PORT: until something listens on 127.0.0.1:PORT (20 s at most)
 wait_tcp() {
@@ -204,7 +161,7 @@ pingpong() {
 	shift
 	need "$prog"
 	local port
-	port=$(tcp_port)
+	port=$(tcp_port 20000)
 	pair_tcp 90 "$port" "$prog" -d droce0 -g 0 -p "$port" -n 200 -c "$@" -- \
 		"$prog" -d droce0 -g 0 -p "$port" -n 200 -c "$@" 127.0.0.1
 	local side
@@ -222,7 +179,7 @@ pingpong() {
 xsrq() {
 	need ibv_xsrq_pingpong
 	local port
-	port=$(tcp_port)
+	port=$(tcp_port 20000)
 	pair_tcp 90 "$port" ibv_xsrq_pingpong -d droce0 -g 0 -p "$port" -n 100 "$@" -- \
 		ibv_xsrq_pingpong -d droce0 -g 0 -p "$port" -n 100 "$@" 127.0.0.1
 	local side
@@ -239,7 +196,7 @@ perftest() {
 	shift
 	need "$tool"
 	local port
-	port=$(tcp_port)
+	port=$(tcp_port 20000)
 	pair_perftest 120 "$port" "$tool" -d droce0 -x 0 -F -p "$port" "$@" -- \
 		"$tool" -d droce0 -x 0 -F -p "$port" "$@" 127.0.0.1
 	local row
@@ -275,7 +232,7 @@ qperf_case() {
 	ip -n "$ns" addr add 198.18.0.2/32 dev lo
 	nsexec="ip netns exec $ns"
 	local port
-	port=$(tcp_port)
+	port=$(tcp_port 20000)
 	start_server 120 qperf -lp "$port"
 	local i
 	for i in $(seq 1 200); do
@@ -513,7 +470,7 @@ rcopy)
 	# rcopy: a 3 MB file through rsend / rrecv, written by the server
 	need rcopy
 	head -c 3000000 /dev/urandom >"$tmp/src.bin"
-	port=$(tcp_port)
+	port=$(tcp_port 20000)
 	start_server 90 rcopy -p "$port"
 	wait_memif || fail "the server side never made its memif socket"
 	sleep 1
@@ -532,7 +489,7 @@ rspreload_iperf3)
 	# iperf3, unmodified, with librspreload: its control and data
 	# connections are rsockets over droce
 	need iperf3
-	port=$(tcp_port)
+	port=$(tcp_port 20000)
 	preload_pair 60 iperf3 -s -1 -B 198.18.0.1 -p "$port" -- iperf3 -c 198.18.0.1 -p "$port" -t 2 -f m
 	crc=$?
 	both_exit_0 $crc
@@ -543,7 +500,7 @@ rspreload_iperf3)
 rspreload_sockperf)
 	# sockperf ping-pong over TCP (select-based), unmodified, with librspreload
 	need sockperf
-	port=$(tcp_port)
+	port=$(tcp_port 20000)
 	echo "T:198.18.0.1:$port" >"$tmp/feed"
 	preload_pair 60 sockperf sr -f "$tmp/feed" -F s -- \
 		sockperf pp --tcp -i 198.18.0.1 -p "$port" -t 2

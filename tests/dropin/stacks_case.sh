@@ -20,48 +20,7 @@ tmp=$(mktemp -d "/tmp/droce-stacks-$case_-$$-XXXX")
 ns=
 srv_pid=
 
-cleanup() {
-	if [ -n "$srv_pid" ] && kill -0 "$srv_pid" 2>/dev/null; then
-		kill "$srv_pid" 2>/dev/null
-		wait "$srv_pid" 2>/dev/null
-	fi
-	[ -n "$ns" ] && ip netns del "$ns" 2>/dev/null
-	[ -n "${KEEP_TMP:-}" ] || rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-fail() {
-	echo "FAIL [$case_]: $*"
-	for f in "$tmp"/*.log; do
-		[ -f "$f" ] || continue
-		echo "---- $(basename "$f")"
-		cat -v "$f"
-	done
-	exit 1
-}
-
-need() {
-	local b
-	for b in "$@"; do
-		command -v "$b" >/dev/null || { echo "SKIP: $b is not installed (scripts/deps.sh)"; exit 77; }
-	done
-}
-
-[ -x "$run" ] || fail "$run missing"
-. "$(dirname "$0")/../common/memif_ini.sh"
-memif_configs "$tmp" "$tmp/memif.sock"
-
-# A TCP port nobody on this machine listens on, from a range per process.
-tcp_port() {
-	local p=$((30000 + ($$ % 2000) * 7)) i
-	for i in $(seq 0 50); do
-		if ! ss -Htln "sport = :$((p + i))" | grep -q .; then
-			echo $((p + i))
-			return
-		fi
-	done
-	echo $p
-}
+. "$(dirname "$0")/case_common.sh"
 
 # wait_listen PORT: until the server side listens on TCP PORT, in the
 # cell's network namespace if it has one (30 s at most)
@@ -126,7 +85,7 @@ ucx_pair() {
 	need ucx_perftest
 	ucx_env
 	for try in 1 2; do
-		port=$(tcp_port)
+		port=$(tcp_port 30000)
 		rm -f "$tmp/memif.sock"
 		start_server 120 ucx_perftest -p "$port" "$@"
 		wait_listen "$port" || fail "ucx_perftest server never listened on $port"
