@@ -487,7 +487,7 @@ step_execute(struct nvmf_req *r)
 	if (r->sqe.opcode == NVMF_FABRICS && ((struct nvmf_connect_cmd *)&r->sqe)->fctype == NVMF_FCT_CONNECT)
 		nvmf_exec_connect(r);
 	else if (r->q->ctrl == NULL)
-		set_status(r, NVMF_SC_CMD_SEQ_ERROR | NVMF_DNR); /* nothing before Connect */
+		set_status(r, NVMF_SC_INVALID_OPCODE | NVMF_DNR); /* nothing before Connect (nvmet) */
 	else if (r->q->qid == 0 || r->sqe.opcode == NVMF_FABRICS)
 		nvmf_exec_admin(r);
 	else

@@ -98,6 +98,7 @@ ctl_connect(struct ctl *c, const char *subnqn, const char *hostnqn, uint32_t kat
 	int st;
 
 	memset(c, 0, sizeof(*c));
+	snprintf(c->hostnqn, sizeof(c->hostnqn), "%s", hostnqn);
 	cr_assert_eq(nh_connect(&c->aq, TGT_ADDR, NVMF_PORT, 0, NVMF_AQ_DEPTH, 0, 16, 8192, 0, 0), 0,
 		     "admin queue: %s", c->aq.err);
 	cmd.qid = 0;
@@ -199,7 +200,7 @@ ctl_io_queues(struct ctl *c, unsigned int n, unsigned int depth, size_t slot_siz
 		cr_assert_eq(nh_connect(q, TGT_ADDR, NVMF_PORT, (uint16_t)(i + 1), depth, 0, 16,
 					slot_size, NVMF_ICD_SIZE, 0), 0, "I/O queue %u: %s", i + 1, q->err);
 		/* the I/O Connect's data fits in the capsule (Linux sends it so) */
-		cr_assert_eq(ctl_io_connect(c, q, (uint16_t)(i + 1), c->cntlid, HOSTNQN,
+		cr_assert_eq(ctl_io_connect(c, q, (uint16_t)(i + 1), c->cntlid, c->hostnqn,
 					    NH_SGL_INCAPSULE), 0);
 	}
 	c->n_ioq = n;

@@ -33,6 +33,7 @@ struct ctl {
 	struct nh_queue ioq[4];
 	unsigned int n_ioq;
 	uint16_t cntlid;
+	char hostnqn[NVMF_NQN_SIZE];
 };
 
 /* Admin queue + Fabrics Connect; the Connect status (cntlid in c->cntlid). */

@@ -169,13 +169,14 @@ nh_connect(struct nh_queue *q, const char *addr, uint16_t port, uint16_t qid, un
 		return fail(q, -1, "rejected: status %u", q->rej_sts);
 	if (ev != RDMA_CM_EVENT_ESTABLISHED)
 		return fail(q, -2, "connect: event %d", ev);
+	q->established = true;
 	return 0;
 }
 
 void
 nh_close(struct nh_queue *q)
 {
-	if (q->id && q->qp && !q->disconnected) {
+	if (q->id && q->established && !q->disconnected) {
 		rdma_disconnect(q->id);
 		/* DISCONNECTED arrives when the target answers (bounded) */
 		for (int i = 0; i < 20 && cm_wait(q, 100) != RDMA_CM_EVENT_DISCONNECTED; i++)
@@ -262,6 +263,12 @@ nh_submit(struct nh_queue *q, int slot, struct nvmf_sqe *sqe, enum nh_sgl mode, 
 		if (len > q->icd)
 			return fail(q, -1, "%u bytes exceed the in-capsule size %u", len, q->icd);
 		nvmf_sgl_set_data(&sqe->sgl, 0, len);
+		memcpy(cap + NVMF_SQE_SIZE, buf, len);
+		sge.length += len;
+		break;
+	case NH_SGL_RAW:
+		if (len > q->icd)
+			return fail(q, -1, "%u bytes exceed the in-capsule size %u", len, q->icd);
 		memcpy(cap + NVMF_SQE_SIZE, buf, len);
 		sge.length += len;
 		break;

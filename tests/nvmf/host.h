@@ -23,6 +23,7 @@ enum nh_sgl {
 	NH_SGL_KEYED,      /* 0x40: the slot buffer's MR rkey */
 	NH_SGL_KEYED_INV,  /* 0x4F: a type 2 window bound for this command, invalidated by the target */
 	NH_SGL_INCAPSULE,  /* 0x01: the data follows the SQE in the capsule */
+	NH_SGL_RAW,        /* the caller's SGL as it is; @len in-capsule bytes follow the SQE */
 };
 
 struct nh_slot {
@@ -57,6 +58,7 @@ struct nh_queue {
 	unsigned int outstanding;
 	uint16_t rej_sts;        /* the NVMe-oF status of a CM reject */
 	uint16_t crqsize;        /* from the accept */
+	bool established;        /* the CM connection came up */
 	bool disconnected;       /* the target ended the connection */
 	char err[160];
 };
