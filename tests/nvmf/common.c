@@ -73,8 +73,8 @@ tgt_stop(struct tgt *t)
 	kill(t->pid, SIGTERM);
 	st = tc_reap(t->pid, 20);
 	t->pid = 0;
-	if (st != 0)
-		tc_dump(t->out);
+	if (st != 0 || getenv("NVMF_SHOW_TARGET"))
+		tc_dump(t->out); /* NVMF_SHOW_TARGET=1: the target's log in any case */
 	cr_expect_eq(st, 0, "droce-nvmf exit status %d", st);
 	unlink(t->out);
 }
