@@ -14,6 +14,7 @@
 #include <droce/droce.h>
 
 #include "common.h"
+#include "proc.h"
 
 static struct tgt T;
 
@@ -44,7 +45,20 @@ Test(nvmf, discovery_log_page)
 	struct nvmf_sqe s = { .opcode = NVMF_ADM_GET_LOG_PAGE };
 	struct ctl c;
 
-	tgt_start(&T, "-n " SUBNQN " --mem 1M -n " SUBNQN "2 --mem 1M -n " SUBNQN "3 --mem 1M");
+	char ini[64], args[160];
+	FILE *f;
+
+	/* two subsystems from droce-nvmf's INI file, a third from the command line */
+	snprintf(ini, sizeof(ini), "/tmp/droce-nvmf-%ld.ini", (long)getpid());
+	f = fopen(ini, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "# test\n[target]\nworkers = 2\nblock = 4096\n[subsystem]\nnqn = " SUBNQN
+		   "\nmem = 1M\n[subsystem]\nnqn = " SUBNQN "2\nmem = 1M\nmem = 2M\n");
+	fclose(f);
+	snprintf(args, sizeof(args), "-f %s -n " SUBNQN "3 --mem 1M", ini);
+	tgt_start(&T, args);
+	unlink(ini);
+	cr_assert(tc_contains(T.out, SUBNQN "2 nsid 2: memory, 512 blocks of 4096 bytes"));
 	cr_assert_eq(ctl_connect(&c, NVMF_DISC_NQN, HOSTNQN, 0), 0);
 	ctl_enable(&c);
 	cr_assert_eq(ctl_identify(&c, NVMF_CNS_CTRL, 0, page), 0);

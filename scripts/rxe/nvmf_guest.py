@@ -1,0 +1,124 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# The guest's side of the rxe matrix's nvmf cell (issue 26 §2), sent as
+# `python3 -c`: Linux's own NVMe-oF RDMA host (nvme-rdma over rxe0) against
+# droce-nvmf.  The guest image has no nvme-cli, so this does what it does
+# with the kernel's interfaces: /dev/nvme-fabrics to connect, the admin
+# passthrough ioctl for the discovery log page, sysfs delete_controller to
+# disconnect.  Then fio with crc32c verification over the namespace.
+#
+#   nvmf_guest.py TRADDR SUBNQN
+import ctypes, fcntl, glob, os, struct, subprocess, sys, time
+
+traddr, subnqn = sys.argv[1], sys.argv[2]
+DISC = "nqn.2014-08.org.nvmexpress.discovery"
+HOSTNQN = "nqn.2014-08.org.nvmexpress:uuid:6b1f3a52-0c1d-4a8e-9f00-d20ce0000001"
+
+def log(*a):
+    print("nvmf-guest:", *a, flush=True)
+
+def connect(nqn, extra=""):
+    opts = "transport=rdma,traddr=%s,trsvcid=4420,nqn=%s,hostnqn=%s%s" % (traddr, nqn, HOSTNQN, extra)
+    fd = os.open("/dev/nvme-fabrics", os.O_RDWR)
+    try:
+        os.write(fd, opts.encode())
+        ans = os.read(fd, 256).decode()
+    finally:
+        os.close(fd)
+    d = dict(kv.split("=", 1) for kv in ans.strip().split(",") if "=" in kv)
+    log("connected %s: %s" % (nqn, ans.strip()))
+    return int(d["instance"]), int(d["cntlid"])
+
+def delete(inst):
+    with open("/sys/class/nvme/nvme%d/delete_controller" % inst, "w") as f:
+        f.write("1")
+    log("deleted nvme%d" % inst)
+
+# struct nvme_admin_cmd (linux/nvme_ioctl.h), NVME_IOCTL_ADMIN_CMD = _IOWR('N', 0x41, 72 bytes)
+ADMIN_CMD = 0xC0484E41
+def admin(dev, opcode, nsid, cdw10, cdw11, cdw12, length):
+    buf = ctypes.create_string_buffer(length)
+    cmd = bytearray(struct.pack("<BBHIIIQQII6III", opcode, 0, 0, nsid, 0, 0, 0,
+                                ctypes.addressof(buf), 0, length,
+                                cdw10, cdw11, cdw12, 0, 0, 0, 0, 0))
+    with open(dev, "rb") as f:
+        fcntl.ioctl(f.fileno(), ADMIN_CMD, cmd)
+    return buf.raw
+
+def wait_path(p, secs=30):
+    for _ in range(secs * 10):
+        if os.path.exists(p):
+            return True
+        time.sleep(0.1)
+    return False
+
+subprocess.run(["modprobe", "nvme-rdma"], check=True)
+if not wait_path("/dev/nvme-fabrics"):
+    sys.exit("no /dev/nvme-fabrics")
+
+# 1. discovery: the log page, header then every record (as nvme-cli reads it)
+inst, _ = connect(DISC)
+wait_path("/dev/nvme%d" % inst)
+hdr = admin("/dev/nvme%d" % inst, 0x02, 0, 0x70 | (1024 // 4 - 1) << 16, 0, 0, 1024)
+genctr, numrec = struct.unpack_from("<QQ", hdr, 0)
+page = admin("/dev/nvme%d" % inst, 0x02, 0, 0x70 | ((1024 + numrec * 1024) // 4 - 1) << 16, 0, 0,
+             1024 + numrec * 1024)
+log("discovery log: %d records, generation %d" % (numrec, genctr))
+found = False
+for i in range(numrec):
+    e = page[1024 + i * 1024: 2048 + i * 1024]
+    trtype, adrfam, subtype = e[0], e[1], e[2]
+    nqn = e[256:512].split(b"\0")[0].decode()
+    addr = e[512:768].split(b"\0")[0].decode()
+    svc = e[32:64].split(b"\0")[0].decode()
+    log("  entry %d: trtype %d adrfam %d subtype %d traddr %s trsvcid %s subnqn %s qptype %d cms %d"
+        % (i, trtype, adrfam, subtype, addr, svc, nqn, e[768], e[770]))
+    found |= nqn == subnqn and addr == traddr and svc == "4420" and trtype == 1
+delete(inst)
+if not found:
+    sys.exit("nvmf-guest: %s not in the discovery log" % subnqn)
+
+# 2. connect the subsystem (I/O queues: one per vCPU, as nvme connect does)
+before = set(glob.glob("/sys/block/nvme*"))
+inst, cntlid = connect(subnqn)
+blk = None
+for _ in range(300):
+    new = set(glob.glob("/sys/block/nvme*")) - before
+    if new:
+        blk = "/dev/" + os.path.basename(sorted(new)[0])
+        break
+    time.sleep(0.1)
+if blk is None or not wait_path(blk):
+    sys.exit("nvmf-guest: no namespace block device appeared")
+for f in ("state", "transport", "subsysnqn", "queue_count", "sqsize"):
+    try:
+        log("  /sys/class/nvme/nvme%d/%s: %s" % (inst, f, open("/sys/class/nvme/nvme%d/%s" % (inst, f)).read().strip()))
+    except OSError:
+        pass
+log("namespace %s, %d bytes" % (blk, int(open("/sys/block/%s/size" % os.path.basename(blk)).read()) * 512))
+
+# 3. fio, verified: random mixed sizes (in-capsule and keyed writes), 4 KiB
+# random read/write mix, 128 KiB sequential; each writes then reads back with
+# crc32c; several queue depths
+jobs = [
+    ["--rw=randwrite", "--bsrange=512-128k", "--iodepth=16"],
+    ["--rw=randrw", "--bs=4k", "--iodepth=32"],
+    ["--rw=write", "--bs=128k", "--iodepth=4"],
+    ["--rw=randwrite", "--bs=4k", "--iodepth=1"],
+]
+for j in jobs:
+    cmd = ["fio", "--name=v", "--filename=" + blk, "--direct=1", "--ioengine=libaio", "--size=8m",
+           "--verify=crc32c", "--verify_fatal=1", "--do_verify=1", "--group_reporting",
+           "--output-format=terse", "--terse-version=3"] + j
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    t = r.stdout.strip().splitlines()
+    last = t[-1].split(";") if t else []
+    # terse v3: field 5 is the error count
+    err = last[4] if len(last) > 4 else "?"
+    log("fio %s: rc %d err %s" % (" ".join(j), r.returncode, err))
+    if r.returncode != 0 or err != "0":
+        print(r.stdout)
+        sys.exit("nvmf-guest: fio failed")
+
+# 4. disconnect
+delete(inst)
+log("ok")
