@@ -73,7 +73,7 @@ usage(FILE *f, int status)
 		"  -f, --ini FILE        subsystems and namespaces from an INI file ([target], [subsystem])\n"
 		"  -w, --workers N       file I/O worker threads (default 4)\n"
 		"  -t, --time SECONDS    exit after this long (default: until SIGINT/SIGTERM)\n"
-		"  -v, --verbose         log connections and controllers\n"
+		"  -v, --verbose         log connections and controllers (-vv: every command, -vvv: capsules)\n"
 		"  -h, --help            this text\n");
 	exit(status);
 }
@@ -122,7 +122,7 @@ main(int argc, char **argv)
 		case 'f': if (nvmf_config_ini(optarg)) return 2; break;
 		case 'w': nvmf_tgt.workers = (unsigned int)atoi(optarg); break;
 		case 't': seconds = atof(optarg); break;
-		case 'v': nvmf_tgt.verbose = true; break;
+		case 'v': nvmf_tgt.verbose++; break;
 		case 'h': usage(stdout, 0); break;
 		default: usage(stderr, 2);
 		}

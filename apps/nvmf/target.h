@@ -168,7 +168,7 @@ struct nvmf_target {
 	struct nvmf_queue *queues;
 	uint64_t genctr;
 	unsigned int workers;
-	bool verbose;
+	unsigned int verbose;           /* -v: connections; -vv: every command; -vvv: capsules */
 	/* counters printed at exit */
 	uint64_t cmds, rejects, ka_expired;
 };

@@ -172,13 +172,18 @@ queue_create(struct rdma_cm_id *id, uint16_t qid, unsigned int depth, unsigned i
 	nvmf_tgt.queues = q;
 	return q;
 fail:
+	if (q->qp)
+		rdma_destroy_qp(id);
+	q->qp = NULL;
 	q->id = NULL; /* the caller rejects and destroys the id */
 	q->next = NULL;
 	queue_free(q);
 	return NULL;
 }
 
-static void
+/* Rejects with the NVMe-oF status; returns the id, which the caller destroys
+ * once the event is acked. */
+static struct rdma_cm_id *
 reject(struct rdma_cm_id *id, uint16_t sts)
 {
 	struct nvmf_cm_rej rej = { .recfmt = 0, .sts = sts };
@@ -187,10 +192,12 @@ reject(struct rdma_cm_id *id, uint16_t sts)
 	if (nvmf_tgt.verbose)
 		nvmf_log("reject CM REQ: status %u", sts);
 	rdma_reject(id, &rej, sizeof(rej));
-	rdma_destroy_id(id);
+	return id;
 }
 
-static void
+/* A CONNECT_REQUEST: a queue accepted, or NULL; else the id to destroy
+ * after the ack (a rejected or failed one). */
+static struct rdma_cm_id *
 on_connect_request(struct rdma_cm_event *ev)
 {
 	const struct rdma_conn_param *p = &ev->param.conn;
@@ -202,10 +209,8 @@ on_connect_request(struct rdma_cm_event *ev)
 	struct nvmf_queue *q;
 	uint16_t sts = 0;
 
-	if (p->private_data == NULL || p->private_data_len < sizeof(req)) {
-		reject(ev->id, NVMF_CM_INVALID_LEN);
-		return;
-	}
+	if (p->private_data == NULL || p->private_data_len < sizeof(req))
+		return reject(ev->id, NVMF_CM_INVALID_LEN);
 	memcpy(&req, p->private_data, sizeof(req));
 	max_depth = req.qid ? NVMF_MAX_DEPTH : NVMF_AQ_DEPTH;
 	if (req.recfmt != 0)
@@ -218,19 +223,15 @@ on_connect_request(struct rdma_cm_event *ev)
 		sts = NVMF_CM_INVALID_HRQSIZE;
 	else if (p->initiator_depth == 0)
 		sts = NVMF_CM_INVALID_IRD;
-	if (sts) {
-		reject(ev->id, sts);
-		return;
-	}
+	if (sts)
+		return reject(ev->id, sts);
 	depth = (unsigned int)req.hsqsize + 1;
 	ord = p->initiator_depth;
 	if (ibv_query_device(ev->id->verbs, &da) == 0 && ord > (unsigned int)da.max_qp_init_rd_atom)
 		ord = (unsigned int)da.max_qp_init_rd_atom;
 	q = queue_create(ev->id, req.qid, depth, ord);
-	if (q == NULL) {
-		reject(ev->id, NVMF_CM_NO_RSC);
-		return;
-	}
+	if (q == NULL)
+		return reject(ev->id, NVMF_CM_NO_RSC);
 	rep.crqsize = (uint16_t)depth;
 	acc.private_data = &rep;
 	acc.private_data_len = sizeof(rep);
@@ -240,11 +241,15 @@ on_connect_request(struct rdma_cm_event *ev)
 	acc.flow_control = 1;
 	if (rdma_accept(ev->id, &acc) != 0) {
 		nvmf_log("rdma_accept: %s", strerror(errno));
+		rdma_destroy_qp(q->id);
+		q->qp = NULL;
+		q->id = NULL;
 		queue_free(q);
-		return;
+		return ev->id;
 	}
 	if (nvmf_tgt.verbose)
 		nvmf_log("queue %u accepted: depth %u, read depth %u", req.qid, depth, ord);
+	return NULL;
 }
 
 static struct nvmf_queue *
@@ -287,9 +292,13 @@ nvmf_transport_cm_poll(void)
 		struct rdma_cm_event e = *ev;
 
 		if (e.event == RDMA_CM_EVENT_CONNECT_REQUEST) {
-			/* the private data lives in the event: use it before the ack */
-			on_connect_request(ev);
+			/* the private data lives in the event: use it before the ack;
+			 * an id is destroyed only after its events are acked */
+			struct rdma_cm_id *drop = on_connect_request(ev);
+
 			rdma_ack_cm_event(ev);
+			if (drop)
+				rdma_destroy_id(drop);
 			continue;
 		}
 		rdma_ack_cm_event(ev);
@@ -521,6 +530,11 @@ step_executed(struct nvmf_req *r)
 	cqe->sq_id = q->qid;
 	cqe->cid = r->sqe.cid;
 	cqe->status = (uint16_t)(r->status << 1);
+	if (nvmf_tgt.verbose > 1)
+		nvmf_log("q%u cid 0x%04x opc 0x%02x%s nsid %u cdw10 0x%x len %u sgl 0x%02x: status 0x%x",
+			 q->qid, r->sqe.cid, r->sqe.opcode,
+			 r->sqe.opcode == NVMF_FABRICS ? (((const uint8_t *)&r->sqe)[4] == 1 ? "/connect" : "/prop") : "",
+			 r->sqe.nsid, r->sqe.cdw10, r->len, r->sqe.sgl.type, r->status);
 	if (r->status == 0 && r->keyed && r->xfer == NVMF_XFER_TO_HOST) {
 		write.wr.rdma.remote_addr = r->raddr;
 		write.wr.rdma.rkey = r->rkey;
@@ -604,6 +618,8 @@ on_wc(struct nvmf_queue *q, const struct ibv_wc *wc)
 	struct nvmf_req *r;
 
 	if (kind == WR_RECV) {
+		if (q->state == NVMF_Q_CLOSING)
+			return; /* no new commands on a queue going away */
 		if (wc->status != IBV_WC_SUCCESS || idx >= q->depth) {
 			if (wc->status != IBV_WC_WR_FLUSH_ERR)
 				nvmf_queue_disconnect(q);
@@ -621,6 +637,8 @@ on_wc(struct nvmf_queue *q, const struct ibv_wc *wc)
 		q->busy++;
 		r->recv_slot = (int)idx;
 		r->state = NVMF_REQ_NEW;
+		if (nvmf_tgt.verbose > 2)
+			nvmf_log("q%u: capsule of %u bytes in slot %u", q->qid, wc->byte_len, idx);
 		if (q->ctrl)
 			q->ctrl->last_ms = nvmf_now_ms();
 		nvmf_req_step(r);

@@ -452,7 +452,7 @@ def run_nvmf(a, env):
     """The nvmf cell.  Returns (guest argv, grc, gout, host argv, drc, dout, why)."""
     here = os.path.dirname(os.path.abspath(__file__))
     tgt = os.path.join(os.path.dirname(a.droce_perf), "droce-nvmf")
-    hcmd = [tgt, "-a", a.droce_ip, "-n", NVMF_NQN, "--mem", "64M", "-v", "-t", str(a.timeout + 60)]
+    hcmd = [tgt, "-a", a.droce_ip, "-n", NVMF_NQN, "--mem", "64M", "-vvv", "-t", str(a.timeout + 60)]
     src = open(os.path.join(here, "nvmf_guest.py")).read()
     gcmd = ["python3", "-c", src, a.droce_ip, NVMF_NQN]
     p = subprocess.Popen(hcmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -559,6 +559,8 @@ def main():
         for role in a.roles.split(","):
             if test in RDMACM and role not in RDMACM[test]:
                 continue
+            if test in NVMF and role != "droce-srv":
+                continue   # the target is droce's
             old = prev.get((test, size, role))
             if old is not None and not old[0]:
                 results[(test, size, role)] = old  # passed before the reboot
@@ -572,8 +574,6 @@ def main():
                         "[port0]\nkind = af_packet\niface = %s\nipv4 = %s\n" % (a.iface, a.droce_ip))
                 if a.capture:
                     f.write("capture = %s\n" % os.path.join(a.logdir, tag + ".pcapng"))
-            if test in NVMF and role != "droce-srv":
-                continue
             if test in RDMACM or test in DROPIN_ALL or test in NVMF:
                 env = dict(os.environ, DROCE_CONFIG=cfg)
                 if test in NVMF:

@@ -7,7 +7,7 @@
 # disconnect.  Then fio with crc32c verification over the namespace.
 #
 #   nvmf_guest.py TRADDR SUBNQN
-import ctypes, fcntl, glob, os, struct, subprocess, sys, time
+import ctypes, fcntl, glob, os, re, struct, subprocess, sys, time
 
 traddr, subnqn = sys.argv[1], sys.argv[2]
 DISC = "nqn.2014-08.org.nvmexpress.discovery"
@@ -82,12 +82,19 @@ before = set(glob.glob("/sys/block/nvme*"))
 inst, cntlid = connect(subnqn)
 blk = None
 for _ in range(300):
-    new = set(glob.glob("/sys/block/nvme*")) - before
+    # the namespace's disk: nvme<subsys>n<nsid>; with native multipath the
+    # path device nvme<subsys>c<ctrl>n<nsid> is hidden (no /dev node)
+    new = [os.path.basename(p) for p in set(glob.glob("/sys/block/nvme*")) - before
+           if re.fullmatch(r"nvme\d+n\d+", os.path.basename(p))]
     if new:
-        blk = "/dev/" + os.path.basename(sorted(new)[0])
+        blk = "/dev/" + sorted(new)[0]
         break
     time.sleep(0.1)
 if blk is None or not wait_path(blk):
+    log("/sys/block: %s" % " ".join(sorted(os.listdir("/sys/block"))))
+    log("/sys/class/nvme/nvme%d: %s" % (inst, " ".join(sorted(os.listdir("/sys/class/nvme/nvme%d" % inst)))))
+    for f in ("state", "queue_count", "sqsize"):
+        log("  %s: %s" % (f, open("/sys/class/nvme/nvme%d/%s" % (inst, f)).read().strip()))
     sys.exit("nvmf-guest: no namespace block device appeared")
 for f in ("state", "transport", "subsysnqn", "queue_count", "sqsize"):
     try:

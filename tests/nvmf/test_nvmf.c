@@ -247,6 +247,10 @@ Test(nvmf, verified_reads_and_writes)
 	cr_assert_eq(ctl_connect(&c, SUBNQN, HOSTNQN, 0), 0);
 	ctl_enable(&c);
 	ctl_io_queues(&c, 2, 32, sizeof(w));
+	/* never written: zeros (the first thing a host reads is LBA 0) */
+	cr_assert_eq(io_rw(&c.ioq[0], NVMF_IO_READ, 1, 0, 256, r, NH_SGL_KEYED_INV), 0);
+	for (size_t i = 0; i < 256 * 512; i++)
+		cr_assert_eq(r[i], 0, "byte %zu of a block never written", i);
 	for (unsigned int k = 0; k < 24; k++) {
 		struct nh_queue *q = &c.ioq[k % 2];
 		uint32_t nlb = k < 12 ? 1 + k % 8 : 256 - k; /* in-capsule sizes, then large */
