@@ -69,7 +69,7 @@ DROPIN_RS_XFERS = 100
 # NVMe over Fabrics (issue 26 §2), optional (--tests nvmf): droce-nvmf here,
 # Linux's nvme-rdma host in the guest (scripts/rxe/nvmf_guest.py: discovery,
 # connect, fio with crc32c verification, disconnect)
-NVMF = ("nvmf",)
+NVMF = ("nvmf", "nvmf_figures")   # nvmf_figures: also fio figures, droce and nvmet-rdma
 NVMF_NQN = "nqn.2026-11.dev.droce:rxe"
 
 def variants(tests, lat_sizes, bw_size):
@@ -448,13 +448,13 @@ def run_dropin(a, test, size, role, env, gidx):
             why = sane(cout, "write_bw", size, a.iters, True)
     return gcmd, grc, gout, hcmd, drc, dout, why
 
-def run_nvmf(a, env):
+def run_nvmf(a, env, test):
     """The nvmf cell.  Returns (guest argv, grc, gout, host argv, drc, dout, why)."""
     here = os.path.dirname(os.path.abspath(__file__))
     tgt = os.path.join(os.path.dirname(a.droce_perf), "droce-nvmf")
-    hcmd = [tgt, "-a", a.droce_ip, "-n", NVMF_NQN, "--mem", "64M", "-vvv", "-t", str(a.timeout + 60)]
+    hcmd = [tgt, "-a", a.droce_ip, "-n", NVMF_NQN, "--mem", "64M", "-v", "-t", str(a.timeout + 60)]
     src = open(os.path.join(here, "nvmf_guest.py")).read()
-    gcmd = ["python3", "-c", src, a.droce_ip, NVMF_NQN]
+    gcmd = ["python3", "-c", src, a.droce_ip, NVMF_NQN] + (["figures"] if test == "nvmf_figures" else [])
     p = subprocess.Popen(hcmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     started.append(p)
     lines, gres, why = [], {}, ""
@@ -577,7 +577,7 @@ def main():
             if test in RDMACM or test in DROPIN_ALL or test in NVMF:
                 env = dict(os.environ, DROCE_CONFIG=cfg)
                 if test in NVMF:
-                    gcmd, grc, gout, hcmd, drc, dout, why = run_nvmf(a, env)
+                    gcmd, grc, gout, hcmd, drc, dout, why = run_nvmf(a, env, test)
                 elif test in DROPIN_ALL:
                     gcmd, grc, gout, hcmd, drc, dout, why = run_dropin(a, test, size, role, env,
                                                                        gidx)
@@ -657,7 +657,7 @@ def main():
             name = "droce-run %s" % test + (" -s %d" % size if test == "ib_write_bw" else
                                             " -S %d" % size if test in DROPIN_RS else "")
         elif test in NVMF:
-            name = "nvmf (nvme-rdma + fio --verify)"
+            name = "nvmf (nvme-rdma + fio --verify)" + (" + figures" if test == "nvmf_figures" else "")
         elif test in RDMACM:
             name = "rdma_cm %s" % test + (" -S 100" if test == "udaddy" else "")
         else:

@@ -6,10 +6,15 @@
 # passthrough ioctl for the discovery log page, sysfs delete_controller to
 # disconnect.  Then fio with crc32c verification over the namespace.
 #
-#   nvmf_guest.py TRADDR SUBNQN
-import ctypes, fcntl, glob, os, re, struct, subprocess, sys, time
+#   nvmf_guest.py TRADDR SUBNQN [figures]
+# With `figures`, after the checks: fio's IOPS and completion latency (4 KiB
+# random read / write at QD 1, 32, 128; 128 KiB sequential at QD 32) on the
+# droce namespace, then the same jobs through the kernel's own target
+# (nvmet-rdma on rxe0 in this guest, a 64 MiB brd RAM disk) as the reference.
+import ctypes, fcntl, glob, json, os, re, struct, subprocess, sys, time
 
 traddr, subnqn = sys.argv[1], sys.argv[2]
+figures = len(sys.argv) > 3 and sys.argv[3] == "figures"
 DISC = "nqn.2014-08.org.nvmexpress.discovery"
 HOSTNQN = "nqn.2014-08.org.nvmexpress:uuid:6b1f3a52-0c1d-4a8e-9f00-d20ce0000001"
 
@@ -126,6 +131,77 @@ for j in jobs:
         print(r.stdout)
         sys.exit("nvmf-guest: fio failed")
 
+FIG_JOBS = [("4k randread", "randread", "4k", q) for q in (1, 32, 128)] + \
+           [("4k randwrite", "randwrite", "4k", q) for q in (1, 32, 128)] + \
+           [("128k seqread", "read", "128k", 32), ("128k seqwrite", "write", "128k", 32)]
+
+def fio_figures(dev, label):
+    for name, rw, bs, qd in FIG_JOBS:
+        r = subprocess.run(["fio", "--name=f", "--filename=" + dev, "--direct=1", "--ioengine=libaio",
+                            "--rw=" + rw, "--bs=" + bs, "--iodepth=%d" % qd, "--size=32m",
+                            "--runtime=4", "--time_based", "--output-format=json"],
+                           stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=300)
+        try:
+            j = json.loads(r.stdout[r.stdout.index("{"):])["jobs"][0]
+            d = j["read"] if "read" in rw else j["write"]
+            pc = d["clat_ns"].get("percentile", {})
+            log("figure %-10s %-14s qd %3d: %8.0f IOPS %8.1f MiB/s p50 %8.1f us p99 %8.1f us" % (
+                label, name, qd, d["iops"], d["bw_bytes"] / 1048576.0,
+                pc.get("50.000000", 0) / 1000.0, pc.get("99.000000", 0) / 1000.0))
+        except (ValueError, KeyError, IndexError):
+            log("figure %s %s qd %d: fio said: %s" % (label, name, qd, r.stdout[-400:]))
+
+if figures:
+    fio_figures(blk, "droce-nvmf")
+
 # 4. disconnect
 delete(inst)
+
+def nvmet_reference():
+    # the kernel's own target on this guest's rxe0, a RAM disk namespace
+    ref = "nqn.2026-11.dev.droce:nvmet-ref"
+    subprocess.run(["modprobe", "brd", "rd_nr=1", "rd_size=65536"], check=True)
+    subprocess.run(["modprobe", "nvmet-rdma"], check=True)
+    cfs = "/sys/kernel/config/nvmet"
+    if not os.path.isdir(cfs):
+        subprocess.run(["mount", "-t", "configfs", "none", "/sys/kernel/config"], check=False)
+    sd, pd = cfs + "/subsystems/" + ref, cfs + "/ports/1"
+    os.makedirs(sd, exist_ok=True)
+    open(sd + "/attr_allow_any_host", "w").write("1")
+    os.makedirs(sd + "/namespaces/1", exist_ok=True)
+    open(sd + "/namespaces/1/device_path", "w").write("/dev/ram0")
+    open(sd + "/namespaces/1/enable", "w").write("1")
+    os.makedirs(pd, exist_ok=True)
+    for k, v in (("addr_trtype", "rdma"), ("addr_adrfam", "ipv4"), ("addr_traddr", guest_ip),
+                 ("addr_trsvcid", "4420")):
+        open(pd + "/" + k, "w").write(v)
+    os.symlink(sd, pd + "/subsystems/" + ref)
+    try:
+        global traddr
+        saved, traddr = traddr, guest_ip
+        before = set(glob.glob("/sys/block/nvme*"))
+        i, _ = connect(ref)
+        traddr = saved
+        dev = None
+        for _ in range(300):
+            new = [os.path.basename(p) for p in set(glob.glob("/sys/block/nvme*")) - before
+                   if re.fullmatch(r"nvme\d+n\d+", os.path.basename(p))]
+            if new:
+                dev = "/dev/" + sorted(new)[0]
+                break
+            time.sleep(0.1)
+        if dev and wait_path(dev):
+            fio_figures(dev, "nvmet-rdma")
+        delete(i)
+    finally:
+        os.unlink(pd + "/subsystems/" + ref)
+        os.rmdir(pd)
+        open(sd + "/namespaces/1/enable", "w").write("0")
+        os.rmdir(sd + "/namespaces/1")
+        os.rmdir(sd)
+
+if figures:
+    out = subprocess.run(["ip", "-4", "-o", "addr", "show", "eth0"], stdout=subprocess.PIPE, text=True).stdout
+    guest_ip = out.split("inet ")[1].split("/")[0]
+    nvmet_reference()
 log("ok")
