@@ -21,8 +21,8 @@ HOSTNQN = "nqn.2014-08.org.nvmexpress:uuid:6b1f3a52-0c1d-4a8e-9f00-d20ce0000001"
 def log(*a):
     print("nvmf-guest:", *a, flush=True)
 
-def connect(nqn, extra=""):
-    opts = "transport=rdma,traddr=%s,trsvcid=4420,nqn=%s,hostnqn=%s%s" % (traddr, nqn, HOSTNQN, extra)
+def connect(nqn, extra="", hostnqn=HOSTNQN):
+    opts = "transport=rdma,traddr=%s,trsvcid=4420,nqn=%s,hostnqn=%s%s" % (traddr, nqn, hostnqn, extra)
     fd = os.open("/dev/nvme-fabrics", os.O_RDWR)
     try:
         os.write(fd, opts.encode())
@@ -150,6 +150,27 @@ def fio_figures(dev, label):
                 pc.get("50.000000", 0) / 1000.0, pc.get("99.000000", 0) / 1000.0))
         except (ValueError, KeyError, IndexError):
             log("figure %s %s qd %d: fio said: %s" % (label, name, qd, r.stdout[-400:]))
+
+# a second host connects, moves data and leaves while the first one's fio runs
+fio = subprocess.Popen(["fio", "--name=bg", "--filename=" + blk, "--direct=1", "--ioengine=libaio",
+                        "--rw=randwrite", "--bs=4k", "--iodepth=8", "--size=8m", "--loops=4",
+                        "--verify=crc32c", "--verify_fatal=1", "--do_verify=1",
+                        "--output-format=terse", "--terse-version=3"],
+                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+time.sleep(2)
+inst2, cntlid2 = connect(subnqn, ",hostid=6b1f3a52-0c1d-4a8e-9f00-d20ce0000002",
+                         "nqn.2014-08.org.nvmexpress:uuid:6b1f3a52-0c1d-4a8e-9f00-d20ce0000002")
+state2 = open("/sys/class/nvme/nvme%d/state" % inst2).read().strip()
+log("second host: nvme%d cntlid %d (first %d), state %s" % (inst2, cntlid2, cntlid, state2))
+time.sleep(3)
+delete(inst2)
+out, _ = fio.communicate(timeout=600)
+last = out.strip().splitlines()[-1].split(";") if out.strip() else []
+err = last[4] if len(last) > 4 else "?"
+log("fio while a second host came and went: rc %d err %s" % (fio.returncode, err))
+if fio.returncode != 0 or err != "0" or cntlid2 == cntlid or state2 != "live":
+    print(out)
+    sys.exit("nvmf-guest: the second host's visit disturbed the first")
 
 if figures:
     fio_figures(blk, "droce-nvmf")
