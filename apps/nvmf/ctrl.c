@@ -183,7 +183,9 @@ nvmf_exec_connect(struct nvmf_req *r)
 		c->subsys = s;
 		memcpy(c->hostnqn, d.hostnqn, sizeof(c->hostnqn));
 		memcpy(c->hostid, d.hostid, sizeof(c->hostid));
-		c->kato_ms = cmd->kato;
+		/* a discovery host that asked for none still gets a timeout, so
+		 * one that vanishes does not hold its controller forever (nvmet) */
+		c->kato_ms = cmd->kato ? cmd->kato : s->discovery ? NVMF_DISC_KATO_MS : 0;
 		c->admin = q;
 		c->n_ioq = 0;
 	} else {

@@ -27,6 +27,7 @@
 #define NVMF_MAX_DEVS 8           /* verbs contexts (droce ports) */
 #define NVMF_ERRLOG 16            /* error log entries kept per controller */
 #define NVMF_KAS 10               /* Identify KAS: keep-alive granularity, 100 ms units */
+#define NVMF_DISC_KATO_MS 120000  /* a discovery controller's keep-alive when the host gives 0 */
 
 struct nvmf_dev;
 

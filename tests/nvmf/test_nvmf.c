@@ -65,6 +65,13 @@ Test(nvmf, discovery_log_page)
 	cr_assert_str_eq(id->subnqn, NVMF_DISC_NQN);
 	cr_assert_eq(id->cntlid, c.cntlid);
 	cr_assert_eq(id->cntrltype, 2);
+	{
+		struct nvmf_sqe g = { .opcode = NVMF_ADM_GET_FEATURES, .cdw10 = NVMF_FEAT_KATO };
+		struct nvmf_cqe cqe;
+
+		cr_assert_eq(nh_cmd(&c.aq, &g, NH_SGL_NULL, NULL, 0, &cqe, TMO), 0);
+		cr_assert_eq(cqe.result, 120000, "KATO 0 on discovery: nvmet's 120 s");
+	}
 	cr_assert(id->lpa & 4, "extended log page data");
 	/* the header alone (1024 bytes), then entries 1.. at offset 2048 */
 	s.cdw10 = NVMF_LID_DISC | (1024 / 4 - 1) << 16;
