@@ -63,18 +63,18 @@ usage(FILE *f, int status)
 {
 	fprintf(f,
 		"usage: droce-nvmf [options]\n"
-		"  -c, --config FILE     droce configuration (default: $DROCE_CONFIG, else the embedded loopback)\n"
-		"  -a, --address IP      listen address (default 0.0.0.0: every port)\n"
-		"  -p, --port N          rdma_cm port (default 4420)\n"
-		"  -n, --nqn NQN         start a subsystem; namespaces that follow belong to it\n"
-		"  -m, --mem SIZE        a memory namespace (e.g. 64M)\n"
-		"  -F, --file PATH[:SIZE] a file or block device namespace (created/extended to SIZE)\n"
-		"  -b, --block 512|4096  logical block size (default 512)\n"
-		"  -f, --ini FILE        subsystems and namespaces from an INI file ([target], [subsystem])\n"
-		"  -w, --workers N       file I/O worker threads (default 4)\n"
-		"  -t, --time SECONDS    exit after this long (default: until SIGINT/SIGTERM)\n"
-		"  -v, --verbose         log connections and controllers (-vv: every command, -vvv: capsules)\n"
-		"  -h, --help            this text\n");
+		"  -c, --config FILE        droce configuration (default: $DROCE_CONFIG, else the embedded loopback)\n"
+		"  -a, --address IP         listen address (default 0.0.0.0: every port)\n"
+		"  -p, --port N             rdma_cm port (default 4420)\n"
+		"  -n, --nqn NQN            start a subsystem; the namespaces that follow belong to it\n"
+		"  -m, --mem SIZE           a memory namespace (e.g. 64M)\n"
+		"  -F, --file PATH[:SIZE]   a file or block device namespace (created or extended to SIZE)\n"
+		"  -b, --block 512|4096     logical block size (default 512)\n"
+		"  -f, --ini FILE           subsystems and namespaces from an INI file ([target], [subsystem])\n"
+		"  -w, --workers N          file I/O worker threads (default 4)\n"
+		"  -t, --time SECONDS       exit after this long (default: until SIGINT or SIGTERM)\n"
+		"  -v, --verbose            log connections and controllers (-vv: every command, -vvv: capsules)\n"
+		"  -h, --help               this text\n");
 	exit(status);
 }
 
