@@ -98,8 +98,8 @@ meson_run() {
 # One meson run per line: build dir, LeakSanitizer on/off, suites (none:
 # every suite) or test names.  Without extra arguments each suite runs
 # alone, so the residue check names it.
-# LeakSanitizer runs on the unit suite, the dataplane suites, verbs_rc and
-# verbs_validation
+# LeakSanitizer runs on the unit suite, the dataplane suites, verbs_rc,
+# verbs_validation and nvmf (the test and every droce-nvmf it starts)
 # (only the EAL's own interrupt instance suppressed, tests/lsan.supp); the
 # other EAL suites still leave test objects or DPDK allocations at exit, so
 # they run with ASan and UBSan only.
@@ -109,6 +109,7 @@ runs=(
   "build-asan 1 --suite dataplane"
   "build-asan 1 verbs_rc verbs_validation"
   "build-asan 0 --suite abi --suite integration --suite verbs --suite verbs_ex --suite ud_uc --suite mw --suite srq --suite perf --suite progress --suite rdmacm --suite rdmacm_fakecm --suite rsocket --suite mt --suite xrc --suite raw --suite loop --suite hostile_veth --suite life --suite life_peers"
+  "build-asan 1 --suite nvmf"
 )
 for run in "${runs[@]}"; do
   read -r dir leaks suites <<<"$run"

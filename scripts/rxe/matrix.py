@@ -66,17 +66,25 @@ MCKEY_GROUP, MCKEY_COUNT = "239.1.2.3", 10
 # optional (--tests rstream,riostream): not in the default matrix
 DROPIN_RS = ("rstream", "riostream")
 DROPIN_RS_XFERS = 100
+# NVMe over Fabrics (issue 26 §2), optional (--tests nvmf): droce-nvmf here,
+# Linux's nvme-rdma host in the guest (scripts/rxe/nvmf_guest.py: discovery,
+# connect, fio with crc32c verification, disconnect)
+NVMF = ("nvmf", "nvmf_figures")   # nvmf_figures: also fio figures, droce and nvmet-rdma
+NVMF_NQN = "nqn.2026-11.dev.droce:rxe"
 
 def variants(tests, lat_sizes, bw_size):
     out = []
     for t in tests:
         if t not in PERFTEST and t not in RDMACM and t not in OPTCELLS and t not in DROPIN_ALL \
+                and t not in NVMF \
                 and not ("+" in t and split_cell(t)[0] in PERFTEST and t.split("+")[1] in VARIANTS):
             raise SystemExit("rxe: unknown test %r (perftest: %s; with options: %s; "
                              "rdma_cm: %s; drop-in: %s)" % (t, ",".join(PERFTEST),
                                                             ",".join(OPTCELLS), ",".join(RDMACM),
                                                             ",".join(DROPIN_ALL)))
-        if t in DROPIN_RS:
+        if t in NVMF:
+            out.append((t, 4096))
+        elif t in DROPIN_RS:
             out.append((t, 10000))
         elif t == "rping":
             out.append((t, 64))          # rping's default ping size
@@ -440,6 +448,42 @@ def run_dropin(a, test, size, role, env, gidx):
             why = sane(cout, "write_bw", size, a.iters, True)
     return gcmd, grc, gout, hcmd, drc, dout, why
 
+def run_nvmf(a, env, test):
+    """The nvmf cell.  Returns (guest argv, grc, gout, host argv, drc, dout, why)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    tgt = os.path.join(os.path.dirname(a.droce_perf), "droce-nvmf")
+    hcmd = [tgt, "-a", a.droce_ip, "-n", NVMF_NQN, "--mem", "64M", "-v", "-t", str(a.timeout + 60)]
+    src = open(os.path.join(here, "nvmf_guest.py")).read()
+    gcmd = ["python3", "-c", src, a.droce_ip, NVMF_NQN] + (["figures"] if test == "nvmf_figures" else [])
+    p = subprocess.Popen(hcmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    started.append(p)
+    lines, gres, why = [], {}, ""
+    rt = threading.Thread(target=lambda: [lines.append(l) for l in p.stdout], daemon=True)
+    rt.start()
+    try:
+        if until(p, lambda: any("listening on" in l for l in lines), 30):
+            gres = agent(a.guest_ip, a.agent_port, gcmd, a.timeout)
+        else:
+            why = "droce-nvmf did not listen"
+    finally:
+        if p.poll() is None:
+            p.terminate()
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+    rt.join(5)
+    grc, gout, drc, dout = gres.get("rc", -1), gres.get("out", ""), p.returncode, "".join(lines)
+    if not why:
+        if grc != 0 or drc != 0:
+            why = "exit: nvmf_guest.py %d, droce-nvmf %d" % (grc, drc)
+        elif "nvmf-guest: ok" not in gout:
+            why = "no 'nvmf-guest: ok' in the guest's output"
+    d = agent(a.guest_ip, a.agent_port, ["sh", "-c", "echo '## guest: dmesg (last 30 lines)'; dmesg | tail -30"], 20)
+    gout += d.get("out", "")
+    return ["python3", "-c", "<scripts/rxe/nvmf_guest.py>", a.droce_ip, NVMF_NQN], grc, gout, hcmd, drc, dout, why
+
 def finish_cell(a, results, key, t0, why, label, log_path, log_text):
     """Records a cell: its result (a failure with the guest no longer
     answering says so), its log, its PASS/FAIL line.  True when the guest hung."""
@@ -515,6 +559,8 @@ def main():
         for role in a.roles.split(","):
             if test in RDMACM and role not in RDMACM[test]:
                 continue
+            if test in NVMF and role != "droce-srv":
+                continue   # the target is droce's
             old = prev.get((test, size, role))
             if old is not None and not old[0]:
                 results[(test, size, role)] = old  # passed before the reboot
@@ -528,9 +574,11 @@ def main():
                         "[port0]\nkind = af_packet\niface = %s\nipv4 = %s\n" % (a.iface, a.droce_ip))
                 if a.capture:
                     f.write("capture = %s\n" % os.path.join(a.logdir, tag + ".pcapng"))
-            if test in RDMACM or test in DROPIN_ALL:
+            if test in RDMACM or test in DROPIN_ALL or test in NVMF:
                 env = dict(os.environ, DROCE_CONFIG=cfg)
-                if test in DROPIN_ALL:
+                if test in NVMF:
+                    gcmd, grc, gout, hcmd, drc, dout, why = run_nvmf(a, env, test)
+                elif test in DROPIN_ALL:
                     gcmd, grc, gout, hcmd, drc, dout, why = run_dropin(a, test, size, role, env,
                                                                        gidx)
                 else:
@@ -608,6 +656,8 @@ def main():
         if test in DROPIN_ALL:
             name = "droce-run %s" % test + (" -s %d" % size if test == "ib_write_bw" else
                                             " -S %d" % size if test in DROPIN_RS else "")
+        elif test in NVMF:
+            name = "nvmf (nvme-rdma + fio --verify)" + (" + figures" if test == "nvmf_figures" else "")
         elif test in RDMACM:
             name = "rdma_cm %s" % test + (" -S 100" if test == "udaddy" else "")
         else:
