@@ -679,3 +679,18 @@ Test(progress_owed, a_thread_asleep_in_get_cq_event_is_woken_by_an_event_made_in
 	}
 	no_duplicate_event();
 }
+
+/* ---- droce_stop() alone: the engines stop before their ports go ---- */
+
+Test(progress, droce_stop_alone_stops_the_engines_before_the_ports)
+{
+	/* traffic in flight, driven by the fallback thread */
+	for (uint32_t i = 0; i < 64; i++) {
+		cr_assert_eq(post_recv(&B, i, (size_t)i * 64, 64), 0);
+		cr_assert_eq(post_send(&A, i, IBV_WR_SEND, (size_t)i * 64, 64, 0, 0, 0), 0);
+	}
+	cr_assert_gt(droce_engine_count(), 0u);
+	droce_stop();
+	cr_assert_eq(droce_engine_count(), 0u, "the engines still run over removed ports");
+	cr_assert_not(droce_running());
+}
