@@ -645,6 +645,15 @@ bool droce_engines_wait_spin(_Atomic uint64_t *budget, struct droce_wait *w,
 void droce_engines_wait_end(_Atomic uint64_t *budget, const struct droce_wait *w, bool got);
 /* Passes the fallback progress thread has run since the process started. */
 uint64_t droce_engines_fallback_passes(void);
+/* True while the calling thread runs an engine pass inside a verb of the
+ * application's (droce_engines_progress), not the fallback thread or an lcore. */
+bool droce_engines_in_app_pass(void);
+/* True if the co-located fallback progress thread runs (it calls the idle hook). */
+bool droce_engines_fallback_on(void);
+/* @fn runs on the fallback progress thread at every turn of its loop, busy or
+ * idle (one hook: the completion channels' owed events; NULL clears it); it
+ * must be cheap when it has nothing to do. */
+void droce_engines_set_fallback_hook(void (*fn)(void));
 
 /* ---- test support: raw frames (fault and hostile-peer tests) ----
  *

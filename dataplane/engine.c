@@ -86,6 +86,14 @@ droce_engines_at_stop(void (*fn)(void))
 
 /* ---- running the engines ---- */
 
+static __thread bool app_pass; /* droce_engines_in_app_pass */
+
+bool
+droce_engines_in_app_pass(void)
+{
+	return app_pass;
+}
+
 void
 droce_engines_progress(void)
 {
@@ -104,7 +112,9 @@ droce_engines_progress(void)
 		if (atomic_load_explicit(&eng->wanted, memory_order_relaxed))
 			atomic_store_explicit(&eng->wanted, false, memory_order_relaxed);
 		rte_rcu_qsbr_thread_online(droce_engines.rcu, e);
+		app_pass = true;
 		droce_engine_poll_lc(eng);
+		app_pass = false;
 		rte_rcu_qsbr_thread_offline(droce_engines.rcu, e);
 		atomic_store_explicit(&eng->app_tsc, eng->now, memory_order_relaxed);
 		droce_engine_give(eng);
@@ -352,6 +362,8 @@ droce_engines_start(void)
 	}
 	/* the memif PMD's unmaps wait for the engines' passes (memif_guard.c) */
 	droce_memif_guard_set(droce_dp_synchronize);
+	/* droce_stop() stops the engines before it removes their ports */
+	droce_runtime_set_stop_first(droce_engines_stop);
 	if (droce_engines.dedicated) {
 		for (unsigned int e = 0; e < droce_engines.n; e++) {
 			if (rte_eal_remote_launch(engine_main, droce_engines.eng[e], cfg->engine_lcores[e]) != 0) {

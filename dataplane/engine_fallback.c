@@ -34,6 +34,19 @@ static struct {
 	pthread_cond_t cond;
 	_Atomic uint64_t passes;  /* passes it ran (tests, stats) */
 } fallback = { .lock = PTHREAD_MUTEX_INITIALIZER };
+static void (*_Atomic fallback_hook)(void); /* droce_engines_set_fallback_hook */
+
+void
+droce_engines_set_fallback_hook(void (*fn)(void))
+{
+	atomic_store(&fallback_hook, fn);
+}
+
+bool
+droce_engines_fallback_on(void)
+{
+	return fallback.running;
+}
 
 /* Drives every engine no application thread drove for fallback_us; true if any
  * of them had work. */
@@ -95,8 +108,11 @@ fallback_main(void *arg)
 	(void)prctl(PR_SET_TIMERSLACK, (unsigned long)FALLBACK_SLACK_NS, 0, 0, 0);
 	while (!atomic_load_explicit(&fallback.stop, memory_order_relaxed)) {
 		uint64_t now = rte_rdtsc();
+		void (*hook)(void) = atomic_load_explicit(&fallback_hook, memory_order_acquire);
 		struct timespec ts;
 
+		if (hook != NULL)
+			hook();
 		if ((int64_t)(now - last) > (int64_t)late)
 			crowded_until = now + hz / 1000 * FALLBACK_CROWDED_MS;
 		last = now;

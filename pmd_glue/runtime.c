@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <stdbool.h>
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -403,11 +404,23 @@ park_intr_thread(void)
 	}
 }
 
+static void (*_Atomic stop_first)(void); /* droce_runtime_set_stop_first */
+
+void
+droce_runtime_set_stop_first(void (*fn)(void))
+{
+	atomic_store(&stop_first, fn);
+}
+
 void
 droce_stop(void)
 {
+	void (*first)(void) = atomic_load(&stop_first);
+
 	if (!rt.running)
 		return;
+	if (first != NULL)
+		first(); /* the engines stop before their ports go */
 	droce_runtime_lock_excl(); /* counter readers (telemetry) are out */
 	droce_ports_destroy();
 	rte_mempool_free(rt.pool);

@@ -19,6 +19,10 @@ void droce_runtime_hold(void);
 void droce_runtime_release(void);
 void droce_runtime_lock_excl(void);
 void droce_runtime_unlock_excl(void);
+/* @fn runs first in droce_stop(), before the ports go: the engines' stop, set
+ * by droce_engines_start (the layer above the ports), so a program that only
+ * calls droce_stop() never has its ports torn down under running engines. */
+void droce_runtime_set_stop_first(void (*fn)(void));
 
 /* Writes counter @i (@name, @value) into @out when i < n; returns i + 1. */
 static inline unsigned int

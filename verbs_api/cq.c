@@ -7,6 +7,16 @@
  * side, and the fd works with poll/epoll.  Records name CQs by serial, not
  * pointer, so a record left behind by a destroyed CQ is skipped, never
  * dereferenced.  CQ overflow goes the same way into the context's async pipe.
+ *
+ * Without a system call on either side when it can (issue 23 §4): an event
+ * is marked in its CQ (mem_event) instead of written when a thread waits in
+ * ibv_get_cq_event's spin phase, or when an application thread's own engine
+ * pass (inside ibv_poll_cq, ibv_post_send ...) made it and no thread sleeps
+ * in read(): that program calls ibv_get_cq_event next, which takes the mark.
+ * Such an "owed" mark that no call takes within OWED_AGE_US is written to the
+ * pipe by the fallback progress thread (owed_flush), and its channel goes to
+ * fd mode: the program waits on the fd (poll, epoll), so events go to the
+ * pipe at once from then on.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <rte_cycles.h>
 
 #include "internal.h"
 
@@ -75,6 +87,18 @@ static atomic_uint_fast64_t next_serial = 1;
 
 /* ---- completion channels ---- */
 
+#define OWED_AGE_US 50 /* an owed mark older than this goes to the pipe */
+
+static struct {
+	pthread_mutex_t lock;
+	TAILQ_HEAD(, droce_vchan) chans;
+	_Atomic bool owed;  /* a mark may wait for owed_flush */
+	bool hooked;
+} all_chans = { .lock = PTHREAD_MUTEX_INITIALIZER,
+		.chans = TAILQ_HEAD_INITIALIZER(all_chans.chans) };
+
+static void owed_flush(void);
+
 struct ibv_context *(*droce_compat_ctx_1_0)(struct ibv_context *context);
 
 struct ibv_comp_channel *
@@ -111,6 +135,13 @@ ibv_create_comp_channel(struct ibv_context *context)
 	ch->wfd = fds[1];
 	pthread_mutex_init(&ch->lock, NULL);
 	TAILQ_INIT(&ch->cqs);
+	pthread_mutex_lock(&all_chans.lock);
+	TAILQ_INSERT_TAIL(&all_chans.chans, ch, all_link);
+	if (!all_chans.hooked) {
+		droce_engines_set_fallback_hook(owed_flush);
+		all_chans.hooked = true;
+	}
+	pthread_mutex_unlock(&all_chans.lock);
 	return &ch->ch;
 }
 
@@ -123,6 +154,9 @@ ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 		return EINVAL;
 	if (atomic_load(&ch->users) != 0)
 		return EBUSY;
+	pthread_mutex_lock(&all_chans.lock);
+	TAILQ_REMOVE(&all_chans.chans, ch, all_link);
+	pthread_mutex_unlock(&all_chans.lock);
 	close(ch->ch.fd);
 	close(ch->wfd);
 	pthread_mutex_destroy(&ch->lock);
@@ -149,20 +183,92 @@ write_nocancel(int fd, const void *buf, size_t n)
 	return w;
 }
 
+/* The event of @cq into its channel's pipe (already counted in posted). */
 static void
-cq_notify(struct droce_cq *dcq, void *arg)
+event_to_pipe(struct droce_vcq *cq)
 {
-	struct droce_vcq *cq = arg;
 	struct droce_vevent rec = { .serial = cq->serial };
 
-	RTE_SET_USED(dcq);
-	if (cq->chan == NULL || atomic_exchange(&cq->notify_pending, 1) != 0)
-		return;
-	atomic_fetch_add_explicit(&cq->chan->posted, 1, memory_order_release);
 	if (write_nocancel(cq->chan->wfd, &rec, sizeof(rec)) != (ssize_t)sizeof(rec)) {
 		atomic_fetch_sub_explicit(&cq->chan->posted, 1, memory_order_relaxed);
 		atomic_store(&cq->notify_pending, 0); /* pipe full: cannot happen below 4096 CQs */
 	}
+}
+
+static void
+cq_notify(struct droce_cq *dcq, void *arg)
+{
+	struct droce_vcq *cq = arg;
+	struct droce_vchan *ch = cq->chan;
+	bool owed;
+
+	RTE_SET_USED(dcq);
+	if (ch == NULL || atomic_exchange(&cq->notify_pending, 1) != 0)
+		return;
+	atomic_fetch_add_explicit(&ch->posted, 1, memory_order_release);
+	/*
+	 * Marked in memory while a waiter spins, or owed to the application
+	 * thread whose pass made it.  Against a waiter ending its spin (spinners--)
+	 * or going to sleep (sleepers++), each followed by one look at the marks
+	 * (take_mem_event), this is Dekker's pattern in sequentially consistent
+	 * operations: mark, then look at spinners and sleepers; at least one side
+	 * sees the other, and the exchange gives the event to exactly one of them.
+	 */
+	owed = droce_engines_in_app_pass() && !atomic_load_explicit(&ch->fd_mode, memory_order_relaxed) &&
+	       droce_engines_fallback_on();
+	if (owed || atomic_load(&ch->spinners) != 0) {
+		atomic_store_explicit(&cq->mark_tsc, rte_rdtsc(), memory_order_relaxed);
+		atomic_store(&cq->mem_event, 1);
+		if (atomic_load(&ch->spinners) != 0)
+			return;
+		if (owed && atomic_load(&ch->sleepers) == 0) {
+			atomic_store(&all_chans.owed, true);
+			return;
+		}
+		if (atomic_exchange(&cq->mem_event, 0) == 0)
+			return; /* a waiter took it */
+	}
+	event_to_pipe(cq);
+}
+
+/*
+ * The fallback thread's hook: an owed mark no ibv_get_cq_event call took
+ * within OWED_AGE_US goes to the pipe, and its channel to fd mode.
+ */
+static void
+owed_flush(void)
+{
+	uint64_t now, age = rte_get_tsc_hz() / 1000000 * OWED_AGE_US;
+	struct droce_vchan *ch;
+	bool again = false;
+
+	if (!atomic_load_explicit(&all_chans.owed, memory_order_relaxed))
+		return;
+	atomic_store(&all_chans.owed, false);
+	now = rte_rdtsc();
+	pthread_mutex_lock(&all_chans.lock);
+	TAILQ_FOREACH(ch, &all_chans.chans, all_link) {
+		struct droce_vcq *cq;
+
+		pthread_mutex_lock(&ch->lock);
+		TAILQ_FOREACH(cq, &ch->cqs, chan_link) {
+			if (atomic_load(&cq->mem_event) == 0)
+				continue;
+			if (atomic_load(&ch->spinners) != 0 ||
+			    now - atomic_load_explicit(&cq->mark_tsc, memory_order_relaxed) < age) {
+				again = true;
+				continue;
+			}
+			if (atomic_exchange(&cq->mem_event, 0) != 0) {
+				atomic_store_explicit(&ch->fd_mode, true, memory_order_relaxed);
+				event_to_pipe(cq);
+			}
+		}
+		pthread_mutex_unlock(&ch->lock);
+	}
+	pthread_mutex_unlock(&all_chans.lock);
+	if (again)
+		atomic_store(&all_chans.owed, true);
 }
 
 static void
@@ -263,6 +369,8 @@ ibv_destroy_cq(struct ibv_cq *ibcq)
 	if (ch != NULL) {
 		pthread_mutex_lock(&ch->lock);
 		TAILQ_REMOVE(&ch->cqs, cq, chan_link);
+		if (atomic_exchange(&cq->mem_event, 0) != 0) /* an event no one will take now */
+			atomic_fetch_add_explicit(&ch->taken, 1, memory_order_relaxed);
 		ch->ch.refcnt--;
 		comp = cq->comp_reported;
 		pthread_mutex_unlock(&ch->lock);
@@ -299,13 +407,59 @@ chan_ready(const void *arg)
  * fallback thread and sleeps in read().  A channel whose fd the program made
  * non-blocking gets EAGAIN after the spin, as from rdma-core.
  */
+/* Delivery of one event of @cq, under the channel lock. */
+static void
+event_taken_locked(struct droce_vchan *ch, struct droce_vcq *cq)
+{
+	atomic_fetch_add_explicit(&ch->taken, 1, memory_order_relaxed);
+	cq->comp_reported++;
+	atomic_store(&cq->notify_pending, 0);
+}
+
+static void
+sleeper_gone(void *arg)
+{
+	atomic_fetch_sub(&((struct droce_vchan *)arg)->sleepers, 1);
+}
+
+/* An event handed over in memory (cq_notify's mark), or NULL. */
+static struct droce_vcq *
+take_mem_event(struct droce_vchan *ch)
+{
+	struct droce_vcq *cq;
+
+	pthread_mutex_lock(&ch->lock);
+	TAILQ_FOREACH(cq, &ch->cqs, chan_link)
+		if (atomic_load(&cq->mem_event) != 0 && atomic_exchange(&cq->mem_event, 0) != 0) {
+			event_taken_locked(ch, cq);
+			break;
+		}
+	pthread_mutex_unlock(&ch->lock);
+	return cq;
+}
+
 int
 ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, void **cq_context)
 {
 	struct droce_vchan *ch = (struct droce_vchan *)channel;
 	struct droce_wait w;
-	bool ready = droce_engines_wait_spin(&ch->spin_budget, &w, chan_ready, ch);
+	struct droce_vcq *mcq;
+	bool ready;
 
+	if (!chan_ready(ch) && atomic_load_explicit(&ch->fd_mode, memory_order_relaxed))
+		atomic_store_explicit(&ch->fd_mode, false, memory_order_relaxed); /* a waiter */
+	atomic_fetch_add(&ch->spinners, 1);
+	ready = droce_engines_wait_spin(&ch->spin_budget, &w, chan_ready, ch);
+	atomic_fetch_add(&ch->sleepers, 1); /* before the spin ends: see cq_notify */
+	atomic_fetch_sub(&ch->spinners, 1);
+	mcq = take_mem_event(ch);
+	if (mcq != NULL) {
+		atomic_fetch_sub(&ch->sleepers, 1);
+		droce_engines_wait_end(&ch->spin_budget, &w, true);
+		*cq_out = &mcq->cq;
+		*cq_context = mcq->cq.cq_context;
+		return 0;
+	}
 	for (;;) {
 		struct droce_vevent rec;
 		struct droce_vcq *cq;
@@ -314,28 +468,31 @@ ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, void 
 		if (!ready)
 			droce_engines_blocking(); /* co-located engines: the fallback drives them now */
 		ready = false;
+		pthread_cleanup_push(sleeper_gone, ch); /* read() is a cancellation point */
 		n = read(channel->fd, &rec, sizeof(rec));
-
+		pthread_cleanup_pop(0);
 		if (n < 0) {
+			atomic_fetch_sub(&ch->sleepers, 1);
 			droce_engines_wait_end(&ch->spin_budget, &w, false);
 			return -1;
 		}
 		if (n != sizeof(rec)) {
+			atomic_fetch_sub(&ch->sleepers, 1);
 			errno = EIO;
 			return -1;
 		}
-		atomic_fetch_add_explicit(&ch->taken, 1, memory_order_relaxed);
 		pthread_mutex_lock(&ch->lock);
 		TAILQ_FOREACH(cq, &ch->cqs, chan_link)
 			if (cq->serial == rec.serial)
 				break;
-		if (cq != NULL) {
-			cq->comp_reported++;
-			atomic_store(&cq->notify_pending, 0);
-		}
+		if (cq != NULL)
+			event_taken_locked(ch, cq);
+		else
+			atomic_fetch_add_explicit(&ch->taken, 1, memory_order_relaxed);
 		pthread_mutex_unlock(&ch->lock);
 		if (cq == NULL)
 			continue; /* destroyed since */
+		atomic_fetch_sub(&ch->sleepers, 1);
 		droce_engines_wait_end(&ch->spin_budget, &w, true);
 		*cq_out = &cq->cq;
 		*cq_context = cq->cq.cq_context;

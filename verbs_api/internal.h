@@ -106,10 +106,20 @@ struct droce_vchan {
 	pthread_mutex_t lock;      /* the CQ list */
 	TAILQ_HEAD(, droce_vcq) cqs;
 	atomic_int users;          /* CQs */
-	/* records written to the pipe (counted before the write) and read: the
-	 * spin phase of ibv_get_cq_event sees an event without a system call */
+	/* events made (counted before the pipe write or the in-memory mark) and
+	 * taken: the spin phase of ibv_get_cq_event sees one without a system call */
 	_Atomic uint32_t posted, taken;
 	_Atomic uint64_t spin_budget; /* droce_engines_wait_spin's, learnt */
+	/* ibv_get_cq_event calls in their spin phase: while there is one, an event
+	 * is marked in its CQ (droce_vcq.mem_event) instead of written to the pipe */
+	_Atomic uint32_t spinners;
+	/* ibv_get_cq_event calls in read(): an event must go to the pipe */
+	_Atomic uint32_t sleepers;
+	/* an owed event (cq.c: owed_flush) had to be written to the pipe late: the
+	 * program watches the fd, so events go there at once until a
+	 * ibv_get_cq_event call finds nothing ready and waits */
+	_Atomic bool fd_mode;
+	TAILQ_ENTRY(droce_vchan) all_link; /* cq.c's list of channels, for owed_flush */
 };
 
 /* Records written into the event pipes: fixed size, below PIPE_BUF, so
@@ -129,7 +139,9 @@ struct droce_vcq {
 	struct droce_vctx *ctx;
 	struct droce_vchan *chan;  /* NULL without a completion channel */
 	uint64_t serial;
-	atomic_uint notify_pending; /* a record is in the channel pipe */
+	atomic_uint notify_pending; /* an event is in the channel (pipe or mem_event) */
+	atomic_uint mem_event;      /* the event, handed over in memory (cq.c: cq_notify) */
+	_Atomic uint64_t mark_tsc;  /* when mem_event was set */
 	atomic_uint err_reported;   /* CQ_ERR already queued */
 	atomic_uint users;          /* QPs */
 	uint32_t comp_reported, async_reported; /* under the channel/context lock */

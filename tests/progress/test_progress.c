@@ -6,13 +6,16 @@
  * 198.18.0.1 <-> droce1 198.18.0.2, one co-located engine, default fallback_us.
  * Suite progress has wait_spin_us = 0 (a blocked thread sleeps at once: the
  * fallback thread alone drives); suite progress_spin has no fallback thread
- * and the default wait_spin_us (a blocked thread drives the engines itself).
+ * and the default wait_spin_us (a blocked thread drives the engines itself);
+ * suite progress_owed has both at their defaults (events made inside an
+ * application thread's own verb calls: handed over in memory or the pipe).
  * Threading: each test runs its own threads; every wait is bounded by the
  * Criterion timeout or an explicit deadline.
  */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -545,4 +548,149 @@ Test(progress_config, wait_spin_us_is_checked)
 	cr_assert_gt(tc_pair_config(text, sizeof(text), &o), 0);
 	cr_assert_neq(droce_config_load_text("<t>", text, &cfg), 0);
 	cr_assert_not_null(strstr(droce_last_error(), "colocated only"), "%s", droce_last_error());
+}
+
+/* ---- events made inside the application's own verb calls (issue 23 §4) ----
+ *
+ * A completion that arrives while a thread of the program drives the engines
+ * in ibv_poll_cq is an event the program has not waited for yet: it is kept in
+ * memory for its next ibv_get_cq_event, and still reaches a program that
+ * waits on the channel's fd, or another thread asleep in ibv_get_cq_event,
+ * exactly once.
+ */
+
+static void
+setup_defaults(void)
+{
+	start(NULL);
+	setup_ends();
+}
+
+TestSuite(progress_owed, .init = setup_defaults, .fini = tc_stop, .timeout = 60);
+
+/* One SEND A -> B with B's receive CQ armed; the calling thread drives the
+ * engines by polling A's send CQ until the SEND completed (B's receive
+ * completion, and so its event, came before, inside that polling). */
+static void
+send_while_polling(uint32_t seed)
+{
+	struct ibv_wc wc;
+
+	cr_assert_eq(ibv_req_notify_cq(B.rcq, 0), 0);
+	cr_assert_eq(post_recv(&B, 40 + seed, 8192, MSG_LEN), 0);
+	fill(A.buf, MSG_LEN, seed);
+	cr_assert_eq(post_send(&A, 50 + seed, IBV_WR_SEND, 0, MSG_LEN, 0, 0, 0), 0);
+	cr_assert_eq(poll_for(A.scq, &wc, 1, 5000), 1);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "send status %d", wc.status);
+}
+
+/* The event and the completion, once each. */
+static void
+take_event_and_completion(uint32_t seed)
+{
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	struct ibv_wc wc;
+	uint8_t want[MSG_LEN];
+
+	cr_assert_eq(ibv_get_cq_event(B.rch, &ev_cq, &ev_ctx), 0, "%s", strerror(errno));
+	cr_assert_eq(ev_cq, B.rcq);
+	ibv_ack_cq_events(ev_cq, 1);
+	cr_assert_eq(ibv_poll_cq(B.rcq, 1, &wc), 1);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS);
+	cr_assert_eq(wc.wr_id, 40u + seed);
+	fill(want, MSG_LEN, seed);
+	cr_assert_arr_eq(B.buf + 8192, want, MSG_LEN);
+}
+
+/* No second copy of an event already taken: armed again, no traffic, the fd
+ * stays quiet and a non-blocking call says EAGAIN. */
+static void
+no_duplicate_event(void)
+{
+	struct pollfd pfd = { .fd = B.rch->fd, .events = POLLIN };
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	int fl = fcntl(B.rch->fd, F_GETFL);
+
+	cr_assert_eq(ibv_req_notify_cq(B.rcq, 0), 0);
+	cr_assert_eq(poll(&pfd, 1, 20), 0, "a second event for one completion");
+	cr_assert_eq(fcntl(B.rch->fd, F_SETFL, fl | O_NONBLOCK), 0);
+	errno = 0;
+	cr_assert_eq(ibv_get_cq_event(B.rch, &ev_cq, &ev_ctx), -1);
+	cr_assert_eq(errno, EAGAIN, "errno %d", errno);
+	cr_assert_eq(fcntl(B.rch->fd, F_SETFL, fl), 0);
+}
+
+Test(progress_owed, an_event_made_in_the_programs_own_poll_goes_to_its_next_get_cq_event)
+{
+	for (uint32_t i = 0; i < 20; i++) {
+		send_while_polling(i);
+		take_event_and_completion(i);
+	}
+	no_duplicate_event();
+}
+
+/* A program that waits in poll() on the fd (libfabric, event loops): the
+ * event its own ibv_poll_cq made still makes the fd readable, every time. */
+Test(progress_owed, a_program_waiting_on_the_fd_gets_events_made_in_its_own_polls)
+{
+	struct pollfd pfd = { .fd = B.rch->fd, .events = POLLIN };
+
+	for (uint32_t i = 0; i < 20; i++) {
+		send_while_polling(i);
+		cr_assert_eq(poll(&pfd, 1, 5000), 1, "round %u: the fd never became readable", i);
+		cr_assert(pfd.revents & POLLIN);
+		take_event_and_completion(i);
+	}
+	no_duplicate_event();
+}
+
+static void *
+owed_waiter(void *arg)
+{
+	struct ibv_cq *ev_cq = NULL;
+	void *ev_ctx;
+
+	(void)arg;
+	if (ibv_get_cq_event(B.rch, &ev_cq, &ev_ctx) != 0)
+		return NULL;
+	ibv_ack_cq_events(ev_cq, 1);
+	return ev_cq;
+}
+
+/* Another thread asleep in ibv_get_cq_event: the event made inside this
+ * thread's poll must wake it, not wait in memory for a call of this thread. */
+Test(progress_owed, a_thread_asleep_in_get_cq_event_is_woken_by_an_event_made_in_anothers_poll)
+{
+	for (uint32_t i = 0; i < 10; i++) {
+		pthread_t t;
+		void *got = NULL;
+		struct ibv_wc wc;
+
+		cr_assert_eq(ibv_req_notify_cq(B.rcq, 0), 0);
+		cr_assert_eq(pthread_create(&t, NULL, owed_waiter, NULL), 0);
+		usleep(5000); /* past its spin: asleep in read() */
+		send_while_polling(i);
+		cr_assert_eq(pthread_join(t, &got), 0);
+		cr_assert_eq(got, (void *)B.rcq, "round %u: the waiter got %p", i, got);
+		cr_assert_eq(ibv_poll_cq(B.rcq, 1, &wc), 1);
+		cr_assert_eq(wc.wr_id, 40u + i);
+	}
+	no_duplicate_event();
+}
+
+/* ---- droce_stop() alone: the engines stop before their ports go ---- */
+
+Test(progress, droce_stop_alone_stops_the_engines_before_the_ports)
+{
+	/* traffic in flight, driven by the fallback thread */
+	for (uint32_t i = 0; i < 64; i++) {
+		cr_assert_eq(post_recv(&B, i, (size_t)i * 64, 64), 0);
+		cr_assert_eq(post_send(&A, i, IBV_WR_SEND, (size_t)i * 64, 64, 0, 0, 0), 0);
+	}
+	cr_assert_gt(droce_engine_count(), 0u);
+	droce_stop();
+	cr_assert_eq(droce_engine_count(), 0u, "the engines still run over removed ports");
+	cr_assert_not(droce_running());
 }

@@ -180,6 +180,24 @@ droce_engines_wait_end(_Atomic uint64_t *budget, const struct droce_wait *w, boo
 	(void)got;
 }
 
+bool
+droce_engines_in_app_pass(void)
+{
+	return false;
+}
+
+bool
+droce_engines_fallback_on(void)
+{
+	return false;
+}
+
+void
+droce_engines_set_fallback_hook(void (*fn)(void))
+{
+	(void)fn;
+}
+
 void
 droce_dp_synchronize(void)
 {
