@@ -211,6 +211,41 @@ fio_pair() {
 	return 0
 }
 
+# ---- Open MPI ----
+
+# mpi_pair ARGS...: tests/dropin/mpi_pingpong.c (built here with mpicc) as
+# two ranks in mpirun's MPMD form, one per droce process (rank 0 on the
+# memif server's config, rank 1 on the client's), pml ucx over
+# rc_verbs/ud_verbs on droce0:1 and no shared memory (UCX_TLS without
+# sm/posix/cma; "self" only for a rank's messages to itself; btl self).
+# Open MPI's pml ucx takes only Mellanox devices unless told otherwise
+# (pml_ucx_devices, pml_ucx_tls: "any").  UCX's info lines show the
+# transport each endpoint chose; the program checks every byte.
+mpi_pair() {
+	local root= rc
+	need mpirun mpicc
+	[ "$(id -u)" = 0 ] && root=--allow-run-as-root
+	mpicc -O2 -o "$tmp/mpi_pingpong" "$(dirname "$0")/mpi_pingpong.c" 2>"$tmp/mpicc.log" ||
+		fail "mpicc failed"
+	rm -f "$tmp/memif.sock"
+	timeout -k 5 150 mpirun $root --oversubscribe --mca pml ucx --mca pml_ucx_tls any \
+		--mca pml_ucx_devices any --mca btl self \
+		-x UCX_TLS=self,rc_verbs,ud_verbs -x UCX_NET_DEVICES=droce0:1 \
+		-x UCX_WARN_UNUSED_ENV_VARS=n -x UCX_LOG_LEVEL=info \
+		-np 1 "$run" --config "$tmp/server.ini" "$tmp/mpi_pingpong" "$@" : \
+		-np 1 "$run" --config "$tmp/client.ini" "$tmp/mpi_pingpong" "$@" >"$tmp/mpirun.log" 2>&1
+	rc=$?
+	[ $rc = 0 ] || fail "mpirun exited $rc"
+	grep -aq "^bad 0$" "$tmp/mpirun.log" || fail "corrupt bytes or no check"
+	grep -aqE "^pingpong [0-9]+ [0-9]+ [0-9.]*[1-9]" "$tmp/mpirun.log" || fail "no ping-pong figure"
+	grep -aqE "^bw [0-9]+ [0-9]+ [0-9]+ [0-9.]*[1-9]" "$tmp/mpirun.log" || fail "no bandwidth figure"
+	# the ranks' endpoint to each other is droce's rc_verbs (UCX prints
+	# one ep_cfg line per endpoint configuration)
+	grep -aE "ep_cfg\[[0-9]+\]: tag\(rc_verbs/droce0:1\)" "$tmp/mpirun.log" | head -1 | grep -q . ||
+		fail "the ranks did not connect over rc_verbs/droce0:1"
+	grep -aE "^(pingpong|bw|bad) " "$tmp/mpirun.log"
+}
+
 case $case_ in
 ucx_info)
 	# UCX lists droce's devices with rc_verbs and ud_verbs (the embedded
@@ -275,6 +310,8 @@ fi_info)
 	;;
 fi_pingpong_dgram) fi_pair verbs dgram -I 200 -S 1024 -c ;;
 fi_pingpong_rxd) fi_pair "verbs;ofi_rxd" rdm -I 200 -S 4096 -c ;;
+mpi_ucx) mpi_pair -l 8 -n 2000 -s 65536 -w 16 -m 100 ;;
+mpi_ucx_large) mpi_pair -l 65536 -n 500 -s 1048576 -w 4 -m 20 ;;
 fio_write) fio_pair write 64k 16 16 64 ;;
 fio_write_4k) fio_pair write 4k 1 1 8 ;;
 fio_read) fio_pair read 64k 16 16 64 ;;
