@@ -157,19 +157,21 @@ fi_pair() {
 # kernel's uverbs: fio's handler has SA_RESTART).  --thread: fio's default
 # job processes call setsid(), so timeout's kill of its process group
 # would miss them and a failed cell would leave them behind; the forked
-# jobs run as well (docs/notes/stacks.md).
+# jobs run as well (docs/notes/stacks.md).  In $tmp: a fio that is ended
+# leaves its verify state file in its working directory.
 fio_server() {
 	local t=$1
 	shift
-	timeout -k 5 "$t" "$run" --config "$tmp/server.ini" fio --name=srv --ioengine=rdma --thread \
-		--port="$fio_port" --rw=read "$@" >"$tmp/server.log" 2>&1 &
+	(cd "$tmp" && exec timeout -k 5 "$t" "$run" --config "$tmp/server.ini" fio --name=srv \
+		--ioengine=rdma --thread --port="$fio_port" --rw=read "$@") >"$tmp/server.log" 2>&1 &
 	srv_pid=$!
 }
 fio_client() { # its exit status
 	local t=$1
 	shift
-	timeout -k 5 "$t" "$run" --config "$tmp/client.ini" fio --name=cli --ioengine=rdma --thread \
-		--hostname=198.18.0.1 --port="$fio_port" --rw=write "$@" >"$tmp/client.log" 2>&1
+	(cd "$tmp" && exec timeout -k 5 "$t" "$run" --config "$tmp/client.ini" fio --name=cli \
+		--ioengine=rdma --thread --hostname=198.18.0.1 --port="$fio_port" --rw=write "$@") \
+		>"$tmp/client.log" 2>&1
 }
 # fio_wait_listen: until the server printed that it listens (30 s at most)
 fio_wait_listen() {
@@ -324,9 +326,9 @@ fio_verify_detects)
 	need fio
 	fio_server 60 --bs=64k --iodepth=64 --size=8m --verify=crc32c
 	fio_wait_listen || fail "fio server never listened"
-	timeout -k 5 60 "$run" --config "$tmp/client.ini" fio --name=cli --ioengine=rdma --thread \
-		--hostname=198.18.0.1 --port="$fio_port" --rw=write --bs=64k --iodepth=16 \
-		--size=8m --verb=send >"$tmp/client.log" 2>&1 &
+	(cd "$tmp" && exec timeout -k 5 60 "$run" --config "$tmp/client.ini" fio --name=cli \
+		--ioengine=rdma --thread --hostname=198.18.0.1 --port="$fio_port" --rw=write \
+		--bs=64k --iodepth=16 --size=8m --verb=send) >"$tmp/client.log" 2>&1 &
 	cli_pid=$!
 	server_status && fail "the server accepted blocks without verify headers"
 	grep -aq "verify: bad magic header" "$tmp/server.log" || fail "no verify failure reported"
