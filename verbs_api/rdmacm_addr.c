@@ -210,6 +210,19 @@ droce_rcm_sa_is_any(const struct sockaddr *sa)
 	return false;
 }
 
+bool
+droce_rcm_sa_is_loopback(const struct sockaddr *sa)
+{
+	const struct in6_addr *a6;
+
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa_family != AF_INET6)
+		return false;
+	a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+	return IN6_IS_ADDR_LOOPBACK(a6) || (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127);
+}
+
 socklen_t
 droce_rcm_sa_len(const struct sockaddr *sa)
 {
@@ -371,8 +384,14 @@ droce_rcm_bind_locked(struct droce_rcm_id *p, const struct sockaddr *addr)
 	if (!droce_rcm_sa_is_any(addr)) {
 		droce_rcm_sa_to_gid(addr, gid);
 		dev = droce_rcm_port_of_gid(gid, NULL);
+		/* the kernel's answers (cma.c rdma_bind_addr): an address of
+		 * no interface is EADDRNOTAVAIL (rdma_translate_ip); a
+		 * loopback address is lo's, which carries no RoCE GID, so no
+		 * port validates it (cma_acquire_dev_by_src_ip): ENODEV.
+		 * libfabric's verbs provider binds "localhost" to probe and
+		 * takes either as "no device there" */
 		if (dev < 0)
-			return EADDRNOTAVAIL;
+			return droce_rcm_sa_is_loopback(addr) ? ENODEV : EADDRNOTAVAIL;
 	}
 	if (port == 0) {
 		unsigned int range = DROCE_RCM_EPHEMERAL_HI - DROCE_RCM_EPHEMERAL_LO + 1;

@@ -203,6 +203,22 @@ Test(rdmacm_api, bind_ephemeral_inuse_notavail)
 	errno = 0;
 	cr_assert_eq(rdma_bind_addr(c, (struct sockaddr *)&s), -1);
 	cr_assert_eq(errno, EADDRNOTAVAIL);
+	/* a loopback address: lo's, no RoCE GID on it, ENODEV as the
+	 * kernel's cma_acquire_dev_by_src_ip (libfabric binds "localhost") */
+	s = rcm_sin("127.0.0.1", 5000);
+	errno = 0;
+	cr_assert_eq(rdma_bind_addr(c, (struct sockaddr *)&s), -1);
+	cr_assert_eq(errno, ENODEV);
+	s = rcm_sin("127.1.2.3", 5000);
+	errno = 0;
+	cr_assert_eq(rdma_bind_addr(c, (struct sockaddr *)&s), -1);
+	cr_assert_eq(errno, ENODEV);
+	memset(&s6, 0, sizeof(s6));
+	s6.sin6_family = AF_INET6;
+	s6.sin6_addr = in6addr_loopback;
+	errno = 0;
+	cr_assert_eq(rdma_bind_addr(c, (struct sockaddr *)&s6), -1);
+	cr_assert_eq(errno, ENODEV);
 	/* a family rdma_cm does not bind */
 	memset(&s6, 0, sizeof(s6));
 	s6.sin6_family = AF_UNIX;
