@@ -350,8 +350,6 @@ rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct socka
 	p = droce_rcm_id_of(id);
 	if (!droce_rcm_sa_to_gid(dst_addr, dgid))
 		return ERR(EAFNOSUPPORT);
-	if (droce_rcm_sa_is_any(dst_addr))
-		return ERR(EINVAL);
 	if (src_addr && src_addr->sa_family != dst_addr->sa_family &&
 	    !droce_rcm_sa_is_any(src_addr))
 		return ERR(EINVAL);
@@ -375,13 +373,16 @@ rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct socka
 			return ERR(rc);
 		}
 	}
-	loop = droce_rcm_sa_is_loopback(dst_addr) && droce_rcm_port_of_gid(dgid, NULL) < 0;
+	loop = droce_rcm_sa_is_any(dst_addr);
 	if (loop) {
-		/* the kernel's cma_resolve_loopback: an id not on a device yet
-		 * takes the first port whose link is up (else the first port)
-		 * and its GID index 0 (cma_bind_loopback, which also makes the
-		 * id's source address the loopback one); the destination GID
-		 * is the source GID: a connection to this port itself */
+		/* the kernel's cma_resolve_loopback, for a wildcard or loopback
+		 * destination: an id not on a device yet takes the first port
+		 * whose link is up (else the first port) and its GID index 0
+		 * (cma_bind_loopback, which also makes the id's source address
+		 * the loopback one); the destination GID is the source GID: a
+		 * connection to this port itself.  (The kernel's RoCE route
+		 * resolution then fails, ENODEV: a loopback-bound id has no
+		 * netdev; droce's resolves, and the connection works.) */
 		port = p->port >= 0 ? p->port : loopback_port();
 		if (port < 0) {
 			pthread_mutex_unlock(&droce_rcm_lock);

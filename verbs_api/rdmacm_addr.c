@@ -203,6 +203,8 @@ droce_rcm_gid_to_sa(const uint8_t gid[16], uint16_t port, struct sockaddr_storag
 bool
 droce_rcm_sa_is_any(const struct sockaddr *sa)
 {
+	if (droce_rcm_sa_is_loopback(sa))
+		return true;
 	if (sa->sa_family == AF_INET)
 		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY);
 	if (sa->sa_family == AF_INET6)
@@ -384,14 +386,8 @@ droce_rcm_bind_locked(struct droce_rcm_id *p, const struct sockaddr *addr)
 	if (!droce_rcm_sa_is_any(addr)) {
 		droce_rcm_sa_to_gid(addr, gid);
 		dev = droce_rcm_port_of_gid(gid, NULL);
-		/* the kernel's answers (cma.c rdma_bind_addr): an address of
-		 * no interface is EADDRNOTAVAIL (rdma_translate_ip); a
-		 * loopback address is lo's, which carries no RoCE GID, so no
-		 * port validates it (cma_acquire_dev_by_src_ip): ENODEV.
-		 * libfabric's verbs provider binds "localhost" to probe and
-		 * takes either as "no device there" */
 		if (dev < 0)
-			return droce_rcm_sa_is_loopback(addr) ? ENODEV : EADDRNOTAVAIL;
+			return EADDRNOTAVAIL;
 	}
 	if (port == 0) {
 		unsigned int range = DROCE_RCM_EPHEMERAL_HI - DROCE_RCM_EPHEMERAL_LO + 1;

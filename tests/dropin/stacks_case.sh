@@ -319,6 +319,10 @@ fi_info)
 	;;
 fi_pingpong_dgram) fi_pair verbs dgram -I 200 -S 1024 -c ;;
 fi_pingpong_rxd) fi_pair "verbs;ofi_rxd" rdm -I 200 -S 4096 -c ;;
+# MSG endpoints and ofi_rxm over them: the provider binds "localhost" to
+# find its device, which binds as the wildcard (the kernel's cma_any_addr)
+fi_pingpong_msg) fi_pair verbs msg -I 200 -S 4096 -c ;;
+fi_pingpong_rxm) fi_pair "verbs;ofi_rxm" rdm -I 200 -S 4096 -c ;;
 mpi_ucx) mpi_pair -l 8 -n 2000 -s 65536 -w 16 -m 100 ;;
 mpi_ucx_large) mpi_pair -l 65536 -n 500 -s 1048576 -w 4 -m 20 ;;
 fio_write) fio_pair write 64k 16 16 64 ;;

@@ -6,8 +6,9 @@
  * accept, reject with private data, a port nobody listens on, a listener
  * bound to another address, the listen backlog, disconnect from either
  * side, a QP-less id (CONNECT_RESPONSE + rdma_establish), RDMA_PS_UDP with
- * SIDR, a loopback destination (the kernel's cma_resolve_loopback), and
- * the CM's MADs lost, duplicated and delayed on the impaired link.
+ * SIDR, a loopback destination (the kernel's cma_resolve_loopback), a
+ * listener bound to 127.0.0.1 (the kernel's cma_any_addr), and the CM's
+ * MADs lost, duplicated and delayed on the impaired link.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -451,8 +452,31 @@ Test(rdmacm_conn, loopback_destination_connects_to_own_port)
 	send_check(s, c, "and back");
 
 	cr_assert_eq(rdma_disconnect(c), 0);
-	rcm_expect(cch, RDMA_CM_EVENT_DISCONNECTED, 10000, false);
 	rcm_expect(sch, RDMA_CM_EVENT_DISCONNECTED, 10000, false);
+	cr_assert_eq(rdma_disconnect(s), 0);
+	rcm_expect(cch, RDMA_CM_EVENT_DISCONNECTED, 10000, false);
+	teardown(c);
+	teardown(s);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(cch);
+	rdma_destroy_event_channel(sch);
+}
+
+/* A listener bound to 127.0.0.1 hears every address (the kernel's
+ * cma_any_addr): a client of droce1's address 198.18.0.2 is accepted on
+ * droce1, as by a wildcard listener. */
+Test(rdmacm_conn, listener_on_loopback_hears_every_address)
+{
+	struct rdma_event_channel *cch = rdma_create_event_channel();
+	struct rdma_event_channel *sch = rdma_create_event_channel();
+	struct rdma_cm_id *l = listener(sch, "127.0.0.1", 7504, RDMA_PS_TCP, 4);
+	struct rdma_cm_id *c = client(cch, 7504, RDMA_PS_TCP, true);
+	struct rdma_cm_id *s;
+
+	cr_assert_null(l->verbs, "a loopback listener is on no device");
+	connect_default(c, NULL, 0);
+	s = accept_one(cch, sch, l, c);
+	send_check(c, s, "heard");
 	teardown(c);
 	teardown(s);
 	rdma_destroy_id(l);
