@@ -329,8 +329,8 @@ fio_write) fio_pair write 64k 16 16 64 ;;
 fio_write_4k) fio_pair write 4k 1 1 8 ;;
 fio_read) fio_pair read 64k 16 16 64 ;;
 fio_read_1m) fio_pair read 1m 4 4 64 ;;
-fio_send_verify) fio_pair send 64k 16 64 64 --verify=crc32c ;;
-fio_send_verify_4k) fio_pair send 4k 4 64 8 --verify=crc32c ;;
+fio_send_verify) fio_pair send 64k 16 512 64 --verify=crc32c ;;
+fio_send_verify_4k) fio_pair send 4k 4 512 8 --verify=crc32c ;;
 fio_verify_detects)
 	# the server's check is real: blocks without fio's verify headers
 	# (the client not verifying) fail the server job
