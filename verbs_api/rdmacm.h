@@ -177,7 +177,7 @@ void droce_rcm_gid_to_sa(const uint8_t gid[16], uint16_t port, struct sockaddr_s
  * address, libfabric's verbs provider binds "localhost" that way), and
  * resolving one as a destination is cma_resolve_loopback. */
 bool droce_rcm_sa_is_any(const struct sockaddr *sa);
-/* 127.0.0.0/8, ::1 or ::ffff:127.0.0.0/104 */
+/* 127.0.0.0/8 or ::1 (the kernel's cma_loopback_addr) */
 bool droce_rcm_sa_is_loopback(const struct sockaddr *sa);
 socklen_t droce_rcm_sa_len(const struct sockaddr *sa);
 uint16_t droce_rcm_sa_port(const struct sockaddr *sa); /* host order */

@@ -222,7 +222,7 @@ droce_rcm_sa_is_loopback(const struct sockaddr *sa)
 	if (sa->sa_family != AF_INET6)
 		return false;
 	a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
-	return IN6_IS_ADDR_LOOPBACK(a6) || (IN6_IS_ADDR_V4MAPPED(a6) && a6->s6_addr[12] == 127);
+	return IN6_IS_ADDR_LOOPBACK(a6); /* ipv6_addr_loopback: ::1 only */
 }
 
 socklen_t
