@@ -307,6 +307,34 @@ pick_sgid(int port, const uint8_t dgid[16], uint8_t sgid[16])
 	return -1;
 }
 
+/* cma_bind_loopback's choice: the first port whose link is up, else the
+ * first port; -1 with no port */
+static int
+loopback_port(void)
+{
+	unsigned int n = droce_port_count();
+
+	for (unsigned int i = 0; i < n; i++) {
+		struct droce_port *dp = droce_port_get(i);
+
+		if (dp != NULL && droce_port_gid_count(dp) > 0 && droce_port_link_up(dp))
+			return (int)i;
+	}
+	if (n > 0 && droce_port_get(0) != NULL && droce_port_gid_count(droce_port_get(0)) > 0)
+		return 0;
+	return -1;
+}
+
+/* The kernel's cma_set_loopback: 127.0.0.1 or ::1, the port kept. */
+static void
+set_loopback(struct sockaddr *sa)
+{
+	if (sa->sa_family == AF_INET)
+		((struct sockaddr_in *)sa)->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	else if (sa->sa_family == AF_INET6)
+		((struct sockaddr_in6 *)sa)->sin6_addr = in6addr_loopback;
+}
+
 int
 rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct sockaddr *dst_addr,
 		  int timeout_ms)
@@ -315,14 +343,13 @@ rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct socka
 	uint8_t dgid[16], sgid[16];
 	struct rte_ether_addr mac;
 	int port, status = 0, rc;
+	bool loop;
 
 	if (id == NULL || dst_addr == NULL)
 		return ERR(EINVAL);
 	p = droce_rcm_id_of(id);
 	if (!droce_rcm_sa_to_gid(dst_addr, dgid))
 		return ERR(EAFNOSUPPORT);
-	if (droce_rcm_sa_is_any(dst_addr))
-		return ERR(EINVAL);
 	if (src_addr && src_addr->sa_family != dst_addr->sa_family &&
 	    !droce_rcm_sa_is_any(src_addr))
 		return ERR(EINVAL);
@@ -346,14 +373,39 @@ rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct socka
 			return ERR(rc);
 		}
 	}
-	port = droce_rcm_route(dgid, p->port);
+	loop = droce_rcm_sa_is_any(dst_addr);
+	if (loop) {
+		/* the kernel's cma_resolve_loopback, for a wildcard or loopback
+		 * destination: an id not on a device yet takes the first port
+		 * whose link is up (else the first port) and its GID index 0
+		 * (cma_bind_loopback, which also makes the id's source address
+		 * the loopback one); the destination GID is the source GID: a
+		 * connection to this port itself.  (The kernel's RoCE route
+		 * resolution then fails, ENODEV: a loopback-bound id has no
+		 * netdev; droce's resolves, and the connection works.) */
+		port = p->port >= 0 ? p->port : loopback_port();
+		if (port < 0) {
+			pthread_mutex_unlock(&droce_rcm_lock);
+			return ERR(ENODEV);
+		}
+		if (p->port >= 0) {
+			memcpy(sgid, p->id.route.addr.addr.ibaddr.sgid.raw, 16);
+		} else {
+			struct droce_port *dp = droce_port_get((unsigned int)port);
+
+			memcpy(sgid, droce_port_gid(dp, 0), 16);
+		}
+		memcpy(dgid, sgid, 16);
+	} else {
+		port = droce_rcm_route(dgid, p->port);
+	}
 	memset(&p->id.route.addr.dst_storage, 0, sizeof(p->id.route.addr.dst_storage));
 	memcpy(&p->id.route.addr.dst_storage, dst_addr, droce_rcm_sa_len(dst_addr));
 	pthread_mutex_unlock(&droce_rcm_lock);
 
 	if (port < 0) {
 		status = -ENETUNREACH;
-	} else if (p->port < 0 && pick_sgid(port, dgid, sgid) < 0) {
+	} else if (p->port < 0 && !loop && pick_sgid(port, dgid, sgid) < 0) {
 		status = -EADDRNOTAVAIL;
 	} else if (droce_rcm_dev_get((unsigned int)port, &p->id.verbs, &p->id.pd) != 0) {
 		status = -ENODEV;
@@ -387,9 +439,14 @@ rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct socka
 		if (p->port < 0) {
 			p->port = port;
 			memcpy(p->id.route.addr.addr.ibaddr.sgid.raw, sgid, 16);
-			/* the wildcard binding becomes the chosen address */
-			droce_rcm_gid_to_sa(sgid, droce_rcm_sa_port(&p->id.route.addr.src_addr),
-					    &p->id.route.addr.src_storage);
+			/* the wildcard binding becomes the chosen address (the
+			 * loopback one for a loopback destination, as the
+			 * kernel's cma_set_loopback) */
+			if (loop)
+				set_loopback(&p->id.route.addr.src_addr);
+			else
+				droce_rcm_gid_to_sa(sgid, droce_rcm_sa_port(&p->id.route.addr.src_addr),
+						    &p->id.route.addr.src_storage);
 		}
 		memcpy(p->id.route.addr.addr.ibaddr.dgid.raw, dgid, 16);
 		p->id.port_num = DROCE_VERBS_PORT_NUM;

@@ -172,7 +172,13 @@ uint8_t droce_rcm_max_rd_atomic(void);
 bool droce_rcm_sa_to_gid(const struct sockaddr *sa, uint8_t gid[16]);
 /* Fills a sockaddr (AF_INET for an IPv4-mapped GID) with @gid and @port (host order). */
 void droce_rcm_gid_to_sa(const uint8_t gid[16], uint16_t port, struct sockaddr_storage *out);
+/* The wildcard or a loopback address, as the kernel's cma_any_addr: binding
+ * one puts the id on no device (a listener on 127.0.0.1 hears every
+ * address, libfabric's verbs provider binds "localhost" that way), and
+ * resolving one as a destination is cma_resolve_loopback. */
 bool droce_rcm_sa_is_any(const struct sockaddr *sa);
+/* 127.0.0.0/8 or ::1 (the kernel's cma_loopback_addr) */
+bool droce_rcm_sa_is_loopback(const struct sockaddr *sa);
 socklen_t droce_rcm_sa_len(const struct sockaddr *sa);
 uint16_t droce_rcm_sa_port(const struct sockaddr *sa); /* host order */
 void droce_rcm_sa_set_port(struct sockaddr *sa, uint16_t port);

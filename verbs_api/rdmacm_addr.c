@@ -203,11 +203,26 @@ droce_rcm_gid_to_sa(const uint8_t gid[16], uint16_t port, struct sockaddr_storag
 bool
 droce_rcm_sa_is_any(const struct sockaddr *sa)
 {
+	if (droce_rcm_sa_is_loopback(sa))
+		return true;
 	if (sa->sa_family == AF_INET)
 		return ((const struct sockaddr_in *)sa)->sin_addr.s_addr == htonl(INADDR_ANY);
 	if (sa->sa_family == AF_INET6)
 		return IN6_IS_ADDR_UNSPECIFIED(&((const struct sockaddr_in6 *)sa)->sin6_addr);
 	return false;
+}
+
+bool
+droce_rcm_sa_is_loopback(const struct sockaddr *sa)
+{
+	const struct in6_addr *a6;
+
+	if (sa->sa_family == AF_INET)
+		return (ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr) >> 24) == 127;
+	if (sa->sa_family != AF_INET6)
+		return false;
+	a6 = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+	return IN6_IS_ADDR_LOOPBACK(a6); /* ipv6_addr_loopback: ::1 only */
 }
 
 socklen_t

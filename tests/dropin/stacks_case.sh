@@ -138,6 +138,123 @@ fi_pair() {
 	grep -aqE '^[0-9]+[kmg]? +([0-9]+) +=\1 ' "$tmp/client.log" || fail "acks differ from sends"
 }
 
+# ---- fio ----
+
+# fio's rdma engine (fio 3.33 engines/rdma.c): the side with rw=read is
+# the server (rdma_listen on INADDR_ANY:PORT, whatever --verb says), the
+# side with rw=write the client, which does the verb: RDMA WRITEs into or
+# READs from the server's io_u buffers (the server only waits for the
+# client's end message), or SENDs into the server's posted receives.
+# Both sides wait in ibv_get_cq_event.  Only SEND moves fio's own blocks,
+# so only it can be verified: the client writes fio's verify headers
+# (--verify=crc32c), the server (a read job) checks every block it
+# receives.  fio connects with rnr_retry_count 0: a SEND that finds no
+# receive posted fails the client at once (RNR retry exceeded) on any RC
+# device, so as fio's source advises the receiving side is deeper.
+
+# fio_server / fio_client SECONDS ARGS...: fio under timeout with a kill
+# 5 s later (a job waiting in a verbs call outlives SIGTERM, as over the
+# kernel's uverbs: fio's handler has SA_RESTART).  --thread: fio's default
+# job processes call setsid(), so timeout's kill of its process group
+# would miss them and a failed cell would leave them behind; the forked
+# jobs run as well (docs/notes/stacks.md).  In $tmp: a fio that is ended
+# leaves its verify state file in its working directory.
+fio_server() {
+	local t=$1
+	shift
+	(cd "$tmp" && exec timeout -k 5 "$t" "$run" --config "$tmp/server.ini" fio --name=srv \
+		--ioengine=rdma --thread --port="$fio_port" --rw=read "$@") >"$tmp/server.log" 2>&1 &
+	srv_pid=$!
+}
+fio_client() { # its exit status
+	local t=$1
+	shift
+	(cd "$tmp" && exec timeout -k 5 "$t" "$run" --config "$tmp/client.ini" fio --name=cli \
+		--ioengine=rdma --thread --hostname=198.18.0.1 --port="$fio_port" --rw=write "$@") \
+		>"$tmp/client.log" 2>&1
+}
+# fio_wait_listen: until the server printed that it listens (30 s at most)
+fio_wait_listen() {
+	local i
+	for i in $(seq 1 300); do
+		grep -aq "fio: waiting for connection" "$tmp/server.log" && return 0
+		kill -0 "$srv_pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+# fio_issued LOG R W: fio's "issued rwts" line says R reads and W writes
+fio_issued() {
+	grep -aq "issued rwts: total=$2,$3,0,0 short=0,0,0,0" "$1" ||
+		fail "$(basename "$1"): not $2 reads, $3 writes: $(grep -a 'issued rwts' "$1")"
+}
+fio_port=$((19100 + $$ % 500))
+
+# fio_pair VERB BS CLIENT_DEPTH SERVER_DEPTH SIZE_MIB [fio options for both]
+fio_pair() {
+	local verb=$1 bs=$2 cqd=$3 sqd=$4 mib=$5 crc n
+	shift 5
+	need fio
+	n=$((mib * 1024 * 1024 / $(numfmt --from=iec "${bs^^}")))
+	fio_server 120 --bs="$bs" --iodepth="$sqd" --size="${mib}m" "$@"
+	fio_wait_listen || fail "fio server never listened"
+	fio_client 120 --bs="$bs" --iodepth="$cqd" --size="${mib}m" --verb="$verb" "$@"
+	crc=$?
+	server_status || fail "fio server exited $?"
+	[ $crc = 0 ] || fail "fio client exited $crc"
+	grep -aq "cli: (groupid=0, jobs=1): err= 0" "$tmp/client.log" || fail "client job error"
+	grep -aq "srv: (groupid=0, jobs=1): err= 0" "$tmp/server.log" || fail "server job error"
+	grep -aqE "completion status|verify:" "$tmp/client.log" "$tmp/server.log" && fail "error completion or verify failure"
+	fio_issued "$tmp/client.log" 0 "$n"
+	# SEND: every block arrived in one of the server's receives
+	[ "$verb" = send ] && fio_issued "$tmp/server.log" "$n" 0
+	grep -a "WRITE: bw=" "$tmp/client.log"
+	[ "$verb" = send ] && grep -a "READ: bw=" "$tmp/server.log"
+	return 0
+}
+
+# ---- Open MPI ----
+
+# mpi_pair ARGS...: tests/dropin/mpi_pingpong.c (built here with mpicc) as
+# two ranks in mpirun's MPMD form, one per droce process (rank 0 on the
+# memif server's config, rank 1 on the client's), pml ucx over
+# rc_verbs/ud_verbs on droce0:1 and no shared memory (UCX_TLS without
+# sm/posix/cma; "self" only for a rank's messages to itself; btl self).
+# Open MPI's pml ucx takes only Mellanox devices unless told otherwise
+# (pml_ucx_devices, pml_ucx_tls: "any").  UCX's info lines show the
+# transport each endpoint chose; the program checks every byte.
+mpi_pair() {
+	local root= rc try
+	need mpirun mpicc
+	[ "$(id -u)" = 0 ] && root=--allow-run-as-root
+	mpicc -O2 -o "$tmp/mpi_pingpong" "$(dirname "$0")/mpi_pingpong.c" 2>"$tmp/mpicc.log" ||
+		fail "mpicc failed"
+	# as ucx_pair: a port still down when UCX looked at it ("no usable
+	# transports") runs once more, nothing else does
+	for try in 1 2; do
+		rm -f "$tmp/memif.sock"
+		timeout -k 5 150 mpirun $root --oversubscribe --mca pml ucx --mca pml_ucx_tls any \
+			--mca pml_ucx_devices any --mca btl self \
+			-x UCX_TLS=self,rc_verbs,ud_verbs -x UCX_NET_DEVICES=droce0:1 \
+			-x UCX_WARN_UNUSED_ENV_VARS=n -x UCX_LOG_LEVEL=info \
+			-np 1 "$run" --config "$tmp/server.ini" "$tmp/mpi_pingpong" "$@" : \
+			-np 1 "$run" --config "$tmp/client.ini" "$tmp/mpi_pingpong" "$@" >"$tmp/mpirun.log" 2>&1
+		rc=$?
+		[ $rc = 0 ] && break
+		grep -aq "no usable transports" "$tmp/mpirun.log" || break
+		echo "try $try: a port was still down when UCX looked at it: again"
+	done
+	[ $rc = 0 ] || fail "mpirun exited $rc"
+	grep -aq "^bad 0$" "$tmp/mpirun.log" || fail "corrupt bytes or no check"
+	grep -aqE "^pingpong [0-9]+ [0-9]+ [0-9.]*[1-9]" "$tmp/mpirun.log" || fail "no ping-pong figure"
+	grep -aqE "^bw [0-9]+ [0-9]+ [0-9]+ [0-9.]*[1-9]" "$tmp/mpirun.log" || fail "no bandwidth figure"
+	# the ranks' endpoint to each other is droce's rc_verbs (UCX prints
+	# one ep_cfg line per endpoint configuration)
+	grep -aE "ep_cfg\[[0-9]+\]: tag\(rc_verbs/droce0:1\)" "$tmp/mpirun.log" | head -1 | grep -q . ||
+		fail "the ranks did not connect over rc_verbs/droce0:1"
+	grep -aE "^(pingpong|bw|bad) " "$tmp/mpirun.log"
+}
+
 case $case_ in
 ucx_info)
 	# UCX lists droce's devices with rc_verbs and ud_verbs (the embedded
@@ -202,6 +319,36 @@ fi_info)
 	;;
 fi_pingpong_dgram) fi_pair verbs dgram -I 200 -S 1024 -c ;;
 fi_pingpong_rxd) fi_pair "verbs;ofi_rxd" rdm -I 200 -S 4096 -c ;;
+# MSG endpoints and ofi_rxm over them: the provider binds "localhost" to
+# find its device, which binds as the wildcard (the kernel's cma_any_addr)
+fi_pingpong_msg) fi_pair verbs msg -I 200 -S 4096 -c ;;
+fi_pingpong_rxm) fi_pair "verbs;ofi_rxm" rdm -I 200 -S 4096 -c ;;
+mpi_ucx) mpi_pair -l 8 -n 2000 -s 65536 -w 16 -m 100 ;;
+mpi_ucx_large) mpi_pair -l 65536 -n 500 -s 1048576 -w 4 -m 20 ;;
+fio_write) fio_pair write 64k 16 16 64 ;;
+fio_write_4k) fio_pair write 4k 1 1 8 ;;
+fio_read) fio_pair read 64k 16 16 64 ;;
+fio_read_1m) fio_pair read 1m 4 4 64 ;;
+fio_send_verify) fio_pair send 64k 16 512 64 --verify=crc32c ;;
+fio_send_verify_4k) fio_pair send 4k 4 512 8 --verify=crc32c ;;
+fio_verify_detects)
+	# the server's check is real: blocks without fio's verify headers
+	# (the client not verifying) fail the server job
+	need fio
+	fio_server 60 --bs=64k --iodepth=64 --size=8m --verify=crc32c
+	fio_wait_listen || fail "fio server never listened"
+	(cd "$tmp" && exec timeout -k 5 60 "$run" --config "$tmp/client.ini" fio --name=cli \
+		--ioengine=rdma --thread --hostname=198.18.0.1 --port="$fio_port" --rw=write \
+		--bs=64k --iodepth=16 --size=8m --verb=send) >"$tmp/client.log" 2>&1 &
+	cli_pid=$!
+	server_status && fail "the server accepted blocks without verify headers"
+	grep -aq "verify: bad magic header" "$tmp/server.log" || fail "no verify failure reported"
+	grep -a -m1 "verify: bad magic header" "$tmp/server.log"
+	# fio's client then waits for completions that never come (fio
+	# loops on a failed completion): end it
+	kill "$cli_pid" 2>/dev/null
+	wait "$cli_pid"
+	;;
 *)
 	echo "unknown case $case_" >&2
 	exit 2

@@ -203,6 +203,34 @@ Test(rdmacm_api, bind_ephemeral_inuse_notavail)
 	errno = 0;
 	cr_assert_eq(rdma_bind_addr(c, (struct sockaddr *)&s), -1);
 	cr_assert_eq(errno, EADDRNOTAVAIL);
+	/* a loopback address binds as the wildcard does (the kernel's
+	 * cma_any_addr): no device, the address kept, and the port it takes
+	 * overlaps every address's (libfabric binds "localhost") */
+	{
+		struct rdma_cm_id *lo, *lo6, *other;
+
+		cr_assert_eq(rdma_create_id(ch, &lo, NULL, RDMA_PS_TCP), 0);
+		cr_assert_eq(rdma_create_id(ch, &lo6, NULL, RDMA_PS_TCP), 0);
+		cr_assert_eq(rdma_create_id(ch, &other, NULL, RDMA_PS_TCP), 0);
+		s = rcm_sin("127.0.0.1", 5002);
+		cr_assert_eq(rdma_bind_addr(lo, (struct sockaddr *)&s), 0, "%s", strerror(errno));
+		cr_assert_null(lo->verbs, "on no device");
+		cr_assert_eq(((struct sockaddr_in *)rdma_get_local_addr(lo))->sin_addr.s_addr,
+			     inet_addr("127.0.0.1"));
+		s = rcm_sin(RCM_ADDR0, 5002);
+		errno = 0;
+		cr_assert_eq(rdma_bind_addr(other, (struct sockaddr *)&s), -1);
+		cr_assert_eq(errno, EADDRINUSE, "a loopback binding takes the port everywhere");
+		memset(&s6, 0, sizeof(s6));
+		s6.sin6_family = AF_INET6;
+		s6.sin6_addr = in6addr_loopback;
+		s6.sin6_port = htons(5003);
+		cr_assert_eq(rdma_bind_addr(lo6, (struct sockaddr *)&s6), 0, "%s", strerror(errno));
+		cr_assert_null(lo6->verbs);
+		rdma_destroy_id(lo);
+		rdma_destroy_id(lo6);
+		rdma_destroy_id(other);
+	}
 	/* a family rdma_cm does not bind */
 	memset(&s6, 0, sizeof(s6));
 	s6.sin6_family = AF_UNIX;

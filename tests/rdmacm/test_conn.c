@@ -6,7 +6,9 @@
  * accept, reject with private data, a port nobody listens on, a listener
  * bound to another address, the listen backlog, disconnect from either
  * side, a QP-less id (CONNECT_RESPONSE + rdma_establish), RDMA_PS_UDP with
- * SIDR, and the CM's MADs lost, duplicated and delayed on the impaired link.
+ * SIDR, a loopback destination (the kernel's cma_resolve_loopback), a
+ * listener bound to 127.0.0.1 (the kernel's cma_any_addr), and the CM's
+ * MADs lost, duplicated and delayed on the impaired link.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -396,6 +398,87 @@ Test(rdmacm_conn, listener_on_another_address_rejects)
 	rdma_ack_cm_event(ev);
 	cr_assert_null(rcm_wait_event(sch, 200), "the listener saw nothing");
 	teardown(c);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(cch);
+	rdma_destroy_event_channel(sch);
+}
+
+/* A loopback destination, as the kernel's cma_resolve_loopback: the id
+ * takes the first port whose link is up (droce0) and its GID 0, the
+ * destination GID is that GID, the source address becomes 127.0.0.1; a
+ * wildcard listener on the same process takes the connection on droce0,
+ * and data moves both ways over the port's own loop. */
+Test(rdmacm_conn, loopback_destination_connects_to_own_port)
+{
+	struct rdma_event_channel *cch = rdma_create_event_channel();
+	struct rdma_event_channel *sch = rdma_create_event_channel();
+	struct rdma_cm_id *l = listener(sch, "0.0.0.0", 7503, RDMA_PS_TCP, 4);
+	struct sockaddr_in d = rcm_sin("127.0.0.1", 7503);
+	struct rdma_conn_param cp;
+	struct rdma_cm_event *ev;
+	struct rdma_cm_id *c, *s;
+	union ibv_gid g0;
+
+	cr_assert_eq(rdma_create_id(cch, &c, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_resolve_addr(c, NULL, (struct sockaddr *)&d, 2000), 0);
+	rcm_expect(cch, RDMA_CM_EVENT_ADDR_RESOLVED, 5000, false);
+	cr_assert_str_eq(ibv_get_device_name(c->verbs->device), "droce0");
+	cr_assert_eq(ibv_query_gid(c->verbs, 1, 0, &g0), 0);
+	cr_assert_arr_eq(c->route.addr.addr.ibaddr.sgid.raw, g0.raw, 16, "GID index 0");
+	cr_assert_arr_eq(c->route.addr.addr.ibaddr.dgid.raw, g0.raw, 16, "dgid = sgid");
+	cr_assert_eq(((struct sockaddr_in *)rdma_get_local_addr(c))->sin_addr.s_addr,
+		     inet_addr("127.0.0.1"), "the source address is the loopback one");
+	cr_assert_eq(((struct sockaddr_in *)rdma_get_peer_addr(c))->sin_addr.s_addr,
+		     inet_addr("127.0.0.1"));
+	cr_assert_eq(rdma_resolve_route(c, 2000), 0);
+	rcm_expect(cch, RDMA_CM_EVENT_ROUTE_RESOLVED, 5000, false);
+	make_qp(c, IBV_QPT_RC);
+	connect_default(c, "lo", 2);
+
+	ev = rcm_expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST, 10000, true);
+	cr_assert_eq(ev->listen_id, l);
+	s = ev->id;
+	cr_assert_str_eq(ibv_get_device_name(s->verbs->device), "droce0", "the same port");
+	cr_assert_arr_eq(ev->param.conn.private_data, "lo", 2);
+	rdma_ack_cm_event(ev);
+	make_qp(s, IBV_QPT_RC);
+	memset(&cp, 0, sizeof(cp));
+	cp.responder_resources = 1;
+	cp.initiator_depth = 1;
+	cr_assert_eq(rdma_accept(s, &cp), 0, "rdma_accept: %s", strerror(errno));
+	rcm_expect(cch, RDMA_CM_EVENT_ESTABLISHED, 10000, false);
+	rcm_expect(sch, RDMA_CM_EVENT_ESTABLISHED, 10000, false);
+	send_check(c, s, "to myself");
+	send_check(s, c, "and back");
+
+	cr_assert_eq(rdma_disconnect(c), 0);
+	rcm_expect(sch, RDMA_CM_EVENT_DISCONNECTED, 10000, false);
+	cr_assert_eq(rdma_disconnect(s), 0);
+	rcm_expect(cch, RDMA_CM_EVENT_DISCONNECTED, 10000, false);
+	teardown(c);
+	teardown(s);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(cch);
+	rdma_destroy_event_channel(sch);
+}
+
+/* A listener bound to 127.0.0.1 hears every address (the kernel's
+ * cma_any_addr): a client of droce1's address 198.18.0.2 is accepted on
+ * droce1, as by a wildcard listener. */
+Test(rdmacm_conn, listener_on_loopback_hears_every_address)
+{
+	struct rdma_event_channel *cch = rdma_create_event_channel();
+	struct rdma_event_channel *sch = rdma_create_event_channel();
+	struct rdma_cm_id *l = listener(sch, "127.0.0.1", 7504, RDMA_PS_TCP, 4);
+	struct rdma_cm_id *c = client(cch, 7504, RDMA_PS_TCP, true);
+	struct rdma_cm_id *s;
+
+	cr_assert_null(l->verbs, "a loopback listener is on no device");
+	connect_default(c, NULL, 0);
+	s = accept_one(cch, sch, l, c);
+	send_check(c, s, "heard");
+	teardown(c);
+	teardown(s);
 	rdma_destroy_id(l);
 	rdma_destroy_event_channel(cch);
 	rdma_destroy_event_channel(sch);
