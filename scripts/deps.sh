@@ -17,6 +17,8 @@ PKGS=(
   # programs and libraries whose every object must load on droce's
   # libraries (suite abi, issue 22): rdma-core's pyverbs, libfabric, UCX, fio
   python3-pyverbs libfabric1 libfabric-bin libucx0 ucx-utils fio
+  # Open MPI over UCX on droce (dropin mpi_ucx cells: mpirun, mpicc)
+  openmpi-bin libopenmpi-dev
   # TCP programs run over rsockets with librspreload (dropin rspreload_*)
   iperf3 sockperf
 )
