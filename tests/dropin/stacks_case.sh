@@ -157,7 +157,7 @@ fi_pair() {
 # kernel's uverbs: fio's handler has SA_RESTART).  --thread: fio's default
 # job processes call setsid(), so timeout's kill of its process group
 # would miss them and a failed cell would leave them behind; the forked
-# jobs run as well (docs/notes/stacks.md).  In $tmp: a fio that is ended
+# jobs run as well (docs/running-programs.md, "fio, Open MPI and libfabric MSG endpoints").  In $tmp: a fio that is ended
 # leaves its verify state file in its working directory.
 fio_server() {
 	local t=$1
