@@ -593,6 +593,8 @@ ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 	RTE_SET_USED(attr_mask); /* everything is cheap: fill it all */
 	if (q == NULL || attr == NULL || init_attr == NULL)
 		return EINVAL;
+	if (q->rss_tab != NULL)
+		return EOPNOTSUPP; /* as mlx5: an RX hash QP has nothing to query */
 	pthread_mutex_lock(&q->lock);
 	*attr = q->attr;
 	pthread_mutex_unlock(&q->lock);
@@ -783,7 +785,7 @@ ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 	if (q == NULL || attr == NULL || (attr_mask & ~KNOWN_MASK))
 		return EINVAL;
 	if (q->rss_tab != NULL)
-		return ENOSYS; /* an RX hash QP has no state (mlx5's answer) */
+		return EOPNOTSUPP; /* an RX hash QP has no state (as mlx5) */
 	pthread_mutex_lock(&q->lock);
 	cur = (enum ibv_qp_state)droce_vqp_state(q);
 	if ((attr_mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur) {

@@ -8,7 +8,7 @@
  * WQ's, one send slot never used): RESET / RDY / ERR are the QP's RESET,
  * RTR (through INIT) and ERR, posting is the QP's post_recv.  A table is an
  * array of WQs.  An RX hash QP is a RAW_PACKET QP that takes no work request
- * and no state change; its flows (verbs_api/flow.c) are dataplane RSS rules
+ * (EINVAL), modify or query (EOPNOTSUPP, as mlx5); its flows (verbs_api/flow.c) are dataplane RSS rules
  * (dataplane/flow.c: the frame goes to table[toeplitz(fields) & (size - 1)]).
  * Lifetimes: a flow holds its QP (ibv_destroy_qp: EBUSY), an RX hash QP its
  * table (ibv_destroy_rwq_ind_table: EBUSY), a table its WQs

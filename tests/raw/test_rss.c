@@ -5,7 +5,7 @@
  * verification values for the standard key, then droce's hash against it
  * (IPv4, IPv6, ports), and each frame sent must arrive intact on the WQ
  * table[hash & (size - 1)] says.  Then the errno cases (EBUSY while a table /
- * QP / flow holds the object, EINVAL, EOPNOTSUPP, ENOSYS), the WQ states
+ * QP / flow holds the object, EINVAL, EOPNOTSUPP), the WQ states
  * (ERR flushes) and query_device_ex's rss_caps.
  */
 #include <arpa/inet.h>
@@ -369,7 +369,12 @@ Test(rss, errors_and_states)
 	/* receive only, no state */
 	cr_assert_eq(ibv_post_send(qp, &sw, &sbad), EINVAL);
 	cr_assert_eq(ibv_post_recv(qp, &rw, &rbad), EINVAL);
-	cr_assert_eq(ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PORT), ENOSYS);
+	cr_assert_eq(ibv_modify_qp(qp, &qa, IBV_QP_STATE | IBV_QP_PORT), EOPNOTSUPP);
+	{
+		struct ibv_qp_init_attr qi;
+
+		cr_assert_eq(ibv_query_qp(qp, &qa, IBV_QP_STATE, &qi), EOPNOTSUPP);
+	}
 	/* WQ states: RDY takes receives, ERR flushes them, RESET back */
 	cr_assert_eq(wq_state(wqs[1], IBV_WQS_RDY), 0);
 	cr_assert_eq(wq_post(1, 0), 0);
