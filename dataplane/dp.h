@@ -735,6 +735,46 @@ struct droce_flow;
 struct droce_flow *droce_flow_create(unsigned int port, struct droce_qp *qp,
 				     enum droce_flow_kind kind, uint16_t priority,
 				     const struct droce_flow_spec *spec);
+/*
+ * Receive-side scaling (ibv_create_qp_ex with RX hash): a rule whose frames go
+ * to qp[toeplitz(fields) & (n - 1)] instead of one QP.  @fields is a mask of
+ * DROCE_RSS_* (the values of rdma-core's IBV_RX_HASH_*): IPv4 or IPv6
+ * addresses, TCP or UDP ports, hashed in the order source address,
+ * destination address, source port, destination port (the Microsoft RSS
+ * input); a frame without the selected headers hashes over what it has (an
+ * empty input hashes to 0).  @n is a power of two, the QPs RAW_PACKET QPs of
+ * the rule's port; the caller keeps them alive while the rule is.
+ */
+enum {
+	DROCE_RSS_SRC_IPV4 = 1u << 0,
+	DROCE_RSS_DST_IPV4 = 1u << 1,
+	DROCE_RSS_SRC_IPV6 = 1u << 2,
+	DROCE_RSS_DST_IPV6 = 1u << 3,
+	DROCE_RSS_SRC_PORT_TCP = 1u << 4,
+	DROCE_RSS_DST_PORT_TCP = 1u << 5,
+	DROCE_RSS_SRC_PORT_UDP = 1u << 6,
+	DROCE_RSS_DST_PORT_UDP = 1u << 7,
+};
+#define DROCE_RSS_FIELDS 0xffu
+#define DROCE_RSS_KEY_LEN 40u
+#define DROCE_RSS_MAX_LOG_TABLE 8u
+struct droce_rss_conf {
+	uint32_t fields;
+	uint8_t key[DROCE_RSS_KEY_LEN];
+	uint32_t n;
+	struct droce_qp *const *qp;
+};
+/* As droce_flow_create, the frames spread by @rss; @owner (a RAW_PACKET QP of
+ * @port) is the QP the rule counts against (droce_flow_count_qp).  EINVAL also
+ * for a bad @rss (fields of IPv4 and IPv6, of TCP and UDP, n not a power of two
+ * up to 1 << DROCE_RSS_MAX_LOG_TABLE, a QP not RAW_PACKET on @port). */
+struct droce_flow *droce_flow_create_rss(unsigned int port, struct droce_qp *owner,
+					 enum droce_flow_kind kind, uint16_t priority,
+					 const struct droce_flow_spec *spec,
+					 const struct droce_rss_conf *rss);
+/* The Toeplitz hash the RSS rules use, of the @len bytes of @frame (tests). */
+uint32_t droce_rss_hash_frame(const struct droce_rss_conf *rss, const uint8_t *frame,
+			      uint32_t len);
 /* Removes the rule and waits until no engine can still use it; frees it. */
 void droce_flow_destroy(struct droce_flow *f);
 /* Rules naming @qp (ibv_destroy_qp refuses while there are any). */

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include <rte_ip.h>
+#include <rte_thash.h>
 #include <rte_tcp.h>
 #include <rte_udp.h>
 
@@ -23,10 +24,22 @@
 #include "pmd_glue/port.h"
 #include "raw.h"
 
+/* An RSS rule's spread (immutable while the rule lives). */
+struct droce_flow_rss {
+	uint32_t fields;
+	uint32_t mask;                /* table size - 1 */
+	uint32_t key[DROCE_RSS_KEY_LEN / 4]; /* rte_convert_rss_key's form */
+	struct {
+		struct droce_qp *qp;
+		uint32_t qpn;
+	} t[];
+};
+
 struct droce_flow {
 	unsigned int port;
-	struct droce_qp *qp;
+	struct droce_qp *qp;          /* the target; an RSS rule: the QP it counts against */
 	uint32_t qpn;
+	struct droce_flow_rss *rss;   /* NULL: every frame to qp */
 	enum droce_flow_kind kind;
 	uint16_t priority;
 	uint64_t seq;                 /* creation order: older first among equals */
@@ -118,14 +131,107 @@ droce_own(const struct droce_raw_hdrs *h, const uint8_t *b)
 		       rte_cpu_to_be_16(DROCE_UDP_PORT);
 }
 
+/*
+ * The Toeplitz input of a frame for @fields, as 32-bit words in host order:
+ * source then destination address, then the ports as one word (source in the
+ * high half; a port not selected is left out, the one selected moves up: a
+ * word's trailing zero bits add nothing to the hash).  Returns the words used.
+ */
+static unsigned int
+rss_input(uint32_t fields, const uint8_t *b, const struct droce_raw_hdrs *h, uint32_t in[9])
+{
+	unsigned int n = 0;
+	uint32_t pf = 0;
+
+	if (h->ipv4 && (fields & (DROCE_RSS_SRC_IPV4 | DROCE_RSS_DST_IPV4))) {
+		const struct rte_ipv4_hdr *ip = (const struct rte_ipv4_hdr *)(b + h->l3_off);
+
+		if (fields & DROCE_RSS_SRC_IPV4)
+			in[n++] = rte_be_to_cpu_32(ip->src_addr);
+		if (fields & DROCE_RSS_DST_IPV4)
+			in[n++] = rte_be_to_cpu_32(ip->dst_addr);
+	} else if (h->ipv6 && (fields & (DROCE_RSS_SRC_IPV6 | DROCE_RSS_DST_IPV6))) {
+		const struct rte_ipv6_hdr *ip = (const struct rte_ipv6_hdr *)(b + h->l3_off);
+
+		for (unsigned int a = 0; a < 2; a++) {
+			const uint8_t *addr = a == 0 ? ip->src_addr : ip->dst_addr;
+
+			if (!(fields & (a == 0 ? DROCE_RSS_SRC_IPV6 : DROCE_RSS_DST_IPV6)))
+				continue;
+			for (unsigned int w = 0; w < 4; w++) {
+				uint32_t v;
+
+				memcpy(&v, addr + 4 * w, 4);
+				in[n++] = rte_be_to_cpu_32(v);
+			}
+		}
+	}
+	if (h->l4 == IPPROTO_TCP)
+		pf = fields & (DROCE_RSS_SRC_PORT_TCP | DROCE_RSS_DST_PORT_TCP);
+	else if (h->l4 == IPPROTO_UDP)
+		pf = (fields & (DROCE_RSS_SRC_PORT_UDP | DROCE_RSS_DST_PORT_UDP)) >> 2;
+	if (pf != 0) {
+		const rte_be16_t *ports = (const rte_be16_t *)(b + h->l4_off);
+		uint32_t w = 0, sh = 16;
+
+		if (pf & DROCE_RSS_SRC_PORT_TCP) {
+			w = (uint32_t)rte_be_to_cpu_16(ports[0]) << sh;
+			sh = 0;
+		}
+		if (pf & DROCE_RSS_DST_PORT_TCP)
+			w |= (uint32_t)rte_be_to_cpu_16(ports[1]) << sh;
+		in[n++] = w;
+	}
+	return n;
+}
+
+static uint32_t
+rss_hash(const struct droce_flow_rss *r, const uint8_t *b, const struct droce_raw_hdrs *h)
+{
+	uint32_t in[9];
+	unsigned int n = rss_input(r->fields, b, h, in);
+
+	return n == 0 ? 0 : rte_softrss_be(in, n, (const uint8_t *)r->key);
+}
+
 static void
 deliver(struct droce_engine *eng, struct droce_port *port, const struct droce_flow *f,
-	struct rte_mbuf *m)
+	struct rte_mbuf *m, const uint8_t *b, const struct droce_raw_hdrs *h)
 {
-	if (f->qp->eng == eng)
-		droce_raw_rx_lc(f->qp, m);
+	struct droce_qp *qp = f->qp;
+	uint32_t qpn = f->qpn;
+
+	if (f->rss != NULL) {
+		/* @b and @h: the frame @m is or a copy of */
+		uint32_t i = rss_hash(f->rss, b, h) & f->rss->mask;
+
+		qp = f->rss->t[i].qp;
+		qpn = f->rss->t[i].qpn;
+	}
+	if (qp->eng == eng)
+		droce_raw_rx_lc(qp, m);
 	else
-		droce_engine_raw_deliver_lc(eng, port, f->qpn, m);
+		droce_engine_raw_deliver_lc(eng, port, qpn, m);
+}
+
+static void
+rss_key_convert(uint32_t out[DROCE_RSS_KEY_LEN / 4], const uint8_t key[DROCE_RSS_KEY_LEN])
+{
+	uint32_t raw[DROCE_RSS_KEY_LEN / 4];
+
+	memcpy(raw, key, sizeof(raw));
+	rte_convert_rss_key(raw, out, DROCE_RSS_KEY_LEN);
+}
+
+uint32_t
+droce_rss_hash_frame(const struct droce_rss_conf *rss, const uint8_t *frame, uint32_t len)
+{
+	struct droce_flow_rss r = { .fields = rss->fields };
+	struct droce_raw_hdrs h;
+
+	rss_key_convert(r.key, rss->key);
+	droce_raw_parse(frame, len, &h);
+	return rss_hash(&r, frame, &h);
 }
 
 bool
@@ -150,7 +256,7 @@ droce_flow_rx_lc(struct droce_engine *eng, struct droce_port *port, struct rte_m
 		if (c == NULL)
 			eng->stats.alloc_fail++;
 		else
-			deliver(eng, port, t->r[i], c);
+			deliver(eng, port, t->r[i], c, b, &h);
 	}
 	for (; i < t->n && t->r[i]->kind == DROCE_FLOW_NORMAL; i++) {
 		if (!spec_match(&t->r[i]->spec, b, &h))
@@ -161,10 +267,10 @@ droce_flow_rx_lc(struct droce_engine *eng, struct droce_port *port, struct rte_m
 			if (c == NULL)
 				eng->stats.alloc_fail++;
 			else
-				deliver(eng, port, t->r[i], c);
+				deliver(eng, port, t->r[i], c, b, &h);
 			continue;
 		}
-		deliver(eng, port, t->r[i], m);
+		deliver(eng, port, t->r[i], m, b, &h);
 		return true;
 	}
 	if (i == t->n || droce_own(&h, b))
@@ -172,7 +278,7 @@ droce_flow_rx_lc(struct droce_engine *eng, struct droce_port *port, struct rte_m
 	for (; i < t->n; i++) {
 		if (t->r[i]->kind == DROCE_FLOW_MC_DEFAULT && !(b[0] & 1))
 			continue; /* unicast: for ALL_DEFAULT only */
-		deliver(eng, port, t->r[i], m);
+		deliver(eng, port, t->r[i], m, b, &h);
 		return true;
 	}
 	return false;
@@ -246,16 +352,44 @@ spec_ok(const struct droce_flow_spec *s)
 	return l3 != (DROCE_FLOW_IPV4 | DROCE_FLOW_IPV6) && l4 != (DROCE_FLOW_TCP | DROCE_FLOW_UDP);
 }
 
+static bool
+rss_ok(unsigned int port, const struct droce_rss_conf *r)
+{
+	uint32_t v4 = DROCE_RSS_SRC_IPV4 | DROCE_RSS_DST_IPV4;
+	uint32_t v6 = DROCE_RSS_SRC_IPV6 | DROCE_RSS_DST_IPV6;
+	uint32_t tcp = DROCE_RSS_SRC_PORT_TCP | DROCE_RSS_DST_PORT_TCP;
+	uint32_t udp = DROCE_RSS_SRC_PORT_UDP | DROCE_RSS_DST_PORT_UDP;
+
+	if ((r->fields & ~DROCE_RSS_FIELDS) || ((r->fields & v4) && (r->fields & v6)) ||
+	    ((r->fields & tcp) && (r->fields & udp)) || r->n == 0 || (r->n & (r->n - 1)) ||
+	    r->n > (1u << DROCE_RSS_MAX_LOG_TABLE) || r->qp == NULL)
+		return false;
+	for (uint32_t i = 0; i < r->n; i++)
+		if (r->qp[i] == NULL || r->qp[i]->type != DROCE_QPT_RAW_PACKET ||
+		    r->qp[i]->port_index != port)
+			return false;
+	return true;
+}
+
 struct droce_flow *
 droce_flow_create(unsigned int port, struct droce_qp *qp, enum droce_flow_kind kind,
 		  uint16_t priority, const struct droce_flow_spec *spec)
+{
+	return droce_flow_create_rss(port, qp, kind, priority, spec, NULL);
+}
+
+struct droce_flow *
+droce_flow_create_rss(unsigned int port, struct droce_qp *qp, enum droce_flow_kind kind,
+		      uint16_t priority, const struct droce_flow_spec *spec,
+		      const struct droce_rss_conf *rss)
 {
 	struct droce_flow *f;
 	int rc;
 
 	if (port >= DROCE_MAX_PORTS || qp == NULL || qp->type != DROCE_QPT_RAW_PACKET ||
 	    qp->port_index != port || (unsigned int)kind > DROCE_FLOW_SNIFFER ||
-	    (kind == DROCE_FLOW_NORMAL && (spec == NULL || !spec_ok(spec)))) {
+	    (kind == DROCE_FLOW_NORMAL && (spec == NULL || !spec_ok(spec))) ||
+	    (rss != NULL && !rss_ok(port, rss))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -263,6 +397,21 @@ droce_flow_create(unsigned int port, struct droce_qp *qp, enum droce_flow_kind k
 	if (f == NULL) {
 		errno = ENOMEM;
 		return NULL;
+	}
+	if (rss != NULL) {
+		f->rss = calloc(1, sizeof(*f->rss) + rss->n * sizeof(f->rss->t[0]));
+		if (f->rss == NULL) {
+			free(f);
+			errno = ENOMEM;
+			return NULL;
+		}
+		f->rss->fields = rss->fields;
+		f->rss->mask = rss->n - 1;
+		rss_key_convert(f->rss->key, rss->key);
+		for (uint32_t i = 0; i < rss->n; i++) {
+			f->rss->t[i].qp = rss->qp[i];
+			f->rss->t[i].qpn = droce_qp_num(rss->qp[i]);
+		}
 	}
 	f->port = port;
 	f->qp = qp;
@@ -279,6 +428,7 @@ droce_flow_create(unsigned int port, struct droce_qp *qp, enum droce_flow_kind k
 	if (rc != 0) {
 		flow_list[port] = f->next;
 		pthread_mutex_unlock(&flow_lock);
+		free(f->rss);
 		free(f);
 		errno = rc;
 		return NULL;
@@ -310,6 +460,7 @@ droce_flow_destroy(struct droce_flow *f)
 		break;
 	}
 	pthread_mutex_unlock(&flow_lock);
+	free(f->rss);
 	free(f);
 }
 

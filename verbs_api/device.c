@@ -166,7 +166,7 @@ ibv_open_device(struct ibv_device *device)
 	x->vctx.sz = sizeof(struct verbs_context);
 	x->vctx.query_port = droce_verbs_query_port;
 	/* the extended verbs verbs.h's inline functions reach through here;
-	 * alloc_td, alloc_parent_domain, create_wq,
+	 * alloc_td, alloc_parent_domain, modify_rwq_ind_table,
 	 * modify_cq ... stay NULL, so verbs.h answers EOPNOTSUPP for them */
 	x->vctx.query_device_ex = droce_verbs_query_device_ex;
 	x->vctx.query_rt_values = droce_verbs_query_rt_values;
@@ -179,6 +179,11 @@ ibv_open_device(struct ibv_device *device)
 	x->vctx.close_xrcd = droce_verbs_close_xrcd;
 	x->vctx.get_srq_num = droce_verbs_get_srq_num;
 	x->vctx.open_qp = droce_verbs_open_qp;
+	x->vctx.create_wq = droce_verbs_create_wq;
+	x->vctx.modify_wq = droce_verbs_modify_wq;
+	x->vctx.destroy_wq = droce_verbs_destroy_wq;
+	x->vctx.create_rwq_ind_table = droce_verbs_create_rwq_ind_table;
+	x->vctx.destroy_rwq_ind_table = droce_verbs_destroy_rwq_ind_table;
 	c = &x->vctx.context;
 	c->device = device;
 	/* a real descriptor where rdma-core has the uverbs command fd: programs
@@ -229,7 +234,9 @@ destroy_leftovers(struct droce_vctx *x)
 		int rc;
 
 		pthread_mutex_lock(&x->lock);
-		q = TAILQ_FIRST(&x->qps);
+		TAILQ_FOREACH(q, &x->qps, ctx_link) /* a WQ's QP is left, as its WQ (wq.c) */
+			if (q->wq == NULL)
+				break;
 		if (q != NULL)
 			reported = q->async_reported;
 		pthread_mutex_unlock(&x->lock);
@@ -404,7 +411,8 @@ ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 
 /*
  * ibv_query_device_ex(3): the legacy attributes plus what droce has of the
- * extended ones (TSO and the checksum capability for RAW_PACKET QPs).  No ODP, RSS, WQs, packet pacing, tag matching, CQ
+ * extended ones (TSO and the checksum capability for RAW_PACKET QPs; RSS
+ * and WQs, wq.c: Toeplitz, tables of up to 256 WQs).  No ODP, packet pacing, tag matching, CQ
  * moderation, device memory or PCIe atomics: those are 0.  Completion
  * timestamps are nanoseconds of the engines' clock: a 1 GHz "HCA clock"
  * with all 64 bits valid.
@@ -424,7 +432,12 @@ droce_verbs_query_device_ex(struct ibv_context *c, const struct ibv_query_device
 	a.completion_timestamp_mask = UINT64_MAX;
 	a.hca_core_clock = 1000000; /* kHz: timestamps count nanoseconds */
 	a.device_cap_flags_ex = (uint64_t)a.orig_attr.device_cap_flags;
-	a.max_wq_type_rq = 0;
+	a.max_wq_type_rq = a.orig_attr.max_qp;
+	a.rss_caps.supported_qpts = 1u << IBV_QPT_RAW_PACKET;
+	a.rss_caps.max_rwq_indirection_tables = (uint32_t)a.orig_attr.max_qp;
+	a.rss_caps.max_rwq_indirection_table_size = 1u << DROCE_RSS_MAX_LOG_TABLE;
+	a.rss_caps.rx_hash_fields_mask = DROCE_RSS_FIELDS;
+	a.rss_caps.rx_hash_function = IBV_RX_HASH_FUNC_TOEPLITZ;
 	/* RAW_PACKET QPs: checksums filled (IBV_SEND_IP_CSUM) and verified
 	 * (IBV_WC_IP_CSUM_OK); TSO of TCP over IPv4 */
 	a.raw_packet_caps = IBV_RAW_PACKET_CAP_IP_CSUM;

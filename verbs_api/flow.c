@@ -2,7 +2,8 @@
  * ibv_create_flow(3) / ibv_destroy_flow for RAW_PACKET QPs: the rule's specs
  * (Ethernet, IPv4, IPv4 ext, IPv6, TCP, UDP) become a dataplane flow spec
  * (dataplane/flow.c does the matching; dp.h says in which order rules are
- * tried).  Refused: other spec types (tunnels, ESP, MPLS, actions), the
+ * tried); on an RX hash QP (wq.c) the rule spreads frames over its
+ * indirection table.  Refused: other spec types (tunnels, ESP, MPLS, actions), the
  * EGRESS flag, rules on other QP types (EOPNOTSUPP / EINVAL as below).
  */
 #include <endian.h>
@@ -180,8 +181,9 @@ droce_verbs_create_flow(struct ibv_qp *qp, struct ibv_flow_attr *attr)
 		errno = ENOMEM;
 		return NULL;
 	}
-	f->df = droce_flow_create(droce_vctx_of(qp->context)->port, q->dqp, kind, attr->priority,
-				  &spec);
+	/* an RX hash QP's rule spreads the frames over its table (wq.c) */
+	f->df = droce_flow_create_rss(droce_vctx_of(qp->context)->port, q->dqp, kind,
+				      attr->priority, &spec, q->rss_tab != NULL ? &q->rss : NULL);
 	if (f->df == NULL) {
 		rc = errno;
 		free(f);

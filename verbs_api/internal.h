@@ -193,7 +193,37 @@ struct droce_vqp {
 	struct droce_vxrcd *xrcd;
 	struct droce_vqp *real;    /* NULL: this is the QP itself */
 	atomic_uint opened;        /* ibv_open_qp handles alive on this QP */
+	/* RSS (wq.c): an RX hash QP's table and hash (receive only, no state);
+	 * a WQ's QP names its WQ (only ibv_destroy_wq destroys it) */
+	struct droce_vind *rss_tab;
+	struct droce_rss_conf rss;
+	struct droce_vwq *wq;
 };
+
+/* A work queue (wq.c): a receive-only RAW_PACKET QP underneath. */
+struct droce_vwq {
+	struct ibv_wq wq;
+	struct droce_vqp *q;
+	atomic_uint users;         /* indirection tables naming it */
+};
+
+/* An RSS indirection table (wq.c): 1 << log WQs. */
+struct droce_vind {
+	struct ibv_rwq_ind_table t;
+	uint32_t n;
+	struct droce_vwq **wq;
+	struct droce_qp **dqp;     /* their QPs, as droce_rss_conf takes them */
+	atomic_uint users;         /* RX hash QPs */
+};
+
+struct ibv_wq *droce_verbs_create_wq(struct ibv_context *c, struct ibv_wq_init_attr *a);
+int droce_verbs_modify_wq(struct ibv_wq *wq, struct ibv_wq_attr *a);
+int droce_verbs_destroy_wq(struct ibv_wq *wq);
+struct ibv_rwq_ind_table *droce_verbs_create_rwq_ind_table(struct ibv_context *c,
+							   struct ibv_rwq_ind_table_init_attr *a);
+int droce_verbs_destroy_rwq_ind_table(struct ibv_rwq_ind_table *t);
+/* ibv_create_qp_ex with IBV_QP_INIT_ATTR_RX_HASH / IND_TABLE. */
+struct ibv_qp *droce_verbs_create_rss_qp(struct ibv_context *c, struct ibv_qp_init_attr_ex *ax);
 
 /* An XRC domain (xrcd.c): one per inode (or per fd -1 open) in this process,
  * shared by every handle ibv_open_xrcd returned for it. */

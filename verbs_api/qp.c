@@ -553,6 +553,8 @@ ibv_destroy_qp(struct ibv_qp *qp)
 		return EBUSY; /* ibv_open_qp handles on it remain */
 	if (qp->qp_type == IBV_QPT_RAW_PACKET && droce_flow_count_qp(q->dqp) != 0)
 		return EBUSY; /* its flows first (ibv_destroy_flow) */
+	if (q->wq != NULL)
+		return EBUSY; /* a WQ's QP goes with its WQ (ibv_destroy_wq) */
 	/* counter readers (droce_verbs_qp_walk) stop seeing it before it goes */
 	pthread_mutex_lock(&x->lock);
 	q->dying = true;
@@ -576,6 +578,8 @@ ibv_destroy_qp(struct ibv_qp *qp)
 		atomic_fetch_sub(&((struct droce_vcq *)qp->recv_cq)->users, 1);
 	if (q->xrcd != NULL)
 		atomic_fetch_sub(&q->xrcd->users, 1);
+	if (q->rss_tab != NULL)
+		atomic_fetch_sub(&q->rss_tab->users, 1);
 	vqp_free(q);
 	return 0;
 }
@@ -589,6 +593,8 @@ ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 	RTE_SET_USED(attr_mask); /* everything is cheap: fill it all */
 	if (q == NULL || attr == NULL || init_attr == NULL)
 		return EINVAL;
+	if (q->rss_tab != NULL)
+		return EOPNOTSUPP; /* as mlx5: an RX hash QP has nothing to query */
 	pthread_mutex_lock(&q->lock);
 	*attr = q->attr;
 	pthread_mutex_unlock(&q->lock);
@@ -778,6 +784,8 @@ ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 
 	if (q == NULL || attr == NULL || (attr_mask & ~KNOWN_MASK))
 		return EINVAL;
+	if (q->rss_tab != NULL)
+		return EOPNOTSUPP; /* an RX hash QP has no state (as mlx5) */
 	pthread_mutex_lock(&q->lock);
 	cur = (enum ibv_qp_state)droce_vqp_state(q);
 	if ((attr_mask & IBV_QP_CUR_STATE) && attr->cur_qp_state != cur) {

@@ -44,8 +44,8 @@ send_ops_supported(enum ibv_qp_type type)
 }
 
 /* Comp mask bits droce knows: the PD, the XRC domain (XRC_RECV), send ops,
- * TSO headers (RAW_PACKET); and those it has no use for: creation flags
- * (none supported), RSS indirection (no WQs). */
+ * TSO headers (RAW_PACKET), RX hash and its indirection table (wq.c); and
+ * creation flags (none supported). */
 #define QP_INIT_EX_KNOWN                                                                   \
 	(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_CREATE_FLAGS |       \
 	 IBV_QP_INIT_ATTR_MAX_TSO_HEADER | IBV_QP_INIT_ATTR_IND_TABLE |                       \
@@ -66,8 +66,17 @@ droce_verbs_create_qp_ex(struct ibv_context *context, struct ibv_qp_init_attr_ex
 		return NULL;
 	}
 	if (ax->comp_mask & (IBV_QP_INIT_ATTR_IND_TABLE | IBV_QP_INIT_ATTR_RX_HASH)) {
-		errno = EOPNOTSUPP;
-		return NULL;
+		/* create flags (none) checked, as every QP */
+		if ((ax->comp_mask & IBV_QP_INIT_ATTR_CREATE_FLAGS) && ax->create_flags != 0) {
+			errno = EOPNOTSUPP;
+			return NULL;
+		}
+		if (ax->comp_mask & (IBV_QP_INIT_ATTR_XRCD | IBV_QP_INIT_ATTR_MAX_TSO_HEADER |
+				     IBV_QP_INIT_ATTR_SEND_OPS_FLAGS)) {
+			errno = EINVAL; /* receive only */
+			return NULL;
+		}
+		return droce_verbs_create_rss_qp(context, ax); /* wq.c */
 	}
 	if (ax->comp_mask & IBV_QP_INIT_ATTR_MAX_TSO_HEADER) {
 		/* TSO is for RAW_PACKET QPs, with a header droce can carry in a WQE */

@@ -601,6 +601,15 @@ droce_flow_create(unsigned int port, struct droce_qp *qp, enum droce_flow_kind k
 	return NULL;
 }
 
+struct droce_flow *
+droce_flow_create_rss(unsigned int port, struct droce_qp *qp, enum droce_flow_kind kind,
+		      uint16_t priority, const struct droce_flow_spec *spec,
+		      const struct droce_rss_conf *rss)
+{
+	(void)rss;
+	return droce_flow_create(port, qp, kind, priority, spec);
+}
+
 void
 droce_flow_destroy(struct droce_flow *f)
 {

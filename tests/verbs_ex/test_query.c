@@ -42,8 +42,10 @@ Test(query, device_ex)
 	cr_assert_eq(ax.tso_caps.max_tso, 256 * 1024);
 	cr_assert_eq(ax.tso_caps.supported_qpts, 1u << IBV_QPT_RAW_PACKET);
 	cr_assert(a.device_cap_flags & IBV_DEVICE_RAW_IP_CSUM);
-	cr_assert_eq(ax.rss_caps.max_rwq_indirection_tables, 0);
-	cr_assert_eq(ax.max_wq_type_rq, 0);
+	/* RSS (tests/raw/test_rss.c): RAW_PACKET, Toeplitz, tables of 256 WQs */
+	cr_assert_eq(ax.rss_caps.supported_qpts, 1u << IBV_QPT_RAW_PACKET);
+	cr_assert_eq(ax.rss_caps.max_rwq_indirection_table_size, 256);
+	cr_assert_eq(ax.max_wq_type_rq, (uint32_t)a.max_qp);
 	cr_assert_eq(ax.raw_packet_caps, IBV_RAW_PACKET_CAP_IP_CSUM);
 	cr_assert_eq(ax.tm_caps.max_num_tags, 0);
 	cr_assert_eq(ax.cq_mod_caps.max_cq_count, 0);
@@ -168,7 +170,9 @@ Test(query, create_qp_ex_checks)
 	qp_ex_fails(IBV_QPT_RC, IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_MAX_TSO_HEADER, 0,
 		    EOPNOTSUPP, "TSO header");
 	qp_ex_fails(IBV_QPT_RC, IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_RX_HASH, 0, EOPNOTSUPP,
-		    "RSS");
+		    "RSS on RC");
+	qp_ex_fails(IBV_QPT_RAW_PACKET, IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_RX_HASH, 0, EINVAL,
+		    "RSS without its table");
 	qp_ex_fails(IBV_QPT_RC, IBV_QP_INIT_ATTR_PD | (1u << 12), 0, EINVAL, "unknown comp_mask");
 	qp_ex_fails(IBV_QPT_RC, IBV_QP_INIT_ATTR_SEND_OPS_FLAGS, IBV_QP_EX_WITH_SEND, EINVAL,
 		    "no PD");
