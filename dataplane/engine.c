@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * The engine loop.  Each pass has fixed phases:
- *   1. drain the channels (control messages and doorbells, in posting order)
+ *   1. take the doorbells (a bitmap of QP indices), then drain the channels
+ *      (control messages, in posting order)
  *   2. receive: rx_burst on the engine's queue of every port, parse, dispatch
  *   3. transmit work: QPs with something to send
  *   4. timers: retransmission and RNR

@@ -55,6 +55,11 @@ static_assert(DROCE_MAX_ENGINES <= (1u << DROCE_QPN_ENGINE_BITS), "QPN engine bi
 #define DROCE_QPT_PAGE (1u << DROCE_QPT_PAGE_BITS)
 #define DROCE_QPT_PAGES ((DROCE_QP_INDEXES + DROCE_QPT_PAGE - 1) >> DROCE_QPT_PAGE_BITS)
 #define DROCE_QP_REUSE_AFTER 1024 /* an index given back is reused after this many others */
+/* doorbells (engine_chan.c): a bit per QP index in 64-bit words (leaf), a
+ * bit per leaf word (mid), a bit per mid word (top) */
+#define DROCE_BELL_LEAF ((DROCE_QP_INDEXES + 63) / 64)
+#define DROCE_BELL_MID ((DROCE_BELL_LEAF + 63) / 64)
+static_assert(DROCE_BELL_MID <= 64, "one top word of doorbells");
 
 static inline unsigned int droce_qpn_engine(uint32_t qpn) { return qpn & ((1u << DROCE_QPN_ENGINE_BITS) - 1); }
 static inline uint32_t droce_qpn_index(uint32_t qpn) { return (qpn >> DROCE_QPN_ENGINE_BITS) - 1; }
@@ -64,8 +69,8 @@ static inline uint32_t droce_qpn_index(uint32_t qpn) { return (qpn >> DROCE_QPN_
 enum droce_msg_type {
 	DROCE_MSG_ATTACH,   /* qp joins the engine */
 	DROCE_MSG_MODIFY,   /* ptr: struct droce_qp_mod (engine frees it) */
-	DROCE_MSG_SQ_BELL,  /* qp has new send WQEs */
-	DROCE_MSG_RQ_BELL,  /* qp has new receive WQEs */
+	DROCE_MSG_SQ_BELL,  /* the GSI qp has new send WQEs (others: droce_engine_ring) */
+	DROCE_MSG_RQ_BELL,  /* the GSI qp has new receive WQEs */
 	DROCE_MSG_DETACH,   /* qp leaves; engine sets qp->detached */
 	DROCE_MSG_ARP,      /* send an ARP request: arg = port, rsvd = IPv4 address */
 	DROCE_MSG_INJECT,   /* ptr: a raw frame (mbuf); arg = port | dir << 16 (droce_dp_inject) */
@@ -274,13 +279,18 @@ struct droce_qp {
 	rte_spinlock_t sq_lock, rq_lock;
 	struct droce_qp_caps caps;
 	/*
-	 * A bell (SQ_BELL / RQ_BELL) is on its way to the engine: set by the
-	 * poster that sends one (exchange), cleared by the engine when it takes
-	 * it (exchange, acquire: the slots published before the set are seen).
-	 * While it is set, posts publish their slots and send no bell: one
-	 * channel message per pass, not per post list.
+	 * A bell is on its way to the engine: set by the poster that rings
+	 * (exchange), cleared by the engine when it takes it (exchange,
+	 * acquire: the slots published before the set are seen).  While it
+	 * is set, posts publish their slots and ring nothing: one bell per
+	 * engine pass, not per post.  Ringing is an OR of bell_bit into
+	 * *bell_leaf, the QP's word of the engine's doorbell bitmap (set at
+	 * create), and the parents through droce_engine_ring_up; the GSI QP
+	 * (no index: bell_leaf NULL) sends SQ_BELL / RQ_BELL instead.
 	 */
 	_Atomic uint32_t bell;
+	_Atomic uint64_t *bell_leaf;
+	uint64_t bell_bit;
 	/* ---- written by the engine, read by the application ---- */
 	_Atomic uint32_t sq_retired, rq_retired;
 
@@ -482,12 +492,30 @@ struct droce_engine {
 	uint64_t tsc_hz;
 	struct droce_engine_stats stats;
 	_Atomic bool stop;
+
+	/*
+	 * Doorbells (engine_chan.c): bit i of bell_leaf rings QP index i; a
+	 * leaf word's bit in bell_mid and a mid word's in bell_top say it may
+	 * be non-zero.  Posters set them bottom up by atomic ORs (a level's
+	 * parent only when the OR found the level zero), the engine takes
+	 * them top down by exchanges once per pass.  Their own lines: posting
+	 * threads write them.
+	 */
+	_Atomic uint64_t bell_top __rte_cache_aligned;
+	_Atomic uint64_t bell_mid[DROCE_BELL_MID] __rte_cache_aligned;
+	_Atomic uint64_t bell_leaf[DROCE_BELL_LEAF] __rte_cache_aligned;
 };
 
 struct droce_engine *droce_engine_get(unsigned int id);
 
 /* Application side: sends @msg over this thread's channel to @eng (0 or errno). */
 int droce_engine_send_msg(struct droce_engine *eng, const struct droce_msg *msg);
+/* Application side: rings the doorbell of QP index @index on @eng after its
+ * slots were published (0, or EIO in a forked child); no message, and
+ * nothing more than one atomic OR when the bell is already rung. */
+int droce_engine_ring(struct droce_engine *eng, uint32_t index);
+/* The same once the OR of @index's leaf bit found its word zero: the parents. */
+int droce_engine_ring_up(struct droce_engine *eng, uint32_t index);
 /* Application side: reserves a QP index on @eng and gives @qp its QPN (0 or ENOMEM). */
 int droce_engine_add_qp(struct droce_engine *eng, struct droce_qp *qp);
 /* Application side: gives @qp's index back (the engine has detached it, or never

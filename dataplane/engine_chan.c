@@ -3,8 +3,16 @@
  * each engine, created on the thread's first message to it and given back
  * when the thread exits.  The application side (droce_engine_send_msg,
  * droce_dp_inject, droce_dp_arp_resolve) and the engine's phase 1, which
- * drains every channel and handles the messages in posting order
- * (handle_msg_lc).
+ * takes the doorbells (bells_lc) and then drains every channel and handles
+ * the messages in posting order (handle_msg_lc).
+ *
+ * Doorbells are not messages: a post whose QP has no bell on its way (the
+ * QP's bell flag) rings the QP's bit in the engine's bitmap, so posts to
+ * 10,000 QPs cost no channel message each and one to a QP whose bell the
+ * engine has not taken yet costs one exchange, as before.  The engine
+ * takes the bits before it drains the channels, so every message a poster
+ * sent before ringing (ATTACH, MODIFY) is handled in the same pass, before
+ * the work phase runs the QP.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -121,6 +129,38 @@ droce_engine_send_msg(struct droce_engine *eng, const struct droce_msg *msg)
 	return 0;
 }
 
+/*
+ * Sets bit @index of the leaf, and a level's bit in its parent only when
+ * the OR found the level zero: a non-zero word already has its parent's
+ * bit set, or the poster that made it non-zero is about to set it, and the
+ * engine clears a parent before the words under it, so an OR that finds
+ * its word non-zero is read by the engine's next exchange of that word.
+ * Acquire-release RMWs throughout: the slots published before the leaf OR
+ * are seen by the engine's exchange that reads it.
+ */
+int
+droce_engine_ring_up(struct droce_engine *eng, uint32_t index)
+{
+	uint32_t w = index >> 6;
+
+	if (atomic_fetch_or_explicit(&eng->bell_mid[w >> 6], UINT64_C(1) << (w & 63),
+				     memory_order_acq_rel) != 0)
+		return 0;
+	atomic_fetch_or_explicit(&eng->bell_top, UINT64_C(1) << (w >> 6), memory_order_acq_rel);
+	return 0;
+}
+
+int
+droce_engine_ring(struct droce_engine *eng, uint32_t index)
+{
+	if (unlikely(droce_engines.forked))
+		return EIO; /* no engine runs in a forked child (engine_internal.h) */
+	if (atomic_fetch_or_explicit(&eng->bell_leaf[index >> 6], UINT64_C(1) << (index & 63),
+				     memory_order_acq_rel) != 0)
+		return 0; /* rung already, or its word's parent is being set */
+	return droce_engine_ring_up(eng, index);
+}
+
 void
 droce_engine_chan_free(struct droce_engine *eng)
 {
@@ -199,19 +239,79 @@ handle_msg_lc(struct droce_engine *eng, const struct droce_msg *m)
 		break;
 	case DROCE_MSG_DETACH:
 		droce_engine_unsched_lc(eng, qp);
-		if (qp->qpn == DROCE_DP_GSI_QPN)
+		if (qp->qpn == DROCE_DP_GSI_QPN) {
 			eng->gsi[qp->port_index] = NULL;
-		else
-			*droce_engine_qpt_slot_lc(eng, droce_qpn_index(qp->qpn)) = NULL;
+		} else {
+			uint32_t i = droce_qpn_index(qp->qpn);
+
+			*droce_engine_qpt_slot_lc(eng, i) = NULL;
+			/* a bell rung after this pass took the bits is not for its
+			 * index's next QP (the parents' bits find a zero word) */
+			atomic_fetch_and_explicit(&eng->bell_leaf[i >> 6], ~(UINT64_C(1) << (i & 63)),
+						  memory_order_relaxed);
+		}
 		atomic_store_explicit(&qp->detached, true, memory_order_release);
 		break;
 	}
 }
 
+/* The QPs of one leaf word's rung bits, active (or, not attached yet, rung again). */
+static unsigned int
+bells_word_lc(struct droce_engine *eng, uint32_t w)
+{
+	uint64_t bits = atomic_exchange_explicit(&eng->bell_leaf[w], 0, memory_order_acq_rel);
+	unsigned int got = 0;
+
+	while (bits != 0) {
+		uint32_t i = w << 6 | (uint32_t)__builtin_ctzll(bits);
+		struct droce_qp **slot = droce_engine_qpt_slot_lc(eng, i);
+
+		bits &= bits - 1;
+		if (likely(slot != NULL && *slot != NULL)) {
+			/* the bell taken: later posts ring again; every slot
+			 * published before a post found it set is visible
+			 * from here (acquire) */
+			atomic_exchange_explicit(&(*slot)->bell, 0, memory_order_acq_rel);
+			droce_engine_activate_lc(eng, *slot);
+			got++;
+		} else {
+			/* its ATTACH is in a channel this pass drains below:
+			 * the bell (its flag still set) is for the next pass */
+			(void)droce_engine_ring(eng, i);
+		}
+	}
+	return got;
+}
+
+/* Phase 1a: every rung doorbell, top down, each level's word taken by an
+ * exchange before the words under it; an idle pass reads one word. */
+static unsigned int
+bells_lc(struct droce_engine *eng)
+{
+	uint64_t top;
+	unsigned int got = 0;
+
+	if (likely(atomic_load_explicit(&eng->bell_top, memory_order_relaxed) == 0))
+		return 0;
+	top = atomic_exchange_explicit(&eng->bell_top, 0, memory_order_acq_rel);
+	while (top != 0) {
+		uint32_t m = (uint32_t)__builtin_ctzll(top);
+		uint64_t mid = atomic_exchange_explicit(&eng->bell_mid[m], 0, memory_order_acq_rel);
+
+		top &= top - 1;
+		while (mid != 0) {
+			got += bells_word_lc(eng, m << 6 | (uint32_t)__builtin_ctzll(mid));
+			mid &= mid - 1;
+		}
+	}
+	return got;
+}
+
 unsigned int
 droce_engine_drain_lc(struct droce_engine *eng)
 {
-	unsigned int n = atomic_load_explicit(&eng->n_chan, memory_order_acquire), got = 0;
+	unsigned int n = atomic_load_explicit(&eng->n_chan, memory_order_acquire);
+	unsigned int got = bells_lc(eng); /* first: the messages sent before a bell come next */
 	struct droce_msg msgs[DROCE_BURST];
 
 	for (unsigned int c = 0; c < n; c++) {

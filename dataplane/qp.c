@@ -13,6 +13,7 @@
 #include <droce/droce.h>
 
 #include "engine.h"
+#include "engine_internal.h"
 #include "errors.h"
 #include "internal.h"
 #include "qp_internal.h"
@@ -135,6 +136,12 @@ droce_qp_create_ex(enum droce_qp_type type, const struct droce_qp_caps *caps,
 		eng = droce_engine_get(atomic_fetch_add(&next_engine, 1) % n);
 		qp->eng = eng;
 		rc = droce_engine_add_qp(eng, qp);
+		if (rc == 0) {
+			uint32_t i = droce_qpn_index(qp->qpn);
+
+			qp->bell_leaf = &eng->bell_leaf[i >> 6];
+			qp->bell_bit = UINT64_C(1) << (i & 63);
+		}
 	}
 	if (rc != 0) {
 		errno = rc;
@@ -209,24 +216,35 @@ droce_qp_modify(struct droce_qp *qp, const struct droce_qp_mod *mod)
 }
 
 /*
- * After publishing slots: true when the caller must ring (no bell is on its
- * way to the engine), false when a bell already sent and not yet taken will
- * make the engine look at the queues after these slots' release stores (the
- * engine's exchange in handle_msg_lc reads this one's write and acquires).
+ * After publishing slots: the doorbell, unless a bell rung and not yet
+ * taken will make the engine look at the queues after these slots' release
+ * stores (the QP's bell flag: the engine's exchange when it takes the bell
+ * reads this one's write and acquires; an RMW always, never a plain load
+ * first, as a load could pass the slot stores).  A QP with an index rings
+ * its bit of the engine's bitmap (one OR of its leaf word, the parents out
+ * of line when the word was zero: engine_chan.c); the GSI QP, which has no
+ * index, sends a channel message (@type).
  */
-static inline bool
-droce_qp_bell_take(struct droce_qp *qp)
+static inline int
+droce_qp_ring(struct droce_qp *qp, enum droce_msg_type type, uint32_t first)
 {
-	/* an RMW always, never a plain load first: the exchange orders the slot
-	 * stores before it (a load could pass them) and the engine's exchange
-	 * reads its write */
-	return atomic_exchange_explicit(&qp->bell, 1, memory_order_acq_rel) == 0;
+	struct droce_msg msg = { .type = type, .qp = qp, .arg = first };
+
+	if (atomic_exchange_explicit(&qp->bell, 1, memory_order_acq_rel) != 0)
+		return 0; /* a bell not yet taken by the engine covers these slots too */
+	if (likely(qp->bell_leaf != NULL)) {
+		if (unlikely(droce_engines.forked))
+			return EIO; /* no engine runs in a forked child (engine_internal.h) */
+		if (atomic_fetch_or_explicit(qp->bell_leaf, qp->bell_bit, memory_order_acq_rel) != 0)
+			return 0; /* its word's parent is set, or being set */
+		return droce_engine_ring_up(qp->eng, droce_qpn_index(qp->qpn));
+	}
+	return droce_engine_send_msg(qp->eng, &msg);
 }
 
 int
 droce_qp_post_send(struct droce_qp *qp, const struct droce_wqe *wqe)
 {
-	struct droce_msg msg = { .type = DROCE_MSG_SQ_BELL, .qp = qp };
 	struct droce_sq_slot *slot;
 	uint32_t idx;
 
@@ -249,10 +267,7 @@ droce_qp_post_send(struct droce_qp *qp, const struct droce_wqe *wqe)
 	atomic_store_explicit(&slot->seq, idx + 1, memory_order_release);
 	qp->sq_posted = idx + 1;
 	rte_spinlock_unlock(&qp->sq_lock);
-	if (!droce_qp_bell_take(qp))
-		return 0; /* a bell not yet taken by the engine covers this slot too */
-	msg.arg = idx;
-	return droce_engine_send_msg(qp->eng, &msg);
+	return droce_qp_ring(qp, DROCE_MSG_SQ_BELL, idx);
 }
 
 static_assert(sizeof(_Atomic uint32_t) == sizeof(uint32_t), "sq_retired read as uint32_t");
@@ -272,7 +287,6 @@ droce_qp_sq_begin(struct droce_qp *qp, struct droce_sq_batch *b)
 int
 droce_qp_sq_commit(struct droce_qp *qp, uint32_t n)
 {
-	struct droce_msg msg;
 	uint32_t first = qp->sq_posted;
 
 	/* a UD WQE holds its address handle until it completes (only UD's have one) */
@@ -288,10 +302,7 @@ droce_qp_sq_commit(struct droce_qp *qp, uint32_t n)
 				      memory_order_release);
 	qp->sq_posted = first + n;
 	rte_spinlock_unlock(&qp->sq_lock);
-	if (n == 0 || !droce_qp_bell_take(qp))
-		return 0; /* a bell not yet taken by the engine covers these slots too */
-	msg = (struct droce_msg){ .type = DROCE_MSG_SQ_BELL, .qp = qp, .arg = first };
-	return droce_engine_send_msg(qp->eng, &msg);
+	return n == 0 ? 0 : droce_qp_ring(qp, DROCE_MSG_SQ_BELL, first);
 }
 
 void
@@ -303,7 +314,6 @@ droce_qp_sq_cancel(struct droce_qp *qp)
 int
 droce_qp_post_recv(struct droce_qp *qp, const struct droce_rqe *rqe)
 {
-	struct droce_msg msg = { .type = DROCE_MSG_RQ_BELL, .qp = qp };
 	struct droce_rq_slot *slot;
 	uint32_t idx;
 
@@ -322,10 +332,7 @@ droce_qp_post_recv(struct droce_qp *qp, const struct droce_rqe *rqe)
 	atomic_store_explicit(&slot->seq, idx + 1, memory_order_release);
 	qp->rq_posted = idx + 1;
 	rte_spinlock_unlock(&qp->rq_lock);
-	if (!droce_qp_bell_take(qp))
-		return 0; /* a bell not yet taken by the engine covers this slot too */
-	msg.arg = idx;
-	return droce_engine_send_msg(qp->eng, &msg);
+	return droce_qp_ring(qp, DROCE_MSG_RQ_BELL, idx);
 }
 
 uint32_t
@@ -346,7 +353,6 @@ droce_qp_rq_slot(struct droce_qp *qp, uint32_t idx)
 int
 droce_qp_rq_commit(struct droce_qp *qp, uint32_t n)
 {
-	struct droce_msg msg = { .type = DROCE_MSG_RQ_BELL, .qp = qp };
 	uint32_t first = qp->rq_posted;
 
 	for (uint32_t i = 0; i < n; i++)
@@ -354,10 +360,7 @@ droce_qp_rq_commit(struct droce_qp *qp, uint32_t n)
 				      memory_order_release);
 	qp->rq_posted = first + n;
 	rte_spinlock_unlock(&qp->rq_lock);
-	if (n == 0 || !droce_qp_bell_take(qp))
-		return 0;
-	msg.arg = first;
-	return droce_engine_send_msg(qp->eng, &msg);
+	return n == 0 ? 0 : droce_qp_ring(qp, DROCE_MSG_RQ_BELL, first);
 }
 
 void

@@ -9,12 +9,15 @@
  *  - the timers still fire: every QP times out and sends its WRITE again, not
  *    before the timeout attribute plus the pause;
  *  - destroying the QPs takes them out of the wheel.
+ * And the doorbells a pass takes (engine_chan.c's bitmap): one bit per QP,
+ * all taken in one pass, a bell for a QP not attached yet kept for the next.
  */
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "dataplane/engine_internal.h"
 #include "harness.h"
 
 #define NQP 512
@@ -105,4 +108,111 @@ Test(sched, waiting_qps_cost_no_pass_and_their_timers_fire)
 	droce_progress();
 	cr_assert_eq(eng->tw_count, 0, "%u destroyed QPs still in the wheel", eng->tw_count);
 	cr_assert_eq(eng->n_active_all, 0);
+}
+
+/*
+ * Doorbells (engine_chan.c): a post rings its QP's bit in the engine's
+ * bitmap, no channel message.  QPs in several leaf words each post, half of
+ * them twice (a bell already rung); one pass takes every bit (all three
+ * levels zero after it) and gives each QP one turn, in which it sends all
+ * it was rung for.  A bell rung for an index whose ATTACH the engine has not
+ * taken yet is rung again for the next pass, which then finds the QP.
+ */
+#define NBELL 200 /* indices 0..199: four leaf words */
+
+static bool
+leaf_rung(const struct droce_engine *eng, uint32_t i)
+{
+	return (atomic_load(&eng->bell_leaf[i >> 6]) >> (i & 63)) & 1;
+}
+
+static void
+assert_rung(const struct droce_engine *eng, uint32_t i, const char *what)
+{
+	uint32_t w = i >> 6;
+
+	cr_assert(leaf_rung(eng, i), "%s: index %u's leaf bit not set", what, i);
+	cr_assert((atomic_load(&eng->bell_mid[w >> 6]) >> (w & 63)) & 1,
+		  "%s: leaf word %u's bit not set in its mid word", what, w);
+	cr_assert((atomic_load(&eng->bell_top) >> (w >> 6)) & 1,
+		  "%s: mid word %u's bit not set in the top word", what, w >> 6);
+}
+
+static void
+assert_no_bells(const struct droce_engine *eng, const char *what)
+{
+	cr_assert_eq(atomic_load(&eng->bell_top), 0, "%s: top word %#" PRIx64, what,
+		     (uint64_t)atomic_load(&eng->bell_top));
+	for (unsigned int m = 0; m < DROCE_BELL_MID; m++)
+		cr_assert_eq(atomic_load(&eng->bell_mid[m]), 0, "%s: mid word %u", what, m);
+	for (unsigned int w = 0; w < DROCE_BELL_LEAF; w++)
+		cr_assert_eq(atomic_load(&eng->bell_leaf[w]), 0, "%s: leaf word %u", what, w);
+}
+
+Test(sched, doorbells_one_bit_per_qp_taken_in_one_pass)
+{
+	struct h_cfg cfg = { .fallback_us = -1 }; /* only the test drives */
+	struct h_conn_opts o = h_conn_defaults(1024);
+	struct droce_qp_caps caps = { .max_send_wr = 4, .max_recv_wr = 1, .max_send_sge = 1,
+				      .max_recv_sge = 1 };
+	static struct droce_qp *qp[NBELL];
+	struct droce_engine *eng;
+	struct droce_cq *cq;
+	struct droce_qp *late;
+	struct droce_rqe r = h_rqe(7);
+	struct h_buf lb, rb;
+	uint64_t turns, loops;
+	uint32_t li;
+
+	h_start(&cfg, false);
+	eng = droce_engine_get(0);
+	cq = h_cq_create(4 * NBELL);
+	h_buf_init(&lb, 4096, DROCE_ACCESS_LOCAL_WRITE);
+	h_buf_init(&rb, 4096, DROCE_ACCESS_LOCAL_WRITE | DROCE_ACCESS_REMOTE_WRITE);
+	for (unsigned int i = 0; i < NBELL; i++) {
+		qp[i] = droce_qp_create(DROCE_QPT_RC, &caps, cq, cq, H_PD, 0);
+		cr_assert_not_null(qp[i], "droce_qp_create #%u: %s", i, strerror(errno));
+		h_connect(qp[i], 0, 1, droce_qp_num(qp[i]) + GHOST, H_PSN_A, H_PSN_B, &o);
+	}
+	droce_progress();
+	assert_no_bells(eng, "connected, nothing posted");
+	for (unsigned int i = 0; i < NBELL; i++) {
+		h_post_write(qp[i], i, &lb, &rb, 0, 64);
+		if (i % 2 == 0)
+			h_post_write(qp[i], NBELL + i, &lb, &rb, 64, 64); /* rung already */
+	}
+	for (unsigned int i = 0; i < NBELL; i++)
+		assert_rung(eng, droce_qpn_index(droce_qp_num(qp[i])), "after the posts");
+	turns = qp_turns();
+	loops = eng->stats.loops;
+	droce_progress();
+	cr_assert_eq(eng->stats.loops, loops + 1, "droce_progress ran %" PRIu64 " passes",
+		     eng->stats.loops - loops);
+	assert_no_bells(eng, "after one pass");
+	cr_assert_eq(qp_turns() - turns, NBELL, "%" PRIu64 " QP turns for %u rung QPs",
+		     qp_turns() - turns, NBELL);
+	for (unsigned int i = 0; i < NBELL; i++)
+		cr_assert_eq(h_qp_stats(qp[i])->tx_pkts, i % 2 == 0 ? 2 : 1,
+			     "QP #%u sent %" PRIu64 " WRITEs in the pass", i, h_qp_stats(qp[i])->tx_pkts);
+
+	/* rung before the engine took its ATTACH: attached in the pass, found in the next */
+	late = droce_qp_create(DROCE_QPT_RC, &caps, cq, cq, H_PD, 0);
+	cr_assert_not_null(late);
+	li = droce_qpn_index(droce_qp_num(late));
+	cr_assert_null(*droce_engine_qpt_slot_lc(eng, li), "attached before any pass");
+	cr_assert_eq(droce_qp_post_recv(late, &r), 0); /* a RESET QP takes receive slots */
+	assert_rung(eng, li, "posted before the ATTACH was taken");
+	turns = qp_turns();
+	droce_progress();
+	cr_assert_eq(*droce_engine_qpt_slot_lc(eng, li), late, "the pass did not attach it");
+	assert_rung(eng, li, "the pass found no QP at the index: rung again");
+	cr_assert_eq(qp_turns() - turns, 0, "a QP turn before its bell could be taken");
+	droce_progress();
+	assert_no_bells(eng, "the next pass");
+	cr_assert_eq(qp_turns() - turns, 1, "the late QP's bell gave %" PRIu64 " turns",
+		     qp_turns() - turns);
+
+	cr_assert_eq(droce_qp_destroy(late), 0);
+	for (unsigned int i = 0; i < NBELL; i++)
+		cr_assert_eq(droce_qp_destroy(qp[i]), 0);
 }
