@@ -6,7 +6,8 @@
  * device contexts, path records), rdma_get_devices, QPs that rdma_create_qp
  * moves to INIT (RC) or RTS (UD), rdma_init_qp_attr, options, multicast
  * joins and leaves, and the errnos of bad input.  Each Criterion test is its own process with its own
- * EAL.
+ * EAL.  Over 800 lines because the API's calls are checked one by one
+ * against the kernel's errnos, each case a few lines over one shared set-up.
  */
 #include <arpa/inet.h>
 #include <errno.h>
