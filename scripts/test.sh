@@ -38,8 +38,14 @@ count_log() {
 import json, re, sys
 p = f = 0
 bad = []
-for line in open(sys.argv[1]):
-    t = json.loads(line)
+# meson's log may hold a program's non-UTF-8 bytes: read them replaced
+for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
+    try:
+        t = json.loads(line)
+    except ValueError:
+        f += 1
+        bad.append("unreadable test log line")
+        continue
     out = t.get("stdout") or ""
     n_ok = len(re.findall(r"^ok ", out, re.M))
     n_bad = len(re.findall(r"^not ok ", out, re.M))
@@ -79,6 +85,10 @@ meson_run() {
   log="$dir/meson-logs/testlog.json"
   if [ -f "$log" ]; then
     read -r p f names < <(count_log "$log")
+    if [ -z "$p" ] || [ -z "$f" ]; then # the count itself failed: say so, count a failure
+      p=0 f=1 names="its test log could not be counted"
+      status=1
+    fi
     echo "$dir $label: $p passed, $f failed"
     passed=$((passed + p))
     failed=$((failed + f))
