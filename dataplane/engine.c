@@ -149,7 +149,7 @@ droce_engines_barrier(void)
 void
 droce_engines_blocking(void)
 {
-	if (!droce_engines.started || droce_engines.dedicated || !droce_engine_fallback_running())
+	if (!droce_engines.started || droce_engines.dedicated || !droce_engines_fallback_on())
 		return;
 	for (unsigned int e = 0; e < droce_engines.n; e++)
 		atomic_store_explicit(&droce_engines.eng[e]->app_tsc, 0, memory_order_relaxed);

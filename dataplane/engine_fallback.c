@@ -196,12 +196,6 @@ droce_engines_fallback_passes(void)
 	return atomic_load(&fallback.passes);
 }
 
-bool
-droce_engine_fallback_running(void)
-{
-	return fallback.running;
-}
-
 /* Wakes it if it sleeps (an application thread is about to block). */
 void
 droce_engine_fallback_kick(void)

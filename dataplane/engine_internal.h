@@ -135,8 +135,6 @@ void droce_engine_rx_one_lc(struct droce_engine *eng, struct droce_port *port, s
 
 int droce_engine_fallback_start(uint32_t us);
 void droce_engine_fallback_stop(void);
-/* True while it runs (droce_engines_blocking wakes it). */
-bool droce_engine_fallback_running(void);
 void droce_engine_fallback_kick(void);
 
 /* UD multicast (mcast.c): a port's members, sorted by GID, immutable once
