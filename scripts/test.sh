@@ -123,7 +123,7 @@ runs=(
   "build-asan 1 --suite unit"
   "build-asan 1 --suite dataplane"
   "build-asan 1 verbs_rc verbs_validation"
-  "build-asan 0 --suite abi --suite integration --suite verbs --suite verbs_ex --suite ud_uc --suite mw --suite srq --suite perf --suite progress --suite rdmacm --suite rdmacm_fakecm --suite rsocket --suite mt --suite xrc --suite raw --suite loop --suite hostile_veth --suite life --suite life_peers"
+  "build-asan 0 --suite abi --suite integration --suite verbs --suite verbs_ex --suite ud_uc --suite mw --suite srq --suite perf --suite progress --suite rdmacm --suite rdmacm_fakecm --suite rsocket --suite mt --suite xrc --suite raw --suite loop --suite hostile_veth --suite life --suite life_peers --suite stacks"
   "build-asan 1 --suite nvmf"
 )
 for run in "${runs[@]}"; do

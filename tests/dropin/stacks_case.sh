@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
-# One cell of the `dropin` suite for the stacks above verbs (issue 23 §1-2):
+# One cell of the `stacks` suite, the stacks above verbs (issue 23 §1-2):
 # Debian's UCX 1.13 (ucx-utils) and libfabric 1.17 (libfabric-bin), run
 # unmodified on droce through build/droce-run, which gives them droce's
 # sysfs and /dev/infiniband entries (UCX lists no device without them).
@@ -21,6 +21,21 @@ ns=
 srv_pid=
 
 . "$(dirname "$0")/case_common.sh"
+
+# In the sanitizer build (issue 23 §5) the programs, not built with
+# -fsanitize, load droce's ASan libraries with the ASan runtime preloaded
+# into them alone (STACKS_ASAN_RUNTIME, set by meson): droce-run's own
+# shell and the tools the cell uses run without it.
+if [ -n "${STACKS_ASAN_RUNTIME:-}" ]; then
+	cat >"$tmp/run-asan" <<EOF
+#!/usr/bin/env bash
+opts=()
+while [ "\${1:-}" = --config ]; do opts+=("\$1" "\$2"); shift 2; done
+exec "$run" "\${opts[@]}" env LD_PRELOAD="$STACKS_ASAN_RUNTIME" "\$@"
+EOF
+	chmod +x "$tmp/run-asan"
+	run=$tmp/run-asan
+fi
 
 # wait_listen PORT: until the server side listens on TCP PORT, in the
 # cell's network namespace if it has one (30 s at most)
@@ -297,6 +312,45 @@ ucx_info_user)
 			fail "$t on droce0:1 not listed"
 	done
 	echo "ucx_info as uid 65534: rc_verbs and ud_verbs on droce0:1"
+	;;
+ucx_peer_dies)
+	# issue 23 §5: the server process is killed (SIGKILL) in the middle
+	# of a tag_bw run.  The client's UCX must learn it from droce: its RC
+	# QP's retries run out, the QP goes to ERR and UCX (endpoints with
+	# error handling, -e) calls the error handler ("Endpoint timeout").
+	# ucx_perftest itself then keeps running (it is a benchmark: its error
+	# handler only logs), so the cell ends it once the error was seen.
+	need ucx_perftest pgrep
+	ucx_env
+	port=$(tcp_port 30000)
+	rm -f "$tmp/memif.sock"
+	start_server 120 ucx_perftest -p "$port" -t tag_bw -s 65536 -n 100000000 -e
+	wait_listen "$port" || fail "ucx_perftest server never listened on $port"
+	$nsexec timeout 120 "$run" --config "$tmp/client.ini" ucx_perftest 127.0.0.1 -p "$port" \
+		-t tag_bw -s 65536 -n 100000000 -e >"$tmp/client.log" 2>&1 &
+	cli=$!
+	# until the client has run a while (ucx_perftest's report lines)
+	for i in $(seq 1 300); do
+		[ "$(grep -ac '^\[thread 0\] *[0-9]\+ ' "$tmp/client.log")" -ge 2 ] && break
+		kill -0 "$cli" 2>/dev/null || fail "the client ended before the server was killed"
+		sleep 0.1
+	done
+	kill -9 $(pgrep -f "^ucx_perftest -p $port ") 2>/dev/null || fail "no server process to kill"
+	wait "$srv_pid" 2>/dev/null
+	srv_pid=
+	t0=$(date +%s)
+	seen=
+	for i in $(seq 1 600); do
+		grep -aq "error handler called" "$tmp/client.log" && { seen=1; break; }
+		kill -0 "$cli" 2>/dev/null || break
+		sleep 0.1
+	done
+	t1=$(date +%s)
+	kill $(pgrep -f "^ucx_perftest 127.0.0.1 -p $port ") 2>/dev/null
+	wait "$cli" 2>/dev/null
+	[ -n "$seen" ] || fail "the client's UCX saw no error within 60 s of its peer's death"
+	echo "the client's UCX had its error $((t1 - t0)) s after the server was killed:"
+	grep -a "UCX  ERROR" "$tmp/client.log" | head -3
 	;;
 ucx_tag_lat) ucx_pair 2000 -t tag_lat -n 2000 -w 100 ;;
 ucx_tag_bw) ucx_pair 2000 -t tag_bw -n 2000 -w 100 -s 65536 ;;
