@@ -239,6 +239,10 @@ struct droce_qp {
 	/* ---- engine side: requester + completer, scheduling ---- */
 	uint8_t sched;             /* enum droce_qp_sched (engine_sched.c) */
 	bool cq_overrun;           /* a CQE found its CQ full: ERR after this call */
+	/* the requester's last turn stopped to wait for ACKs or responses (the
+	 * window, max_rd_atomic, a fence, the loss window: rc_req.c): no work
+	 * now, so off the active list until a frame or a timer brings it back */
+	bool req_blocked;
 	enum droce_qp_state state;
 	enum droce_req_state req_state;
 	uint32_t sq_head;     /* oldest WQE not retired */

@@ -814,8 +814,11 @@ droce_qp_busy_lc(const struct droce_qp *qp)
 
 	if (qp->ack_pending || qp->rd_resp_count || droce_qp_stash_pending(qp))
 		return true;
-	/* unseen WQEs are announced by their doorbell; only known work keeps us busy */
-	if (qp->state == DROCE_QPS_RTS && qp->sq_cur != sq_ready && qp->req_state == DROCE_REQ_IDLE)
+	/* unseen WQEs are announced by their doorbell; only known work keeps us
+	 * busy, and not while it waits for ACKs or responses (their frames
+	 * activate the QP) */
+	if (qp->state == DROCE_QPS_RTS && qp->sq_cur != sq_ready && qp->req_state == DROCE_REQ_IDLE &&
+	    !qp->req_blocked)
 		return true;
 	if (qp->state == DROCE_QPS_ERR && (qp->sq_head != qp->sq_avail || qp->rq_head != qp->rq_avail))
 		return true;

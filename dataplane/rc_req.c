@@ -305,12 +305,22 @@ req_next_wqe(struct droce_qp *qp, struct droce_rc_req_ctx *c)
 	return REQ_WINDOW;
 }
 
+/* The turn stops until ACKs or responses come: each arriving frame activates
+ * the QP (rc.c), a timer brings it back from the wheel, and its next turn
+ * finds out again; until then droce_qp_busy_lc does not keep it active. */
+static inline enum droce_rc_req_state
+req_blocked(struct droce_qp *qp)
+{
+	qp->req_blocked = true;
+	return REQ_DONE;
+}
+
 static inline enum droce_rc_req_state
 req_window(struct droce_qp *qp, struct droce_rc_req_ctx *c)
 {
 	/* SENDs and WRITEs wait for ACKs; READs and atomics for max_rd_atomic */
 	if (!c->rd && window_full(qp))
-		return REQ_DONE;
+		return req_blocked(qp);
 	if (!c->s->started || c->s->err)
 		return REQ_CHECK_LOCAL;
 	return droce_mw_wr_is_local(c->w->opcode) ? REQ_LOCAL_OP : REQ_SEND_PKT;
@@ -324,16 +334,16 @@ req_check_local(struct droce_qp *qp, struct droce_rc_req_ctx *c)
 
 	if (!s->started) {
 		if (c->rd && qp->rd_atomic_out >= RTE_MAX(qp->attr.max_rd_atomic, 1))
-			return REQ_DONE;
+			return req_blocked(qp);
 		if ((w->flags & DROCE_WQE_FENCE) && qp->rd_atomic_out > 0)
-			return REQ_DONE;
+			return req_blocked(qp);
 		/* after losses, a READ's responses must fit in the loss window
 		 * (two may be out whatever it is: the second's answers show
 		 * the first's last ones lost without waiting for the timer) */
 		if (c->rd && qp->rd_atomic_out > 1 && qp->cwnd &&
 		    (uint32_t)droce_psn_diff(qp->psn_next, qp->psn_una) +
 				    droce_seq_npkts(w->length, qp->attr.pmtu) > qp->cwnd)
-			return REQ_DONE;
+			return req_blocked(qp);
 	}
 	if (s->err) {
 		c->err = (enum droce_err)s->err;
@@ -444,6 +454,7 @@ droce_rc_req_tx_lc(struct droce_qp *qp, unsigned int budget)
 	struct droce_rc_req_ctx c = { .budget = budget };
 	enum droce_rc_req_state st = REQ_CHECK_QP_STATE;
 
+	qp->req_blocked = false;
 	if (qp->sq_head == qp->sq_avail)
 		return 0; /* the idle turn: nothing posted, nothing to retire or fail */
 	while (st != REQ_DONE) {

@@ -10,7 +10,8 @@
  *    before the timeout attribute plus the pause;
  *  - destroying the QPs takes them out of the wheel.
  * And the doorbells a pass takes (engine_chan.c's bitmap): one bit per QP,
- * all taken in one pass, a bell for a QP not attached yet kept for the next.
+ * all taken in one pass, a bell for a QP not attached yet kept for the next;
+ * a QP whose window is full gets no turn until an ACK comes.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -215,4 +216,70 @@ Test(sched, doorbells_one_bit_per_qp_taken_in_one_pass)
 	cr_assert_eq(droce_qp_destroy(late), 0);
 	for (unsigned int i = 0; i < NBELL; i++)
 		cr_assert_eq(droce_qp_destroy(qp[i]), 0);
+}
+
+/*
+ * A requester whose window is full waits off the active list (rc_req.c's
+ * req_blocked): 400 one-packet WRITEs towards a QPN nobody has, no timer, so
+ * the first 256 (the window) go out and then passes give the QP no turn; an
+ * ACK for the first 128 brings it back, it sends 128 more and waits again.
+ */
+Test(sched, window_blocked_qp_waits_off_the_active_list)
+{
+	struct h_cfg cfg = { .fallback_us = -1 }; /* only the test drives */
+	struct h_conn_opts o = h_conn_defaults(1024);
+	struct droce_pkt_fields f = { .opcode = DROCE_OPC(DROCE_TRANSPORT_RC, DROCE_OP_ACK) };
+	struct droce_cqe c[128];
+	struct droce_engine *eng;
+	struct h_buf lb, rb;
+	struct h_pair p;
+	uint64_t turns;
+	int n = 0;
+
+	h_start(&cfg, false);
+	eng = droce_engine_get(0);
+	h_buf_init(&lb, 4096, DROCE_ACCESS_LOCAL_WRITE);
+	h_buf_init(&rb, 4096, DROCE_ACCESS_LOCAL_WRITE | DROCE_ACCESS_REMOTE_WRITE);
+	h_pair_create_cqs(&p, 512, 4, 1024);
+	o.timeout = 0; /* no retransmission timer */
+	h_connect(p.qp[0], 0, 1, p.qpn[1] + GHOST, H_PSN_A, H_PSN_B, &o);
+	for (unsigned int i = 0; i < 400; i++)
+		h_post_write(p.qp[0], i, &lb, &rb, 0, 64);
+	h_wait_tx(p.qp[0], 256, "the first window");
+	droce_progress();
+	cr_assert_eq(h_qp_stats(p.qp[0])->tx_pkts, 256, "%" PRIu64 " WRITEs sent, the window is 256",
+		     h_qp_stats(p.qp[0])->tx_pkts);
+	cr_assert_eq(p.qp[0]->sched, DROCE_QP_SCHED_NONE, "window full, no timer: still scheduled");
+	cr_assert_eq(eng->n_active_all, 0, "%u QPs active with nothing to send", eng->n_active_all);
+	turns = qp_turns();
+	for (unsigned int k = 0; k < 100; k++)
+		droce_progress();
+	cr_assert_eq(qp_turns() - turns, 0, "%" PRIu64 " turns of a window-blocked QP in 100 passes",
+		     qp_turns() - turns);
+
+	/* the ACK of the first 128 activates it: 128 more, then it waits again */
+	f.pkey = 0xffff;
+	f.dqpn = p.qpn[0];
+	f.psn = (H_PSN_A + 127) & DROCE_PSN_MASK;
+	f.aeth.syndrome = droce_aeth_make_syndrome(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID);
+	h_inject_frame_dir(1, 0, &f, NULL, 0, DROCE_INJECT_RX);
+	h_wait_tx(p.qp[0], 384, "the window opened by 128");
+	while (n < 128) {
+		int k = h_poll(p.scq[0], 128 - n, c + n, 2000);
+
+		cr_assert_gt(k, 0, "%d of the 128 acknowledged WRITEs completed", n);
+		n += k;
+	}
+	for (int i = 0; i < 128; i++)
+		cr_assert(c[i].wr_id == (uint64_t)i && c[i].status == DROCE_WC_SUCCESS,
+			  "completion %d: wr_id %" PRIu64 " status %u", i, c[i].wr_id, c[i].status);
+	droce_progress();
+	cr_assert_eq(h_qp_stats(p.qp[0])->tx_pkts, 384, "%" PRIu64 " WRITEs sent, 384 fit",
+		     h_qp_stats(p.qp[0])->tx_pkts);
+	cr_assert_eq(eng->n_active_all, 0, "blocked again, still active");
+	turns = qp_turns();
+	for (unsigned int k = 0; k < 100; k++)
+		droce_progress();
+	cr_assert_eq(qp_turns() - turns, 0, "%" PRIu64 " turns in 100 passes, blocked again",
+		     qp_turns() - turns);
 }
