@@ -1,0 +1,721 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * fork_proc: verbs in processes forked after droce started (issue 22).  The
+ * process opens droce0 (which starts droce), then forks; the children's
+ * verbs are served by this process's droce (verbs_api/fork.h).  By MODE:
+ *
+ *   parent-child  an RC QP of the parent and one of a child on droce0:
+ *                 parent SEND -> child (the child waits with
+ *                 ibv_get_cq_event), child RDMA WRITE and READ on the
+ *                 parent's MR, parent RDMA WRITE into the child's MR (a
+ *                 heap buffer not page-aligned); bytes checked in both
+ *                 memories, completion statuses and lengths checked
+ *   two-children  two children reach each other on the parent's port:
+ *                 an RC pair (SEND, RDMA WRITE) and a UD pair (a datagram
+ *                 with its GRH), each child checking what it received
+ *   child-dies    a child with a UD QP receives one datagram from the
+ *                 parent, then kills itself (SIGKILL) leaving everything;
+ *                 the parent's droce destroys the child's objects: a
+ *                 datagram to the dead QPN is dropped as drop_no_qp
+ *   bad-wr        in a child: a post with an invalid SGE count returns
+ *                 EINVAL with bad_wr at it (the WRs before it posted), a
+ *                 send on a QP in RESET fails, a bad lkey completes with
+ *                 LOC_PROT_ERR: the parent's checks, the child's errno
+ *
+ * Exit 0 when every check passed; each failure prints "FAIL: what" and
+ * the process exits non-zero.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "droce/stats.h"
+
+static const char *who = "parent";
+static int failures;
+
+#define CHECK(cond, ...)                                                                  \
+	do {                                                                              \
+		if (!(cond)) {                                                            \
+			fprintf(stderr, "%s FAIL (%s:%d): ", who, __FILE__, __LINE__);    \
+			fprintf(stderr, __VA_ARGS__);                                     \
+			fprintf(stderr, "\n");                                            \
+			failures++;                                                       \
+		}                                                                         \
+	} while (0)
+
+#define REQUIRE(cond, ...)                                                                \
+	do {                                                                              \
+		if (!(cond)) {                                                            \
+			CHECK(cond, __VA_ARGS__);                                         \
+			exit(10);                                                         \
+		}                                                                         \
+	} while (0)
+
+/* ---- messages between the processes (pipes) ---- */
+
+struct info {
+	uint32_t qpn;
+	uint32_t rkey;
+	uint64_t addr;
+	union ibv_gid gid;
+};
+
+struct link {
+	int rd, wr;
+};
+
+static void
+send_msg(struct link *l, const void *m, size_t n)
+{
+	REQUIRE(write(l->wr, m, n) == (ssize_t)n, "pipe write: %s", strerror(errno));
+}
+
+static void
+recv_msg(struct link *l, void *m, size_t n)
+{
+	struct pollfd p = { .fd = l->rd, .events = POLLIN };
+	size_t got = 0;
+
+	while (got < n) {
+		ssize_t r;
+
+		REQUIRE(poll(&p, 1, 20000) == 1, "nothing from the other process in 20 s");
+		r = read(l->rd, (char *)m + got, n - got);
+		REQUIRE(r > 0, "pipe read: %s", r < 0 ? strerror(errno) : "closed");
+		got += (size_t)r;
+	}
+}
+
+static void
+send_word(struct link *l, const char *w)
+{
+	char b[16] = { 0 };
+
+	snprintf(b, sizeof(b), "%s", w);
+	send_msg(l, b, sizeof(b));
+}
+
+static void
+expect_word(struct link *l, const char *w)
+{
+	char b[16];
+
+	recv_msg(l, b, sizeof(b));
+	REQUIRE(strncmp(b, w, sizeof(b)) == 0, "expected '%s', got '%.16s'", w, b);
+}
+
+/* two pipes: a's end and b's end */
+static void
+link_pair(struct link *a, struct link *b)
+{
+	int p1[2], p2[2];
+
+	REQUIRE(pipe(p1) == 0 && pipe(p2) == 0, "pipe");
+	a->rd = p1[0];
+	b->wr = p1[1];
+	b->rd = p2[0];
+	a->wr = p2[1];
+}
+
+/* ---- one side's verbs objects ---- */
+
+struct side {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *cq;
+	struct ibv_qp *qp;
+	struct ibv_mr *mr;
+	uint8_t *buf;
+	size_t len;
+	void *alloc;
+};
+
+static struct ibv_context *
+open_dev0(void)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *c;
+
+	REQUIRE(list != NULL && list[0] != NULL, "no device: %s", strerror(errno));
+	c = ibv_open_device(list[0]);
+	REQUIRE(c != NULL, "ibv_open_device: %s", strerror(errno));
+	ibv_free_device_list(list);
+	return c;
+}
+
+/* @odd: the buffer is a heap allocation at an odd offset (pages it shares
+ * with other heap data become shared with the parent) */
+static void
+side_up(struct side *s, enum ibv_qp_type t, bool channel, size_t len, bool odd)
+{
+	struct ibv_qp_init_attr ia = {
+		.qp_type = t,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 2, .max_recv_sge = 2,
+			 .max_inline_data = 64 },
+	};
+
+	memset(s, 0, sizeof(*s));
+	s->ctx = open_dev0();
+	s->pd = ibv_alloc_pd(s->ctx);
+	REQUIRE(s->pd != NULL, "ibv_alloc_pd: %s", strerror(errno));
+	if (channel) {
+		s->ch = ibv_create_comp_channel(s->ctx);
+		REQUIRE(s->ch != NULL, "ibv_create_comp_channel: %s", strerror(errno));
+	}
+	s->cq = ibv_create_cq(s->ctx, 32, s, s->ch, 0);
+	REQUIRE(s->cq != NULL, "ibv_create_cq: %s", strerror(errno));
+	if (odd) {
+		s->alloc = malloc(len + 64);
+		s->buf = (uint8_t *)s->alloc + 13;
+	} else {
+		REQUIRE(posix_memalign(&s->alloc, 4096, len) == 0, "posix_memalign");
+		s->buf = s->alloc;
+	}
+	memset(s->buf, 0, len);
+	s->len = len;
+	s->mr = ibv_reg_mr(s->pd, s->buf, len,
+			   IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ);
+	REQUIRE(s->mr != NULL, "ibv_reg_mr: %s", strerror(errno));
+	ia.send_cq = s->cq;
+	ia.recv_cq = s->cq;
+	s->qp = ibv_create_qp(s->pd, &ia);
+	REQUIRE(s->qp != NULL, "ibv_create_qp: %s", strerror(errno));
+	CHECK(ia.cap.max_send_wr >= 16 && ia.cap.max_recv_wr >= 16, "caps returned %u/%u",
+	      ia.cap.max_send_wr, ia.cap.max_recv_wr);
+}
+
+static void
+side_down(struct side *s)
+{
+	CHECK(ibv_destroy_qp(s->qp) == 0, "ibv_destroy_qp");
+	CHECK(ibv_dereg_mr(s->mr) == 0, "ibv_dereg_mr");
+	CHECK(ibv_destroy_cq(s->cq) == 0, "ibv_destroy_cq");
+	if (s->ch)
+		CHECK(ibv_destroy_comp_channel(s->ch) == 0, "ibv_destroy_comp_channel");
+	CHECK(ibv_dealloc_pd(s->pd) == 0, "ibv_dealloc_pd");
+	CHECK(ibv_close_device(s->ctx) == 0, "ibv_close_device");
+	free(s->alloc);
+}
+
+static struct info
+side_info(struct side *s)
+{
+	struct info i = { .qpn = s->qp->qp_num, .rkey = s->mr->rkey, .addr = (uintptr_t)s->buf };
+
+	REQUIRE(ibv_query_gid(s->ctx, 1, 0, &i.gid) == 0, "ibv_query_gid");
+	return i;
+}
+
+static void
+rc_connect(struct side *s, const struct info *r)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_INIT, .port_num = 1,
+		.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+	};
+	struct ibv_qp_attr qa;
+	struct ibv_qp_init_attr qi;
+
+	REQUIRE(ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				  IBV_QP_ACCESS_FLAGS) == 0, "INIT");
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = r->qpn;
+	a.rq_psn = 0;
+	a.max_dest_rd_atomic = 4;
+	a.min_rnr_timer = 1;
+	a.ah_attr.is_global = 1;
+	a.ah_attr.grh.dgid = r->gid;
+	a.ah_attr.grh.sgid_index = 0;
+	a.ah_attr.grh.hop_limit = 64;
+	a.ah_attr.port_num = 1;
+	REQUIRE(ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+				  IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER) == 0,
+		"RTR: %s", strerror(errno));
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.sq_psn = 0;
+	a.max_rd_atomic = 4;
+	REQUIRE(ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+				  IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC) == 0, "RTS");
+	CHECK(s->qp->state == IBV_QPS_RTS, "qp->state %d after RTS", s->qp->state);
+	CHECK(ibv_query_qp(s->qp, &qa, IBV_QP_STATE | IBV_QP_DEST_QPN, &qi) == 0 &&
+	      qa.qp_state == IBV_QPS_RTS && qa.dest_qp_num == r->qpn && qi.send_cq == s->cq,
+	      "ibv_query_qp: state %d dest %u", qa.qp_state, qa.dest_qp_num);
+}
+
+static void
+ud_up(struct side *s)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1, .qkey = 0x1234 };
+
+	REQUIRE(ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_QKEY) == 0,
+		"UD INIT");
+	a.qp_state = IBV_QPS_RTR;
+	REQUIRE(ibv_modify_qp(s->qp, &a, IBV_QP_STATE) == 0, "UD RTR");
+	a.qp_state = IBV_QPS_RTS;
+	a.sq_psn = 0;
+	REQUIRE(ibv_modify_qp(s->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN) == 0, "UD RTS");
+}
+
+static uint8_t
+pat(int seed, size_t i)
+{
+	return (uint8_t)(seed + i * 7);
+}
+
+static void
+fill(uint8_t *p, size_t n, int seed)
+{
+	for (size_t i = 0; i < n; i++)
+		p[i] = pat(seed, i);
+}
+
+static bool
+same(const uint8_t *p, size_t n, int seed)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i] != pat(seed, i))
+			return false;
+	return true;
+}
+
+/* One completion: by ibv_get_cq_event when the side has a channel (armed,
+ * polled again, then waited for), else by polling; 10 s at most. */
+static struct ibv_wc
+wait_wc(struct side *s)
+{
+	struct timespec t0, t;
+	struct ibv_wc wc;
+	int n;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		n = ibv_poll_cq(s->cq, 1, &wc);
+		REQUIRE(n >= 0, "ibv_poll_cq %d", n);
+		if (n == 1)
+			return wc;
+		if (s->ch != NULL) {
+			struct pollfd p = { .fd = s->ch->fd, .events = POLLIN };
+			struct ibv_cq *ecq;
+			void *ectx;
+
+			REQUIRE(ibv_req_notify_cq(s->cq, 0) == 0, "ibv_req_notify_cq");
+			n = ibv_poll_cq(s->cq, 1, &wc);
+			if (n == 1)
+				return wc;
+			REQUIRE(poll(&p, 1, 10000) == 1, "no completion event in 10 s");
+			REQUIRE(ibv_get_cq_event(s->ch, &ecq, &ectx) == 0, "ibv_get_cq_event: %s",
+				strerror(errno));
+			CHECK(ecq == s->cq && ectx == s, "the event names another CQ");
+			ibv_ack_cq_events(ecq, 1);
+			continue;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		REQUIRE(t.tv_sec - t0.tv_sec < 10, "no completion in 10 s");
+	}
+}
+
+static void
+expect_wc(struct side *s, enum ibv_wc_opcode op, uint32_t len, const char *what)
+{
+	struct ibv_wc wc = wait_wc(s);
+
+	CHECK(wc.status == IBV_WC_SUCCESS, "%s: status %s", what, ibv_wc_status_str(wc.status));
+	CHECK(wc.opcode == op, "%s: opcode %d, not %d", what, wc.opcode, op);
+	if (op == IBV_WC_RECV || op == IBV_WC_RDMA_READ)
+		CHECK(wc.byte_len == len, "%s: byte_len %u, not %u", what, wc.byte_len, len);
+	CHECK(wc.qp_num == s->qp->qp_num, "%s: qp_num %u", what, wc.qp_num);
+}
+
+static void
+post_recv(struct side *s, size_t off, uint32_t len)
+{
+	struct ibv_sge sg = { .addr = (uintptr_t)s->buf + off, .length = len, .lkey = s->mr->lkey };
+	struct ibv_recv_wr wr = { .wr_id = 1, .sg_list = &sg, .num_sge = 1 }, *bad;
+
+	REQUIRE(ibv_post_recv(s->qp, &wr, &bad) == 0, "ibv_post_recv");
+}
+
+static void
+post_op(struct side *s, enum ibv_wr_opcode op, size_t off, uint32_t len, uint64_t raddr,
+	uint32_t rkey)
+{
+	struct ibv_sge sg = { .addr = (uintptr_t)s->buf + off, .length = len, .lkey = s->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 2, .sg_list = &sg, .num_sge = 1, .opcode = op,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+	wr.wr.rdma.remote_addr = raddr;
+	wr.wr.rdma.rkey = rkey;
+	REQUIRE(ibv_post_send(s->qp, &wr, &bad) == 0, "ibv_post_send op %d", op);
+}
+
+static int
+reap(pid_t pid, const char *name)
+{
+	int st;
+
+	REQUIRE(waitpid(pid, &st, 0) == pid, "waitpid");
+	CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the %s ended with status 0x%x", name, st);
+	return st;
+}
+
+/* ---- parent-child ---- */
+
+static void
+pc_child(struct link *l)
+{
+	struct side b;
+	struct info ia, ib;
+
+	who = "child";
+	side_up(&b, IBV_QPT_RC, true, 3000, true);
+	ib = side_info(&b);
+	send_msg(l, &ib, sizeof(ib));
+	recv_msg(l, &ia, sizeof(ia));
+	rc_connect(&b, &ia);
+	post_recv(&b, 0, 512);
+	send_word(l, "ready");
+
+	expect_wc(&b, IBV_WC_RECV, 256, "child RECV");
+	CHECK(same(b.buf, 256, 1), "the SEND's bytes in the child's memory");
+
+	fill(b.buf + 512, 512, 2);
+	post_op(&b, IBV_WR_RDMA_WRITE, 512, 512, ia.addr + 1024, ia.rkey);
+	expect_wc(&b, IBV_WC_RDMA_WRITE, 512, "child WRITE");
+	send_word(l, "written");
+
+	expect_word(l, "read-it");
+	post_op(&b, IBV_WR_RDMA_READ, 1024, 512, ia.addr + 2048, ia.rkey);
+	expect_wc(&b, IBV_WC_RDMA_READ, 512, "child READ");
+	CHECK(same(b.buf + 1024, 512, 3), "the READ's bytes in the child's memory");
+	send_word(l, "read-done");
+
+	expect_word(l, "parent-wrote");
+	CHECK(same(b.buf + 2000, 200, 4), "the parent's WRITE in the child's memory");
+	side_down(&b);
+	exit(failures ? 1 : 0);
+}
+
+static int
+parent_child(void)
+{
+	struct link lp, lc;
+	struct side a;
+	struct info ia, ib;
+	pid_t pid;
+
+	side_up(&a, IBV_QPT_RC, false, 4096 * 2, false);
+	link_pair(&lp, &lc);
+	pid = fork();
+	REQUIRE(pid >= 0, "fork");
+	if (pid == 0)
+		pc_child(&lc);
+	ia = side_info(&a);
+	recv_msg(&lp, &ib, sizeof(ib));
+	send_msg(&lp, &ia, sizeof(ia));
+	rc_connect(&a, &ib);
+	CHECK(ib.qpn != ia.qpn, "the child's QPN is the parent's");
+	expect_word(&lp, "ready");
+
+	fill(a.buf, 256, 1);
+	post_op(&a, IBV_WR_SEND, 0, 256, 0, 0);
+	expect_wc(&a, IBV_WC_SEND, 256, "parent SEND");
+
+	expect_word(&lp, "written");
+	CHECK(same(a.buf + 1024, 512, 2), "the child's WRITE in the parent's memory");
+	fill(a.buf + 2048, 512, 3);
+	send_word(&lp, "read-it");
+	expect_word(&lp, "read-done");
+
+	fill(a.buf + 3000, 200, 4);
+	post_op(&a, IBV_WR_RDMA_WRITE, 3000, 200, ib.addr + 2000, ib.rkey);
+	expect_wc(&a, IBV_WC_RDMA_WRITE, 200, "parent WRITE");
+	send_word(&lp, "parent-wrote");
+	reap(pid, "child");
+	side_down(&a);
+	return failures ? 1 : 0;
+}
+
+/* ---- two-children ---- */
+
+static void
+ud_send(struct side *s, const struct info *r, size_t off, uint32_t len)
+{
+	struct ibv_ah_attr aa = { .is_global = 1, .port_num = 1 };
+	struct ibv_sge sg = { .addr = (uintptr_t)s->buf + off, .length = len, .lkey = s->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 3, .sg_list = &sg, .num_sge = 1, .opcode = IBV_WR_SEND,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	struct ibv_ah *ah;
+
+	aa.grh.dgid = r->gid;
+	aa.grh.hop_limit = 64;
+	ah = ibv_create_ah(s->pd, &aa);
+	REQUIRE(ah != NULL, "ibv_create_ah: %s", strerror(errno));
+	wr.wr.ud.ah = ah;
+	wr.wr.ud.remote_qpn = r->qpn;
+	wr.wr.ud.remote_qkey = 0x1234;
+	REQUIRE(ibv_post_send(s->qp, &wr, &bad) == 0, "UD ibv_post_send");
+	expect_wc(s, IBV_WC_SEND, len, "UD SEND");
+	CHECK(ibv_destroy_ah(ah) == 0, "ibv_destroy_ah");
+}
+
+static void
+tc_child(struct link *l, bool first)
+{
+	struct side rc, ud;
+	struct info me, peer, ume, upeer;
+
+	who = first ? "child-x" : "child-y";
+	side_up(&rc, IBV_QPT_RC, !first, 8192, !first);
+	side_up(&ud, IBV_QPT_UD, first, 4096, false);
+	me = side_info(&rc);
+	ume = side_info(&ud);
+	send_msg(l, &me, sizeof(me));
+	send_msg(l, &ume, sizeof(ume));
+	recv_msg(l, &peer, sizeof(peer));
+	recv_msg(l, &upeer, sizeof(upeer));
+	CHECK(me.qpn != peer.qpn && ume.qpn != upeer.qpn, "the children share a QPN");
+	rc_connect(&rc, &peer);
+	ud_up(&ud);
+	if (first) {
+		expect_word(l, "ready");
+		fill(rc.buf, 1000, 5);
+		post_op(&rc, IBV_WR_SEND, 0, 1000, 0, 0);
+		expect_wc(&rc, IBV_WC_SEND, 1000, "x SEND");
+		expect_word(l, "written");
+		CHECK(same(rc.buf + 4096, 3000, 6), "y's WRITE in x's memory");
+		fill(ud.buf, 300, 7);
+		ud_send(&ud, &upeer, 0, 300);
+		expect_word(l, "ud-got");
+	} else {
+		post_recv(&rc, 0, 2048);
+		post_recv(&ud, 0, 2048);
+		send_word(l, "ready");
+		expect_wc(&rc, IBV_WC_RECV, 1000, "y RECV");
+		CHECK(same(rc.buf, 1000, 5), "x's SEND in y's memory");
+		fill(rc.buf + 2048, 3000, 6);
+		post_op(&rc, IBV_WR_RDMA_WRITE, 2048, 3000, peer.addr + 4096, peer.rkey);
+		expect_wc(&rc, IBV_WC_RDMA_WRITE, 3000, "y WRITE");
+		send_word(l, "written");
+		expect_wc(&ud, IBV_WC_RECV, 300 + 40, "y UD RECV");
+		CHECK(same(ud.buf + 40, 300, 7), "x's datagram in y's memory (after the GRH)");
+		send_word(l, "ud-got");
+	}
+	side_down(&ud);
+	side_down(&rc);
+	exit(failures ? 1 : 0);
+}
+
+static int
+two_children(void)
+{
+	struct ibv_context *ctx = open_dev0(); /* droce starts here, in the parent */
+	struct link lx, ly;
+	pid_t x, y;
+
+	link_pair(&lx, &ly);
+	x = fork();
+	REQUIRE(x >= 0, "fork");
+	if (x == 0)
+		tc_child(&lx, true);
+	y = fork();
+	REQUIRE(y >= 0, "fork");
+	if (y == 0)
+		tc_child(&ly, false);
+	reap(x, "child x");
+	reap(y, "child y");
+	CHECK(ibv_close_device(ctx) == 0, "ibv_close_device");
+	return failures ? 1 : 0;
+}
+
+/* ---- child-dies ---- */
+
+static uint64_t
+drops_no_qp(void)
+{
+	struct droce_stat st[128];
+	int n = droce_stats_engine(0, st, 128);
+
+	REQUIRE(n > 0, "droce_stats_engine");
+	return droce_stat_find(st, (unsigned int)(n < 128 ? n : 128), "drop_no_qp");
+}
+
+static int
+child_dies(void)
+{
+	struct link lp, lc;
+	struct side a;
+	struct info ib;
+	pid_t pid;
+	uint64_t before;
+	struct timespec t0, t;
+	bool dropped = false;
+
+	side_up(&a, IBV_QPT_UD, false, 4096, false);
+	ud_up(&a);
+	link_pair(&lp, &lc);
+	pid = fork();
+	REQUIRE(pid >= 0, "fork");
+	if (pid == 0) {
+		struct side b;
+
+		who = "child";
+		side_up(&b, IBV_QPT_UD, true, 4096, true);
+		ud_up(&b);
+		post_recv(&b, 0, 2048);
+		ib = side_info(&b);
+		send_msg(&lc, &ib, sizeof(ib));
+		expect_wc(&b, IBV_WC_RECV, 40 + 100, "child UD RECV");
+		CHECK(same(b.buf + 40, 100, 8), "the parent's datagram in the child's memory");
+		send_word(&lc, failures ? "bad" : "got");
+		raise(SIGKILL); /* everything left to the parent's droce */
+		exit(3);
+	}
+	recv_msg(&lp, &ib, sizeof(ib));
+	fill(a.buf, 100, 8);
+	ud_send(&a, &ib, 0, 100);
+	expect_word(&lp, "got");
+	{
+		int st;
+
+		REQUIRE(waitpid(pid, &st, 0) == pid, "waitpid");
+		CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL, "the child ended with 0x%x", st);
+	}
+	/* the child's QP goes when the server sees the hangup */
+	before = drops_no_qp();
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do {
+		ud_send(&a, &ib, 0, 100);
+		usleep(10000);
+		dropped = drops_no_qp() > before;
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (!dropped && t.tv_sec - t0.tv_sec < 10);
+	CHECK(dropped, "datagrams to the dead child's QPN were not dropped as drop_no_qp in 10 s");
+	side_down(&a);
+	return failures ? 1 : 0;
+}
+
+/* ---- bad-wr ---- */
+
+static int
+bad_wr(void)
+{
+	struct ibv_context *ctx = open_dev0();
+	pid_t pid = fork();
+
+	REQUIRE(pid >= 0, "fork");
+	if (pid == 0) {
+		struct side b;
+		struct ibv_sge sg;
+		struct ibv_send_wr w[3], *bad = NULL;
+		struct ibv_recv_wr r[2], *rbad = NULL;
+		struct ibv_wc wc;
+		int rc;
+
+		who = "child";
+		side_up(&b, IBV_QPT_RC, false, 4096, false);
+		sg = (struct ibv_sge){ .addr = (uintptr_t)b.buf, .length = 16, .lkey = b.mr->lkey };
+		/* a send on a QP in RESET: the parent's post refuses it (ibv_post_send(3)) */
+		memset(w, 0, sizeof(w));
+		w[0].sg_list = &sg;
+		w[0].num_sge = 1;
+		w[0].opcode = IBV_WR_SEND;
+		rc = ibv_post_send(b.qp, &w[0], &bad);
+		CHECK(rc != 0 && bad == &w[0], "a send in RESET: rc %d", rc);
+		{
+			struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+
+			REQUIRE(ibv_modify_qp(b.qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+						  IBV_QP_ACCESS_FLAGS) == 0, "INIT");
+		}
+		/* receives: the second has a negative SGE count: EINVAL, bad_wr at it */
+		memset(r, 0, sizeof(r));
+		r[0].wr_id = 10;
+		r[0].sg_list = &sg;
+		r[0].num_sge = 1;
+		r[0].next = &r[1];
+		r[1].wr_id = 11;
+		r[1].num_sge = -1;
+		rc = ibv_post_recv(b.qp, r, &rbad);
+		CHECK(rc == EINVAL && rbad == &r[1], "recv list: rc %d bad %p (r[1] %p)", rc,
+		      (void *)rbad, (void *)&r[1]);
+		/* too many SGEs for the QP (max_recv_sge 2): the parent's EINVAL */
+		{
+			struct ibv_sge s3[3] = { sg, sg, sg };
+
+			r[0].sg_list = s3;
+			r[0].num_sge = 3;
+			r[0].next = NULL;
+			rbad = NULL;
+			rc = ibv_post_recv(b.qp, r, &rbad);
+			CHECK(rc == EINVAL && rbad == &r[0], "3 SGEs: rc %d", rc);
+		}
+		/* the first receive was posted: moving to ERR flushes it */
+		{
+			struct ibv_qp_attr a = { .qp_state = IBV_QPS_ERR };
+
+			CHECK(ibv_modify_qp(b.qp, &a, IBV_QP_STATE) == 0, "ERR");
+			wc = wait_wc(&b);
+			CHECK(wc.wr_id == 10 && wc.status == IBV_WC_WR_FLUSH_ERR,
+			      "the posted receive flushed: wr_id %llu status %s",
+			      (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status));
+		}
+		/* a CQ of another context is refused */
+		{
+			struct ibv_context *c2 = open_dev0();
+			struct ibv_pd *pd2 = ibv_alloc_pd(c2);
+			struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC, .send_cq = b.cq,
+						       .recv_cq = b.cq,
+						       .cap = { .max_send_wr = 1, .max_recv_wr = 1,
+								.max_send_sge = 1, .max_recv_sge = 1 } };
+
+			errno = 0;
+			CHECK(pd2 && ibv_create_qp(pd2, &ia) == NULL && errno == EINVAL,
+			      "a QP with another context's CQ: errno %d", errno);
+			ibv_dealloc_pd(pd2);
+			ibv_close_device(c2);
+		}
+		/* a CQ below one entry */
+		errno = 0;
+		CHECK(ibv_create_cq(b.ctx, 0, NULL, NULL, 0) == NULL && errno == EINVAL, "cqe 0");
+		side_down(&b);
+		exit(failures ? 1 : 0);
+	}
+	reap(pid, "child");
+	CHECK(ibv_close_device(ctx) == 0, "ibv_close_device");
+	return failures ? 1 : 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *mode = argc > 1 ? argv[1] : "";
+
+	setvbuf(stdout, NULL, _IONBF, 0);
+	if (strcmp(mode, "parent-child") == 0)
+		return parent_child();
+	if (strcmp(mode, "two-children") == 0)
+		return two_children();
+	if (strcmp(mode, "child-dies") == 0)
+		return child_dies();
+	if (strcmp(mode, "bad-wr") == 0)
+		return bad_wr();
+	fprintf(stderr, "usage: fork_proc parent-child|two-children|child-dies|bad-wr\n");
+	return 2;
+}
