@@ -101,7 +101,9 @@ rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *a, int *mask)
 		}
 		a->sq_psn = p->remote_psn;      /* the peer's Starting PSN */
 		if (id->qp_type == IBV_QPT_RC) {
-			a->timeout = p->local_ack_timeout;
+			/* the kernel's cma: RDMA_OPTION_ID_ACK_TIMEOUT wins when set,
+			 * even after the REQ (a passive id sets it before accepting) */
+			a->timeout = p->ack_timeout ? p->ack_timeout : p->local_ack_timeout;
 			a->retry_cnt = p->retry_count;
 			a->rnr_retry = p->rnr_retry_count;
 			a->max_rd_atomic = p->initiator_depth;
