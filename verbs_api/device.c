@@ -16,7 +16,7 @@
 #include <droce/droce.h>
 
 #include "pmd_glue/port.h"
-#include "fork.h"
+#include "fork_cli.h"
 #include "internal.h"
 
 static pthread_mutex_t runtime_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -119,6 +119,12 @@ droce_verbs_runtime_up(void)
 out:
 	pthread_mutex_unlock(&runtime_lock);
 	return rc;
+}
+
+struct ibv_device *
+droce_verbs_device(unsigned int port)
+{
+	return devices != NULL && port < n_devices ? &devices[port].dev : NULL;
 }
 
 struct ibv_device **

@@ -34,10 +34,12 @@
 #include <stdint.h>
 
 #include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
 
 /* The largest datagram either side sends (header + payload). */
 #define DROCE_FK_MAX_MSG (64 * 1024)
-/* File descriptors one message may carry (an MR's memfd pieces). */
+/* File descriptors one message may carry (an MR's memfd pieces, a
+ * response's event fds). */
 #define DROCE_FK_MAX_FDS 16
 
 enum droce_fk_op {
@@ -66,6 +68,30 @@ enum droce_fk_op {
 	DROCE_FK_CREATE_AH,
 	DROCE_FK_DESTROY_AH,
 	DROCE_FK_GET_ASYNC_EVENT,
+	/* rdma_cm */
+	DROCE_FK_CM_CREATE_CHAN,
+	DROCE_FK_CM_DESTROY_CHAN,
+	DROCE_FK_CM_CREATE_ID,
+	DROCE_FK_CM_CREATE_EP,
+	DROCE_FK_CM_DESTROY_ID,
+	DROCE_FK_CM_BIND,
+	DROCE_FK_CM_RESOLVE_ADDR,
+	DROCE_FK_CM_RESOLVE_ROUTE,
+	DROCE_FK_CM_LISTEN,
+	DROCE_FK_CM_CONNECT,
+	DROCE_FK_CM_ACCEPT,
+	DROCE_FK_CM_REJECT,
+	DROCE_FK_CM_DISCONNECT,
+	DROCE_FK_CM_ESTABLISH,
+	DROCE_FK_CM_SET_OPTION,
+	DROCE_FK_CM_INIT_QP_ATTR,
+	DROCE_FK_CM_CREATE_QP,
+	DROCE_FK_CM_DESTROY_QP,
+	DROCE_FK_CM_JOIN_MC,
+	DROCE_FK_CM_LEAVE_MC,
+	DROCE_FK_CM_GET_EVENT,
+	DROCE_FK_CM_ACK_EVENT,
+	DROCE_FK_CM_GET_REQUEST,
 	DROCE_FK_OP_COUNT
 };
 
@@ -99,6 +125,52 @@ struct droce_fk_piece {
 struct droce_fk_swr {
 	struct ibv_send_wr wr;
 	uint64_t ah;
+};
+
+/*
+ * What a child's shadow of an rdma_cm id mirrors, sent after every request
+ * on an id: the handles of the objects it names (the rdma_cm's own context,
+ * PD, and the QP, CQs and channels rdma_create_qp made are registered in
+ * the child's table on first sight, "borrowed": the rdma_cm destroys them),
+ * the descriptors of the newly seen ones' event fds (indices into the
+ * message's descriptors, -1: none) and the id's public fields.
+ */
+struct droce_fk_id_state {
+	uint64_t id, ctx, pd, qp, scq, rcq, schan, rchan;
+	uint32_t dev;          /* the droce port of ctx's device */
+	int32_t ncomp;         /* ctx's num_comp_vectors */
+	int32_t fd_ctx, fd_schan, fd_rchan;
+	uint32_t port_num, ps, qp_type, qp_num, qp_state;
+	int32_t scqe, rcqe;
+	int32_t num_paths;
+	struct ibv_qp_cap cap;
+	struct rdma_addr addr;
+	struct ibv_sa_path_rec path;
+};
+
+/* An rdma_cm event: the parent's event (a handle the ack names), its fields,
+ * private data, and the states of its id and listen_id. */
+struct droce_fk_cm_event {
+	uint64_t ev;
+	uint32_t event;
+	int32_t status;
+	uint32_t is_ud;
+	uint32_t pdlen;
+	uint64_t pdptr;        /* a multicast event's private_data: the join's context */
+	struct rdma_conn_param conn; /* private_data meaningless */
+	struct rdma_ud_param ud;     /* private_data meaningless */
+	uint8_t pdata[256];
+	struct droce_fk_id_state id, listen;
+};
+
+/* rdma_create_ep's arguments: the addrinfo (its pointers meaningless,
+ * route and connect data not carried), its addresses, the QP's attributes. */
+struct droce_fk_ep_req {
+	struct rdma_addrinfo ai;
+	struct sockaddr_storage src, dst;
+	uint32_t has_qp;
+	uint32_t pad;
+	struct ibv_qp_init_attr qia;
 };
 
 /* ---- the parent (fork_srv.c) ---- */
@@ -156,5 +228,35 @@ struct ibv_ah *droce_fk_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int droce_fk_destroy_ah(struct ibv_ah *ah);
 int droce_fk_get_async_event(struct ibv_context *c, struct ibv_async_event *ev);
 void droce_fk_ack_async_event(struct ibv_async_event *ev);
+
+/* rdma_cm in a served child (rdmacm*.c route here when droce_fk_child_served()) */
+struct rdma_event_channel *droce_fk_cm_create_event_channel(void);
+int droce_fk_cm_destroy_event_channel(struct rdma_event_channel *ch);
+int droce_fk_cm_create_id(struct rdma_event_channel *ch, struct rdma_cm_id **id, void *context,
+			  enum rdma_port_space ps);
+int droce_fk_cm_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv_pd *pd,
+			  struct ibv_qp_init_attr *qp_init_attr);
+int droce_fk_cm_destroy_id(struct rdma_cm_id *id, bool ep);
+int droce_fk_cm_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr);
+int droce_fk_cm_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src, struct sockaddr *dst,
+			     int timeout_ms);
+int droce_fk_cm_resolve_route(struct rdma_cm_id *id, int timeout_ms);
+int droce_fk_cm_listen(struct rdma_cm_id *id, int backlog);
+int droce_fk_cm_connect(struct rdma_cm_id *id, struct rdma_conn_param *param);
+int droce_fk_cm_accept(struct rdma_cm_id *id, struct rdma_conn_param *param);
+int droce_fk_cm_reject(struct rdma_cm_id *id, const void *pdata, uint8_t len);
+int droce_fk_cm_disconnect(struct rdma_cm_id *id);
+int droce_fk_cm_establish(struct rdma_cm_id *id);
+int droce_fk_cm_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
+			   size_t optlen);
+int droce_fk_cm_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *attr, int *mask);
+int droce_fk_cm_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *attr);
+void droce_fk_cm_destroy_qp(struct rdma_cm_id *id);
+int droce_fk_cm_join_mc(struct rdma_cm_id *id, struct sockaddr *addr, uint32_t flags,
+			void *context);
+int droce_fk_cm_leave_mc(struct rdma_cm_id *id, struct sockaddr *addr);
+int droce_fk_cm_get_event(struct rdma_event_channel *ch, struct rdma_cm_event **event);
+int droce_fk_cm_ack_event(struct rdma_cm_event *event);
+int droce_fk_cm_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id);
 
 #endif

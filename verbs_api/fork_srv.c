@@ -24,46 +24,9 @@
 #include "fork.h"
 #include "internal.h"
 
-enum fk_type { FK_T_FREE, FK_T_CTX, FK_T_PD, FK_T_MR, FK_T_CHAN, FK_T_CQ, FK_T_QP, FK_T_AH };
-
-struct fk_obj {
-	enum fk_type type;
-	uint32_t gen;
-	void *p;          /* the parent's ibv_context / ibv_pd / ibv_mr ... */
-	void *map;        /* MR: the parent's mapping of the child's pages */
-	size_t map_len;
-	int fd;           /* CTX, CHAN: the server's own non-blocking description of the event fd */
-};
-
-#define FK_MAX_WR 1024
-
-struct fk_client {
-	int fd;
-	struct fk_obj *o;
-	uint32_t n, cap;
-	uint32_t slot;    /* index in srv.clients */
-	uint8_t in[DROCE_FK_MAX_MSG] __attribute__((aligned(16)));
-	uint8_t out[DROCE_FK_MAX_MSG] __attribute__((aligned(16)));
-	union {
-		struct ibv_send_wr s[FK_MAX_WR];
-		struct ibv_recv_wr r[FK_MAX_WR];
-	} wr;
-};
-
-/* One request as received and its response as built. */
-struct fk_io {
-	struct droce_fk_msg m;           /* request in, response out (same struct) */
-	const uint8_t *pl;               /* request payload */
-	size_t plen;
-	int fds[DROCE_FK_MAX_FDS];
-	int nfds;
-	uint8_t *out;                    /* response payload (DROCE_FK_MAX_MSG - header) */
-	size_t olen;
-	int ofd;                         /* a descriptor to pass back, -1: none */
-};
+#include "fork_srv.h"
 
 #define FK_MAX_CLIENTS 1024
-#define FK_OUT_MAX (DROCE_FK_MAX_MSG - sizeof(struct droce_fk_msg))
 
 static struct {
 	pthread_mutex_t lock;            /* the fields below; held across fork() */
@@ -73,8 +36,8 @@ static struct {
 
 /* ---- the object table ---- */
 
-static uint64_t
-obj_add(struct fk_client *c, enum fk_type t, void *p)
+uint64_t
+droce_fk_obj_add(struct fk_client *c, enum fk_type t, void *p)
 {
 	uint32_t i;
 
@@ -100,11 +63,24 @@ obj_add(struct fk_client *c, enum fk_type t, void *p)
 	c->o[i].map = NULL;
 	c->o[i].map_len = 0;
 	c->o[i].fd = -1;
+	c->o[i].borrowed = false;
+	c->o[i].owner = 0;
+	c->o[i].ep = false;
 	return (uint64_t)c->o[i].gen << 32 | (i + 1);
 }
 
-static struct fk_obj *
-obj_get(struct fk_client *c, uint64_t h, enum fk_type t)
+/* The handle of @p (of type @t) in the table, 0 if absent. */
+uint64_t
+droce_fk_obj_find(struct fk_client *c, enum fk_type t, const void *p)
+{
+	for (uint32_t i = 0; i < c->n; i++)
+		if (c->o[i].type == t && c->o[i].p == p)
+			return (uint64_t)c->o[i].gen << 32 | (i + 1);
+	return 0;
+}
+
+struct fk_obj *
+droce_fk_obj_get(struct fk_client *c, uint64_t h, enum fk_type t)
 {
 	uint32_t i = (uint32_t)h;
 
@@ -115,8 +91,8 @@ obj_get(struct fk_client *c, uint64_t h, enum fk_type t)
 	return &c->o[i - 1];
 }
 
-static void
-obj_free(struct fk_obj *o)
+void
+droce_fk_obj_free(struct fk_obj *o)
 {
 	if (o->map != NULL)
 		munmap(o->map, o->map_len);
@@ -130,8 +106,8 @@ obj_free(struct fk_obj *o)
 
 /* A non-blocking open file description of its own for the pipe @fd (the
  * child gets @fd's, whose flags are the program's). */
-static int
-own_description(int fd)
+int
+droce_fk_own_fd(int fd)
 {
 	char path[64];
 
@@ -139,8 +115,8 @@ own_description(int fd)
 	return open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
 }
 
-static bool
-readable(int fd)
+bool
+droce_fk_readable(int fd)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 
@@ -149,15 +125,8 @@ readable(int fd)
 
 /* ---- the requests, one function each ---- */
 
-#define OBJ(var, type, h)                                                                  \
-	struct fk_obj *var = obj_get(c, (h), (type));                                      \
-	if (var == NULL) {                                                                 \
-		io->m.rc = EINVAL;                                                         \
-		return;                                                                    \
-	}
-
-static int
-errno_or(int dflt)
+int
+droce_fk_errno_or(int dflt)
 {
 	return errno ? errno : dflt;
 }
@@ -172,7 +141,7 @@ op_open(struct fk_client *c, struct fk_io *io)
 
 	list = ibv_get_device_list(&n);
 	if (list == NULL) {
-		io->m.rc = errno_or(ENODEV);
+		io->m.rc = droce_fk_errno_or(ENODEV);
 		return;
 	}
 	for (int i = 0; i < n; i++)
@@ -180,11 +149,11 @@ op_open(struct fk_client *c, struct fk_io *io)
 			ctx = ibv_open_device(list[i]);
 	ibv_free_device_list(list);
 	if (ctx == NULL) {
-		io->m.rc = errno_or(ENODEV);
+		io->m.rc = droce_fk_errno_or(ENODEV);
 		return;
 	}
-	fd = own_description(ctx->async_fd);
-	h = fd >= 0 ? obj_add(c, FK_T_CTX, ctx) : 0;
+	fd = droce_fk_own_fd(ctx->async_fd);
+	h = fd >= 0 ? droce_fk_obj_add(c, FK_T_CTX, ctx) : 0;
 	if (h == 0) {
 		if (fd >= 0)
 			close(fd);
@@ -192,10 +161,10 @@ op_open(struct fk_client *c, struct fk_io *io)
 		io->m.rc = ENOMEM;
 		return;
 	}
-	obj_get(c, h, FK_T_CTX)->fd = fd;
+	droce_fk_obj_get(c, h, FK_T_CTX)->fd = fd;
 	io->m.h = h;
 	io->m.a[0] = (uint64_t)ctx->num_comp_vectors;
-	io->ofd = ctx->async_fd;
+	io->ofds[io->nofd++] = ctx->async_fd;
 }
 
 static void
@@ -204,7 +173,7 @@ op_close(struct fk_client *c, struct fk_io *io)
 	OBJ(o, FK_T_CTX, io->m.h);
 	io->m.rc = ibv_close_device(o->p);
 	if (io->m.rc == 0)
-		obj_free(o);
+		droce_fk_obj_free(o);
 }
 
 static void
@@ -243,10 +212,10 @@ op_alloc_pd(struct fk_client *c, struct fk_io *io)
 	OBJ(o, FK_T_CTX, io->m.h);
 	pd = ibv_alloc_pd(o->p);
 	if (pd == NULL) {
-		io->m.rc = errno_or(ENOMEM);
+		io->m.rc = droce_fk_errno_or(ENOMEM);
 		return;
 	}
-	io->m.h = obj_add(c, FK_T_PD, pd);
+	io->m.h = droce_fk_obj_add(c, FK_T_PD, pd);
 	if (io->m.h == 0) {
 		ibv_dealloc_pd(pd);
 		io->m.rc = ENOMEM;
@@ -259,7 +228,7 @@ op_dealloc_pd(struct fk_client *c, struct fk_io *io)
 	OBJ(o, FK_T_PD, io->m.h);
 	io->m.rc = ibv_dealloc_pd(o->p);
 	if (io->m.rc == 0)
-		obj_free(o);
+		droce_fk_obj_free(o);
 }
 
 /* a[0] the child's address, a[1] length, a[2] iova, a[3] access, a[4] the
@@ -294,7 +263,7 @@ op_reg_mr(struct fk_client *c, struct fk_io *io)
 	for (size_t i = 0; i < np; i++) {
 		if (mmap(base + at, pc[i].len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
 			 io->fds[pc[i].fd], (off_t)pc[i].off) == MAP_FAILED) {
-			io->m.rc = errno_or(ENOMEM);
+			io->m.rc = droce_fk_errno_or(ENOMEM);
 			munmap(base, total);
 			return;
 		}
@@ -302,19 +271,19 @@ op_reg_mr(struct fk_client *c, struct fk_io *io)
 	}
 	mr = ibv_reg_mr_iova2(o->p, base + (addr - start), len, io->m.a[2], (unsigned int)io->m.a[3]);
 	if (mr == NULL) {
-		io->m.rc = errno_or(EINVAL);
+		io->m.rc = droce_fk_errno_or(EINVAL);
 		munmap(base, total);
 		return;
 	}
-	h = obj_add(c, FK_T_MR, mr);
+	h = droce_fk_obj_add(c, FK_T_MR, mr);
 	if (h == 0) {
 		ibv_dereg_mr(mr);
 		munmap(base, total);
 		io->m.rc = ENOMEM;
 		return;
 	}
-	obj_get(c, h, FK_T_MR)->map = base;
-	obj_get(c, h, FK_T_MR)->map_len = total;
+	droce_fk_obj_get(c, h, FK_T_MR)->map = base;
+	droce_fk_obj_get(c, h, FK_T_MR)->map_len = total;
 	io->m.h = h;
 	io->m.a[0] = mr->lkey;
 	io->m.a[1] = mr->rkey;
@@ -326,7 +295,7 @@ op_dereg_mr(struct fk_client *c, struct fk_io *io)
 	OBJ(o, FK_T_MR, io->m.h);
 	io->m.rc = ibv_dereg_mr(o->p);
 	if (io->m.rc == 0)
-		obj_free(o);
+		droce_fk_obj_free(o);
 }
 
 static void
@@ -339,12 +308,12 @@ op_create_chan(struct fk_client *c, struct fk_io *io)
 	OBJ(o, FK_T_CTX, io->m.h);
 	ch = ibv_create_comp_channel(o->p);
 	if (ch == NULL) {
-		io->m.rc = errno_or(ENOMEM);
+		io->m.rc = droce_fk_errno_or(ENOMEM);
 		return;
 	}
 	((struct droce_vchan *)ch)->remote = true; /* every event to the pipe: the child waits there */
-	fd = own_description(ch->fd);
-	h = fd >= 0 ? obj_add(c, FK_T_CHAN, ch) : 0;
+	fd = droce_fk_own_fd(ch->fd);
+	h = fd >= 0 ? droce_fk_obj_add(c, FK_T_CHAN, ch) : 0;
 	if (h == 0) {
 		if (fd >= 0)
 			close(fd);
@@ -352,9 +321,9 @@ op_create_chan(struct fk_client *c, struct fk_io *io)
 		io->m.rc = ENOMEM;
 		return;
 	}
-	obj_get(c, h, FK_T_CHAN)->fd = fd;
+	droce_fk_obj_get(c, h, FK_T_CHAN)->fd = fd;
 	io->m.h = h;
-	io->ofd = ch->fd;
+	io->ofds[io->nofd++] = ch->fd;
 }
 
 static void
@@ -363,7 +332,7 @@ op_destroy_chan(struct fk_client *c, struct fk_io *io)
 	OBJ(o, FK_T_CHAN, io->m.h);
 	io->m.rc = ibv_destroy_comp_channel(o->p);
 	if (io->m.rc == 0)
-		obj_free(o);
+		droce_fk_obj_free(o);
 }
 
 /* a[0] cqe, a[1] channel handle (0: none), a[2] comp_vector, a[3] the child's CQ. */
@@ -374,17 +343,17 @@ op_create_cq(struct fk_client *c, struct fk_io *io)
 	struct ibv_cq *cq;
 
 	OBJ(o, FK_T_CTX, io->m.h);
-	if (io->m.a[1] != 0 && (ch = obj_get(c, io->m.a[1], FK_T_CHAN)) == NULL) {
+	if (io->m.a[1] != 0 && (ch = droce_fk_obj_get(c, io->m.a[1], FK_T_CHAN)) == NULL) {
 		io->m.rc = EINVAL;
 		return;
 	}
 	cq = ibv_create_cq(o->p, (int)io->m.a[0], (void *)(uintptr_t)io->m.a[3],
 			   ch ? ch->p : NULL, (int)io->m.a[2]);
 	if (cq == NULL) {
-		io->m.rc = errno_or(ENOMEM);
+		io->m.rc = droce_fk_errno_or(ENOMEM);
 		return;
 	}
-	io->m.h = obj_add(c, FK_T_CQ, cq);
+	io->m.h = droce_fk_obj_add(c, FK_T_CQ, cq);
 	if (io->m.h == 0) {
 		ibv_destroy_cq(cq);
 		io->m.rc = ENOMEM;
@@ -399,7 +368,7 @@ op_destroy_cq(struct fk_client *c, struct fk_io *io)
 	OBJ(o, FK_T_CQ, io->m.h);
 	io->m.rc = ibv_destroy_cq(o->p);
 	if (io->m.rc == 0)
-		obj_free(o);
+		droce_fk_obj_free(o);
 }
 
 static void
@@ -438,7 +407,7 @@ op_get_cq_event(struct fk_client *c, struct fk_io *io)
 	int fd;
 
 	OBJ(o, FK_T_CHAN, io->m.h);
-	if (!readable(o->fd)) {
+	if (!droce_fk_readable(o->fd)) {
 		io->m.rc = EAGAIN;
 		return;
 	}
@@ -446,13 +415,14 @@ op_get_cq_event(struct fk_client *c, struct fk_io *io)
 	fd = ch->ch.fd;
 	ch->ch.fd = o->fd;
 	if (ibv_get_cq_event(&ch->ch, &cq, &cookie) != 0) {
-		io->m.rc = errno_or(EAGAIN);
+		io->m.rc = droce_fk_errno_or(EAGAIN);
 		ch->ch.fd = fd;
 		return;
 	}
 	ch->ch.fd = fd;
 	ibv_ack_cq_events(cq, 1);
-	io->m.a[0] = (uintptr_t)cookie;
+	(void)cookie;
+	io->m.a[0] = droce_fk_obj_find(c, FK_T_CQ, cq); /* the child's shadow by handle (the rdma_cm's CQs too) */
 }
 
 /* a[0] send CQ, a[1] receive CQ (handles, 0: none), a[2] the child's QP;
@@ -465,8 +435,8 @@ op_create_qp(struct fk_client *c, struct fk_io *io)
 	struct ibv_qp *qp;
 
 	OBJ(o, FK_T_PD, io->m.h);
-	if (io->plen != sizeof(ia) || (io->m.a[0] && !(s = obj_get(c, io->m.a[0], FK_T_CQ))) ||
-	    (io->m.a[1] && !(r = obj_get(c, io->m.a[1], FK_T_CQ)))) {
+	if (io->plen != sizeof(ia) || (io->m.a[0] && !(s = droce_fk_obj_get(c, io->m.a[0], FK_T_CQ))) ||
+	    (io->m.a[1] && !(r = droce_fk_obj_get(c, io->m.a[1], FK_T_CQ)))) {
 		io->m.rc = EINVAL;
 		return;
 	}
@@ -477,10 +447,10 @@ op_create_qp(struct fk_client *c, struct fk_io *io)
 	ia.srq = NULL;
 	qp = ibv_create_qp(o->p, &ia);
 	if (qp == NULL) {
-		io->m.rc = errno_or(EINVAL);
+		io->m.rc = droce_fk_errno_or(EINVAL);
 		return;
 	}
-	io->m.h = obj_add(c, FK_T_QP, qp);
+	io->m.h = droce_fk_obj_add(c, FK_T_QP, qp);
 	if (io->m.h == 0) {
 		ibv_destroy_qp(qp);
 		io->m.rc = ENOMEM;
@@ -524,7 +494,7 @@ op_destroy_qp(struct fk_client *c, struct fk_io *io)
 	OBJ(o, FK_T_QP, io->m.h);
 	io->m.rc = ibv_destroy_qp(o->p);
 	if (io->m.rc == 0)
-		obj_free(o);
+		droce_fk_obj_free(o);
 }
 
 /* a[0] WRs in the payload; the response's a[0] the index of the bad one. */
@@ -568,7 +538,7 @@ op_post_send(struct fk_client *c, struct fk_io *io)
 			}
 		}
 		if (((struct ibv_qp *)o->p)->qp_type == IBV_QPT_UD) {
-			struct fk_obj *ah = obj_get(c, w.ah, FK_T_AH);
+			struct fk_obj *ah = droce_fk_obj_get(c, w.ah, FK_T_AH);
 
 			if (ah == NULL) {
 				io->m.rc = EINVAL;
@@ -638,10 +608,10 @@ op_create_ah(struct fk_client *c, struct fk_io *io)
 	memcpy(&attr, io->pl, sizeof(attr));
 	ah = ibv_create_ah(o->p, &attr);
 	if (ah == NULL) {
-		io->m.rc = errno_or(EINVAL);
+		io->m.rc = droce_fk_errno_or(EINVAL);
 		return;
 	}
-	io->m.h = obj_add(c, FK_T_AH, ah);
+	io->m.h = droce_fk_obj_add(c, FK_T_AH, ah);
 	if (io->m.h == 0) {
 		ibv_destroy_ah(ah);
 		io->m.rc = ENOMEM;
@@ -654,11 +624,11 @@ op_destroy_ah(struct fk_client *c, struct fk_io *io)
 	OBJ(o, FK_T_AH, io->m.h);
 	io->m.rc = ibv_destroy_ah(o->p);
 	if (io->m.rc == 0)
-		obj_free(o);
+		droce_fk_obj_free(o);
 }
 
-/* As op_get_cq_event: acknowledged here; a[0] the type, a[1] the child's
- * object (its CQ or QP) or the port number. */
+/* As op_get_cq_event: acknowledged here; a[0] the type, a[1] the handle
+ * of its CQ or QP, or the port number. */
 static void
 op_get_async_event(struct fk_client *c, struct fk_io *io)
 {
@@ -667,7 +637,7 @@ op_get_async_event(struct fk_client *c, struct fk_io *io)
 	int fd, rc;
 
 	OBJ(o, FK_T_CTX, io->m.h);
-	if (!readable(o->fd)) {
+	if (!droce_fk_readable(o->fd)) {
 		io->m.rc = EAGAIN;
 		return;
 	}
@@ -677,13 +647,13 @@ op_get_async_event(struct fk_client *c, struct fk_io *io)
 	rc = ibv_get_async_event(ctx, &ev);
 	ctx->async_fd = fd;
 	if (rc != 0) {
-		io->m.rc = errno_or(EAGAIN);
+		io->m.rc = droce_fk_errno_or(EAGAIN);
 		return;
 	}
 	io->m.a[0] = ev.event_type;
 	switch (ev.event_type) {
 	case IBV_EVENT_CQ_ERR:
-		io->m.a[1] = (uintptr_t)ev.element.cq->cq_context;
+		io->m.a[1] = droce_fk_obj_find(c, FK_T_CQ, ev.element.cq);
 		break;
 	case IBV_EVENT_PORT_ACTIVE:
 	case IBV_EVENT_PORT_ERR:
@@ -700,15 +670,13 @@ op_get_async_event(struct fk_client *c, struct fk_io *io)
 		io->m.a[1] = 0; /* the child makes no SRQs */
 		break;
 	default:
-		io->m.a[1] = (uintptr_t)ev.element.qp->qp_context;
+		io->m.a[1] = droce_fk_obj_find(c, FK_T_QP, ev.element.qp);
 		break;
 	}
 	ibv_ack_async_event(&ev);
 }
 
-typedef void (*fk_op_fn)(struct fk_client *c, struct fk_io *io);
-
-static const fk_op_fn ops[DROCE_FK_OP_COUNT] = {
+fk_op_fn droce_fk_ops[DROCE_FK_OP_COUNT] = {
 	[DROCE_FK_OPEN] = op_open,
 	[DROCE_FK_CLOSE] = op_close,
 	[DROCE_FK_QUERY_DEVICE] = op_query_device,
@@ -736,22 +704,31 @@ static const fk_op_fn ops[DROCE_FK_OP_COUNT] = {
 	[DROCE_FK_GET_ASYNC_EVENT] = op_get_async_event,
 };
 
+int (*droce_fk_cm_end)(struct fk_client *c, struct fk_obj *o, uint64_t h);
+
 /* ---- a child's end: everything it left, in dependency order ---- */
 
 static void
 client_end(struct fk_client *c)
 {
-	static const enum fk_type order[] = { FK_T_QP, FK_T_AH, FK_T_MR, FK_T_CQ,
-					      FK_T_CHAN, FK_T_PD, FK_T_CTX };
+	static const enum fk_type order[] = { FK_T_EVENT, FK_T_ID, FK_T_QP, FK_T_AH, FK_T_MR,
+					      FK_T_CQ, FK_T_CHAN, FK_T_PD, FK_T_CTX, FK_T_EVCH };
 
 	for (size_t k = 0; k < sizeof(order) / sizeof(order[0]); k++)
 		for (uint32_t i = 0; i < c->n; i++) {
 			struct fk_obj *o = &c->o[i];
+			uint64_t h = (uint64_t)o->gen << 32 | (i + 1);
 			int rc = 0;
 
-			if (o->type != order[k])
+			if (o->type != order[k] || o->borrowed)
 				continue;
 			switch (o->type) {
+			case FK_T_EVENT:
+			case FK_T_ID:
+			case FK_T_EVCH:
+				/* rdma_cm objects exist only when librdmacm made them */
+				rc = droce_fk_cm_end != NULL ? droce_fk_cm_end(c, o, h) : 0;
+				break;
 			case FK_T_QP: rc = ibv_destroy_qp(o->p); break;
 			case FK_T_AH: rc = ibv_destroy_ah(o->p); break;
 			case FK_T_MR: rc = ibv_dereg_mr(o->p); break;
@@ -762,10 +739,14 @@ client_end(struct fk_client *c)
 			case FK_T_FREE: break;
 			}
 			if (rc == 0)
-				obj_free(o);
+				droce_fk_obj_free(o);
 			else /* left as leaked memory, as ibv_close_device leaves what it cannot free */
 				o->map = NULL;
 		}
+	/* what is left is the rdma_cm's (its contexts and PDs): descriptors only */
+	for (uint32_t i = 0; i < c->n; i++)
+		if (c->o[i].type != FK_T_FREE)
+			droce_fk_obj_free(&c->o[i]);
 	pthread_mutex_lock(&srv.lock);
 	srv.clients[c->slot] = NULL;
 	close(c->fd);
@@ -786,7 +767,7 @@ serve_one(struct fk_client *c, uint8_t *in, uint8_t *out)
 	struct iovec iov = { .iov_base = in, .iov_len = DROCE_FK_MAX_MSG };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b,
 			     .msg_controllen = sizeof(cm.b) };
-	struct fk_io io = { .nfds = 0, .ofd = -1, .out = out };
+	struct fk_io io = { .nfds = 0, .nofd = 0, .out = out };
 	struct iovec ov[2];
 	struct msghdr om = { .msg_iov = ov, .msg_iovlen = 2 };
 	ssize_t n;
@@ -821,8 +802,8 @@ serve_one(struct fk_client *c, uint8_t *in, uint8_t *out)
 		io.plen = (size_t)n - sizeof(io.m);
 		io.m.rc = 0;
 		errno = 0;
-		if (io.m.op < DROCE_FK_OP_COUNT && ops[io.m.op] != NULL)
-			ops[io.m.op](c, &io);
+		if (io.m.op < DROCE_FK_OP_COUNT && droce_fk_ops[io.m.op] != NULL)
+			droce_fk_ops[io.m.op](c, &io);
 		else
 			io.m.rc = EOPNOTSUPP;
 	}
@@ -832,16 +813,16 @@ serve_one(struct fk_client *c, uint8_t *in, uint8_t *out)
 	ov[0].iov_len = sizeof(io.m);
 	ov[1].iov_base = out;
 	ov[1].iov_len = io.m.rc == 0 ? io.olen : 0;
-	if (io.ofd >= 0 && io.m.rc == 0) {
+	if (io.nofd > 0 && io.m.rc == 0) {
 		om.msg_control = cm.b;
-		om.msg_controllen = CMSG_SPACE(sizeof(int));
+		om.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)io.nofd);
 		memset(cm.b, 0, sizeof(cm.b));
 		struct cmsghdr *h = CMSG_FIRSTHDR(&om);
 
 		h->cmsg_level = SOL_SOCKET;
 		h->cmsg_type = SCM_RIGHTS;
-		h->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(h), &io.ofd, sizeof(int));
+		h->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)io.nofd);
+		memcpy(CMSG_DATA(h), io.ofds, sizeof(int) * (size_t)io.nofd);
 	}
 	do
 		n = sendmsg(c->fd, &om, MSG_NOSIGNAL);

@@ -12,6 +12,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "fork.h"
 #include "internal.h"
 
 /* The ibdev_path droce gives its devices (device.c): "/droce/droceN". */
@@ -86,6 +87,8 @@ ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size)
 int
 ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
+	if (droce_fk_ctx(qp ? qp->context : NULL))
+		return EOPNOTSUPP; /* not in a forked child yet (rdma_join_multicast is) */
 	struct droce_vqp *q = (struct droce_vqp *)qp;
 
 	(void)lid;
@@ -97,6 +100,8 @@ ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 int
 ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
+	if (droce_fk_ctx(qp ? qp->context : NULL))
+		return EOPNOTSUPP;
 	struct droce_vqp *q = (struct droce_vqp *)qp;
 	int rc;
 

@@ -16,6 +16,12 @@
  *                 parent, then kills itself (SIGKILL) leaving everything;
  *                 the parent's droce destroys the child's objects: a
  *                 datagram to the dead QPN is dropped as drop_no_qp
+ *   cm-children   rdma_cm in two children: one listens on the parent's
+ *                 port (198.18.0.1), the other resolves, connects and
+ *                 exchanges a SEND each way with rdma_post_send / recv and
+ *                 rdma_get_send_comp / recv_comp (completion events), then
+ *                 an RDMA WRITE into the listener's memory; disconnect; also
+ *                 a rejected connect with its private data
  *   bad-wr        in a child: a post with an invalid SGE count returns
  *                 EINVAL with bad_wr at it (the WRs before it posted), a
  *                 send on a QP in RESET fails, a bad lkey completes with
@@ -37,6 +43,9 @@
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+#include <rdma/rdma_verbs.h>
+#include <arpa/inet.h>
 
 #include "droce/stats.h"
 
@@ -53,13 +62,26 @@ static int failures;
 		}                                                                         \
 	} while (0)
 
+static void die(void);
+
 #define REQUIRE(cond, ...)                                                                \
 	do {                                                                              \
 		if (!(cond)) {                                                            \
 			CHECK(cond, __VA_ARGS__);                                         \
-			exit(10);                                                         \
+			die();                                                            \
 		}                                                                         \
 	} while (0)
+
+/* A failed REQUIRE: a child ends as child_exit() explains. */
+static void
+die(void)
+{
+	fflush(stdout);
+	fflush(stderr);
+	if (strcmp(who, "parent") != 0)
+		_exit(10);
+	exit(10);
+}
 
 /* ---- messages between the processes (pipes) ---- */
 
@@ -365,6 +387,20 @@ post_op(struct side *s, enum ibv_wr_opcode op, size_t off, uint32_t len, uint64_
 	REQUIRE(ibv_post_send(s->qp, &wr, &bad) == 0, "ibv_post_send op %d", op);
 }
 
+/*
+ * A child's end: _exit, not exit.  Under ASan, LeakSanitizer's check at exit
+ * locks every allocator size class, and the one a thread of the parent held
+ * at fork() stays locked in the child for ever (GCC 12's sanitizers take no
+ * fork handler): the child would hang.  Leaks are checked in the parent.
+ */
+static void
+child_exit(void)
+{
+	fflush(stdout);
+	fflush(stderr);
+	_exit(failures ? 1 : 0);
+}
+
 static int
 reap(pid_t pid, const char *name)
 {
@@ -409,7 +445,7 @@ pc_child(struct link *l)
 	expect_word(l, "parent-wrote");
 	CHECK(same(b.buf + 2000, 200, 4), "the parent's WRITE in the child's memory");
 	side_down(&b);
-	exit(failures ? 1 : 0);
+	child_exit();
 }
 
 static int
@@ -519,7 +555,7 @@ tc_child(struct link *l, bool first)
 	}
 	side_down(&ud);
 	side_down(&rc);
-	exit(failures ? 1 : 0);
+	child_exit();
 }
 
 static int
@@ -611,6 +647,209 @@ child_dies(void)
 	return failures ? 1 : 0;
 }
 
+/* ---- cm-children ---- */
+
+static struct rdma_cm_event *
+cm_expect(struct rdma_event_channel *ch, enum rdma_cm_event_type t)
+{
+	struct pollfd p = { .fd = ch->fd, .events = POLLIN };
+	struct rdma_cm_event *ev;
+
+	REQUIRE(poll(&p, 1, 10000) == 1, "no rdma_cm event in 10 s (waiting for %s)", rdma_event_str(t));
+	REQUIRE(rdma_get_cm_event(ch, &ev) == 0, "rdma_get_cm_event: %s", strerror(errno));
+	REQUIRE(ev->event == t, "event %s (status %d), not %s", rdma_event_str(ev->event), ev->status,
+		rdma_event_str(t));
+	return ev;
+}
+
+static void
+cm_addr(struct sockaddr_in *sa, uint16_t port)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sin_family = AF_INET;
+	sa->sin_port = htons(port);
+	inet_pton(AF_INET, "198.18.0.1", &sa->sin_addr);
+}
+
+static void
+cm_qp(struct rdma_cm_id *id)
+{
+	struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
+				       .cap = { .max_send_wr = 8, .max_recv_wr = 8,
+						.max_send_sge = 1, .max_recv_sge = 1 } };
+
+	REQUIRE(rdma_create_qp(id, NULL, &ia) == 0, "rdma_create_qp: %s", strerror(errno));
+	REQUIRE(id->qp != NULL && id->send_cq != NULL && id->recv_cq != NULL &&
+		id->send_cq_channel != NULL && id->pd != NULL && id->verbs != NULL,
+		"the id names its QP, CQs, channel, PD and context");
+}
+
+static void
+cm_server(struct link *l)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_id *lid, *id;
+	struct rdma_cm_event *ev;
+	struct sockaddr_in sa;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	static uint8_t buf[8192];
+	struct info me;
+
+	who = "cm-server";
+	REQUIRE(ch != NULL, "rdma_create_event_channel: %s", strerror(errno));
+	REQUIRE(rdma_create_id(ch, &lid, (void *)0x1234, RDMA_PS_TCP) == 0, "rdma_create_id");
+	cm_addr(&sa, 7471);
+	REQUIRE(rdma_bind_addr(lid, (struct sockaddr *)&sa) == 0, "rdma_bind_addr: %s", strerror(errno));
+	REQUIRE(rdma_listen(lid, 4) == 0, "rdma_listen");
+	send_word(l, "listening");
+
+	/* the first request is rejected with private data */
+	ev = cm_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	CHECK(ev->listen_id == lid && ev->id != lid && ev->id->context == (void *)0x1234,
+	      "CONNECT_REQUEST: listen_id, a new id with the listener's context");
+	CHECK(ev->param.conn.private_data_len >= 5 &&
+	      memcmp(ev->param.conn.private_data, "hello", 5) == 0, "the REQ's private data");
+	id = ev->id;
+	REQUIRE(rdma_ack_cm_event(ev) == 0, "ack");
+	REQUIRE(rdma_reject(id, "no", 3) == 0, "rdma_reject: %s", strerror(errno));
+	REQUIRE(rdma_destroy_id(id) == 0, "rdma_destroy_id");
+
+	/* the second is accepted */
+	ev = cm_expect(ch, RDMA_CM_EVENT_CONNECT_REQUEST);
+	id = ev->id;
+	REQUIRE(rdma_ack_cm_event(ev) == 0, "ack");
+	CHECK(((struct sockaddr_in *)rdma_get_local_addr(id))->sin_addr.s_addr == sa.sin_addr.s_addr,
+	      "the new id's local address");
+	cm_qp(id);
+	mr = rdma_reg_msgs(id, buf, 512);
+	REQUIRE(mr != NULL, "rdma_reg_msgs: %s", strerror(errno));
+	CHECK(ibv_dereg_mr(mr) == 0, "ibv_dereg_mr (rdma_reg_msgs')");
+	mr = ibv_reg_mr(id->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE);
+	REQUIRE(mr != NULL, "ibv_reg_mr on the id's PD: %s", strerror(errno));
+	REQUIRE(rdma_post_recv(id, NULL, buf, 512, mr) == 0, "rdma_post_recv");
+	REQUIRE(rdma_accept(id, NULL) == 0, "rdma_accept: %s", strerror(errno));
+	ev = cm_expect(ch, RDMA_CM_EVENT_ESTABLISHED);
+	REQUIRE(rdma_ack_cm_event(ev) == 0, "ack");
+
+	REQUIRE(rdma_get_recv_comp(id, &wc) == 1, "rdma_get_recv_comp: %s", strerror(errno));
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.byte_len == 300, "RECV: %s, %u bytes",
+	      ibv_wc_status_str(wc.status), wc.byte_len);
+	CHECK(same(buf, 300, 11), "the client's SEND in the server's memory");
+	fill(buf + 1024, 400, 12);
+	REQUIRE(rdma_post_send(id, NULL, buf + 1024, 400, mr, IBV_SEND_SIGNALED) == 0, "rdma_post_send");
+	REQUIRE(rdma_get_send_comp(id, &wc) == 1 && wc.status == IBV_WC_SUCCESS, "the server's SEND");
+	me = (struct info){ .qpn = id->qp->qp_num, .rkey = mr->rkey, .addr = (uintptr_t)buf };
+	send_msg(l, &me, sizeof(me));
+	expect_word(l, "written");
+	CHECK(same(buf + 4096, 2000, 13), "the client's WRITE in the server's memory");
+	send_word(l, "checked");
+	ev = cm_expect(ch, RDMA_CM_EVENT_DISCONNECTED);
+	REQUIRE(rdma_ack_cm_event(ev) == 0, "ack");
+	rdma_destroy_qp(id);
+	CHECK(ibv_dereg_mr(mr) == 0, "ibv_dereg_mr");
+	REQUIRE(rdma_destroy_id(id) == 0, "rdma_destroy_id");
+	REQUIRE(rdma_destroy_id(lid) == 0, "rdma_destroy_id (listener)");
+	rdma_destroy_event_channel(ch);
+	child_exit();
+}
+
+static void
+cm_client(struct link *l)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_conn_param cp = { .private_data = "hello", .private_data_len = 6,
+				      .retry_count = 7, .rnr_retry_count = 7,
+				      .initiator_depth = 1, .responder_resources = 1 };
+	struct rdma_cm_id *id;
+	struct rdma_cm_event *ev;
+	struct sockaddr_in sa;
+	struct ibv_mr *mr;
+	struct ibv_wc wc;
+	static uint8_t buf[8192];
+	struct info srv;
+
+	who = "cm-client";
+	REQUIRE(ch != NULL, "rdma_create_event_channel");
+	cm_addr(&sa, 7471);
+	expect_word(l, "listening");
+	for (int round = 0; round < 2; round++) {
+		REQUIRE(rdma_create_id(ch, &id, NULL, RDMA_PS_TCP) == 0, "rdma_create_id");
+		REQUIRE(rdma_resolve_addr(id, NULL, (struct sockaddr *)&sa, 2000) == 0,
+			"rdma_resolve_addr: %s", strerror(errno));
+		ev = cm_expect(ch, RDMA_CM_EVENT_ADDR_RESOLVED);
+		REQUIRE(rdma_ack_cm_event(ev) == 0, "ack");
+		CHECK(id->verbs != NULL, "a context after ADDR_RESOLVED");
+		REQUIRE(rdma_resolve_route(id, 2000) == 0, "rdma_resolve_route");
+		ev = cm_expect(ch, RDMA_CM_EVENT_ROUTE_RESOLVED);
+		REQUIRE(rdma_ack_cm_event(ev) == 0, "ack");
+		cm_qp(id);
+		mr = ibv_reg_mr(id->pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE);
+		REQUIRE(mr != NULL, "ibv_reg_mr: %s", strerror(errno));
+		REQUIRE(rdma_post_recv(id, NULL, buf + 2048, 1024, mr) == 0, "rdma_post_recv");
+		REQUIRE(rdma_connect(id, &cp) == 0, "rdma_connect: %s", strerror(errno));
+		if (round == 0) {
+			ev = cm_expect(ch, RDMA_CM_EVENT_REJECTED);
+			CHECK(ev->param.conn.private_data_len >= 3 &&
+			      memcmp(ev->param.conn.private_data, "no", 3) == 0, "the REJ's private data");
+			REQUIRE(rdma_ack_cm_event(ev) == 0, "ack");
+			rdma_destroy_qp(id);
+			CHECK(id->qp == NULL && id->send_cq == NULL, "rdma_destroy_qp took the QP and CQs");
+			CHECK(ibv_dereg_mr(mr) == 0, "ibv_dereg_mr");
+			REQUIRE(rdma_destroy_id(id) == 0, "rdma_destroy_id");
+			continue;
+		}
+		ev = cm_expect(ch, RDMA_CM_EVENT_ESTABLISHED);
+		REQUIRE(rdma_ack_cm_event(ev) == 0, "ack");
+	}
+	fill(buf, 300, 11);
+	REQUIRE(rdma_post_send(id, NULL, buf, 300, mr, IBV_SEND_SIGNALED) == 0, "rdma_post_send");
+	REQUIRE(rdma_get_send_comp(id, &wc) == 1 && wc.status == IBV_WC_SUCCESS, "the client's SEND");
+	REQUIRE(rdma_get_recv_comp(id, &wc) == 1, "rdma_get_recv_comp");
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.byte_len == 400, "RECV: %s, %u bytes",
+	      ibv_wc_status_str(wc.status), wc.byte_len);
+	CHECK(same(buf + 2048, 400, 12), "the server's SEND in the client's memory");
+	recv_msg(l, &srv, sizeof(srv));
+	fill(buf + 4096, 2000, 13);
+	REQUIRE(rdma_post_write(id, NULL, buf + 4096, 2000, mr, IBV_SEND_SIGNALED, srv.addr + 4096,
+				srv.rkey) == 0, "rdma_post_write");
+	REQUIRE(rdma_get_send_comp(id, &wc) == 1, "WRITE completion");
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RDMA_WRITE, "WRITE: %s",
+	      ibv_wc_status_str(wc.status));
+	send_word(l, "written");
+	expect_word(l, "checked");
+	REQUIRE(rdma_disconnect(id) == 0, "rdma_disconnect");
+	ev = cm_expect(ch, RDMA_CM_EVENT_DISCONNECTED);
+	REQUIRE(rdma_ack_cm_event(ev) == 0, "ack");
+	rdma_destroy_qp(id);
+	CHECK(ibv_dereg_mr(mr) == 0, "ibv_dereg_mr");
+	REQUIRE(rdma_destroy_id(id) == 0, "rdma_destroy_id");
+	rdma_destroy_event_channel(ch);
+	child_exit();
+}
+
+static int
+cm_children(void)
+{
+	struct ibv_context *ctx = open_dev0(); /* droce starts here, in the parent */
+	struct link ls, lc;
+	pid_t s, c;
+
+	link_pair(&ls, &lc);
+	s = fork();
+	REQUIRE(s >= 0, "fork");
+	if (s == 0)
+		cm_server(&ls);
+	c = fork();
+	REQUIRE(c >= 0, "fork");
+	if (c == 0)
+		cm_client(&lc);
+	reap(s, "server child");
+	reap(c, "client child");
+	CHECK(ibv_close_device(ctx) == 0, "ibv_close_device");
+	return failures ? 1 : 0;
+}
+
 /* ---- bad-wr ---- */
 
 static int
@@ -695,7 +934,7 @@ bad_wr(void)
 		errno = 0;
 		CHECK(ibv_create_cq(b.ctx, 0, NULL, NULL, 0) == NULL && errno == EINVAL, "cqe 0");
 		side_down(&b);
-		exit(failures ? 1 : 0);
+		child_exit();
 	}
 	reap(pid, "child");
 	CHECK(ibv_close_device(ctx) == 0, "ibv_close_device");
@@ -716,6 +955,8 @@ main(int argc, char **argv)
 		return child_dies();
 	if (strcmp(mode, "bad-wr") == 0)
 		return bad_wr();
-	fprintf(stderr, "usage: fork_proc parent-child|two-children|child-dies|bad-wr\n");
+	if (strcmp(mode, "cm-children") == 0)
+		return cm_children();
+	fprintf(stderr, "usage: fork_proc parent-child|two-children|child-dies|bad-wr|cm-children\n");
 	return 2;
 }
