@@ -22,6 +22,12 @@
  *                 rdma_get_send_comp / recv_comp (completion events), then
  *                 an RDMA WRITE into the listener's memory; disconnect; also
  *                 a rejected connect with its private data
+ *   bad-requests  a child writes malformed requests straight on its socket
+ *                 to the parent (short, unknown op, bad and stale handles,
+ *                 handles of the wrong kind, payloads shorter than they
+ *                 say, MR pieces that do not add up, descriptors nobody
+ *                 asked for): each answered with its errno, the parent's
+ *                 droce unharmed, the child's verbs still served after
  *   bad-wr        in a child: a post with an invalid SGE count returns
  *                 EINVAL with bad_wr at it (the WRs before it posted), a
  *                 send on a QP in RESET fails, a bad lkey completes with
@@ -38,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,6 +55,7 @@
 #include <arpa/inet.h>
 
 #include "droce/stats.h"
+#include "verbs_api/fork.h"
 
 static const char *who = "parent";
 static int failures;
@@ -850,6 +858,203 @@ cm_children(void)
 	return failures ? 1 : 0;
 }
 
+/* ---- bad-requests ---- */
+
+/* The socket fork() gave this child: a SOCK_SEQPACKET unix socket connected
+ * to an unnamed peer (a socketpair's; DPDK's telemetry socket listens). */
+static int
+served_socket(void)
+{
+	for (int fd = 3; fd < 1024; fd++) {
+		int type = 0, dom = 0;
+		socklen_t l = sizeof(type), l2 = sizeof(dom);
+		struct sockaddr_storage peer;
+		socklen_t pl = sizeof(peer);
+
+		if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &l) == 0 && type == SOCK_SEQPACKET &&
+		    getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &dom, &l2) == 0 && dom == AF_UNIX &&
+		    getpeername(fd, (struct sockaddr *)&peer, &pl) == 0 && pl == sizeof(sa_family_t))
+			return fd;
+	}
+	return -1;
+}
+
+/* One raw request: its response's rc (the response header into @m). */
+static int
+raw_req(int fd, struct droce_fk_msg *m, const void *pl, size_t plen, size_t hdr_len, int pass_fd)
+{
+	static uint8_t buf[DROCE_FK_MAX_MSG];
+	union {
+		struct cmsghdr h;
+		char b[CMSG_SPACE(sizeof(int))];
+	} cm;
+	struct iovec iov[2] = { { m, hdr_len }, { (void *)(uintptr_t)pl, plen } };
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = plen ? 2 : 1 };
+	ssize_t n;
+
+	if (pass_fd >= 0) {
+		memset(cm.b, 0, sizeof(cm.b));
+		mh.msg_control = cm.b;
+		mh.msg_controllen = sizeof(cm.b);
+		CMSG_FIRSTHDR(&mh)->cmsg_level = SOL_SOCKET;
+		CMSG_FIRSTHDR(&mh)->cmsg_type = SCM_RIGHTS;
+		CMSG_FIRSTHDR(&mh)->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(CMSG_FIRSTHDR(&mh)), &pass_fd, sizeof(int));
+	}
+	REQUIRE(sendmsg(fd, &mh, 0) >= 0, "sendmsg: %s", strerror(errno));
+	n = recv(fd, buf, sizeof(buf), 0);
+	REQUIRE(n >= (ssize_t)sizeof(*m), "no response (%zd): the parent's server is gone", n);
+	memcpy(m, buf, sizeof(*m));
+	return m->rc;
+}
+
+static int
+bad_requests(void)
+{
+	struct ibv_context *ctx = open_dev0();
+	pid_t pid = fork();
+
+	REQUIRE(pid >= 0, "fork");
+	if (pid == 0) {
+		int fd = served_socket(), rc;
+		struct droce_fk_msg m;
+		uint64_t hctx, hpd, hcq;
+		uint8_t junk[512];
+
+		who = "child";
+		REQUIRE(fd >= 0, "no served socket in the child");
+		memset(junk, 0xa5, sizeof(junk));
+#define REQ(op_, h_, ...)                                                                 \
+	do {                                                                              \
+		memset(&m, 0, sizeof(m));                                                \
+		m.op = (op_);                                                             \
+		m.h = (h_);                                                               \
+		__VA_ARGS__;                                                              \
+	} while (0)
+		REQ(DROCE_FK_OPEN, 0, (void)0);
+		CHECK(raw_req(fd, &m, NULL, 0, 4, -1) == EINVAL, "a 4-byte request: %d", m.rc);
+		REQ(9999, 0, (void)0);
+		CHECK(raw_req(fd, &m, NULL, 0, sizeof(m), -1) == EOPNOTSUPP, "op 9999: %d", m.rc);
+		REQ(0, 0, (void)0);
+		CHECK(raw_req(fd, &m, NULL, 0, sizeof(m), -1) == EOPNOTSUPP, "op 0: %d", m.rc);
+		REQ(DROCE_FK_ALLOC_PD, 0, (void)0);
+		CHECK(raw_req(fd, &m, NULL, 0, sizeof(m), -1) == EINVAL, "handle 0: %d", m.rc);
+		REQ(DROCE_FK_ALLOC_PD, 0xdeadbeef00000001ull, (void)0);
+		CHECK(raw_req(fd, &m, NULL, 0, sizeof(m), -1) == EINVAL, "a forged handle: %d", m.rc);
+		REQ(DROCE_FK_OPEN, 0, m.a[0] = 99);
+		CHECK(raw_req(fd, &m, NULL, 0, sizeof(m), -1) == ENODEV, "device 99: %d", m.rc);
+		REQ(DROCE_FK_OPEN, 0, m.a[0] = 0);
+		REQUIRE(raw_req(fd, &m, NULL, 0, sizeof(m), -1) == 0, "open: %d", m.rc);
+		hctx = m.h;
+		REQ(DROCE_FK_ALLOC_PD, hctx, (void)0);
+		REQUIRE(raw_req(fd, &m, NULL, 0, sizeof(m), -1) == 0, "alloc_pd: %d", m.rc);
+		hpd = m.h;
+		REQ(DROCE_FK_CREATE_CQ, hpd, m.a[0] = 4);
+		CHECK(raw_req(fd, &m, NULL, 0, sizeof(m), -1) == EINVAL, "a PD handle as a context: %d",
+		      m.rc);
+		REQ(DROCE_FK_CREATE_CQ, hctx, m.a[0] = 4, m.a[1] = hpd);
+		CHECK(raw_req(fd, &m, NULL, 0, sizeof(m), -1) == EINVAL, "a PD handle as a channel: %d",
+		      m.rc);
+		REQ(DROCE_FK_CREATE_CQ, hctx, m.a[0] = 4);
+		REQUIRE(raw_req(fd, &m, NULL, 0, sizeof(m), -1) == 0, "create_cq: %d", m.rc);
+		hcq = m.h;
+		/* an MR: no descriptor, pieces that do not add up, a piece not of
+		 * pages, an address outside them; a descriptor sent along */
+		{
+			struct droce_fk_piece pc = { .fd = 0, .off = 0, .len = 4096 };
+
+			REQ(DROCE_FK_REG_MR, hpd, m.a[0] = 0x10000, m.a[1] = 100, m.a[2] = 0x10000,
+			    m.a[3] = IBV_ACCESS_LOCAL_WRITE, m.a[4] = 0x10000);
+			CHECK(raw_req(fd, &m, &pc, sizeof(pc), sizeof(m), -1) == EINVAL,
+			      "a piece without its descriptor: %d", m.rc);
+			pc.len = 100;
+			REQ(DROCE_FK_REG_MR, hpd, m.a[0] = 0x10000, m.a[1] = 100, m.a[4] = 0x10000);
+			CHECK(raw_req(fd, &m, &pc, sizeof(pc), sizeof(m), 0) == EINVAL,
+			      "a piece of 100 bytes: %d", m.rc);
+			pc.len = 4096;
+			REQ(DROCE_FK_REG_MR, hpd, m.a[0] = 0x20000, m.a[1] = 100, m.a[4] = 0x10000);
+			CHECK(raw_req(fd, &m, &pc, sizeof(pc), sizeof(m), 0) == EINVAL,
+			      "an address past the pieces: %d", m.rc);
+			REQ(DROCE_FK_REG_MR, hpd, m.a[0] = 0x10000, m.a[1] = 100, m.a[4] = 0x10000);
+			CHECK(raw_req(fd, &m, NULL, 0, sizeof(m), -1) == EINVAL, "no pieces: %d", m.rc);
+		}
+		/* a QP: attributes of the wrong size; posts that say more than they carry */
+		REQ(DROCE_FK_CREATE_QP, hpd, m.a[0] = hcq, m.a[1] = hcq);
+		CHECK(raw_req(fd, &m, junk, 7, sizeof(m), -1) == EINVAL, "7 bytes of attributes: %d",
+		      m.rc);
+		{
+			struct ibv_qp_init_attr ia = { .qp_type = IBV_QPT_RC,
+						       .cap = { .max_send_wr = 2, .max_recv_wr = 2,
+								.max_send_sge = 1, .max_recv_sge = 1 } };
+			struct droce_fk_swr w;
+			uint64_t hqp;
+
+			REQ(DROCE_FK_CREATE_QP, hpd, m.a[0] = hcq, m.a[1] = hcq);
+			REQUIRE(raw_req(fd, &m, &ia, sizeof(ia), sizeof(m), -1) == 0, "create_qp: %d", m.rc);
+			hqp = m.h;
+			REQ(DROCE_FK_POST_SEND, hqp, m.a[0] = 5);
+			CHECK(raw_req(fd, &m, NULL, 0, sizeof(m), -1) == EINVAL && m.a[0] == 0,
+			      "5 WRs announced, none sent: %d", m.rc);
+			REQ(DROCE_FK_POST_SEND, hqp, m.a[0] = 1u << 30);
+			CHECK(raw_req(fd, &m, NULL, 0, sizeof(m), -1) == EINVAL, "2^30 WRs: %d", m.rc);
+			memset(&w, 0, sizeof(w));
+			w.wr.num_sge = 1000000;
+			w.wr.opcode = IBV_WR_SEND;
+			REQ(DROCE_FK_POST_SEND, hqp, m.a[0] = 1);
+			CHECK(raw_req(fd, &m, &w, sizeof(w), sizeof(m), -1) == EINVAL,
+			      "a WR of 10^6 SGEs with none: %d", m.rc);
+			w.wr.num_sge = -3;
+			REQ(DROCE_FK_POST_SEND, hqp, m.a[0] = 1);
+			CHECK(raw_req(fd, &m, &w, sizeof(w), sizeof(m), -1) == EINVAL, "-3 SGEs: %d", m.rc);
+			REQ(DROCE_FK_POST_RECV, hqp, m.a[0] = 3);
+			CHECK(raw_req(fd, &m, junk, 20, sizeof(m), -1) == EINVAL, "a cut receive: %d", m.rc);
+			REQ(DROCE_FK_MODIFY_QP, hqp, m.a[0] = IBV_QP_STATE);
+			CHECK(raw_req(fd, &m, junk, 3, sizeof(m), -1) == EINVAL, "3 bytes of attr: %d", m.rc);
+			REQ(DROCE_FK_POLL_CQ, hcq, m.a[0] = ~0ull);
+			CHECK(raw_req(fd, &m, NULL, 0, sizeof(m), -1) == 0 && m.a[0] == 0,
+			      "a poll of 2^64 - 1: %d, %llu", m.rc, (unsigned long long)m.a[0]);
+			REQ(DROCE_FK_GET_CQ_EVENT, hcq, (void)0);
+			CHECK(raw_req(fd, &m, NULL, 0, sizeof(m), -1) == EINVAL, "a CQ as a channel: %d", m.rc);
+			REQ(DROCE_FK_DESTROY_QP, hqp, (void)0);
+			CHECK(raw_req(fd, &m, NULL, 0, sizeof(m), -1) == 0, "destroy_qp: %d", m.rc);
+			REQ(DROCE_FK_DESTROY_QP, hqp, (void)0);
+			CHECK(raw_req(fd, &m, NULL, 0, sizeof(m), -1) == EINVAL, "destroyed twice: %d", m.rc);
+		}
+		/* rdma_cm: bad handles and short addresses */
+		REQ(DROCE_FK_CM_BIND, hpd, (void)0);
+		CHECK(raw_req(fd, &m, NULL, 0, sizeof(m), -1) == EINVAL, "bind on a PD: %d", m.rc);
+		REQ(DROCE_FK_CM_GET_EVENT, 12345, (void)0);
+		CHECK(raw_req(fd, &m, NULL, 0, sizeof(m), -1) == EINVAL, "a forged channel: %d", m.rc);
+		REQ(DROCE_FK_CM_CREATE_EP, 0, (void)0);
+		CHECK(raw_req(fd, &m, junk, 10, sizeof(m), -1) == EINVAL, "a cut create_ep: %d", m.rc);
+		/* a PD with a CQ left: the parent cleans up at the end; the real
+		 * verbs of this child still work */
+		rc = 0;
+		{
+			struct side b;
+
+			side_up(&b, IBV_QPT_UD, true, 4096, true);
+			ud_up(&b);
+			side_down(&b);
+			rc = failures;
+		}
+#undef REQ
+		(void)rc;
+		child_exit();
+	}
+	reap(pid, "child");
+	/* the parent's droce after it: a QP of its own still comes up */
+	{
+		struct side a;
+
+		side_up(&a, IBV_QPT_UD, false, 4096, false);
+		ud_up(&a);
+		side_down(&a);
+	}
+	CHECK(ibv_close_device(ctx) == 0, "ibv_close_device");
+	return failures ? 1 : 0;
+}
+
 /* ---- bad-wr ---- */
 
 static int
@@ -957,6 +1162,8 @@ main(int argc, char **argv)
 		return bad_wr();
 	if (strcmp(mode, "cm-children") == 0)
 		return cm_children();
-	fprintf(stderr, "usage: fork_proc parent-child|two-children|child-dies|bad-wr|cm-children\n");
+	if (strcmp(mode, "bad-requests") == 0)
+		return bad_requests();
+	fprintf(stderr, "usage: fork_proc parent-child|two-children|child-dies|bad-wr|cm-children|bad-requests\n");
 	return 2;
 }
