@@ -68,6 +68,8 @@ enum droce_fk_op {
 	DROCE_FK_CREATE_AH,
 	DROCE_FK_DESTROY_AH,
 	DROCE_FK_GET_ASYNC_EVENT,
+	DROCE_FK_ATTACH_MCAST,
+	DROCE_FK_DETACH_MCAST,
 	/* rdma_cm */
 	DROCE_FK_CM_CREATE_CHAN,
 	DROCE_FK_CM_DESTROY_CHAN,
@@ -228,6 +230,7 @@ struct ibv_ah *droce_fk_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr);
 int droce_fk_destroy_ah(struct ibv_ah *ah);
 int droce_fk_get_async_event(struct ibv_context *c, struct ibv_async_event *ev);
 void droce_fk_ack_async_event(struct ibv_async_event *ev);
+int droce_fk_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid, bool attach);
 
 /* rdma_cm in a served child (rdmacm*.c route here when droce_fk_child_served()) */
 struct rdma_event_channel *droce_fk_cm_create_event_channel(void);

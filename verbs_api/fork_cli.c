@@ -1264,6 +1264,17 @@ droce_fk_destroy_ah(struct ibv_ah *ah)
 	return 0;
 }
 
+int
+droce_fk_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid, bool attach)
+{
+	struct droce_fk_msg m = { .op = attach ? DROCE_FK_ATTACH_MCAST : DROCE_FK_DETACH_MCAST,
+				  .h = ((struct fk_qp *)qp)->h, .a = { lid } };
+
+	if (gid == NULL)
+		return EINVAL;
+	return call(&m, gid, sizeof(*gid), NULL, NULL, NULL);
+}
+
 /* ---- async events ---- */
 
 int

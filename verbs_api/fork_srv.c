@@ -702,6 +702,7 @@ fk_op_fn droce_fk_ops[DROCE_FK_OP_COUNT] = {
 	[DROCE_FK_CREATE_AH] = op_create_ah,
 	[DROCE_FK_DESTROY_AH] = op_destroy_ah,
 	[DROCE_FK_GET_ASYNC_EVENT] = op_get_async_event,
+	/* DROCE_FK_ATTACH_MCAST / DETACH_MCAST: misc.c's (a constructor) */
 };
 
 int (*droce_fk_cm_end)(struct fk_client *c, struct fk_obj *o, uint64_t h);

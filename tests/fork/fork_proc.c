@@ -11,7 +11,8 @@
  *                 memories, completion statuses and lengths checked
  *   two-children  two children reach each other on the parent's port:
  *                 an RC pair (SEND, RDMA WRITE) and a UD pair (a datagram
- *                 with its GRH), each child checking what it received
+ *                 with its GRH; one to a multicast group the other child's
+ *                 QP attached), each child checking what it received
  *   child-dies    a child with a UD QP receives one datagram from the
  *                 parent, then kills itself (SIGKILL) leaving everything;
  *                 the parent's droce destroys the child's objects: a
@@ -519,6 +520,9 @@ ud_send(struct side *s, const struct info *r, size_t off, uint32_t len)
 	CHECK(ibv_destroy_ah(ah) == 0, "ibv_destroy_ah");
 }
 
+/* ::ffff:239.1.2.3, an IPv4 group's GID */
+static const union ibv_gid mgid = { .raw = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 239, 1, 2, 3 } };
+
 static void
 tc_child(struct link *l, bool first)
 {
@@ -547,6 +551,15 @@ tc_child(struct link *l, bool first)
 		fill(ud.buf, 300, 7);
 		ud_send(&ud, &upeer, 0, 300);
 		expect_word(l, "ud-got");
+		/* a datagram to the group y's QP attached (QPN 0xFFFFFF) */
+		expect_word(l, "mc-ready");
+		{
+			struct info g = { .qpn = 0xFFFFFF, .gid = mgid };
+
+			fill(ud.buf + 1024, 200, 9);
+			ud_send(&ud, &g, 1024, 200);
+		}
+		expect_word(l, "mc-got");
 	} else {
 		post_recv(&rc, 0, 2048);
 		post_recv(&ud, 0, 2048);
@@ -560,6 +573,14 @@ tc_child(struct link *l, bool first)
 		expect_wc(&ud, IBV_WC_RECV, 300 + 40, "y UD RECV");
 		CHECK(same(ud.buf + 40, 300, 7), "x's datagram in y's memory (after the GRH)");
 		send_word(l, "ud-got");
+		CHECK(ibv_attach_mcast(ud.qp, &mgid, 0) == 0, "ibv_attach_mcast in a child");
+		post_recv(&ud, 2048, 1024);
+		send_word(l, "mc-ready");
+		expect_wc(&ud, IBV_WC_RECV, 40 + 200, "y multicast RECV");
+		CHECK(same(ud.buf + 2048 + 40, 200, 9), "x's multicast datagram in y's memory");
+		CHECK(ibv_detach_mcast(ud.qp, &mgid, 0) == 0, "ibv_detach_mcast in a child");
+		CHECK(ibv_detach_mcast(ud.qp, &mgid, 0) == EINVAL, "a second detach: EINVAL");
+		send_word(l, "mc-got");
 	}
 	side_down(&ud);
 	side_down(&rc);
