@@ -627,6 +627,8 @@ op_destroy_ah(struct fk_client *c, struct fk_io *io)
 		droce_fk_obj_free(o);
 }
 
+static pthread_mutex_t async_swap = PTHREAD_MUTEX_INITIALIZER;
+
 /* As op_get_cq_event: acknowledged here; a[0] the type, a[1] the handle
  * of its CQ or QP, or the port number. */
 static void
@@ -642,10 +644,14 @@ op_get_async_event(struct fk_client *c, struct fk_io *io)
 		return;
 	}
 	ctx = o->p;
+	/* the rdma_cm's context is shared by every child's thread: one swap
+	 * of its descriptor at a time */
+	pthread_mutex_lock(&async_swap);
 	fd = ctx->async_fd;
 	ctx->async_fd = o->fd;
 	rc = ibv_get_async_event(ctx, &ev);
 	ctx->async_fd = fd;
+	pthread_mutex_unlock(&async_swap);
 	if (rc != 0) {
 		io->m.rc = droce_fk_errno_or(EAGAIN);
 		return;

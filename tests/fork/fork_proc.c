@@ -29,15 +29,18 @@
  *                 say, MR pieces that do not add up, descriptors nobody
  *                 asked for): each answered with its errno, the parent's
  *                 droce unharmed, the child's verbs still served after
- *   bad-wr        in a child: a post with an invalid SGE count returns
- *                 EINVAL with bad_wr at it (the WRs before it posted), a
- *                 send on a QP in RESET fails, a bad lkey completes with
- *                 LOC_PROT_ERR: the parent's checks, the child's errno
+ *   bad-wr        in a child, the parent's checks with the child's errno
+ *                 and bad_wr: a send on a QP in RESET fails; a receive list
+ *                 whose second WR has a negative SGE count is EINVAL with
+ *                 bad_wr at it (the first posted, then flushed by ERR); too
+ *                 many SGEs; a CQ of another context; cqe 0;
+ *                 ibv_get_async_event on a non-blocking fd with nothing there
  *
  * Exit 0 when every check passed; each failure prints "FAIL: what" and
  * the process exits non-zero.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -1155,6 +1158,17 @@ bad_wr(void)
 			      "a QP with another context's CQ: errno %d", errno);
 			ibv_dealloc_pd(pd2);
 			ibv_close_device(c2);
+		}
+		/* no async event waiting, the fd non-blocking: EAGAIN at once */
+		{
+			struct ibv_async_event aev;
+			int fl = fcntl(b.ctx->async_fd, F_GETFL);
+
+			REQUIRE(fcntl(b.ctx->async_fd, F_SETFL, fl | O_NONBLOCK) == 0, "O_NONBLOCK");
+			errno = 0;
+			CHECK(ibv_get_async_event(b.ctx, &aev) == -1 && errno == EAGAIN,
+			      "ibv_get_async_event with nothing there: errno %d", errno);
+			fcntl(b.ctx->async_fd, F_SETFL, fl);
 		}
 		/* a CQ below one entry */
 		errno = 0;
