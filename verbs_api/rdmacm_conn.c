@@ -511,10 +511,13 @@ rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 	    ece->comp_mask != 0)
 		return ERR(EINVAL);
 	p = droce_rcm_id_of(id);
-	pthread_mutex_lock(&droce_rcm_lock);
+	/* in a forked child the id is a shadow (fork_cli_cm.c) and the global
+	 * lock a copy a thread of the parent may have held at fork: the
+	 * shadow's own lock */
+	pthread_mutex_lock(droce_fk_child_served() ? &p->mut : &droce_rcm_lock);
 	p->local_ece.vendor_id = ece->vendor_id;
 	p->local_ece.options = ece->options;
-	pthread_mutex_unlock(&droce_rcm_lock);
+	pthread_mutex_unlock(droce_fk_child_served() ? &p->mut : &droce_rcm_lock);
 	return 0;
 }
 
@@ -526,11 +529,11 @@ rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 	if (id == NULL || id->qp != NULL || ece == NULL)
 		return ERR(EINVAL);
 	p = droce_rcm_id_of(id);
-	pthread_mutex_lock(&droce_rcm_lock);
+	pthread_mutex_lock(droce_fk_child_served() ? &p->mut : &droce_rcm_lock); /* as above */
 	ece->vendor_id = p->remote_ece.vendor_id;
 	ece->options = p->remote_ece.options;
 	ece->comp_mask = 0;
-	pthread_mutex_unlock(&droce_rcm_lock);
+	pthread_mutex_unlock(droce_fk_child_served() ? &p->mut : &droce_rcm_lock);
 	return 0;
 }
 
