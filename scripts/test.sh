@@ -125,6 +125,7 @@ runs=(
   "build-asan 1 verbs_rc verbs_validation"
   "build-asan 0 --suite abi --suite integration --suite verbs --suite verbs_ex --suite ud_uc --suite mw --suite srq --suite perf --suite progress --suite rdmacm --suite rdmacm_fakecm --suite rsocket --suite mt --suite xrc --suite raw --suite loop --suite hostile_veth --suite life --suite life_peers --suite stacks"
   "build-asan 1 --suite nvmf"
+  "build-asan 0 --suite fork"
 )
 for run in "${runs[@]}"; do
   read -r dir leaks suites <<<"$run"

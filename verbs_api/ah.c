@@ -15,11 +15,14 @@
 #include <rte_ip.h>
 
 #include "pmd_glue/port.h"
+#include "fork.h"
 #include "internal.h"
 
 struct ibv_ah *
 ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 {
+	if (droce_fk_ctx(pd ? pd->context : NULL))
+		return droce_fk_create_ah(pd, attr);
 	struct droce_vah *ah;
 	struct droce_vctx *x;
 	struct droce_path path;
@@ -57,6 +60,8 @@ ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
 int
 ibv_destroy_ah(struct ibv_ah *ibah)
 {
+	if (droce_fk_ctx(ibah ? ibah->context : NULL))
+		return droce_fk_destroy_ah(ibah);
 	struct droce_vah *ah = (struct droce_vah *)ibah;
 	struct droce_vpd *pd;
 

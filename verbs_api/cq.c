@@ -27,6 +27,7 @@
 
 #include <rte_cycles.h>
 
+#include "fork.h"
 #include "internal.h"
 
 /* ---- struct droce_cqe is struct ibv_wc ---- */
@@ -104,6 +105,8 @@ struct ibv_context *(*droce_compat_ctx_1_0)(struct ibv_context *context);
 struct ibv_comp_channel *
 ibv_create_comp_channel(struct ibv_context *context)
 {
+	if (droce_fk_ctx(context))
+		return droce_fk_create_comp_channel(context);
 	struct droce_vchan *ch;
 	int fds[2];
 
@@ -148,6 +151,8 @@ ibv_create_comp_channel(struct ibv_context *context)
 int
 ibv_destroy_comp_channel(struct ibv_comp_channel *channel)
 {
+	if (droce_fk_ctx(channel ? channel->context : NULL))
+		return droce_fk_destroy_comp_channel(channel);
 	struct droce_vchan *ch = (struct droce_vchan *)channel;
 
 	if (ch == NULL)
@@ -215,8 +220,8 @@ cq_notify(struct droce_cq *dcq, void *arg)
 	 * sees the other, and the exchange gives the event to exactly one of them.
 	 */
 	owed = droce_engines_in_app_pass() && !atomic_load_explicit(&ch->fd_mode, memory_order_relaxed) &&
-	       droce_engines_fallback_on();
-	if (owed || atomic_load(&ch->spinners) != 0) {
+	       droce_engines_fallback_on() && !ch->remote;
+	if (owed || (!ch->remote && atomic_load(&ch->spinners) != 0)) {
 		atomic_store_explicit(&cq->mark_tsc, rte_rdtsc(), memory_order_relaxed);
 		atomic_store(&cq->mem_event, 1);
 		if (atomic_load(&ch->spinners) != 0)
@@ -290,6 +295,8 @@ struct ibv_cq *
 ibv_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 	      struct ibv_comp_channel *channel, int comp_vector)
 {
+	if (droce_fk_ctx(context))
+		return droce_fk_create_cq(context, cqe, cq_context, channel, comp_vector);
 	struct droce_vcq *cq = droce_verbs_create_cq(context, cqe, cq_context, channel,
 						     comp_vector, 0);
 
@@ -350,6 +357,8 @@ droce_verbs_create_cq(struct ibv_context *context, int cqe, void *cq_context,
 int
 ibv_destroy_cq(struct ibv_cq *ibcq)
 {
+	if (droce_fk_ctx(ibcq ? ibcq->context : NULL))
+		return droce_fk_destroy_cq(ibcq);
 	struct droce_vcq *cq = (struct droce_vcq *)ibcq;
 	struct droce_vchan *ch;
 	uint32_t comp, async;
@@ -441,6 +450,8 @@ take_mem_event(struct droce_vchan *ch)
 int
 ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, void **cq_context)
 {
+	if (droce_fk_ctx(channel ? channel->context : NULL))
+		return droce_fk_get_cq_event(channel, cq_out, cq_context);
 	struct droce_vchan *ch = (struct droce_vchan *)channel;
 	struct droce_wait w;
 	struct droce_vcq *mcq;
@@ -516,6 +527,10 @@ ibv_ack_cq_events(struct ibv_cq *cq, unsigned int nevents)
 int
 ibv_resize_cq(struct ibv_cq *ibcq, int cqe)
 {
+	if (droce_fk_ctx(ibcq ? ibcq->context : NULL)) {
+		errno = EOPNOTSUPP; /* not in a forked child yet */
+		return EOPNOTSUPP;
+	}
 	struct droce_vcq *cq = (struct droce_vcq *)ibcq;
 	int rc;
 

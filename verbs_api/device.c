@@ -16,6 +16,7 @@
 #include <droce/droce.h>
 
 #include "pmd_glue/port.h"
+#include "fork_cli.h"
 #include "internal.h"
 
 static pthread_mutex_t runtime_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -39,11 +40,42 @@ make_guid(struct droce_vdev *d, const struct rte_ether_addr *mac)
 	memcpy(&d->guid, g, sizeof(g));
 }
 
+/* fork(): the runtime lock held across it (a child finds it free), and the
+ * socketpair through which the parent serves a child (fork_srv.c) */
+static void
+fork_prepare(void)
+{
+	pthread_mutex_lock(&runtime_lock);
+	droce_fk_prepare();
+}
+
+static void
+fork_parent(void)
+{
+	droce_fk_parent();
+	pthread_mutex_unlock(&runtime_lock);
+}
+
+static void
+fork_child(void)
+{
+	droce_fk_child();
+	pthread_mutex_unlock(&runtime_lock);
+}
+
+static void
+fork_register(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
+
 int
 droce_verbs_runtime_up(void)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	int rc = 0;
 
+	pthread_once(&once, fork_register);
 	pthread_mutex_lock(&runtime_lock);
 	if (!droce_running() && droce_start(NULL) != 0) {
 		rc = -1;
@@ -87,6 +119,12 @@ droce_verbs_runtime_up(void)
 out:
 	pthread_mutex_unlock(&runtime_lock);
 	return rc;
+}
+
+struct ibv_device *
+droce_verbs_device(unsigned int port)
+{
+	return devices != NULL && port < n_devices ? &devices[port].dev : NULL;
 }
 
 struct ibv_device **
@@ -137,6 +175,8 @@ ibv_get_device_index(struct ibv_device *device)
 struct ibv_context *
 ibv_open_device(struct ibv_device *device)
 {
+	if (droce_fk_child_served() && device != NULL)
+		return droce_fk_open_device(device, ((struct droce_vdev *)device)->port);
 	struct droce_vdev *d = (struct droce_vdev *)device;
 	struct droce_vctx *x;
 	struct ibv_context *c;
@@ -331,6 +371,8 @@ destroy_leftovers(struct droce_vctx *x)
 int
 ibv_close_device(struct ibv_context *context)
 {
+	if (droce_fk_ctx(context))
+		return droce_fk_close_device(context);
 	struct droce_vctx *x = droce_vctx_of(context);
 	int rc;
 
@@ -366,6 +408,8 @@ ctx_port(struct ibv_context *c)
 int
 ibv_query_device(struct ibv_context *context, struct ibv_device_attr *a)
 {
+	if (droce_fk_ctx(context))
+		return droce_fk_query_device(context, a);
 	struct droce_vdev *d = (struct droce_vdev *)context->device;
 
 	memset(a, 0, sizeof(*a));
@@ -548,6 +592,9 @@ droce_verbs_query_port(struct ibv_context *c, uint8_t port_num, struct ibv_port_
 int (ibv_query_port)(struct ibv_context *context, uint8_t port_num,
 		     struct _compat_ibv_port_attr *port_attr)
 {
+	if (droce_fk_ctx(context))
+		return droce_fk_query_port(context, port_num, (struct ibv_port_attr *)port_attr,
+					   offsetof(struct ibv_port_attr, port_cap_flags2));
 	return droce_verbs_query_port(context, port_num, (struct ibv_port_attr *)port_attr,
 				      offsetof(struct ibv_port_attr, port_cap_flags2));
 }

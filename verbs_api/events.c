@@ -33,6 +33,7 @@
 
 #include "pmd_glue/port.h"
 #include "pmd_glue/redial.h"
+#include "fork.h"
 #include "internal.h"
 
 /* dataplane/engine.c (declared in dataplane/internal.h, not in dp.h). */
@@ -362,6 +363,8 @@ resolve(struct droce_vctx *x, const struct droce_vevent *rec, struct ibv_async_e
 int
 ibv_get_async_event(struct ibv_context *context, struct ibv_async_event *event)
 {
+	if (droce_fk_ctx(context))
+		return droce_fk_get_async_event(context, event);
 	struct droce_vctx *x = droce_vctx_of(context);
 
 	for (;;) {

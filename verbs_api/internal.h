@@ -119,6 +119,9 @@ struct droce_vchan {
 	 * program watches the fd, so events go there at once until a
 	 * ibv_get_cq_event call finds nothing ready and waits */
 	_Atomic bool fd_mode;
+	/* a forked child's channel (fork_srv.c): the child waits on the fd, so
+	 * every event goes to the pipe, none is marked in memory */
+	bool remote;
 	TAILQ_ENTRY(droce_vchan) all_link; /* cq.c's list of channels, for owed_flush */
 };
 

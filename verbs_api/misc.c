@@ -12,6 +12,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "fork_srv.h"
 #include "internal.h"
 
 /* The ibdev_path droce gives its devices (device.c): "/droce/droceN". */
@@ -86,6 +87,8 @@ ibv_read_sysfs_file(const char *dir, const char *file, char *buf, size_t size)
 int
 ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
+	if (droce_fk_ctx(qp ? qp->context : NULL))
+		return droce_fk_mcast(qp, gid, lid, true);
 	struct droce_vqp *q = (struct droce_vqp *)qp;
 
 	(void)lid;
@@ -97,6 +100,8 @@ ibv_attach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 int
 ibv_detach_mcast(struct ibv_qp *qp, const union ibv_gid *gid, uint16_t lid)
 {
+	if (droce_fk_ctx(qp ? qp->context : NULL))
+		return droce_fk_mcast(qp, gid, lid, false);
 	struct droce_vqp *q = (struct droce_vqp *)qp;
 	int rc;
 
@@ -129,4 +134,30 @@ void
 ibv_unimport_pd(struct ibv_pd *pd)
 {
 	/* no PD is ever imported */
+}
+
+/* A forked child's attach / detach (fork_srv.c serves it; registered here so
+ * that fork_srv.c does not pull the multicast code into what links it).
+ * h: the QP, payload the group's GID, a[0] the LID. */
+static void
+fork_op_mcast(struct fk_client *c, struct fk_io *io)
+{
+	union ibv_gid gid;
+
+	OBJ(o, FK_T_QP, io->m.h);
+	if (io->plen != sizeof(gid)) {
+		io->m.rc = EINVAL;
+		return;
+	}
+	memcpy(&gid, io->pl, sizeof(gid));
+	io->m.rc = io->m.op == DROCE_FK_ATTACH_MCAST ?
+			   ibv_attach_mcast(o->p, &gid, (uint16_t)io->m.a[0]) :
+			   ibv_detach_mcast(o->p, &gid, (uint16_t)io->m.a[0]);
+}
+
+__attribute__((constructor)) static void
+fork_mcast_init(void)
+{
+	droce_fk_ops[DROCE_FK_ATTACH_MCAST] = fork_op_mcast;
+	droce_fk_ops[DROCE_FK_DETACH_MCAST] = fork_op_mcast;
 }

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fork.h"
 #include "internal.h"
 
 static_assert((int)IBV_ACCESS_LOCAL_WRITE == (int)DROCE_ACCESS_LOCAL_WRITE, "access bits");
@@ -25,6 +26,8 @@ static atomic_uint next_pd_id = 1;
 struct ibv_pd *
 ibv_alloc_pd(struct ibv_context *context)
 {
+	if (droce_fk_ctx(context))
+		return droce_fk_alloc_pd(context);
 	struct droce_vctx *x;
 	struct droce_vpd *pd;
 
@@ -54,6 +57,8 @@ ibv_alloc_pd(struct ibv_context *context)
 int
 ibv_dealloc_pd(struct ibv_pd *ibpd)
 {
+	if (droce_fk_ctx(ibpd ? ibpd->context : NULL))
+		return droce_fk_dealloc_pd(ibpd);
 	struct droce_vpd *pd = (struct droce_vpd *)ibpd;
 	struct droce_vctx *x;
 
@@ -186,6 +191,8 @@ struct ibv_mr *
 ibv_reg_mr_iova2(struct ibv_pd *ibpd, void *addr, size_t length, uint64_t iova,
 		 unsigned int access)
 {
+	if (droce_fk_ctx(ibpd ? ibpd->context : NULL))
+		return droce_fk_reg_mr(ibpd, addr, length, iova, access);
 	struct droce_vpd *pd = (struct droce_vpd *)ibpd;
 	struct droce_vmr *mr;
 	int err;
@@ -302,6 +309,10 @@ int
 ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, void *addr, size_t length,
 	     int access)
 {
+	if (droce_fk_ctx(ibmr ? ibmr->context : NULL)) {
+		errno = EOPNOTSUPP; /* not in a forked child yet */
+		return IBV_REREG_MR_ERR_INPUT;
+	}
 	struct droce_vmr *mr = (struct droce_vmr *)ibmr;
 	struct droce_vpd *pd;
 	struct droce_mr *next, *cur;
@@ -387,6 +398,8 @@ ibv_rereg_mr(struct ibv_mr *ibmr, int flags, struct ibv_pd *ibpd, void *addr, si
 int
 ibv_dereg_mr(struct ibv_mr *ibmr)
 {
+	if (droce_fk_ctx(ibmr ? ibmr->context : NULL))
+		return droce_fk_dereg_mr(ibmr);
 	struct droce_vmr *mr = (struct droce_vmr *)ibmr;
 	struct droce_vpd *pd;
 	int err;

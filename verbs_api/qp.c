@@ -13,6 +13,7 @@
 #include <droce/droce.h>
 
 #include "pmd_glue/port.h"
+#include "fork.h"
 #include "internal.h"
 
 #define SAME(d, i) static_assert((int)(d) == (int)(i), #d " == " #i)
@@ -368,6 +369,8 @@ droce_verbs_dp_type(enum ibv_qp_type t)
 struct ibv_qp *
 ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *ia)
 {
+	if (droce_fk_ctx(pd ? pd->context : NULL))
+		return droce_fk_create_qp(pd, ia);
 	return droce_verbs_create_qp(pd, ia, 0);
 }
 
@@ -532,6 +535,8 @@ vqp_free(struct droce_vqp *q)
 int
 ibv_destroy_qp(struct ibv_qp *qp)
 {
+	if (droce_fk_ctx(qp ? qp->context : NULL))
+		return droce_fk_destroy_qp(qp);
 	struct droce_vqp *q = (struct droce_vqp *)qp;
 	struct droce_vctx *x;
 	int rc;
@@ -588,6 +593,8 @@ int
 ibv_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask,
 	     struct ibv_qp_init_attr *init_attr)
 {
+	if (droce_fk_ctx(qp ? qp->context : NULL))
+		return droce_fk_query_qp(qp, attr, attr_mask, init_attr);
 	struct droce_vqp *q = droce_vqp_real(qp); /* an ibv_open_qp handle: its QP */
 
 	RTE_SET_USED(attr_mask); /* everything is cheap: fill it all */
@@ -777,6 +784,8 @@ settle(struct droce_vqp *q)
 int
 ibv_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int attr_mask)
 {
+	if (droce_fk_ctx(qp ? qp->context : NULL))
+		return droce_fk_modify_qp(qp, attr, attr_mask);
 	struct droce_vqp *q = droce_vqp_real(qp); /* an ibv_open_qp handle: its QP */
 	struct droce_qp_mod mod;
 	enum ibv_qp_state cur, next;

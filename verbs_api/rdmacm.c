@@ -27,6 +27,7 @@
 
 #include "pmd_glue/port.h"
 #include "internal.h"
+#include "fork.h"
 #include "rdmacm.h"
 
 #include <rdma/rdma_verbs.h>
@@ -109,6 +110,8 @@ int
 rdma_create_id(struct rdma_event_channel *channel, struct rdma_cm_id **id, void *context,
 	       enum rdma_port_space ps)
 {
+	if (droce_fk_child_served())
+		return droce_fk_cm_create_id(channel, id, context, ps);
 	return create_id2(channel, id, context, ps, ps == RDMA_PS_UDP ? IBV_QPT_UD : IBV_QPT_RC);
 }
 
@@ -223,6 +226,8 @@ destroy_orphan(struct droce_rcm_id *p)
 int
 rdma_destroy_id(struct rdma_cm_id *id)
 {
+	if (droce_fk_child_served())
+		return droce_fk_cm_destroy_id(id, false);
 	if (id == NULL)
 		return ERR(EINVAL);
 	return destroy_id(droce_rcm_id_of(id));
@@ -256,6 +261,8 @@ rcm_complete_sync(struct droce_rcm_id *p)
 int
 rdma_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 {
+	if (droce_fk_child_served())
+		return droce_fk_cm_bind_addr(id, addr);
 	struct droce_rcm_id *p;
 	int rc;
 
@@ -339,6 +346,8 @@ int
 rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct sockaddr *dst_addr,
 		  int timeout_ms)
 {
+	if (droce_fk_child_served())
+		return droce_fk_cm_resolve_addr(id, src_addr, dst_addr, timeout_ms);
 	struct droce_rcm_id *p;
 	uint8_t dgid[16], sgid[16];
 	struct rte_ether_addr mac;
@@ -486,6 +495,8 @@ rcm_fill_path(struct droce_rcm_id *p)
 int
 rdma_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 {
+	if (droce_fk_child_served())
+		return droce_fk_cm_resolve_route(id, timeout_ms);
 	struct droce_rcm_id *p;
 	int status = 0;
 
@@ -541,6 +552,8 @@ rdma_get_dst_port(struct rdma_cm_id *id)
 int
 rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, size_t optlen)
 {
+	if (droce_fk_child_served())
+		return droce_fk_cm_set_option(id, level, optname, optval, optlen);
 	struct droce_rcm_id *p;
 	int rc = 0;
 
@@ -595,6 +608,8 @@ rdma_set_option(struct rdma_cm_id *id, int level, int optname, void *optval, siz
 int
 rdma_migrate_id(struct rdma_cm_id *id, struct rdma_event_channel *channel)
 {
+	if (droce_fk_child_served())
+		return ERR(EOPNOTSUPP) /* not in a forked child yet */;
 	struct droce_rcm_id *p;
 	struct droce_rcm_chan *old, *nc;
 	struct droce_rcm_event *e, *next;
@@ -652,6 +667,8 @@ int
 rdma_create_ep(struct rdma_cm_id **id, struct rdma_addrinfo *res, struct ibv_pd *pd,
 	       struct ibv_qp_init_attr *qp_init_attr)
 {
+	if (droce_fk_child_served())
+		return droce_fk_cm_create_ep(id, res, pd, qp_init_attr);
 	struct rdma_cm_id *cm_id;
 	struct droce_rcm_id *p;
 
@@ -718,6 +735,10 @@ err:
 void
 rdma_destroy_ep(struct rdma_cm_id *id)
 {
+	if (droce_fk_child_served()) {
+		droce_fk_cm_destroy_id(id, true);
+		return;
+	}
 	if (id == NULL)
 		return;
 	if (id->qp)

@@ -18,6 +18,7 @@
 
 #include "pmd_glue/port.h"
 #include "internal.h"
+#include "fork.h"
 #include "rdmacm.h"
 
 
@@ -187,6 +188,8 @@ connect_ud(struct droce_rcm_id *p, const struct rdma_conn_param *c)
 int
 rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 {
+	if (droce_fk_child_served())
+		return droce_fk_cm_connect(id, conn_param);
 	struct droce_rcm_id *p;
 	struct droce_cm_req r;
 	uint8_t pd[DROCE_CM_REQ_PDATA];
@@ -255,6 +258,8 @@ rdma_connect(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 int
 rdma_listen(struct rdma_cm_id *id, int backlog)
 {
+	if (droce_fk_child_served())
+		return droce_fk_cm_listen(id, backlog);
 	struct droce_rcm_id *p;
 	struct droce_rcm_bind *b;
 	struct droce_rcm_id *o;
@@ -313,6 +318,8 @@ out:
 int
 rdma_get_request(struct rdma_cm_id *listen, struct rdma_cm_id **id)
 {
+	if (droce_fk_child_served())
+		return droce_fk_cm_get_request(listen, id);
 	struct droce_rcm_id *lp;
 	struct rdma_cm_event *ev;
 	int rc;
@@ -359,6 +366,8 @@ err:
 int
 rdma_accept(struct rdma_cm_id *id, struct rdma_conn_param *conn_param)
 {
+	if (droce_fk_child_served())
+		return droce_fk_cm_accept(id, conn_param);
 	struct droce_rcm_id *p;
 	size_t ulen;
 	int rc;
@@ -471,6 +480,8 @@ reject_with_reason(struct rdma_cm_id *id, const void *private_data, uint8_t priv
 int
 rdma_reject(struct rdma_cm_id *id, const void *private_data, uint8_t private_data_len)
 {
+	if (droce_fk_child_served())
+		return droce_fk_cm_reject(id, private_data, private_data_len);
 	return reject_with_reason(id, private_data, private_data_len, DROCE_CM_REJ_CONSUMER_DEFINED);
 }
 
@@ -500,10 +511,13 @@ rdma_set_local_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 	    ece->comp_mask != 0)
 		return ERR(EINVAL);
 	p = droce_rcm_id_of(id);
-	pthread_mutex_lock(&droce_rcm_lock);
+	/* in a forked child the id is a shadow (fork_cli_cm.c) and the global
+	 * lock a copy a thread of the parent may have held at fork: the
+	 * shadow's own lock */
+	pthread_mutex_lock(droce_fk_child_served() ? &p->mut : &droce_rcm_lock);
 	p->local_ece.vendor_id = ece->vendor_id;
 	p->local_ece.options = ece->options;
-	pthread_mutex_unlock(&droce_rcm_lock);
+	pthread_mutex_unlock(droce_fk_child_served() ? &p->mut : &droce_rcm_lock);
 	return 0;
 }
 
@@ -515,17 +529,19 @@ rdma_get_remote_ece(struct rdma_cm_id *id, struct ibv_ece *ece)
 	if (id == NULL || id->qp != NULL || ece == NULL)
 		return ERR(EINVAL);
 	p = droce_rcm_id_of(id);
-	pthread_mutex_lock(&droce_rcm_lock);
+	pthread_mutex_lock(droce_fk_child_served() ? &p->mut : &droce_rcm_lock); /* as above */
 	ece->vendor_id = p->remote_ece.vendor_id;
 	ece->options = p->remote_ece.options;
 	ece->comp_mask = 0;
-	pthread_mutex_unlock(&droce_rcm_lock);
+	pthread_mutex_unlock(droce_fk_child_served() ? &p->mut : &droce_rcm_lock);
 	return 0;
 }
 
 int
 rdma_establish(struct rdma_cm_id *id)
 {
+	if (droce_fk_child_served())
+		return droce_fk_cm_establish(id);
 	struct droce_rcm_id *p;
 	int rc = 0;
 
@@ -547,6 +563,8 @@ rdma_establish(struct rdma_cm_id *id)
 int
 rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 {
+	if (droce_fk_child_served())
+		return ERR(EOPNOTSUPP) /* not in a forked child yet */;
 	struct droce_rcm_id *p;
 	int rc = 0;
 
@@ -569,6 +587,8 @@ rdma_notify(struct rdma_cm_id *id, enum ibv_event_type event)
 int
 rdma_disconnect(struct rdma_cm_id *id)
 {
+	if (droce_fk_child_served())
+		return droce_fk_cm_disconnect(id);
 	struct droce_rcm_id *p;
 	bool wait = true;
 	int rc = 0;

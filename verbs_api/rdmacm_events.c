@@ -18,6 +18,7 @@
 
 #include "pmd_glue/port.h"
 #include "internal.h"
+#include "fork.h"
 #include "rdmacm.h"
 
 
@@ -26,6 +27,8 @@
 struct rdma_event_channel *
 rdma_create_event_channel(void)
 {
+	if (droce_fk_child_served())
+		return droce_fk_cm_create_event_channel();
 	struct droce_rcm_chan *c;
 	int fds[2];
 
@@ -51,6 +54,10 @@ rdma_create_event_channel(void)
 void
 rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
+	if (droce_fk_child_served()) {
+		droce_fk_cm_destroy_event_channel(channel);
+		return;
+	}
 	struct droce_rcm_chan *c = (struct droce_rcm_chan *)channel;
 	struct droce_rcm_event *e;
 
@@ -231,6 +238,8 @@ id_event_completed(struct droce_rcm_id *p)
 int
 rdma_ack_cm_event(struct rdma_cm_event *event)
 {
+	if (droce_fk_child_served())
+		return droce_fk_cm_ack_event(event);
 	struct droce_rcm_event *e = (struct droce_rcm_event *)event;
 
 	if (e == NULL)
@@ -289,6 +298,8 @@ readers_leave(void *readers)
 int
 rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **event)
 {
+	if (droce_fk_child_served())
+		return droce_fk_cm_get_event(channel, event);
 	struct droce_rcm_chan *c = (struct droce_rcm_chan *)channel;
 	struct droce_rcm_event *e;
 

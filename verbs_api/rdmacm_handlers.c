@@ -261,6 +261,10 @@ droce_rcm_listen_handler(const struct droce_cm_event *ev)
 		p->local_psn = (uint32_t)(rte_rand() & 0xffffff);
 		p->path_mtu = rq->path_mtu && rq->path_mtu < mine ? rq->path_mtu : (uint8_t)mine;
 		p->retry_count = rq->retry_count;
+		/* the ib_cm's cm_req_handler: the passive side's RNR retry is
+		 * the REQ's until rdma_accept (an external QP moved to RTS by
+		 * rdma_init_qp_attr before the accept gets it) */
+		p->rnr_retry_count = rq->rnr_retry_count & 7;
 		p->local_ack_timeout = p->ack_timeout ? p->ack_timeout
 						      : DROCE_RCM_DEFAULT_ACK_TIMEOUT;
 		p->have_remote = true;

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "internal.h"
+#include "fork.h"
 #include "rdmacm.h"
 
 static struct droce_rcm_mc *
@@ -113,6 +114,8 @@ join(struct droce_rcm_id *p, const struct sockaddr *addr, uint32_t flags, void *
 int
 rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
 {
+	if (droce_fk_child_served())
+		return droce_fk_cm_join_mc(id, addr, RDMA_MC_JOIN_FLAG_FULLMEMBER, context);
 	if (id == NULL || addr == NULL)
 		return ERR(EINVAL);
 	return join(droce_rcm_id_of(id), addr, RDMA_MC_JOIN_FLAG_FULLMEMBER, context);
@@ -121,6 +124,14 @@ rdma_join_multicast(struct rdma_cm_id *id, struct sockaddr *addr, void *context)
 int
 rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *attr, void *context)
 {
+	if (droce_fk_child_served()) {
+		if (attr == NULL || !(attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_ADDRESS))
+			return ERR(EINVAL);
+		return droce_fk_cm_join_mc(id, attr->addr,
+					   (attr->comp_mask & RDMA_CM_JOIN_MC_ATTR_JOIN_FLAGS) ?
+						   attr->join_flags : RDMA_MC_JOIN_FLAG_FULLMEMBER,
+					   context);
+	}
 	/* librdmacm's checks, in its order */
 	if (id == NULL || attr == NULL)
 		return ERR(EINVAL);
@@ -137,6 +148,8 @@ rdma_join_multicast_ex(struct rdma_cm_id *id, struct rdma_cm_join_mc_attr_ex *at
 int
 rdma_leave_multicast(struct rdma_cm_id *id, struct sockaddr *addr)
 {
+	if (droce_fk_child_served())
+		return droce_fk_cm_leave_mc(id, addr);
 	struct droce_rcm_id *p;
 	struct droce_rcm_mc *mc;
 	uint8_t mgid[16];

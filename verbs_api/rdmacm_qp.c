@@ -17,6 +17,7 @@
 
 #include "pmd_glue/port.h"
 #include "internal.h"
+#include "fork.h"
 #include "rdmacm.h"
 
 
@@ -25,6 +26,8 @@
 int
 rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *a, int *mask)
 {
+	if (droce_fk_child_served())
+		return droce_fk_cm_init_qp_attr(id, a, mask);
 	struct droce_rcm_id *p;
 	int rc = 0;
 
@@ -101,7 +104,9 @@ rdma_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *a, int *mask)
 		}
 		a->sq_psn = p->remote_psn;      /* the peer's Starting PSN */
 		if (id->qp_type == IBV_QPT_RC) {
-			a->timeout = p->local_ack_timeout;
+			/* the kernel's cma: RDMA_OPTION_ID_ACK_TIMEOUT wins when set,
+			 * even after the REQ (a passive id sets it before accepting) */
+			a->timeout = p->ack_timeout ? p->ack_timeout : p->local_ack_timeout;
 			a->retry_cnt = p->retry_count;
 			a->rnr_retry = p->rnr_retry_count;
 			a->max_rd_atomic = p->initiator_depth;
@@ -203,6 +208,20 @@ init_qp(struct droce_rcm_id *p, struct ibv_qp *qp)
 int
 rdma_create_qp_ex(struct rdma_cm_id *id, struct ibv_qp_init_attr_ex *attr)
 {
+	if (droce_fk_child_served()) {
+		struct ibv_qp_init_attr ia;
+		int rc;
+
+		if (attr == NULL)
+			return ERR(EINVAL);
+		if (attr->comp_mask & ~(uint32_t)IBV_QP_INIT_ATTR_PD)
+			return ERR(EOPNOTSUPP); /* not in a forked child yet */
+		memset(&ia, 0, sizeof(ia));
+		memcpy(&ia, attr, sizeof(ia));
+		rc = droce_fk_cm_create_qp(id, (attr->comp_mask & IBV_QP_INIT_ATTR_PD) ? attr->pd : NULL, &ia);
+		attr->cap = ia.cap;
+		return rc;
+	}
 	struct droce_rcm_id *p;
 	struct ibv_qp *qp;
 
@@ -260,6 +279,8 @@ err1:
 int
 rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr *qp_init_attr)
 {
+	if (droce_fk_child_served())
+		return droce_fk_cm_create_qp(id, pd, qp_init_attr);
 	struct ibv_qp_init_attr_ex ax;
 	int rc;
 
@@ -277,6 +298,10 @@ rdma_create_qp(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_qp_init_attr
 void
 rdma_destroy_qp(struct rdma_cm_id *id)
 {
+	if (droce_fk_child_served()) {
+		droce_fk_cm_destroy_qp(id);
+		return;
+	}
 	if (id == NULL)
 		return;
 	if (id->qp)
@@ -290,6 +315,8 @@ rdma_destroy_qp(struct rdma_cm_id *id)
 int
 rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
 {
+	if (droce_fk_child_served())
+		return ERR(EOPNOTSUPP) /* not in a forked child yet */;
 	struct ibv_srq_init_attr ia;
 	struct ibv_pd *pd;
 	struct ibv_srq *srq;
@@ -319,6 +346,8 @@ rdma_create_srq_ex(struct rdma_cm_id *id, struct ibv_srq_init_attr_ex *attr)
 int
 rdma_create_srq(struct rdma_cm_id *id, struct ibv_pd *pd, struct ibv_srq_init_attr *attr)
 {
+	if (droce_fk_child_served())
+		return ERR(EOPNOTSUPP) /* not in a forked child yet */;
 	struct ibv_srq_init_attr_ex ax;
 	int rc;
 

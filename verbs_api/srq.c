@@ -15,11 +15,16 @@
 
 #include <rte_common.h>
 
+#include "fork.h"
 #include "internal.h"
 
 struct ibv_srq *
 ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *ia)
 {
+	if (droce_fk_ctx(pd ? pd->context : NULL)) {
+		errno = EOPNOTSUPP; /* no SRQs in a forked child yet */
+		return NULL;
+	}
 	struct droce_vctx *x;
 	struct droce_vsrq *s;
 
