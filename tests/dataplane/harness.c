@@ -320,6 +320,11 @@ h_connect_nowait(struct droce_qp *qp, unsigned int port, unsigned int peer_port,
 	droce_gid_from_ipv4(m.path.dst_gid, a.s_addr);
 	m.path.hop_limit = 64;
 	m.path.traffic_class = o->traffic_class;
+	/* a VLAN port's frames are tagged, the service level their priority (as
+	 * verbs_api's droce_verbs_resolve_path) */
+	m.path.vlan = droce_port_vlan(me) != 0;
+	m.path.vlan_id = droce_port_vlan(me);
+	m.path.vlan_pcp = o->sl & 7;
 	m.path.udp_sport = o->udp_sport ? o->udp_sport : (uint16_t)(0xc000 | (dest_qpn & 0x3fff));
 	m.path.ip_id = 1;
 	modify(qp, &m, "INIT->RTR");

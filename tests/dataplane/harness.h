@@ -87,6 +87,7 @@ struct h_conn_opts {
 	uint32_t access;          /* remote access the responder allows */
 	uint16_t udp_sport;
 	uint8_t traffic_class;    /* the path's GRH traffic class (DSCP << 2 | ECN) */
+	uint8_t sl;               /* the VLAN priority on a port with a vlan */
 };
 
 /* timeout 12, retry 7, rnr 7, min_rnr_timer 1 (10 us), rd_atomic 16, all access. */

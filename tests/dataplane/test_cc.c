@@ -543,3 +543,32 @@ Test(cc, traffic_class_dscp_with_the_ports_ecn)
 	decode("check_cnp.py", "--cnps 0 --data-ecn 2 --data-dscp 46", path);
 	unlink(path);
 }
+
+/* On a VLAN port the service level is the data frames' priority and CNPs go
+ * out with cnp_802p_prio (6), tagged with the port's VLAN. */
+Test(cc, vlan_priorities)
+{
+	char path[128], args[160];
+	struct h_cfg cfg = {
+		.capture0 = path,
+		.port_extra = "vlan = 100",
+		.port1_extra = "impair_ce = 1\nimpair_dir = rx",
+		.sections = "[dcqcn]\nmin_time_between_cnps = 0",
+	};
+	struct h_conn_opts o = h_conn_defaults(1024);
+	struct h_pair p;
+
+	capture_path(path, sizeof(path), "vlan");
+	h_start(&cfg, false);
+	h_pair_create_cqs(&p, 64, 64, 256);
+	o.sl = 3;
+	h_pair_connect(&p, &o);
+	writes(&p, 5);
+	wait_cnps(p.qp[0], 5);
+	cr_assert_eq(qp_stat(p.qp[0], "cnp_received"), 5);
+	h_stop();
+	decode("check_capture.py", "--min-roce 15 -q", path);
+	snprintf(args, sizeof(args), "--cnps 5 --dqpn %#x --pcp 6 --data-pcp 3", p.qpn[0]);
+	decode("check_cnp.py", args, path);
+	unlink(path);
+}

@@ -23,7 +23,9 @@ Options:
   --cnps N        exactly N CNPs in the capture
   --dqpn QPN      every CNP's DestQP (hex or decimal)
   --ce N          exactly N CE-marked data frames
-  --dscp N  --pcp N  --data-ecn N  --data-dscp N (the data frames' DSCP)
+  --dscp N  --pcp N  --data-ecn N  --data-dscp N  --data-pcp N (the data
+                  frames' DSCP and VLAN priority; with --data-pcp every frame
+                  must be tagged)
   --json          one JSON object
 
 Exit status: 0 all checks pass, 1 a check failed, 2 bad input, 77 scapy missing.
@@ -47,6 +49,7 @@ def main(argv):
     ap.add_argument("--pcp", type=int, default=6)
     ap.add_argument("--data-ecn", type=int, default=2)
     ap.add_argument("--data-dscp", type=int)
+    ap.add_argument("--data-pcp", type=int)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args(argv[1:])
 
@@ -82,6 +85,9 @@ def main(argv):
         if bth.opcode != ro.CNP_OPCODE:
             data += 1
             ecn = tos & 3
+            if args.data_pcp is not None and (Dot1Q not in pkt or pkt[Dot1Q].prio != args.data_pcp):
+                problems.append("frame %d: data frame VLAN priority %s, want %d"
+                                % (n, pkt[Dot1Q].prio if Dot1Q in pkt else "untagged", args.data_pcp))
             if args.data_dscp is not None and tos >> 2 != args.data_dscp:
                 problems.append("frame %d: data frame DSCP %d, want %d" % (n, tos >> 2, args.data_dscp))
             if ecn == 3 and args.data_ecn in (1, 2):
@@ -110,6 +116,8 @@ def main(argv):
             problems.append("frame %d: CNP UDP port %d" % (n, pkt[UDP].dport))
         if tos >> 2 != args.dscp or tos & 3 != 0:
             problems.append("frame %d: CNP traffic class %#x, want DSCP %d Not-ECT" % (n, tos, args.dscp))
+        if args.data_pcp is not None and Dot1Q not in pkt:
+            problems.append("frame %d: CNP untagged on a VLAN" % n)
         if Dot1Q in pkt and pkt[Dot1Q].prio != args.pcp:
             problems.append("frame %d: CNP VLAN priority %d, want %d" % (n, pkt[Dot1Q].prio, args.pcp))
     if args.cnps is not None and cnps != args.cnps:
