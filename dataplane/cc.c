@@ -141,7 +141,7 @@ droce_cc_rx_lc(struct droce_engine *eng, struct droce_qp *qp, struct rte_mbuf *m
 		qp->stats.cnp_received++;
 		eng->stats.cnp_received++;
 		qp->port->qstats[eng->queue].cnp_received++;
-		if (droce_cc.rp_on)
+		if (droce_cc.rp_on && qp->type != DROCE_QPT_RAW_PACKET)
 			droce_cc_rp_cnp_lc(eng, qp);
 		droce_engine_rx_free_lc(eng, m);
 		return true;

@@ -82,13 +82,19 @@ droce_cc_pace_wait(const struct droce_qp *qp, uint64_t now)
 	return c->next_tx;
 }
 
-/* The traffic class of a frame a QP of port @p sends: the DSCP of @tc and
- * the port's ECN codepoint (`[portN] ecn`: ECT(0) by default, as ConnectX,
- * whose firmware, not the application, chooses the ECN bits). */
-static inline uint8_t
-droce_cc_tclass(const struct droce_port *p, uint8_t tc)
+/* The traffic class and VLAN priority of the frames a QP of port @p sends
+ * on @path: the DSCP of its traffic class (the port's `tclass` when it
+ * gives 0) and the port's ECN codepoint (`[portN] ecn`: ECT(0) by default,
+ * as ConnectX, whose firmware, not the application, chooses the ECN bits);
+ * the port's `pcp` when the service level gave priority 0. */
+static inline void
+droce_cc_path(const struct droce_port *p, struct droce_path *path)
 {
-	return (uint8_t)((tc & 0xfcu) | (p->ecn & 3u));
+	uint8_t tc = path->traffic_class & 0xfcu ? path->traffic_class : p->tclass;
+
+	path->traffic_class = (uint8_t)((tc & 0xfcu) | (p->ecn & 3u));
+	if (path->vlan_pcp == 0)
+		path->vlan_pcp = p->pcp & 7u;
 }
 
 /* True when a received frame needs droce_cc_rx_lc: a CNP, or CE-marked. */

@@ -796,7 +796,7 @@ droce_qp_apply_mod_lc(struct droce_qp *qp, const struct droce_qp_mod *m)
 		a->dest_qpn = m->dest_qpn;
 	if (m->mask & DROCE_QPM_AV) {
 		a->path = m->path;
-		a->path.traffic_class = droce_cc_tclass(qp->port, m->path.traffic_class);
+		droce_cc_path(qp->port, &a->path);
 		droce_tmpl_init(&qp->tmpl, &a->path);
 	}
 	if (m->mask & DROCE_QPM_RQ_PSN) {

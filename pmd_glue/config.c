@@ -166,6 +166,8 @@ U32_KEY(key_port_txd, ((struct droce_port_config *)obj)->txd, 32, 32768,
 U32_KEY(key_port_zero_copy, ((struct droce_port_config *)obj)->zero_copy, 0, UINT16_MAX,
 	"zero-copy threshold in bytes")
 U32_KEY(key_port_vlan, ((struct droce_port_config *)obj)->vlan, 1, 4094, "VLAN id")
+U32_KEY(key_port_tclass, ((struct droce_port_config *)obj)->tclass, 0, 255, "traffic class")
+U32_KEY(key_port_pcp, ((struct droce_port_config *)obj)->pcp, 0, 7, "VLAN priority")
 U32_KEY(key_port_memif_id, ((struct droce_port_config *)obj)->memif_id, 0, UINT32_MAX,
 	"memif id")
 U32_KEY(key_port_queue, ((struct droce_port_config *)obj)->xdp_queue, 0, 1023, "queue index")
@@ -389,6 +391,8 @@ static const struct key_def port_keys[] = {
 	{ "vlan", key_port_vlan, 0 },
 	{ "zero_copy", key_port_zero_copy, 0 },
 	{ "ecn", key_port_ecn, 0 },
+	{ "tclass", key_port_tclass, 0 },
+	{ "pcp", key_port_pcp, 0 },
 	{ "impair_drop", key_port_impair, 0 },
 	{ "impair_dup", key_port_impair, 0 },
 	{ "impair_reorder", key_port_impair, 0 },

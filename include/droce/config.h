@@ -38,6 +38,10 @@
  *                                       droce sends: ECT(0) by default, as
  *                                       ConnectX; off sends Not-ECT frames,
  *                                       which no switch marks)
+ *              tclass = 0..255         (the traffic class (DSCP << 2) of a QP
+ *                                       or AH that gives 0; default 0)
+ *              pcp = 0..7              (the VLAN priority of a QP or AH whose
+ *                                       service level is 0; default 0)
  *              The impaired link (all optional; off by default):
  *              impair_drop = P         drop a frame with probability P
  *              impair_dup = P          send a frame twice (byte-identical copy)
@@ -161,6 +165,8 @@ struct droce_port_config {
 					    has multi-segment transmit; 0 = never */
 	uint8_t ecn;                     /* ECN codepoint of sent frames: 2 ECT(0) (default),
 					    1 ECT(1), 0 off (Not-ECT) */
+	uint8_t tclass;                  /* traffic class of a path that gives 0 */
+	uint8_t pcp;                     /* VLAN priority of a path whose SL is 0 */
 };
 
 /* [portN] zero_copy's default (bytes): full packets at path MTU 4096.  Below that

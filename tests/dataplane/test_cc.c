@@ -572,3 +572,25 @@ Test(cc, vlan_priorities)
 	decode("check_cnp.py", args, path);
 	unlink(path);
 }
+
+/* The port's defaults: a path with traffic class 0 and service level 0 goes
+ * out with [portN] tclass's DSCP and pcp's priority (ECN still the port's). */
+Test(cc, port_default_tclass_and_pcp)
+{
+	char path[128];
+	struct h_cfg cfg = {
+		.capture0 = path,
+		.port_extra = "vlan = 100\ntclass = 104\npcp = 5",
+	};
+	struct h_conn_opts o = h_conn_defaults(1024);
+	struct h_pair p;
+
+	capture_path(path, sizeof(path), "defaults");
+	h_start(&cfg, false);
+	h_pair_create_cqs(&p, 64, 64, 256);
+	h_pair_connect(&p, &o);
+	writes(&p, 3);
+	h_stop();
+	decode("check_cnp.py", "--cnps 0 --data-ecn 2 --data-dscp 26 --data-pcp 5", path);
+	unlink(path);
+}
