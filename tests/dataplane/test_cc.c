@@ -405,10 +405,13 @@ Test(cc, cnp_is_not_an_ack)
 
 /* ---- the reaction point (cc.c's pacer, dcqcn.c) ---- */
 
-/* A line of 1 Gb/s and a floor of 100 Mb/s; every frame port1 receives is
- * CE and answered. */
+/* A line of 1 Gb/s and a floor of 100 Mb/s, where the first CNP puts a QP
+ * (rate_to_set_on_first_cnp: alpha depends on how often CNPs come, which a
+ * loaded or sanitized run changes); every frame port1 receives is CE and
+ * answered. */
 #define RP_SECTIONS                                                                       \
-	"[dcqcn]\nmin_time_between_cnps = 0\nrpg_max_rate = 1000\nrpg_min_rate = 100\n"
+	"[dcqcn]\nmin_time_between_cnps = 0\nrpg_max_rate = 1000\nrpg_min_rate = 100\n"      \
+	"rate_to_set_on_first_cnp = 100\n"
 
 /* One-packet WRITEs, each marked and answered, until @qp's rate is at the floor. */
 static void
