@@ -40,6 +40,7 @@
 
 #include <droce/droce.h>
 
+#include "cc.h"
 #include "engine_internal.h"
 #include "internal.h"
 #include "rc_internal.h"
@@ -296,6 +297,7 @@ droce_engines_start(void)
 	}
 	droce_engines.n = cfg->n_engines ? cfg->n_engines : 1;
 	droce_rc_sr_config(cfg->selective_repeat != 0);
+	droce_cc_config(&cfg->dcqcn, rte_get_tsc_hz());
 	droce_engines.dedicated = cfg->engine_mode == DROCE_ENGINE_MODE_DEDICATED;
 	for (unsigned int pi = 0; pi < droce_port_count(); pi++) {
 		struct droce_port *p = droce_port_get(pi);

@@ -165,6 +165,9 @@ struct droce_qp_stats {
 	uint64_t srtt_ns;      /* a gauge: the smoothed RTT (0: no sample yet) */
 	uint64_t rto_ns;       /* a gauge: the retransmission timer now */
 	uint64_t xrc_srq_naks;     /* XRC target: requests naming no SRQ of its domain */
+	/* congestion notification (cc.c) */
+	uint64_t ecn_ce_received;  /* frames received with ECN = CE */
+	uint64_t cnp_sent, cnp_received;
 };
 
 /* READ responses and atomic ACKs, sent in PSN order by the tx phase */
@@ -277,6 +280,9 @@ struct droce_qp {
 	uint64_t tw_rto, tw_epoch;         /* ... and its rto_deadline, retry_epoch then */
 	/* CQ overrun (qp.c): completions waiting, in order, for room in their CQ */
 	struct droce_cqe_stash *stash;     /* allocated at the first overrun */
+	/* DCQCN's reaction point and pacer (cc.c): NULL until the QP's first
+	 * CNP, so a QP never notified pays one load per turn */
+	struct droce_cc_qp *cc;
 
 	/* ---- application side: written by posting threads ---- */
 	uint32_t sq_posted, rq_posted;     /* producer counters (under post locks) */
@@ -328,6 +334,7 @@ struct droce_qp {
 	uint32_t xrcd;                     /* the target's XRC domain */
 	uint64_t tw_key;                   /* its deadline as filed (TSC) */
 	uint64_t tmpl_ah_serial;           /* UD: the AH tmpl was last built for (0 = none) */
+	uint64_t cnp_last;                 /* TSC of the last CNP it sent (cc.c; 0 = none) */
 
 	/* ---- hot again: the template on lines of its own, then the counters ---- */
 	struct droce_hdr_tmpl tmpl __rte_cache_aligned;
@@ -407,6 +414,10 @@ struct droce_engine_stats {
 	uint64_t mcast_no_group;  /* group datagrams for a group no QP of the port attached (dropped) */
 	uint64_t mcast_loop;      /* group datagrams sent and also received on the sending port */
 	uint64_t cqe_cleaned;     /* completions removed from CQs by their QP's move to RESET */
+	/* congestion notification (cc.c) */
+	uint64_t ecn_ce_received; /* RoCEv2 frames received with ECN = CE */
+	uint64_t cnp_sent, cnp_received;
+	uint64_t cnp_coalesced;   /* CE marks within min_time_between_cnps of the QP's last CNP */
 };
 
 TAILQ_HEAD(droce_qp_list, droce_qp);

@@ -17,6 +17,7 @@
 #include <rte_prefetch.h>
 #include <rte_ring.h>
 
+#include "cc.h"
 #include "engine_internal.h"
 #include "internal.h"
 #include "pmd_glue/port.h"
@@ -136,6 +137,9 @@ deliver_qp_lc(struct droce_engine *eng, struct droce_port *port, struct droce_qp
 	}
 	eng->stats.rx_pkts++;
 	qp->stats.rx_pkts++;
+	/* a CNP, or a frame a switch marked CE (cc.c) */
+	if (unlikely(droce_cc_rx_needed(p)) && droce_cc_rx_lc(eng, qp, m, frame, p))
+		return;
 	if (likely(qp->type == DROCE_QPT_RC))
 		droce_rc_rx_lc(qp, m, p);
 	else if (qp->type == DROCE_QPT_UC)
@@ -509,6 +513,7 @@ work_phase_lc(struct droce_engine *eng)
 		/* each QP at most once, from the head; one that keeps work goes to the tail */
 		for (uint32_t n = eng->n_active[pi]; n > 0; n--) {
 			struct droce_qp *qp = TAILQ_FIRST(l);
+			struct droce_cc_mark mk;
 			unsigned int budget;
 
 			if (qp == NULL)
@@ -521,6 +526,9 @@ work_phase_lc(struct droce_engine *eng)
 			eng->stats.qp_turns++;
 			if (droce_qp_stash_pending(qp))
 				droce_qp_stash_drain_lc(qp);
+			/* a QP a CNP slowed down: DCQCN's timers, the pacer (cc.c) */
+			if (unlikely(qp->cc != NULL))
+				budget = droce_cc_pace_begin_lc(eng, qp, budget, &mk);
 			if (qp->type == DROCE_QPT_RC) {
 				droce_engine_catch_up_lc(eng, qp);
 				if (droce_rc_timers_due(qp))
@@ -533,6 +541,8 @@ work_phase_lc(struct droce_engine *eng)
 			} else if (qp->type == DROCE_QPT_RAW_PACKET) {
 				droce_raw_tx_lc(qp, budget);
 			}
+			if (unlikely(qp->cc != NULL))
+				droce_cc_pace_end_lc(eng, qp, &mk);
 			droce_qp_overrun_check_lc(qp);
 			droce_engine_settle_lc(eng, qp);
 		}

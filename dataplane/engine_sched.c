@@ -42,6 +42,7 @@
  */
 #include <rte_cycles.h>
 
+#include "cc.h"
 #include "engine_internal.h"
 #include "internal.h"
 #include "rc_internal.h"
@@ -139,13 +140,24 @@ droce_engine_settle_lc(struct droce_engine *eng, struct droce_qp *qp)
 {
 	struct droce_qp_list *l = &eng->active[qp->port_index];
 	uint64_t d, t;
+	bool busy;
 
 	/* its timers as this turn left them, this pass's pause counted */
 	qp->tw_paused = eng->paused + eng->pause_now;
 	qp->tw_rto = qp->rto_deadline;
 	qp->tw_epoch = qp->retry_epoch;
 	d = next_deadline(qp);
-	if (droce_qp_busy_lc(qp) || (d != 0 && d <= eng->now)) {
+	busy = droce_qp_busy_lc(qp);
+	if (unlikely(qp->cc != NULL) && busy) {
+		/* paced (cc.c): its work waits in the wheel until its pacer lets it */
+		uint64_t w = droce_cc_pace_wait(qp, eng->now);
+
+		if (w != 0) {
+			busy = false;
+			d = d == 0 ? w : RTE_MIN(d, w);
+		}
+	}
+	if (busy || (d != 0 && d <= eng->now)) {
 		/* work now (or due already, not an RC timer run this pass): to the tail */
 		if (TAILQ_NEXT(qp, active_link) != NULL) {
 			TAILQ_REMOVE(l, qp, active_link);

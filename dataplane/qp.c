@@ -13,6 +13,7 @@
 #include <droce/droce.h>
 
 #include "engine.h"
+#include "cc.h"
 #include "engine_internal.h"
 #include "errors.h"
 #include "internal.h"
@@ -415,6 +416,7 @@ droce_qp_destroy(struct droce_qp *qp)
 		droce_engine_del_qp(qp->eng, qp);
 	free(qp->stash); /* completions still waiting for room go with their QP */
 	free(qp->res);
+	free(qp->cc);
 	droce_rc_rdmap_free(qp);
 	droce_rc_sr_free(qp);
 	free(qp->sq);
@@ -656,6 +658,8 @@ reset_lc(struct droce_qp *qp)
 	droce_rc_sr_release_lc(qp);
 	qp->sr_peer = qp->sr_tail_check = false;
 	qp->stats.sr_peer = 0;
+	qp->cnp_last = 0;
+	droce_cc_qp_reset_lc(qp);
 	if (qp->atomic_replay != NULL)
 		memset(qp->atomic_replay, 0, DROCE_ATOMIC_REPLAY * sizeof(qp->atomic_replay[0]));
 }
@@ -792,6 +796,7 @@ droce_qp_apply_mod_lc(struct droce_qp *qp, const struct droce_qp_mod *m)
 		a->dest_qpn = m->dest_qpn;
 	if (m->mask & DROCE_QPM_AV) {
 		a->path = m->path;
+		droce_cc_path(qp->port, &a->path);
 		droce_tmpl_init(&qp->tmpl, &a->path);
 	}
 	if (m->mask & DROCE_QPM_RQ_PSN) {

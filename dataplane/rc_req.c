@@ -8,6 +8,7 @@
 #include <rte_cycles.h>
 #include <rte_mbuf.h>
 
+#include "cc.h"
 #include "engine.h"
 #include "errors.h"
 #include "internal.h"
@@ -391,8 +392,11 @@ req_send_pkt(struct droce_qp *qp, struct droce_rc_req_ctx *c)
 		c->last = true;
 		return REQ_NOTE_SENT;
 	}
-	/* at least four AckReqs per loss window: one lost ACK stalls nothing */
+	/* at least four AckReqs per loss window: one lost ACK stalls nothing;
+	 * a paced QP (cc.c) asks on every packet: its packets are spread over
+	 * more than the retransmission timer would wait for an ACK */
 	if (droce_xport_send_segment_lc(qp, c->w, s, qp->xport,
+					unlikely(qp->cc != NULL) && qp->cc->limited ? 1 :
 					RTE_MIN((uint32_t)ACKREQ_EVERY, droce_rc_window(qp) / 4),
 					c->mr_idx == c->idx ? c->mr : NULL, &c->last) == DROCE_XPORT_TX_SENT)
 		return REQ_NOTE_SENT;

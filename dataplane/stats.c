@@ -14,6 +14,7 @@
 #include <rte_common.h>
 #include <rte_telemetry.h>
 
+#include "cc.h"
 #include "engine.h"
 #include "internal.h"
 #include "pmd_glue/stats_internal.h"
@@ -50,6 +51,10 @@ static const struct {
 	ES(mcast_no_group, "drop_mcast_no_group"),
 	ES(mcast_loop, "mcast_loop"),
 	ES(cqe_cleaned, "cqe_cleaned"),
+	ES(ecn_ce_received, "ecn_ce_received"),
+	ES(cnp_sent, "cnp_sent"),
+	ES(cnp_received, "cnp_received"),
+	ES(cnp_coalesced, "cnp_coalesced"),
 };
 #undef ES
 
@@ -85,6 +90,9 @@ static const struct {
 	QS(sr_resent, "sr_resent"),
 	QS(srtt_ns, "srtt_ns"),
 	QS(rto_ns, "rto_ns"),
+	QS(ecn_ce_received, "ecn_ce_received"),
+	QS(cnp_sent, "cnp_sent"),
+	QS(cnp_received, "cnp_received"),
 };
 #undef QS
 
@@ -147,6 +155,18 @@ droce_dp_qp_stats(const struct droce_qp *qp, struct droce_stat *out, unsigned in
 
 		memcpy(&v, (const char *)&st + qp_fields[f].off, sizeof(v));
 		i = droce_stat_put(out, n, i, qp_fields[f].name, v);
+	}
+	/* DCQCN's reaction point (cc.c): gauges; the line rate until a CNP came */
+	{
+		const struct droce_cc_qp *c = qp->cc;
+		const struct droce_dcqcn_params *p = &droce_cc.rp[qp->port_index];
+
+		i = droce_stat_put(out, n, i, "cc_rate_mbps", (c ? c->s.rc : p->line) / 1000);
+		i = droce_stat_put(out, n, i, "cc_target_mbps", (c ? c->s.rt : p->line) / 1000);
+		i = droce_stat_put(out, n, i, "cc_alpha", c ? c->s.alpha : 0);
+		i = droce_stat_put(out, n, i, "cc_limited", c ? c->limited : 0);
+		i = droce_stat_put(out, n, i, "cc_rate_cuts", c ? c->s.cuts : 0);
+		i = droce_stat_put(out, n, i, "cc_rate_increases", c ? c->s.increases : 0);
 	}
 	return (int)i;
 }

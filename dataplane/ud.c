@@ -19,6 +19,7 @@
 #include <rte_mbuf.h>
 
 #include "engine.h"
+#include "cc.h"
 #include "errors.h"
 #include "internal.h"
 #include "qp_internal.h"
@@ -43,6 +44,7 @@ tmpl_for(struct droce_qp *qp, const struct droce_ah *ah)
 	if (qp->tmpl_ah_serial == ah->serial)
 		return;
 	path = ah->path;
+	droce_cc_path(qp->port, &path);
 	if (path.udp_sport == 0) {
 		/* per-QP entropy, as rxe does for UD: 0xC000 + 14 hashed bits */
 		uint32_t h = qp->qpn * 0x9e3779b1u;

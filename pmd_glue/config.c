@@ -166,9 +166,40 @@ U32_KEY(key_port_txd, ((struct droce_port_config *)obj)->txd, 32, 32768,
 U32_KEY(key_port_zero_copy, ((struct droce_port_config *)obj)->zero_copy, 0, UINT16_MAX,
 	"zero-copy threshold in bytes")
 U32_KEY(key_port_vlan, ((struct droce_port_config *)obj)->vlan, 1, 4094, "VLAN id")
+U32_KEY(key_port_tclass, ((struct droce_port_config *)obj)->tclass, 0, 255, "traffic class")
+U32_KEY(key_port_pcp, ((struct droce_port_config *)obj)->pcp, 0, 7, "VLAN priority")
 U32_KEY(key_port_memif_id, ((struct droce_port_config *)obj)->memif_id, 0, UINT32_MAX,
 	"memif id")
 U32_KEY(key_port_queue, ((struct droce_port_config *)obj)->xdp_queue, 0, 1023, "queue index")
+
+static int
+key_port_ecn(struct loader *ld, const char *sec, const char *key, const char *val, void *obj)
+{
+	struct droce_port_config *pc = obj;
+
+	if (strcmp(val, "ect0") == 0)
+		pc->ecn = DROCE_ECN_ECT0;
+	else if (strcmp(val, "ect1") == 0)
+		pc->ecn = DROCE_ECN_ECT1;
+	else if (strcmp(val, "off") == 0)
+		pc->ecn = DROCE_ECN_NOT_ECT;
+	else
+		return BAD_VALUE(ld, sec, key, val, "not an ECN setting (ect0, ect1 or off)");
+	return 0;
+}
+
+/* Every [dcqcn] key (config_dcqcn.c has the table). */
+static int
+key_dcqcn(struct loader *ld, const char *sec, const char *key, const char *val, void *obj)
+{
+	const char *why = "";
+	char range[96];
+
+	if (droce_cfg_dcqcn_key(key, val, &((struct droce_config *)obj)->dcqcn, &why, range,
+				sizeof(range)) < 0)
+		return BAD_VALUE(ld, sec, key, val, "%s%s", why, range);
+	return 0;
+}
 
 static int
 key_port_kind(struct loader *ld, const char *sec, const char *key, const char *val, void *obj)
@@ -324,6 +355,13 @@ static const struct key_def engine_keys[] = {
 	{ NULL, NULL, 0 },
 };
 
+static const struct key_def dcqcn_keys[] = {
+#define DCQCN_KEY(n) { #n, key_dcqcn, 0 },
+	DROCE_DCQCN_KEYS(DCQCN_KEY)
+#undef DCQCN_KEY
+	{ NULL, NULL, 0 },
+};
+
 static const struct key_def mempool_keys[] = {
 	{ "mbufs", key_pool_mbufs, 0 },
 	{ "cache", key_pool_cache, 0 },
@@ -352,12 +390,16 @@ static const struct key_def port_keys[] = {
 	{ "capture", key_port_capture, 0 },
 	{ "vlan", key_port_vlan, 0 },
 	{ "zero_copy", key_port_zero_copy, 0 },
+	{ "ecn", key_port_ecn, 0 },
+	{ "tclass", key_port_tclass, 0 },
+	{ "pcp", key_port_pcp, 0 },
 	{ "impair_drop", key_port_impair, 0 },
 	{ "impair_dup", key_port_impair, 0 },
 	{ "impair_reorder", key_port_impair, 0 },
 	{ "impair_delay", key_port_impair, 0 },
 	{ "impair_delay_us", key_port_impair, 0 },
 	{ "impair_corrupt", key_port_impair, 0 },
+	{ "impair_ce", key_port_impair, 0 },
 	{ "impair_seed", key_port_impair, 0 },
 	{ "impair_dir", key_port_impair, 0 },
 	{ NULL, NULL, 0 },
@@ -430,6 +472,7 @@ port_defaults(struct droce_port_config *pc, unsigned int idx)
 	pc->peer = -1;
 	pc->mtu = 1500;
 	pc->zero_copy = DROCE_ZERO_COPY_DEFAULT;
+	pc->ecn = DROCE_ECN_ECT0;
 	pc->rxq = 1;
 	pc->txq = 1;
 	pc->rxd = 1024;
@@ -600,6 +643,7 @@ config_defaults(struct droce_config *cfg, const char *file)
 	cfg->mbuf_cache = 256;
 	cfg->data_room = RTE_MBUF_DEFAULT_BUF_SIZE;
 	cfg->capture_mbufs = 1023;
+	droce_cfg_dcqcn_defaults(&cfg->dcqcn);
 }
 
 static int
@@ -630,6 +674,8 @@ load_all(struct loader *ld)
 			rc = load_section(ld, i, sec, engine_keys, ld->cfg, -1);
 		else if (strcmp(sec, "mempool") == 0)
 			rc = load_section(ld, i, sec, mempool_keys, ld->cfg, -1);
+		else if (strcmp(sec, "dcqcn") == 0)
+			rc = load_section(ld, i, sec, dcqcn_keys, ld->cfg, -1);
 		else if (strncmp(sec, "port", 4) == 0 &&
 			 droce_cfg_parse_u32(sec + 4, 0, DROCE_MAX_PORTS - 1, &pidx) == 0 &&
 			 (sec[4] != '0' || sec[5] == '\0')) {
@@ -639,7 +685,7 @@ load_all(struct loader *ld)
 			rc = load_port(ld, i, sec, pidx);
 		} else {
 			return BAD_SECTION(ld, sec,
-					   "unknown section (expected eal, engines, mempool or port0..port%d)",
+					   "unknown section (expected eal, engines, mempool, dcqcn or port0..port%d)",
 					   DROCE_MAX_PORTS - 1);
 		}
 	}

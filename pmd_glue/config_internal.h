@@ -6,6 +6,7 @@
 #ifndef DROCE_PMD_GLUE_CONFIG_INTERNAL_H
 #define DROCE_PMD_GLUE_CONFIG_INTERNAL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include <rte_cfgfile.h>
@@ -25,6 +26,20 @@ int droce_cfg_parse_prob(const char *s, double *out);
  * *@why saying what is wrong. */
 int droce_cfg_impair_key(const char *key, const char *val, struct droce_impair_config *c,
 			 const char **why);
+/* ---- [dcqcn] (config_dcqcn.c) ---- */
+
+/* Every key of the section, ConnectX's names. */
+#define DROCE_DCQCN_KEYS(X)                                                       \
+	X(np_enable) X(min_time_between_cnps) X(cnp_dscp) X(cnp_802p_prio)            \
+	X(rp_enable) X(algorithm) DROCE_DCQCN_RP_PARAMS(X)
+/* The section's defaults (the reaction point's parameters unset: the
+ * algorithm's, filled in when the engines start). */
+void droce_cfg_dcqcn_defaults(struct droce_dcqcn_config *c);
+/* One [dcqcn] key: 0, or -1 with *@why and @range (its valid values) saying
+ * what is wrong. */
+int droce_cfg_dcqcn_key(const char *key, const char *val, struct droce_dcqcn_config *c,
+			const char **why, char *range, size_t cap);
+
 /* Splits @s on commas and blanks; calls @fn for each item (-1 if none). */
 int droce_cfg_for_each_item(const char *s, int (*fn)(void *arg, const char *item), void *arg);
 

@@ -97,6 +97,8 @@ droce_cfg_impair_key(const char *key, const char *val, struct droce_impair_confi
 		prob = &c->delay;
 	else if (strcmp(key, "corrupt") == 0)
 		prob = &c->corrupt;
+	else if (strcmp(key, "ce") == 0)
+		prob = &c->ce;
 	if (prob != NULL) {
 		if (droce_cfg_parse_prob(val, prob) < 0) {
 			*why = prob_why;
@@ -133,22 +135,22 @@ droce_cfg_impair_key(const char *key, const char *val, struct droce_impair_confi
 		}
 		return 0;
 	}
-	*why = "unknown impairment (drop, dup, reorder, delay, delay_us, corrupt, seed or dir)";
+	*why = "unknown impairment (drop, dup, reorder, delay, delay_us, corrupt, ce, seed or dir)";
 	return -1;
 }
 
 bool
 droce_impair_config_active(const struct droce_impair_config *c)
 {
-	return c->drop > 0 || c->dup > 0 || c->reorder > 0 || c->corrupt > 0 ||
+	return c->drop > 0 || c->dup > 0 || c->reorder > 0 || c->corrupt > 0 || c->ce > 0 ||
 	       (c->delay > 0 && c->delay_us > 0);
 }
 
 int
 droce_impair_config_check(const struct droce_impair_config *c)
 {
-	const double probs[] = { c->drop, c->dup, c->reorder, c->delay, c->corrupt };
-	static const char *const names[] = { "drop", "dup", "reorder", "delay", "corrupt" };
+	const double probs[] = { c->drop, c->dup, c->reorder, c->delay, c->corrupt, c->ce };
+	static const char *const names[] = { "drop", "dup", "reorder", "delay", "corrupt", "ce" };
 	unsigned int i;
 
 	if (c == NULL)

@@ -41,7 +41,7 @@
 #define DIR_TX 1
 
 struct impair_params {
-	uint64_t drop, dup, reorder, delay, corrupt; /* thresholds on a 32-bit draw */
+	uint64_t drop, dup, reorder, delay, corrupt, ce; /* thresholds on a 32-bit draw */
 	uint64_t delay_cycles, hold_cycles;
 	bool on;
 };
@@ -134,6 +134,7 @@ sync_config(struct droce_port *p, struct droce_impair_q *iq, int dir, uint16_t q
 	iq->pr.reorder = threshold(c.reorder);
 	iq->pr.delay = c.delay_us > 0 ? threshold(c.delay) : 0;
 	iq->pr.corrupt = threshold(c.corrupt);
+	iq->pr.ce = threshold(c.ce);
 	iq->pr.delay_cycles = rte_get_tsc_hz() / 1000000 * c.delay_us;
 	iq->pr.hold_cycles = rte_get_tsc_hz() / 1000000 * REORDER_HOLD_US;
 	/* Restart the stream: same seed, same pattern. */
@@ -463,6 +464,65 @@ corrupt(struct droce_port *p, struct droce_impair_q *iq, struct droce_impair_sta
 	return m;
 }
 
+/* Marks an ECN-capable (ECT(0) / ECT(1)) IP frame CE, as a congested switch
+ * queue does (RFC 3168 5; the IPv4 checksum redone, RFC 1624; the ICRC masks
+ * the traffic class), on a copy when its bytes are shared.  Returns it. */
+static struct rte_mbuf *
+ce_mark(struct droce_port *p, struct droce_impair_stats *st, struct rte_mbuf *m)
+{
+	const uint8_t *d = rte_pktmbuf_mtod(m, const uint8_t *);
+	uint32_t l2 = RTE_ETHER_HDR_LEN, need;
+	uint16_t et;
+	uint8_t ecn;
+
+	if (rte_pktmbuf_data_len(m) < RTE_ETHER_HDR_LEN + 4 + sizeof(struct rte_ipv4_hdr))
+		return m;
+	et = (uint16_t)(d[12] << 8 | d[13]);
+	if (et == RTE_ETHER_TYPE_VLAN) {
+		l2 += 4;
+		et = (uint16_t)(d[16] << 8 | d[17]);
+	}
+	if (et == RTE_ETHER_TYPE_IPV4)
+		ecn = d[l2 + 1] & 3;
+	else if (et == RTE_ETHER_TYPE_IPV6 &&
+		 rte_pktmbuf_data_len(m) >= l2 + sizeof(struct rte_ipv6_hdr))
+		ecn = (uint8_t)((d[l2 + 1] >> 4) & 3);
+	else
+		return m;
+	need = l2 + 2;
+	if (ecn == 0 || ecn == 3)
+		return m;
+	if (!seg_writable(m)) {
+		struct rte_mbuf *c = rte_pktmbuf_copy(m, p->mp, 0, UINT32_MAX);
+
+		if (c == NULL || rte_pktmbuf_data_len(c) < need) {
+			rte_pktmbuf_free(c);
+			st->nomem++;
+			return m;
+		}
+		rte_pktmbuf_free(m);
+		m = c;
+	}
+	if (et == RTE_ETHER_TYPE_IPV4) {
+		struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, l2);
+		/* RFC 1624 eqn. 3 on the 16-bit word holding the TOS byte */
+		uint16_t old = rte_be_to_cpu_16(*(const uint16_t *)ip);
+		uint16_t new = (uint16_t)(old | 3);
+		uint32_t sum = (uint16_t)~rte_be_to_cpu_16(ip->hdr_checksum) + (uint16_t)~old + new;
+
+		sum = (sum & 0xffff) + (sum >> 16);
+		sum = (sum & 0xffff) + (sum >> 16);
+		ip->type_of_service |= 3;
+		ip->hdr_checksum = rte_cpu_to_be_16((uint16_t)~sum);
+	} else {
+		uint8_t *b = rte_pktmbuf_mtod_offset(m, uint8_t *, l2);
+
+		b[1] |= 0x30; /* traffic class bits 1..0 are byte 1's bits 5..4 */
+	}
+	st->ce_marked++;
+	return m;
+}
+
 /* Applies the impairment to one frame; it ends in pend, hold, delay or freed. */
 static void
 impair_one(struct droce_port *p, struct droce_impair_q *iq, struct droce_impair_stats *st,
@@ -478,6 +538,8 @@ impair_one(struct droce_port *p, struct droce_impair_q *iq, struct droce_impair_
 	}
 	if (chance(iq, pr->corrupt))
 		m = corrupt(p, iq, st, m);
+	if (chance(iq, pr->ce))
+		m = ce_mark(p, st, m);
 	if (chance(iq, pr->dup)) {
 		dup = rte_pktmbuf_copy(m, p->mp, 0, UINT32_MAX);
 		if (dup == NULL)
@@ -711,10 +773,10 @@ print_dir(const struct droce_port *p, const char *dir, const struct droce_impair
 	  FILE *f)
 {
 	fprintf(f, "%s: impair %s: dropped %" PRIu64 " duplicated %" PRIu64 " reordered %" PRIu64
-		   " delayed %" PRIu64 " corrupted %" PRIu64 " link-down %" PRIu64
-		   " no-mbuf %" PRIu64 " overflow %" PRIu64 "\n",
+		   " delayed %" PRIu64 " corrupted %" PRIu64 " ce-marked %" PRIu64
+		   " link-down %" PRIu64 " no-mbuf %" PRIu64 " overflow %" PRIu64 "\n",
 		p->cfg->name, dir, s->dropped, s->duplicated, s->reordered, s->delayed,
-		s->corrupted, s->link_down, s->nomem, s->overflow);
+		s->corrupted, s->ce_marked, s->link_down, s->nomem, s->overflow);
 }
 
 void
@@ -725,11 +787,11 @@ droce_impair_print(const struct droce_port *p, const struct droce_port_stats *s,
 	if (!__atomic_load_n(&p->impair_used, __ATOMIC_ACQUIRE))
 		return;
 	droce_port_impair_get((struct droce_port *)(uintptr_t)p, &c);
-	fprintf(f, "%s: impair %s: drop %g dup %g reorder %g delay %g x %u us corrupt %g seed %" PRIu64
+	fprintf(f, "%s: impair %s: drop %g dup %g reorder %g delay %g x %u us corrupt %g ce %g seed %" PRIu64
 		   "%s\n",
 		p->cfg->name,
 		c.dir == DROCE_IMPAIR_DIR_BOTH ? "both" : c.dir == DROCE_IMPAIR_DIR_RX ? "rx" : "tx",
-		c.drop, c.dup, c.reorder, c.delay, c.delay_us, c.corrupt, c.seed,
+		c.drop, c.dup, c.reorder, c.delay, c.delay_us, c.corrupt, c.ce, c.seed,
 		droce_port_link_is_set_up(p) ? "" : ", link set down");
 	print_dir(p, "tx", &s->impair_tx, f);
 	print_dir(p, "rx", &s->impair_rx, f);

@@ -582,6 +582,9 @@ droce_ports_create(const struct droce_config *cfg, struct rte_mempool *mp)
 
 		p->index = (uint16_t)i;
 		p->cfg = &cfg->ports[i];
+		p->ecn = cfg->ports[i].ecn;
+		p->tclass = cfg->ports[i].tclass;
+		p->pcp = cfg->ports[i].pcp;
 		p->mp = mp;
 		p->eth_port = RTE_MAX_ETHPORTS;
 		p->n_gids = cfg->ports[i].n_gids;

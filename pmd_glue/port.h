@@ -34,6 +34,7 @@ struct droce_impair_stats {
 	uint64_t reordered;   /* held back and overtaken by at least one frame */
 	uint64_t delayed;     /* held for delay_us */
 	uint64_t corrupted;   /* one bit flipped */
+	uint64_t ce_marked;   /* ECN set to CE (impair_ce) */
 	uint64_t link_down;   /* dropped because the link was set down */
 	uint64_t nomem;       /* copy for a duplicate / corruption failed: not done */
 	uint64_t overflow;    /* hold queue full: sent without delay / reorder */
@@ -55,6 +56,9 @@ struct droce_port_stats {
 	 * counted in rx_pkts, unless the impaired link drops them first). */
 	uint64_t loop_tx, loop_rx;
 	uint64_t mc_queries_rx, mc_answers_tx; /* IGMP / MLD queries, reports sent in answer (mcast.c) */
+	/* congestion notification (dataplane/cc.c), counted by the queue's engine */
+	uint64_t ecn_ce_received; /* RoCEv2 frames received with ECN = CE */
+	uint64_t cnp_sent, cnp_received;
 	struct droce_impair_stats impair_rx, impair_tx;
 };
 

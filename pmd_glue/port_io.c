@@ -283,6 +283,7 @@ impair_stats_add(struct droce_impair_stats *o, const struct droce_impair_stats *
 	o->reordered += s->reordered;
 	o->delayed += s->delayed;
 	o->corrupted += s->corrupted;
+	o->ce_marked += s->ce_marked;
 	o->link_down += s->link_down;
 	o->nomem += s->nomem;
 	o->overflow += s->overflow;
@@ -315,6 +316,9 @@ droce_port_stats_get(const struct droce_port *p, struct droce_port_stats *out)
 		out->loop_rx += s->loop_rx;
 		out->mc_queries_rx += s->mc_queries_rx;
 		out->mc_answers_tx += s->mc_answers_tx;
+		out->ecn_ce_received += s->ecn_ce_received;
+		out->cnp_sent += s->cnp_sent;
+		out->cnp_received += s->cnp_received;
 		impair_stats_add(&out->impair_rx, &s->impair_rx);
 		impair_stats_add(&out->impair_tx, &s->impair_tx);
 	}

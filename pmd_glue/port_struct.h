@@ -35,6 +35,8 @@ struct droce_port {
 	uint16_t mtu;
 	uint16_t nb_rxq, nb_txq;
 	uint16_t vlan;           /* 0 = untagged */
+	uint8_t ecn;             /* ECN codepoint of the RoCEv2 frames sent ([portN] ecn) */
+	uint8_t tclass, pcp;     /* a path's defaults ([portN] tclass, pcp) */
 	uint32_t offloads;       /* enabled enum droce_port_offload bits */
 	uint32_t offload_capa;   /* what the PMD offers */
 	uint32_t zc_min;         /* smallest payload sent zero-copy (zcopy.c); UINT32_MAX: never */

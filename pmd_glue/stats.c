@@ -64,6 +64,11 @@ static const struct {
 	PS(impair_tx.delayed, "impair_tx_delayed"),
 	PS(impair_tx.corrupted, "impair_tx_corrupted"),
 	PS(impair_tx.link_down, "impair_tx_link_down"),
+	PS(ecn_ce_received, "ecn_ce_received"),
+	PS(cnp_sent, "cnp_sent"),
+	PS(cnp_received, "cnp_received"),
+	PS(impair_rx.ce_marked, "impair_rx_ce_marked"),
+	PS(impair_tx.ce_marked, "impair_tx_ce_marked"),
 };
 #undef PS
 

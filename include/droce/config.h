@@ -34,6 +34,14 @@
  *              zero_copy = bytes       (RC/XRC payloads from this size on are
  *                                       sent from registered memory; default
  *                                       4096, 0 = never)
+ *              ecn = ect0 | ect1 | off (the ECN field of the RoCEv2 frames
+ *                                       droce sends: ECT(0) by default, as
+ *                                       ConnectX; off sends Not-ECT frames,
+ *                                       which no switch marks)
+ *              tclass = 0..255         (the traffic class (DSCP << 2) of a QP
+ *                                       or AH that gives 0; default 0)
+ *              pcp = 0..7              (the VLAN priority of a QP or AH whose
+ *                                       service level is 0; default 0)
  *              The impaired link (all optional; off by default):
  *              impair_drop = P         drop a frame with probability P
  *              impair_dup = P          send a frame twice (byte-identical copy)
@@ -44,11 +52,25 @@
  *                                      when impair_delay_us is set)
  *              impair_corrupt = P      flip one random bit past the Ethernet
  *                                      header (caught by IP/UDP checksum or ICRC)
+ *              impair_ce = P           mark an ECN-capable IP frame CE (ECN 11),
+ *                                      as a congested switch queue would
  *              impair_seed = N         PRNG seed (0..2^64-1, default 0); queue q
  *                                      of the port draws from seed, port, dir, q
  *              impair_dir = tx | rx | both   where it applies (default tx)
  *              P is a decimal 0..1 or a percentage ("0.5%").  Per frame the
- *              order is drop, corrupt, duplicate, delay, reorder.
+ *              order is drop, corrupt, CE mark, duplicate, delay, reorder.
+ *   [dcqcn]    congestion control (dataplane/cc.c, dcqcn.c), ConnectX's names:
+ *              np_enable = 0 | 1       (CNPs for CE-marked frames; default 1)
+ *              min_time_between_cnps = us   (per QP; default 2)
+ *              cnp_dscp = 0..63 (48)   cnp_802p_prio = 0..7 (6)
+ *              rp_enable = 0 | 1       (CNPs slow the QP down; default 1)
+ *              algorithm = mlx5 | paper  (default mlx5: ConnectX's variant)
+ *              rpg_time_reset, rpg_byte_reset, rpg_threshold, rpg_max_rate,
+ *              rpg_ai_rate, rpg_hai_rate, rpg_gd, rpg_min_dec_fac,
+ *              rpg_min_rate, rate_to_set_on_first_cnp, dce_tcp_g,
+ *              dce_tcp_rtt, rate_reduce_monitor_period, initial_alpha_value,
+ *              clamp_tgt_rate, clamp_tgt_rate_after_time_inc (the reaction
+ *              point's parameters; each defaults to the algorithm's value)
  *
  * Comments start with '#' or ';' and run to the end of the line.
  * Ports are numbered port0, port1, ... without gaps.
@@ -112,6 +134,7 @@ struct droce_impair_config {
 	double reorder;
 	double delay;      /* share of frames delayed by delay_us */
 	double corrupt;
+	double ce;         /* mark CE on ECN-capable frames */
 	uint32_t delay_us; /* 0..DROCE_IMPAIR_DELAY_US_MAX */
 	uint64_t seed;
 	unsigned int dir;  /* enum droce_impair_dir bits; 0 counts as TX */
@@ -140,12 +163,61 @@ struct droce_port_config {
 	uint32_t zero_copy;              /* RC payloads of this many bytes or more are sent
 					    zero-copy from registered memory when the port
 					    has multi-segment transmit; 0 = never */
+	uint8_t ecn;                     /* ECN codepoint of sent frames: 2 ECT(0) (default),
+					    1 ECT(1), 0 off (Not-ECT) */
+	uint8_t tclass;                  /* traffic class of a path that gives 0 */
+	uint8_t pcp;                     /* VLAN priority of a path whose SL is 0 */
 };
 
 /* [portN] zero_copy's default (bytes): full packets at path MTU 4096.  Below that
  * the three mbufs of a zero-copy frame cost more CPU than copying the payload
  * (docs/performance.md, Zero-copy transmit). */
 #define DROCE_ZERO_COPY_DEFAULT 4096
+
+/* [portN] ecn values */
+#define DROCE_ECN_NOT_ECT 0u
+#define DROCE_ECN_ECT1 1u
+#define DROCE_ECN_ECT0 2u
+#define DROCE_ECN_CE 3u
+
+/* [dcqcn] algorithm */
+enum droce_dcqcn_algo {
+	DROCE_DCQCN_MLX5,  /* ConnectX's DCQCN (periodic alpha, coalesced cuts) */
+	DROCE_DCQCN_PAPER, /* the SIGCOMM 2015 paper's (a cut per CNP) */
+};
+
+/* The reaction point's parameters, ConnectX's names and units (rates Mb/s,
+ * times us, alpha and g in 1/1024).  DROCE_DCQCN_UNSET: the algorithm's
+ * default (dataplane/dcqcn.h droce_dcqcn_defaults). */
+#define DROCE_DCQCN_UNSET UINT32_MAX
+#define DROCE_DCQCN_RP_PARAMS(X)                                                    \
+	X(rpg_time_reset)  X(rpg_byte_reset) X(rpg_threshold) X(rpg_max_rate)          \
+	X(rpg_ai_rate) X(rpg_hai_rate) X(rpg_gd) X(rpg_min_dec_fac) X(rpg_min_rate)    \
+	X(rate_to_set_on_first_cnp) X(dce_tcp_g) X(dce_tcp_rtt)                        \
+	X(rate_reduce_monitor_period) X(initial_alpha_value) X(clamp_tgt_rate)         \
+	X(clamp_tgt_rate_after_time_inc)
+
+struct droce_dcqcn_rp_config {
+#define DROCE_DCQCN_FIELD(n) uint32_t n;
+	DROCE_DCQCN_RP_PARAMS(DROCE_DCQCN_FIELD)
+#undef DROCE_DCQCN_FIELD
+};
+
+#define DROCE_CNP_GAP_US_DEFAULT 2u  /* ConnectX-5's min_time_between_cnps */
+#define DROCE_CNP_DSCP_DEFAULT 48u
+#define DROCE_CNP_PRIO_DEFAULT 6u
+
+struct droce_dcqcn_config {
+	/* notification point */
+	uint32_t np_enable;
+	uint32_t min_time_between_cnps; /* us, per QP */
+	uint32_t cnp_dscp;
+	uint32_t cnp_802p_prio;
+	/* reaction point */
+	uint32_t rp_enable;
+	enum droce_dcqcn_algo algorithm;
+	struct droce_dcqcn_rp_config rp;
+};
 
 struct droce_config {
 	char source[DROCE_CONFIG_PATH_MAX]; /* file path, or "<embedded loopback.ini>" */
@@ -161,6 +233,8 @@ struct droce_config {
 	uint32_t selective_repeat;                /* 0 or 1 (dataplane/rc_sr.c) */
 	/* [mempool] */
 	uint32_t mbufs, mbuf_cache, data_room, capture_mbufs;
+	/* [dcqcn] */
+	struct droce_dcqcn_config dcqcn;
 	/* [portN] */
 	unsigned int n_ports;
 	struct droce_port_config ports[DROCE_MAX_PORTS];
@@ -188,7 +262,7 @@ int droce_config_set_capture(struct droce_config *cfg, const char *spec);
 /*
  * Applies a command-line impairment "key=value[,key=value...]" to every port
  * (keys as in [portN] without the impair_ prefix: drop, dup, reorder, delay,
- * delay_us, corrupt, seed, dir), or to one with a "portN:" prefix.  Values are
+ * delay_us, corrupt, ce, seed, dir), or to one with a "portN:" prefix.  Values are
  * checked like the config keys.
  */
 int droce_config_set_impair(struct droce_config *cfg, const char *spec);

@@ -53,7 +53,8 @@ tc_pair_config(char *buf, size_t cap, const struct tc_pair *o)
 		     "%s"
 		     "mtu = %u\n"
 		     "rxq = %u\ntxq = %u\nrxd = %u\ntxd = %u\n"
-		     "%s\n",
+		     "%s\n"
+		     "%s%s",
 		     o->mem_mb ? o->mem_mb : 256, o->eal_extra ? o->eal_extra : "", engines, fallback,
 		     o->engines_extra ? o->engines_extra : "", o->engines_extra ? "\n" : "",
 		     o->mbufs ? o->mbufs : 8191, o->data_room ? o->data_room : 2176,
@@ -61,6 +62,7 @@ tc_pair_config(char *buf, size_t cap, const struct tc_pair *o)
 		     o->ipv6 ? "ipv6 = 2001:2::1\n" : "", mtu, q, q, d, d,
 		     o->port0_extra ? o->port0_extra : "",
 		     o->ipv6 ? "ipv6 = 2001:2::2\n" : "", mtu, q, q, d, d,
-		     o->port1_extra ? o->port1_extra : "");
+		     o->port1_extra ? o->port1_extra : "",
+		     o->extra ? o->extra : "", o->extra ? "\n" : "");
 	return n > 0 && (size_t)n < cap ? n : -1;
 }

@@ -28,6 +28,7 @@ struct tc_pair {
 	bool ipv6;                /* also 2001:2::1 / 2001:2::2 (GID index 1) */
 	const char *port0_extra;  /* more [port0] lines, e.g. "impair_drop = 0.01" */
 	const char *port1_extra;
+	const char *extra;        /* appended after the ports: more sections, e.g. "[dcqcn]\n..." */
 };
 
 /* Writes the config text for @o (NULL: defaults) into @buf: its length, or

@@ -71,7 +71,7 @@ h_cq_create(uint32_t cqe)
 int
 h_start(const struct h_cfg *c, bool may_fail)
 {
-	static char text[8192], port0[1024];
+	static char text[8192], port0[1024], port1[1024];
 	struct droce_config cfg;
 	const char *extra = c->port_extra ? c->port_extra : "";
 	const char *cap = c->capture0 ? c->capture0 : getenv("DROCE_TEST_CAPTURE");
@@ -87,12 +87,16 @@ h_start(const struct h_cfg *c, bool may_fail)
 		.fallback_us = c->fallback_us,
 		.engines_extra = c->selective_repeat ? "selective_repeat = 1" : NULL,
 		.port0_extra = port0,
-		.port1_extra = extra,
+		.port1_extra = port1,
+		.extra = c->sections,
 	};
 	int n;
 
-	snprintf(port0, sizeof(port0), "%s%s%s%s", cap ? "capture = " : "", cap ? cap : "",
-		 cap ? "\n" : "", extra);
+	snprintf(port0, sizeof(port0), "%s%s%s%s%s%s", cap ? "capture = " : "", cap ? cap : "",
+		 cap ? "\n" : "", extra, c->port0_extra ? "\n" : "",
+		 c->port0_extra ? c->port0_extra : "");
+	snprintf(port1, sizeof(port1), "%s%s%s", extra, c->port1_extra ? "\n" : "",
+		 c->port1_extra ? c->port1_extra : "");
 	n = tc_pair_config(text, sizeof(text), &pair);
 	cr_assert(n > 0 && (size_t)n < sizeof(text), "config text too long");
 	unsetenv("DROCE_CONFIG");
@@ -315,6 +319,12 @@ h_connect_nowait(struct droce_qp *qp, unsigned int port, unsigned int peer_port,
 	cr_assert_eq(inet_pton(AF_INET, ip[peer_port], &a), 1);
 	droce_gid_from_ipv4(m.path.dst_gid, a.s_addr);
 	m.path.hop_limit = 64;
+	m.path.traffic_class = o->traffic_class;
+	/* a VLAN port's frames are tagged, the service level their priority (as
+	 * verbs_api's droce_verbs_resolve_path) */
+	m.path.vlan = droce_port_vlan(me) != 0;
+	m.path.vlan_id = droce_port_vlan(me);
+	m.path.vlan_pcp = o->sl & 7;
 	m.path.udp_sport = o->udp_sport ? o->udp_sport : (uint16_t)(0xc000 | (dest_qpn & 0x3fff));
 	m.path.ip_id = 1;
 	modify(qp, &m, "INIT->RTR");

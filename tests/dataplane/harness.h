@@ -38,6 +38,9 @@ struct h_cfg {
 	unsigned int mem_mb;     /* EAL -m; 0 = 512 */
 	const char *capture0;    /* port0 capture file; NULL = $DROCE_TEST_CAPTURE if set, else none */
 	const char *port_extra;  /* extra "key = value" lines for every [portN], NULL = none */
+	const char *port0_extra; /* ... for [port0] alone */
+	const char *port1_extra; /* ... for [port1] alone */
+	const char *sections;    /* more sections after the ports (e.g. "[dcqcn]\n...") */
 	int fallback_us;         /* [engines] fallback_us: 0 the default, -1 off (only the test drives) */
 	bool selective_repeat;   /* [engines] selective_repeat = 1 (dataplane/rc_sr.c) */
 };
@@ -83,6 +86,8 @@ struct h_conn_opts {
 	uint8_t max_rd_atomic, max_dest_rd_atomic;
 	uint32_t access;          /* remote access the responder allows */
 	uint16_t udp_sport;
+	uint8_t traffic_class;    /* the path's GRH traffic class (DSCP << 2 | ECN) */
+	uint8_t sl;               /* the VLAN priority on a port with a vlan */
 };
 
 /* timeout 12, retry 7, rnr 7, min_rnr_timer 1 (10 us), rd_atomic 16, all access. */

@@ -314,3 +314,51 @@ Test(config, droce_loop_default_passes, .timeout = 60)
 	cr_expect(strstr(out, "port0->port1: sent 2000 frames") != NULL, "%s", out);
 	cr_expect(strstr(out, "intact 2000") != NULL, "%s", out);
 }
+
+/* [dcqcn] and the ports' ECN keys (issue 25): values land in the config,
+ * unset reaction point keys stay DROCE_DCQCN_UNSET (the algorithm's). */
+Test(config, dcqcn_section)
+{
+	struct droce_config *cfg = malloc(sizeof(*cfg));
+	const char *path = write_ini("[port0]\nkind = ring\npeer = port1\nipv4 = 198.18.0.1\n"
+				     "ecn = off\ntclass = 96\npcp = 4\nimpair_ce = 0.5%\n"
+				     "[port1]\nkind = ring\npeer = port0\nipv4 = 198.18.0.2\n"
+				     "[dcqcn]\nalgorithm = paper\nmin_time_between_cnps = 50\n"
+				     "cnp_dscp = 26\nrpg_ai_rate = 40\nrpg_gd = 10\n");
+
+	cr_assert_not_null(cfg);
+	cr_assert_eq(droce_config_load(path, cfg), 0, "%s", droce_last_error());
+	cr_assert_eq(cfg->ports[0].ecn, DROCE_ECN_NOT_ECT);
+	cr_assert_eq(cfg->ports[1].ecn, DROCE_ECN_ECT0, "ECT(0) by default");
+	cr_assert_eq(cfg->ports[0].tclass, 96);
+	cr_assert_eq(cfg->ports[0].pcp, 4);
+	cr_assert_float_eq(cfg->ports[0].impair.ce, 0.005, 1e-9);
+	cr_assert_eq(cfg->dcqcn.algorithm, DROCE_DCQCN_PAPER);
+	cr_assert_eq(cfg->dcqcn.np_enable, 1);
+	cr_assert_eq(cfg->dcqcn.rp_enable, 1);
+	cr_assert_eq(cfg->dcqcn.min_time_between_cnps, 50);
+	cr_assert_eq(cfg->dcqcn.cnp_dscp, 26);
+	cr_assert_eq(cfg->dcqcn.cnp_802p_prio, 6);
+	cr_assert_eq(cfg->dcqcn.rp.rpg_ai_rate, 40);
+	cr_assert_eq(cfg->dcqcn.rp.rpg_gd, 10);
+	cr_assert_eq(cfg->dcqcn.rp.rpg_time_reset, DROCE_DCQCN_UNSET);
+	free(cfg);
+}
+
+Test(config, dcqcn_bad_values)
+{
+	expect_error(GOOD_PORTS "[dcqcn]\nrpg_gd = 3\n", EINVAL,
+		     (const char *[]){ "[dcqcn] rpg_gd = 3", "log2 divisor of alpha (10..15)", NULL });
+	expect_error(GOOD_PORTS "[dcqcn]\nalgorithm = timely\n", EINVAL,
+		     (const char *[]){ "[dcqcn] algorithm = timely", "mlx5 or paper", NULL });
+	expect_error(GOOD_PORTS "[dcqcn]\ncnp_dscp = 64\n", EINVAL,
+		     (const char *[]){ "[dcqcn] cnp_dscp = 64", "DSCP (0..63)", NULL });
+	expect_error(GOOD_PORTS "[dcqcn]\nrp_timer = 5\n", EINVAL,
+		     (const char *[]){ "[dcqcn]", "rp_timer", "unknown key", NULL });
+	expect_error("[port0]\nkind = ring\npeer = port1\nipv4 = 198.18.0.1\necn = ce\n"
+		     "[port1]\nkind = ring\npeer = port0\nipv4 = 198.18.0.2\n", EINVAL,
+		     (const char *[]){ "[port0] ecn = ce", "ect0, ect1 or off", NULL });
+	expect_error("[port0]\nkind = ring\npeer = port1\nipv4 = 198.18.0.1\nimpair_ce = 2\n"
+		     "[port1]\nkind = ring\npeer = port0\nipv4 = 198.18.0.2\n", EINVAL,
+		     (const char *[]){ "[port0] impair_ce = 2", "probability", NULL });
+}

@@ -389,3 +389,48 @@ Test(gid, ipv4_mapped)
 	gid[10] = 0;
 	cr_assert_not(droce_gid_is_v4mapped(gid));
 }
+
+/* The builder's CNP against the reference's golden vector (libconntrack-cm's
+ * tests/test_cnp.cpp, generated with scapy: IP(src=22.22.22.8,
+ * dst=22.22.22.7, id=0x98c6, DF, ttl=0x20, tos=0x89) / UDP(sport=56238,
+ * dport=4791, chksum=0) / cnp(dqpn=0xd2), the IP checksum zeroed): every
+ * byte from the IP header to the ICRC, so the ICRC (traffic class masked)
+ * too. */
+Test(cnp, golden_vector)
+{
+	static const uint8_t want[60] = {
+		0x45, 0x89, 0x00, 0x3c, 0x98, 0xc6, 0x40, 0x00, 0x20, 0x11, 0x00, 0x00,
+		0x16, 0x16, 0x16, 0x08, 0x16, 0x16, 0x16, 0x07, 0xdb, 0xae, 0x12, 0xb7,
+		0x00, 0x28, 0x00, 0x00, 0x81, 0x00, 0xff, 0xff, 0x40, 0x00, 0x00, 0xd2,
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,
+		0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00, 0xda, 0xfc, 0x1b, 0xef,
+	};
+	const uint8_t src[4] = { 22, 22, 22, 8 }, dst[4] = { 22, 22, 22, 7 };
+	struct droce_pkt_fields f;
+	struct droce_hdr_tmpl t;
+	struct droce_path path;
+	uint8_t frame[128];
+	rte_be32_t a;
+	size_t len;
+
+	memset(&path, 0, sizeof(path));
+	memcpy(&a, src, 4);
+	droce_gid_from_ipv4(path.src_gid, a);
+	memcpy(&a, dst, 4);
+	droce_gid_from_ipv4(path.dst_gid, a);
+	path.traffic_class = 0x89;
+	path.hop_limit = 0x20;
+	path.udp_sport = 56238;
+	path.ip_id = 0x98c6;
+	droce_tmpl_init(&t, &path);
+	memset(&f, 0, sizeof(f));
+	f.opcode = DROCE_OP_CNP;
+	f.becn = true;
+	f.pkey = 0xffff;
+	f.dqpn = 0xd2;
+	len = droce_build_frame(&t, frame, sizeof(frame), &f, NULL, 0);
+	cr_assert_eq(len, RTE_ETHER_HDR_LEN + sizeof(want));
+	frame[RTE_ETHER_HDR_LEN + 10] = 0; /* the vector's IP checksum is zeroed */
+	frame[RTE_ETHER_HDR_LEN + 11] = 0;
+	cr_assert_arr_eq(frame + RTE_ETHER_HDR_LEN, want, sizeof(want));
+}
