@@ -3,6 +3,10 @@
  * droce1, ...), each with one port (number 1).  The runtime starts on the
  * first ibv_get_device_list() from DROCE_CONFIG or the embedded loopback
  * config.  Device and port queries, GIDs, P_Keys and async events.
+ *
+ * Over 800 lines because the fork hooks (a forked child's devices and
+ * contexts served by its parent, fork.h) joined the device and context code
+ * they route.
  */
 #include <errno.h>
 #include <fcntl.h>

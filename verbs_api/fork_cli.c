@@ -9,6 +9,10 @@
  * ah.c and events.c's entry points (droce_fk_ctx), and the context's ops
  * (post, poll, notify) point here.  Posts and polls are round trips to the
  * parent: correct, not fast.
+ *
+ * Over 1,300 lines because every verb served in a child has its shadow and
+ * its request here, one short function each, all on the one request and
+ * reply convention of fork.h.
  */
 #include <errno.h>
 #include <fcntl.h>

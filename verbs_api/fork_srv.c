@@ -8,6 +8,9 @@
  * child only.  Waits for events happen in the child (on its fds); the event
  * fds the server reads are non-blocking descriptions of its own.  A child's handles are indices into its object table with a
  * generation, so a bad or stale handle is EINVAL, never a pointer followed.
+ *
+ * Over 900 lines because it holds one handler per verbs request kind and the
+ * clean-up of everything a child can leave, which share the object table.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -58,7 +58,7 @@ RDMACM_PORT = {"rdma_server": 7471, "rdma_client": 7471, "udaddy": 7174}
 DROPIN = ("rping", "ibv_rc_pingpong", "ib_write_bw")
 # optional drop-in cells (--tests only): mckey, UD multicast through
 # rdma_cm (the server side receives, the client side sends with -s)
-DROPIN_OPT = ("mckey",)
+DROPIN_OPT = ("mckey", "ucx_tag_lat", "ucx_put_bw")
 DROPIN_ALL = DROPIN + DROPIN_OPT
 DROPIN_PINGS = 10
 MCKEY_GROUP, MCKEY_COUNT = "239.1.2.3", 10
@@ -71,6 +71,12 @@ DROPIN_RS_XFERS = 100
 # connect, fio with crc32c verification, disconnect)
 NVMF = ("nvmf", "nvmf_figures")   # nvmf_figures: also fio figures, droce and nvmet-rdma
 NVMF_NQN = "nqn.2026-11.dev.droce:rxe"
+# UCX 1.13 (issue 23 §5), optional (--tests ucx_tag_lat,ucx_put_bw): Debian's
+# ucx_perftest on rxe0 in the guest and through droce-run here, rc_verbs and
+# ud_verbs only; its TCP exchange on UCX_PORT
+DROPIN_UCX = {"ucx_tag_lat": ["-t", "tag_lat", "-n", "1000"],
+              "ucx_put_bw": ["-t", "ucp_put_bw", "-n", "1000", "-s", "65536"]}
+UCX_PORT = 13337
 
 def variants(tests, lat_sizes, bw_size):
     out = []
@@ -92,6 +98,8 @@ def variants(tests, lat_sizes, bw_size):
             out.append((t, 4096))        # its default message size
         elif t == "mckey":
             out.append((t, 100))         # its default message size
+        elif t in DROPIN_UCX:
+            out.append((t, 65536 if t == "ucx_put_bw" else 8))
         elif t == "ib_write_bw":
             out.append((t, bw_size))
         elif t in RDMACM:
@@ -377,6 +385,13 @@ def run_dropin(a, test, size, role, env, gidx):
         cli = [test, "-s", addr] + opts
         gargs, hargs = (srv, cli) if server_is_guest else (cli, srv)
         port, kind = 7471, "cm"
+    elif test in DROPIN_UCX:
+        ucx = ["env", "UCX_TLS=rc_verbs,ud_verbs", "UCX_WARN_UNUSED_ENV_VARS=n"]
+        gargs = ucx + ["UCX_NET_DEVICES=rxe0:1", "ucx_perftest", "-p", str(UCX_PORT)] + \
+            DROPIN_UCX[test]
+        hargs = ucx + ["UCX_NET_DEVICES=droce0:1", "ucx_perftest", "-p", str(UCX_PORT)] + \
+            DROPIN_UCX[test]
+        port, kind = UCX_PORT, "tcp"
     elif test == "ibv_rc_pingpong":
         common = ["-n", "100", "-s", str(size), "-c"]
         gargs = ["ibv_rc_pingpong", "-d", "rxe0", "-g", gidx] + common
@@ -395,7 +410,7 @@ def run_dropin(a, test, size, role, env, gidx):
             gargs = gargs + [a.host_ip]
     gcmd = ["stdbuf", "-oL"] + gargs
     hcmd = run + hargs
-    hname = "droce-run " + hargs[0]
+    hname = "droce-run " + next(x for x in hargs if x != "env" and "=" not in x)
     if server_is_guest:
         gres, drc, dout, why = guest_serves(
             a, gcmd, hcmd, hname, env,
@@ -440,6 +455,11 @@ def run_dropin(a, test, size, role, env, gidx):
             row = r"^custom\s+\S+\s+%d\s+1\s+\S+\s+[0-9.]+s\s+[0-9.]+\s+[0-9.]+" % DROPIN_RS_XFERS
             if not re.search(row, gout, re.M) or not re.search(row, dout, re.M):
                 why = "no %s result row on both sides" % test
+        elif test in DROPIN_UCX:
+            # "Final: iterations ... msg rates": 1000 iterations, rates above zero
+            m = re.search(r"^Final:\s+(\d+)\s+.*\s([0-9.]+)\s+([0-9.]+)\s*$", cout, re.M)
+            if not m or int(m.group(1)) != 1000 or float(m.group(3)) <= 0:
+                why = "no 'Final:' line with 1000 iterations and a rate above zero"
         elif test == "ibv_rc_pingpong":
             if not re.search(r"^100 iters in", gout, re.M) or \
                not re.search(r"^100 iters in", dout, re.M):

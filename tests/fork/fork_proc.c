@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * fork_proc: verbs in processes forked after droce started (issue 22).  The
+ * fork_proc: verbs in processes forked after droce started (issue 22).
+ * Over 1,200 lines because each mode is a whole scenario with the parent's
+ * and every child's side written out.  The
  * process opens droce0 (which starts droce), then forks; the children's
  * verbs are served by this process's droce (verbs_api/fork.h).  By MODE:
  *
