@@ -655,8 +655,14 @@ bool droce_engines_in_app_pass(void);
 bool droce_engines_fallback_on(void);
 /* @fn runs on the fallback progress thread at every turn of its loop, busy or
  * idle (one hook: the completion channels' owed events; NULL clears it); it
- * must be cheap when it has nothing to do. */
-void droce_engines_set_fallback_hook(void (*fn)(void));
+ * must be cheap when it has nothing to do, and returns true while it keeps
+ * something for a later turn (the thread then sleeps at most 50 µs). */
+void droce_engines_set_fallback_hook(bool (*fn)(void));
+/* Wakes the fallback thread if it sleeps (its hook has work: an owed event). */
+void droce_engines_fallback_wake(void);
+/* The fallback thread's sleeps so far, and of them those on the memif wake
+ * lines alone (no timer but a safety one). */
+void droce_engines_fallback_sleeps(uint64_t *sleeps, uint64_t *deep);
 
 /* ---- test support: raw frames (fault and hostile-peer tests) ----
  *

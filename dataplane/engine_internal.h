@@ -135,7 +135,12 @@ void droce_engine_rx_one_lc(struct droce_engine *eng, struct droce_port *port, s
 
 int droce_engine_fallback_start(uint32_t us);
 void droce_engine_fallback_stop(void);
+/* Wakes it if it sleeps: a blocking thread, a channel message (any thread). */
 void droce_engine_fallback_kick(void);
+/* True while it sleeps (or is about to): a bell that made an engine's
+ * bell_top non-zero kicks it then (droce_engine_ring_up; Dekker against its
+ * look at bell_top after it set this). */
+extern _Atomic bool droce_fallback_asleep;
 
 /* UD multicast (mcast.c): a port's members, sorted by GID, immutable once
  * published; engines load droce_mcast_tab[port] (acquire) per frame. */

@@ -97,7 +97,7 @@ static struct {
 } all_chans = { .lock = PTHREAD_MUTEX_INITIALIZER,
 		.chans = TAILQ_HEAD_INITIALIZER(all_chans.chans) };
 
-static void owed_flush(void);
+static bool owed_flush(void);
 
 struct ibv_context *(*droce_compat_ctx_1_0)(struct ibv_context *context);
 
@@ -226,12 +226,15 @@ cq_event(struct droce_vcq *cq, bool own_call)
 		if (atomic_load(&ch->spinners) != 0) {
 			/* the spinner takes one mark; one of another CQ of the channel,
 			 * made in the same spin, goes to the pipe if no call takes it */
-			if (droce_engines_fallback_on())
+			if (droce_engines_fallback_on()) {
 				atomic_store(&all_chans.owed, true);
+				droce_engines_fallback_wake();
+			}
 			return;
 		}
 		if (owed && atomic_load(&ch->sleepers) == 0) {
 			atomic_store(&all_chans.owed, true);
+			droce_engines_fallback_wake(); /* it may sleep on its wake lines */
 			return;
 		}
 		if (atomic_exchange(&cq->mem_event, 0) == 0)
@@ -251,7 +254,7 @@ cq_notify(struct droce_cq *dcq, void *arg)
  * The fallback thread's hook: an owed mark no ibv_get_cq_event call took
  * within OWED_AGE_US goes to the pipe, and its channel to fd mode.
  */
-static void
+static bool
 owed_flush(void)
 {
 	uint64_t now, age = rte_get_tsc_hz() / 1000000 * OWED_AGE_US;
@@ -259,7 +262,7 @@ owed_flush(void)
 	bool again = false;
 
 	if (!atomic_load_explicit(&all_chans.owed, memory_order_relaxed))
-		return;
+		return false;
 	atomic_store(&all_chans.owed, false);
 	now = rte_rdtsc();
 	pthread_mutex_lock(&all_chans.lock);
@@ -285,6 +288,7 @@ owed_flush(void)
 	pthread_mutex_unlock(&all_chans.lock);
 	if (again)
 		atomic_store(&all_chans.owed, true);
+	return again;
 }
 
 static void
