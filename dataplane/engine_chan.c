@@ -128,7 +128,7 @@ droce_engine_send_msg(struct droce_engine *eng, const struct droce_msg *msg)
 	}
 	/* a sleeping fallback thread takes it (the sender may not drive) */
 	if (!droce_engines.dedicated)
-		droce_engine_fallback_kick();
+		droce_engine_fallback_nudge();
 	return 0;
 }
 
@@ -154,7 +154,7 @@ droce_engine_ring_up(struct droce_engine *eng, uint32_t index)
 	 * bell_top after it says so) */
 	if (atomic_fetch_or(&eng->bell_top, UINT64_C(1) << (w >> 6)) == 0 &&
 	    unlikely(atomic_load(&droce_fallback_asleep)))
-		droce_engine_fallback_kick();
+		droce_engine_fallback_nudge();
 	return 0;
 }
 

@@ -4,10 +4,11 @@
  * one says it blocks: droce_engines_blocking), lets go at the end of its pass
  * as soon as an application thread wants the engine (`wanted`), and backs off
  * (spin, then sleeps growing to FALLBACK_SLEEP_MAX_US) while the engines are
- * idle.  When nothing can come but frames from droce peers over memif (every
- * port a memif port with a wake line, no timer due, no application thread
- * driving), it sleeps until a peer's wake (pmd_glue/wake.c) or a kick, with
- * only a FALLBACK_DEEP_MS safety timer: no CPU while idle.
+ * idle.  After FALLBACK_DEEP_AFTER_US without work, when nothing can come
+ * but frames from droce peers over memif (every port a memif port with a
+ * wake line, no QP in a timer wheel, no application thread driving), it
+ * sleeps until a peer's wake (pmd_glue/wake.c), a kick or a nudge, with only
+ * a FALLBACK_DEEP_MS safety timer: next to no CPU while idle.
  */
 #include <errno.h>
 #include <poll.h>
@@ -34,11 +35,14 @@
 #define FALLBACK_SLACK_NS 1000    /* timer slack of its sleeps (the default is 50 µs) */
 #define FALLBACK_DEEP_MS 100      /* the longest sleep on the wake lines */
 #define FALLBACK_HOOK_US 50       /* the longest sleep while the hook keeps something */
+#define FALLBACK_DEEP_AFTER_US 50000 /* idle this long (timer sleeps) before it sleeps on the lines */
 static struct {
 	bool running;
 	pthread_t tid;
 	_Atomic bool stop;
 	_Atomic uint64_t kicks;   /* droce_engine_fallback_kick calls */
+	_Atomic uint64_t nudges;  /* droce_engine_fallback_nudge calls */
+	uint64_t seen_nudges;     /* the thread's: nudges before its last sleep ended */
 	int efd;                  /* an eventfd: kicks while it sleeps, the stop */
 	uint64_t after_tsc;       /* fallback_us in TSC cycles */
 	_Atomic uint64_t passes;  /* passes it ran (tests, stats) */
@@ -47,6 +51,7 @@ static struct {
 } fallback = { .efd = -1 };
 static bool (*_Atomic fallback_hook)(void); /* droce_engines_set_fallback_hook */
 _Atomic bool droce_fallback_asleep;
+static _Atomic bool asleep_deep; /* asleep on the wake lines alone: nudges wake it */
 
 void
 droce_engines_set_fallback_hook(bool (*fn)(void))
@@ -107,6 +112,21 @@ fallback_round(void)
  * Then it sleeps at once after work (in short, precise steps: its timer slack
  * is FALLBACK_SLACK_NS) for FALLBACK_CROWDED_MS, and tries spinning again.
  */
+/* No engine had work for @span (neither this thread's passes, since
+ * @last_work, nor an application thread's): a kick (a thread about to block,
+ * the CM thread's idle turns) does not end the lull. */
+static bool
+lull(uint64_t now, uint64_t last_work, uint64_t span)
+{
+	if ((int64_t)(now - last_work) < (int64_t)span)
+		return false;
+	for (unsigned int e = 0; e < droce_engines.n; e++)
+		if ((int64_t)(now - atomic_load_explicit(&droce_engines.eng[e]->work_tsc,
+							  memory_order_relaxed)) < (int64_t)span)
+			return false;
+	return true;
+}
+
 /*
  * Whether only a memif peer's frame (or a kick) can give the engines work:
  * no application thread drove one within fallback_us, no QP waits on a
@@ -175,8 +195,8 @@ fallback_sleep(uint64_t us, uint64_t *seen_kicks)
 	}
 	atomic_store(&droce_fallback_asleep, true); /* seq_cst: against kicks and bells, Dekker */
 	atomic_fetch_add_explicit(&fallback.sleeps, 1, memory_order_relaxed);
-	if (atomic_load(&fallback.kicks) == *seen_kicks && !atomic_load(&fallback.stop) &&
-	    !bells_pending())
+	if (atomic_load(&fallback.kicks) == *seen_kicks && atomic_load(&fallback.nudges) == fallback.seen_nudges &&
+	    !atomic_load(&fallback.stop) && !bells_pending())
 		(void)ppoll(fds, nfd, &ts, NULL);
 	atomic_store_explicit(&droce_fallback_asleep, false, memory_order_relaxed);
 	if (fds[0].revents & POLLIN) {
@@ -192,6 +212,7 @@ fallback_sleep(uint64_t us, uint64_t *seen_kicks)
 	}
 	kicked = atomic_load(&fallback.kicks) != *seen_kicks;
 	*seen_kicks = atomic_load(&fallback.kicks);
+	fallback.seen_nudges = atomic_load(&fallback.nudges);
 	return kicked;
 }
 
@@ -212,7 +233,7 @@ fallback_main(void *arg)
 {
 	uint64_t hz = rte_get_tsc_hz(), idle_since = rte_rdtsc(), last = idle_since;
 	uint64_t late = hz / 1000000 * FALLBACK_LATE_US, spin = hz / 1000000 * FALLBACK_SPIN_US;
-	uint64_t crowded_until = 0, seen_kicks = atomic_load(&fallback.kicks);
+	uint64_t crowded_until = 0, seen_kicks = atomic_load(&fallback.kicks), last_work = idle_since;
 	unsigned int sleep_us = 0;
 	bool registered = rte_thread_register() == 0; /* a mempool cache of its own */
 
@@ -227,7 +248,7 @@ fallback_main(void *arg)
 			crowded_until = now + hz / 1000 * FALLBACK_CROWDED_MS;
 		last = now;
 		if (fallback_round()) {
-			idle_since = now;
+			idle_since = last_work = now;
 			sleep_us = 0;
 			last = rte_rdtsc();
 			continue;
@@ -236,7 +257,8 @@ fallback_main(void *arg)
 			rte_pause();
 			continue;
 		}
-		if (!pending && deep_sleep_arm(now)) {
+		if (!pending && lull(now, last_work, hz / 1000000 * FALLBACK_DEEP_AFTER_US) &&
+		    deep_sleep_arm(now)) {
 			/* armed: one more look, then sleep until a peer's frame */
 			if (fallback_round()) {
 				for (unsigned int i = 0; i < droce_port_count(); i++)
@@ -246,9 +268,13 @@ fallback_main(void *arg)
 				continue;
 			}
 			atomic_fetch_add_explicit(&fallback.deep_sleeps, 1, memory_order_relaxed);
-			if (fallback_sleep((uint64_t)FALLBACK_DEEP_MS * 1000, &seen_kicks))
+			atomic_store(&asleep_deep, true);
+			if (fallback_sleep((uint64_t)FALLBACK_DEEP_MS * 1000, &seen_kicks)) {
 				sleep_us = 0;
-			idle_since = last = rte_rdtsc();
+				idle_since = rte_rdtsc();
+			}
+			atomic_store_explicit(&asleep_deep, false, memory_order_relaxed);
+			last = rte_rdtsc();
 			continue;
 		}
 		/* idle: sleep in growing steps, woken early by droce_engines_blocking */
@@ -320,11 +346,21 @@ droce_engines_fallback_sleeps(uint64_t *sleeps, uint64_t *deep)
 	*deep = atomic_load(&fallback.deep_sleeps);
 }
 
+/* Wakes it only from a sleep on the wake lines (a timer sleep ends within
+ * FALLBACK_SLEEP_MAX_US anyway: no system call for it). */
+void
+droce_engine_fallback_nudge(void)
+{
+	atomic_fetch_add(&fallback.nudges, 1); /* seq_cst: then the look at asleep_deep */
+	if (atomic_load(&asleep_deep) && fallback.efd >= 0)
+		efd_poke();
+}
+
 void
 droce_engines_fallback_wake(void)
 {
 	if (fallback.running)
-		droce_engine_fallback_kick();
+		droce_engine_fallback_nudge();
 }
 
 /* Wakes it if it sleeps (an application thread is about to block). */

@@ -296,8 +296,8 @@ pingpong_side(int fd, bool first)
 
 /* ---- an idle passive target sleeps on its wake line, and wakes ---- */
 
-#define SPARSE_WRITES 40u
-#define SPARSE_GAP_US 5000u
+#define SPARSE_WRITES 12u
+#define SPARSE_GAP_US 80000u
 
 /* voluntary context switches of this process's droce-fallback thread */
 static long
