@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * The contract between the application side (verbs_api/, on application
  * threads) and the engines (dataplane/, on their lcores or co-located).
+ * Over 800 lines because it is that whole contract in one header, each
+ * function with its return convention and threading rule beside it.
  *
  * Ownership, in one place:
  *  - struct droce_mr: written by the application before droce_mr_register()

@@ -11,6 +11,8 @@
  * application thread's own verb calls: handed over in memory or the pipe).
  * Threading: each test runs its own threads; every wait is bounded by the
  * Criterion timeout or an explicit deadline.
+ * Over 800 lines because its four suites share the two ends, their start and
+ * the send / receive / wait helpers.
  */
 #include <arpa/inet.h>
 #include <errno.h>
