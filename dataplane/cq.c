@@ -29,6 +29,7 @@ struct droce_cq {
 	unsigned int n_sub;
 	_Atomic unsigned int next_sub;   /* pollers' round-robin position (a hint) */
 	_Atomic int armed;
+	_Atomic bool events;             /* armed at least once: pushes order against arms */
 	droce_cq_notify_fn notify;
 	droce_cq_error_fn error;
 	void *arg;
@@ -392,11 +393,39 @@ droce_cq_clean_lc(struct droce_cq *cq, struct droce_engine *eng, uint32_t qpn)
 	free(buf);
 }
 
+/* True if no sub-ring holds a completion (a QP's overrun stash aside). */
+static bool
+cq_empty(struct droce_cq *cq)
+{
+	for (unsigned int e = 0; e < cq->n_sub; e++)
+		if (rte_ring_count(sub_of(cq, e)) != 0)
+			return false;
+	return true;
+}
+
+/*
+ * Armed for the next completion; and, as mlx5 (whose arm doorbell carries the
+ * consumer index: a CQE already past it raises the event at once), a CQ that
+ * already holds completions when armed for any completion fires now: 1, the
+ * arm is used up and the caller delivers the event (no notify is called).
+ * UCX arms an idle interface's CQs right after polling them empty and then
+ * waits on the channel's fd; a completion pushed in between made no event and
+ * would sleep until the next one.  Against a push that reads `armed` before
+ * this store is visible while its own enqueue is not yet visible here, the
+ * push fences (once the CQ was ever armed): one of the two sees the other.
+ */
 int
 droce_cq_arm(struct droce_cq *cq, bool solicited_only)
 {
-	atomic_store(&cq->armed, solicited_only ? ARM_SOLICITED : ARM_ANY);
-	return 0;
+	int armed = solicited_only ? ARM_SOLICITED : ARM_ANY;
+
+	if (!atomic_load_explicit(&cq->events, memory_order_relaxed))
+		atomic_store(&cq->events, true);
+	atomic_store(&cq->armed, armed);
+	if (solicited_only || cq_empty(cq))
+		return 0;
+	/* an engine's push may have taken the arm meanwhile: it notified */
+	return atomic_compare_exchange_strong(&cq->armed, &armed, ARM_NONE) ? 1 : 0;
 }
 
 bool
@@ -424,6 +453,8 @@ droce_cq_push_lc(struct droce_cq *cq, struct droce_engine *eng, const struct dro
 			cq->error(cq, cq->arg);
 		return false;
 	}
+	if (unlikely(atomic_load_explicit(&cq->events, memory_order_relaxed)))
+		atomic_thread_fence(memory_order_seq_cst); /* see droce_cq_arm */
 	armed = atomic_load_explicit(&cq->armed, memory_order_relaxed);
 	if (armed == ARM_NONE)
 		return true;

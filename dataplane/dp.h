@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * The contract between the application side (verbs_api/, on application
  * threads) and the engines (dataplane/, on their lcores or co-located).
+ * Over 800 lines because it is that whole contract in one header, each
+ * function with its return convention and threading rule beside it.
  *
  * Ownership, in one place:
  *  - struct droce_mr: written by the application before droce_mr_register()
@@ -213,7 +215,10 @@ void droce_cq_destroy(struct droce_cq *cq);
  * of every co-located engine no other thread is driving at that moment.  Any
  * number of threads may poll one CQ at once (as rdma-core allows). */
 int droce_cq_poll(struct droce_cq *cq, int n, struct droce_cqe *out);
-/* Arms the CQ once: the next completion (or next solicited / error one) fires notify. */
+/* Arms the CQ once: the next completion (or next solicited / error one) fires
+ * notify.  Armed for any completion while it already holds some: returns 1
+ * and the arm is used up at once, notify not called (the caller delivers
+ * that event, as mlx5 raises one then); else 0. */
 int droce_cq_arm(struct droce_cq *cq, bool solicited_only);
 uint32_t droce_cq_capacity(const struct droce_cq *cq);
 /* Gives @cq room for @cqe completions per engine, keeping the ones not yet
@@ -652,8 +657,14 @@ bool droce_engines_in_app_pass(void);
 bool droce_engines_fallback_on(void);
 /* @fn runs on the fallback progress thread at every turn of its loop, busy or
  * idle (one hook: the completion channels' owed events; NULL clears it); it
- * must be cheap when it has nothing to do. */
-void droce_engines_set_fallback_hook(void (*fn)(void));
+ * must be cheap when it has nothing to do, and returns true while it keeps
+ * something for a later turn (the thread then sleeps at most 50 µs). */
+void droce_engines_set_fallback_hook(bool (*fn)(void));
+/* Wakes the fallback thread if it sleeps (its hook has work: an owed event). */
+void droce_engines_fallback_wake(void);
+/* The fallback thread's sleeps so far, and of them those on the memif wake
+ * lines alone (no timer but a safety one). */
+void droce_engines_fallback_sleeps(uint64_t *sleeps, uint64_t *deep);
 
 /* ---- test support: raw frames (fault and hostile-peer tests) ----
  *

@@ -115,7 +115,8 @@ droce_engines_progress(void)
 			atomic_store_explicit(&eng->wanted, false, memory_order_relaxed);
 		rte_rcu_qsbr_thread_online(droce_engines.rcu, e);
 		app_pass = true;
-		droce_engine_poll_lc(eng);
+		if (droce_engine_pass_lc(eng)) /* the fallback thread's deep sleep waits for a lull */
+			atomic_store_explicit(&eng->work_tsc, eng->now, memory_order_relaxed);
 		app_pass = false;
 		rte_rcu_qsbr_thread_offline(droce_engines.rcu, e);
 		atomic_store_explicit(&eng->app_tsc, eng->now, memory_order_relaxed);

@@ -126,6 +126,9 @@ droce_engine_send_msg(struct droce_engine *eng, const struct droce_msg *msg)
 		else
 			rte_pause();
 	}
+	/* a sleeping fallback thread takes it (the sender may not drive) */
+	if (!droce_engines.dedicated)
+		droce_engine_fallback_nudge();
 	return 0;
 }
 
@@ -146,7 +149,12 @@ droce_engine_ring_up(struct droce_engine *eng, uint32_t index)
 	if (atomic_fetch_or_explicit(&eng->bell_mid[w >> 6], UINT64_C(1) << (w & 63),
 				     memory_order_acq_rel) != 0)
 		return 0;
-	atomic_fetch_or_explicit(&eng->bell_top, UINT64_C(1) << (w >> 6), memory_order_acq_rel);
+	/* sequentially consistent (on x86 the same lock or): then the look at
+	 * whether the fallback thread sleeps on its wake lines (it looks at
+	 * bell_top after it says so) */
+	if (atomic_fetch_or(&eng->bell_top, UINT64_C(1) << (w >> 6)) == 0 &&
+	    unlikely(atomic_load(&droce_fallback_asleep)))
+		droce_engine_fallback_nudge();
 	return 0;
 }
 

@@ -4,17 +4,27 @@
  * one says it blocks: droce_engines_blocking), lets go at the end of its pass
  * as soon as an application thread wants the engine (`wanted`), and backs off
  * (spin, then sleeps growing to FALLBACK_SLEEP_MAX_US) while the engines are
- * idle.
+ * idle.  After FALLBACK_DEEP_AFTER_US without work, when nothing can come
+ * but frames from droce peers over memif (every port a memif port with a
+ * wake line, no QP in a timer wheel, no application thread driving), it
+ * sleeps until a peer's wake (pmd_glue/wake.c), a kick or a nudge, with only
+ * a FALLBACK_DEEP_MS safety timer: next to no CPU while idle.
  */
+#include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 
 #include <rte_cycles.h>
 #include <rte_lcore.h>
 
 #include "engine_internal.h"
+#include "pmd_glue/port_struct.h"
+#include "pmd_glue/wake.h"
 
 /* The co-located fallback progress thread. */
 #define FALLBACK_SPIN_US 200      /* keeps spinning this long after the last work */
@@ -23,21 +33,28 @@
 #define FALLBACK_LATE_US 30       /* off the CPU this much longer than it asked: crowded */
 #define FALLBACK_CROWDED_MS 100   /* then no spinning for this long */
 #define FALLBACK_SLACK_NS 1000    /* timer slack of its sleeps (the default is 50 µs) */
+#define FALLBACK_DEEP_MS 100      /* the longest sleep on the wake lines */
+#define FALLBACK_HOOK_US 50       /* the longest sleep while the hook keeps something */
+#define FALLBACK_DEEP_AFTER_US 50000 /* idle this long (timer sleeps) before it sleeps on the lines */
 static struct {
 	bool running;
 	pthread_t tid;
 	_Atomic bool stop;
-	_Atomic bool sleeping;
-	bool kick;
+	_Atomic uint64_t kicks;   /* droce_engine_fallback_kick calls */
+	_Atomic uint64_t nudges;  /* droce_engine_fallback_nudge calls */
+	uint64_t seen_nudges;     /* the thread's: nudges before its last sleep ended */
+	int efd;                  /* an eventfd: kicks while it sleeps, the stop */
 	uint64_t after_tsc;       /* fallback_us in TSC cycles */
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
 	_Atomic uint64_t passes;  /* passes it ran (tests, stats) */
-} fallback = { .lock = PTHREAD_MUTEX_INITIALIZER };
-static void (*_Atomic fallback_hook)(void); /* droce_engines_set_fallback_hook */
+	_Atomic uint64_t deep_sleeps; /* sleeps on the wake lines alone (tests, stats) */
+	_Atomic uint64_t sleeps;  /* every sleep */
+} fallback = { .efd = -1 };
+static bool (*_Atomic fallback_hook)(void); /* droce_engines_set_fallback_hook */
+_Atomic bool droce_fallback_asleep;
+static _Atomic bool asleep_deep; /* asleep on the wake lines alone: nudges wake it */
 
 void
-droce_engines_set_fallback_hook(void (*fn)(void))
+droce_engines_set_fallback_hook(bool (*fn)(void))
 {
 	atomic_store(&fallback_hook, fn);
 }
@@ -95,29 +112,143 @@ fallback_round(void)
  * Then it sleeps at once after work (in short, precise steps: its timer slack
  * is FALLBACK_SLACK_NS) for FALLBACK_CROWDED_MS, and tries spinning again.
  */
+/* No engine had work for @span (neither this thread's passes, since
+ * @last_work, nor an application thread's): a kick (a thread about to block,
+ * the CM thread's idle turns) does not end the lull. */
+static bool
+lull(uint64_t now, uint64_t last_work, uint64_t span)
+{
+	if ((int64_t)(now - last_work) < (int64_t)span)
+		return false;
+	for (unsigned int e = 0; e < droce_engines.n; e++)
+		if ((int64_t)(now - atomic_load_explicit(&droce_engines.eng[e]->work_tsc,
+							  memory_order_relaxed)) < (int64_t)span)
+			return false;
+	return true;
+}
+
+/*
+ * Whether only a memif peer's frame (or a kick) can give the engines work:
+ * no application thread drove one within fallback_us, no QP waits on a
+ * timer, and every port is a memif port whose wake line knows its peer.  If
+ * so, every line is armed (our word set) and true returned; the caller looks
+ * at the rings once more before it sleeps.
+ */
+static bool
+deep_sleep_arm(uint64_t now)
+{
+	unsigned int np = droce_port_count(), i;
+
+	if (np == 0)
+		return false;
+	for (unsigned int e = 0; e < droce_engines.n; e++) {
+		const struct droce_engine *eng = droce_engines.eng[e];
+
+		if ((int64_t)(now - atomic_load_explicit(&eng->app_tsc, memory_order_relaxed)) <
+		    (int64_t)fallback.after_tsc || __atomic_load_n(&eng->tw_count, __ATOMIC_RELAXED) != 0)
+			return false;
+	}
+	for (i = 0; i < np; i++) {
+		struct droce_port *p = droce_port_get(i);
+
+		if (p == NULL || p->wake == NULL ||
+		    __atomic_load_n(&p->impair_used, __ATOMIC_RELAXED) || !droce_wake_arm(p))
+			break;
+	}
+	if (i == np)
+		return true;
+	while (i-- > 0)
+		droce_wake_disarm(droce_port_get(i));
+	return false;
+}
+
+/* A bell rung since the last pass (droce_engine_ring_up looks at
+ * droce_fallback_asleep after it sets bell_top). */
+static bool
+bells_pending(void)
+{
+	for (unsigned int e = 0; e < droce_engines.n; e++)
+		if (atomic_load(&droce_engines.eng[e]->bell_top) != 0)
+			return true;
+	return false;
+}
+
+/*
+ * Sleeps up to @us µs (or until a kick, a stop, a wake line's datagram): a
+ * poll() of the eventfd and the ports' wake lines.  Drains what woke it; true
+ * if it was kicked.
+ */
+static bool
+fallback_sleep(uint64_t us, uint64_t *seen_kicks)
+{
+	struct pollfd fds[1 + DROCE_MAX_PORTS];
+	unsigned int nfd = 0, np = droce_port_count();
+	struct timespec ts = { .tv_sec = (time_t)(us / 1000000), .tv_nsec = (long)(us % 1000000) * 1000 };
+	bool kicked;
+
+	fds[nfd++] = (struct pollfd){ .fd = fallback.efd, .events = POLLIN };
+	for (unsigned int i = 0; i < np && i < DROCE_MAX_PORTS; i++) {
+		int fd = droce_wake_fd(droce_port_get(i));
+
+		if (fd >= 0)
+			fds[nfd++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+	}
+	atomic_store(&droce_fallback_asleep, true); /* seq_cst: against kicks and bells, Dekker */
+	atomic_fetch_add_explicit(&fallback.sleeps, 1, memory_order_relaxed);
+	if (atomic_load(&fallback.kicks) == *seen_kicks && atomic_load(&fallback.nudges) == fallback.seen_nudges &&
+	    !atomic_load(&fallback.stop) && !bells_pending())
+		(void)ppoll(fds, nfd, &ts, NULL);
+	atomic_store_explicit(&droce_fallback_asleep, false, memory_order_relaxed);
+	if (fds[0].revents & POLLIN) {
+		uint64_t v;
+
+		(void)read(fallback.efd, &v, sizeof(v));
+	}
+	for (unsigned int i = 0; i < np; i++) {
+		struct droce_port *p = droce_port_get(i);
+
+		droce_wake_disarm(p);
+		droce_wake_drain(p);
+	}
+	kicked = atomic_load(&fallback.kicks) != *seen_kicks;
+	*seen_kicks = atomic_load(&fallback.kicks);
+	fallback.seen_nudges = atomic_load(&fallback.nudges);
+	return kicked;
+}
+
+/*
+ * Spin or sleep.  After work the thread spins FALLBACK_SPIN_US for the next
+ * frame, unless the CPUs are crowded: then the spin only takes a CPU from a
+ * thread that needs it (an application spinning on its buffer, the peer
+ * process's threads on a small machine) and delays the very frames it waits
+ * for by the scheduler's time slice.  Crowding shows, without a system call,
+ * as the thread being off the CPU when it did not ask to be: a gap between two
+ * spin iterations, or a sleep that ends FALLBACK_LATE_US after its deadline.
+ * Then it sleeps at once after work (in short, precise steps: its timer slack
+ * is FALLBACK_SLACK_NS) for FALLBACK_CROWDED_MS, and tries spinning again.
+ * Idle with only memif peers to hear from, it sleeps on their wake lines.
+ */
 static void *
 fallback_main(void *arg)
 {
 	uint64_t hz = rte_get_tsc_hz(), idle_since = rte_rdtsc(), last = idle_since;
 	uint64_t late = hz / 1000000 * FALLBACK_LATE_US, spin = hz / 1000000 * FALLBACK_SPIN_US;
-	uint64_t crowded_until = 0;
+	uint64_t crowded_until = 0, seen_kicks = atomic_load(&fallback.kicks), last_work = idle_since;
 	unsigned int sleep_us = 0;
 	bool registered = rte_thread_register() == 0; /* a mempool cache of its own */
 
 	RTE_SET_USED(arg);
 	(void)prctl(PR_SET_TIMERSLACK, (unsigned long)FALLBACK_SLACK_NS, 0, 0, 0);
 	while (!atomic_load_explicit(&fallback.stop, memory_order_relaxed)) {
-		uint64_t now = rte_rdtsc();
-		void (*hook)(void) = atomic_load_explicit(&fallback_hook, memory_order_acquire);
-		struct timespec ts;
+		uint64_t now = rte_rdtsc(), us;
+		bool (*hook)(void) = atomic_load_explicit(&fallback_hook, memory_order_acquire);
+		bool pending = hook != NULL && hook();
 
-		if (hook != NULL)
-			hook();
 		if ((int64_t)(now - last) > (int64_t)late)
 			crowded_until = now + hz / 1000 * FALLBACK_CROWDED_MS;
 		last = now;
 		if (fallback_round()) {
-			idle_since = now;
+			idle_since = last_work = now;
 			sleep_us = 0;
 			last = rte_rdtsc();
 			continue;
@@ -126,27 +257,34 @@ fallback_main(void *arg)
 			rte_pause();
 			continue;
 		}
+		if (!pending && lull(now, last_work, hz / 1000000 * FALLBACK_DEEP_AFTER_US) &&
+		    deep_sleep_arm(now)) {
+			/* armed: one more look, then sleep until a peer's frame */
+			if (fallback_round()) {
+				for (unsigned int i = 0; i < droce_port_count(); i++)
+					droce_wake_disarm(droce_port_get(i));
+				idle_since = rte_rdtsc();
+				sleep_us = 0;
+				continue;
+			}
+			atomic_fetch_add_explicit(&fallback.deep_sleeps, 1, memory_order_relaxed);
+			atomic_store(&asleep_deep, true);
+			if (fallback_sleep((uint64_t)FALLBACK_DEEP_MS * 1000, &seen_kicks)) {
+				sleep_us = 0;
+				idle_since = rte_rdtsc();
+			}
+			atomic_store_explicit(&asleep_deep, false, memory_order_relaxed);
+			last = rte_rdtsc();
+			continue;
+		}
 		/* idle: sleep in growing steps, woken early by droce_engines_blocking */
 		sleep_us = sleep_us ? RTE_MIN(sleep_us * 2, (unsigned int)FALLBACK_SLEEP_MAX_US) : 1;
-		last += hz / 1000000 * sleep_us; /* the deadline: later than it is crowding */
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += (long)sleep_us * 1000;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-		pthread_mutex_lock(&fallback.lock);
-		atomic_store(&fallback.sleeping, true);
-		while (!fallback.kick && !atomic_load(&fallback.stop) &&
-		       pthread_cond_timedwait(&fallback.cond, &fallback.lock, &ts) == 0)
-			;
-		if (fallback.kick) {
-			fallback.kick = false;
+		us = pending ? RTE_MIN(sleep_us, (unsigned int)FALLBACK_HOOK_US) : sleep_us;
+		last += hz / 1000000 * us; /* the deadline: later than it is crowding */
+		if (fallback_sleep(us, &seen_kicks)) {
 			sleep_us = 0;
 			idle_since = rte_rdtsc();
 		}
-		atomic_store(&fallback.sleeping, false);
-		pthread_mutex_unlock(&fallback.lock);
 	}
 	if (registered)
 		rte_thread_unregister();
@@ -156,19 +294,17 @@ fallback_main(void *arg)
 int
 droce_engine_fallback_start(uint32_t us)
 {
-	pthread_condattr_t ca;
 	int rc;
 
 	fallback.after_tsc = rte_get_tsc_hz() / 1000000 * us;
 	atomic_store(&fallback.stop, false);
-	fallback.kick = false;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&fallback.cond, &ca);
-	pthread_condattr_destroy(&ca);
+	fallback.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (fallback.efd < 0)
+		return errno;
 	rc = pthread_create(&fallback.tid, NULL, fallback_main, NULL);
 	if (rc != 0) {
-		pthread_cond_destroy(&fallback.cond);
+		close(fallback.efd);
+		fallback.efd = -1;
 		return rc;
 	}
 	pthread_setname_np(fallback.tid, "droce-fallback");
@@ -176,17 +312,24 @@ droce_engine_fallback_start(uint32_t us)
 	return 0;
 }
 
+static void
+efd_poke(void)
+{
+	uint64_t one = 1;
+
+	(void)write(fallback.efd, &one, sizeof(one));
+}
+
 void
 droce_engine_fallback_stop(void)
 {
 	if (!fallback.running)
 		return;
-	pthread_mutex_lock(&fallback.lock);
 	atomic_store(&fallback.stop, true);
-	pthread_cond_signal(&fallback.cond);
-	pthread_mutex_unlock(&fallback.lock);
+	efd_poke();
 	pthread_join(fallback.tid, NULL);
-	pthread_cond_destroy(&fallback.cond);
+	close(fallback.efd);
+	fallback.efd = -1;
 	fallback.running = false;
 }
 
@@ -196,14 +339,35 @@ droce_engines_fallback_passes(void)
 	return atomic_load(&fallback.passes);
 }
 
+void
+droce_engines_fallback_sleeps(uint64_t *sleeps, uint64_t *deep)
+{
+	*sleeps = atomic_load(&fallback.sleeps);
+	*deep = atomic_load(&fallback.deep_sleeps);
+}
+
+/* Wakes it only from a sleep on the wake lines (a timer sleep ends within
+ * FALLBACK_SLEEP_MAX_US anyway: no system call for it). */
+void
+droce_engine_fallback_nudge(void)
+{
+	atomic_fetch_add(&fallback.nudges, 1); /* seq_cst: then the look at asleep_deep */
+	if (atomic_load(&asleep_deep) && fallback.efd >= 0)
+		efd_poke();
+}
+
+void
+droce_engines_fallback_wake(void)
+{
+	if (fallback.running)
+		droce_engine_fallback_nudge();
+}
+
 /* Wakes it if it sleeps (an application thread is about to block). */
 void
 droce_engine_fallback_kick(void)
 {
-	if (atomic_load(&fallback.sleeping)) {
-		pthread_mutex_lock(&fallback.lock);
-		fallback.kick = true;
-		pthread_cond_signal(&fallback.cond);
-		pthread_mutex_unlock(&fallback.lock);
-	}
+	atomic_fetch_add(&fallback.kicks, 1); /* seq_cst: then the look at sleeping */
+	if (atomic_load(&droce_fallback_asleep) && fallback.efd >= 0)
+		efd_poke();
 }

@@ -135,7 +135,15 @@ void droce_engine_rx_one_lc(struct droce_engine *eng, struct droce_port *port, s
 
 int droce_engine_fallback_start(uint32_t us);
 void droce_engine_fallback_stop(void);
+/* Wakes it if it sleeps (a thread about to block). */
 void droce_engine_fallback_kick(void);
+/* Wakes it if it sleeps on the wake lines alone (a channel message, a bell,
+ * an owed event: a timer sleep ends soon anyway). */
+void droce_engine_fallback_nudge(void);
+/* True while it sleeps (or is about to): a bell that made an engine's
+ * bell_top non-zero kicks it then (droce_engine_ring_up; Dekker against its
+ * look at bell_top after it set this). */
+extern _Atomic bool droce_fallback_asleep;
 
 /* UD multicast (mcast.c): a port's members, sorted by GID, immutable once
  * published; engines load droce_mcast_tab[port] (acquire) per frame. */

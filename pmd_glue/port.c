@@ -30,6 +30,7 @@
 #include "internal.h"
 #include "port.h"
 #include "port_internal.h"
+#include "wake.h"
 #include "redial.h"
 #include "residue.h"
 
@@ -552,6 +553,7 @@ destroy_port(struct droce_port *p)
 	 * thread itself serialises the two; once it is stopped, no memif
 	 * callback refers to the device any more.
 	 */
+	droce_wake_close(p);
 	if (p->cfg->kind == DROCE_PORT_KIND_MEMIF) {
 		droce_call_in_intr_thread(remove_device_cb, p);
 		if (p->cfg->memif_role == DROCE_MEMIF_ROLE_SERVER)
@@ -597,6 +599,7 @@ droce_ports_create(const struct droce_config *cfg, struct rte_mempool *mp)
 			goto fail;
 		if (loop_init(cfg->source, p) < 0)
 			goto fail;
+		droce_wake_open(p); /* memif: best effort, none means a timer */
 		if (droce_impair_port_init(p) < 0) {
 			int e = errno;
 

@@ -30,6 +30,7 @@
 #include "internal.h"
 #include "port.h"
 #include "port_internal.h"
+#include "wake.h"
 
 
 #define CAPTURE_CHUNK 64
@@ -215,6 +216,8 @@ droce_port_xmit_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
 	st->tx_bursts++;
 	st->tx_pkts += sent;
 	st->tx_bytes += bytes;
+	if (sent != 0)
+		droce_wake_peer(p->wake); /* a memif peer asleep: woken */
 	return sent;
 }
 

@@ -23,6 +23,7 @@ struct droce_arp_entry {
 
 struct droce_capture;
 struct droce_impair_q;
+struct droce_wake;
 
 struct droce_port {
 	uint16_t index;          /* droce port index (portN) */
@@ -67,6 +68,7 @@ struct droce_port {
 	bool loop_in;                   /* rx reads lo[] (a loop points at the port) */
 	uint32_t loop_peers;            /* other ports reached inside droce (bit per index) */
 	struct rte_ring *lo[DROCE_MAX_QUEUES]; /* receive queue q's loop inlet */
+	struct droce_wake *wake;        /* memif: the wake-up line to a droce peer (wake.c) */
 };
 
 #endif /* DROCE_PMD_GLUE_PORT_STRUCT_H */

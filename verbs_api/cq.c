@@ -98,7 +98,7 @@ static struct {
 } all_chans = { .lock = PTHREAD_MUTEX_INITIALIZER,
 		.chans = TAILQ_HEAD_INITIALIZER(all_chans.chans) };
 
-static void owed_flush(void);
+static bool owed_flush(void);
 
 struct ibv_context *(*droce_compat_ctx_1_0)(struct ibv_context *context);
 
@@ -200,14 +200,18 @@ event_to_pipe(struct droce_vcq *cq)
 	}
 }
 
+/*
+ * One event of @cq.  @own_call: made inside a verb call of the program (an
+ * application thread's engine pass, or ibv_req_notify_cq on a CQ that already
+ * held completions), which may take it in memory with its next
+ * ibv_get_cq_event.
+ */
 static void
-cq_notify(struct droce_cq *dcq, void *arg)
+cq_event(struct droce_vcq *cq, bool own_call)
 {
-	struct droce_vcq *cq = arg;
 	struct droce_vchan *ch = cq->chan;
 	bool owed;
 
-	RTE_SET_USED(dcq);
 	if (ch == NULL || atomic_exchange(&cq->notify_pending, 1) != 0)
 		return;
 	atomic_fetch_add_explicit(&ch->posted, 1, memory_order_release);
@@ -219,15 +223,23 @@ cq_notify(struct droce_cq *dcq, void *arg)
 	 * operations: mark, then look at spinners and sleepers; at least one side
 	 * sees the other, and the exchange gives the event to exactly one of them.
 	 */
-	owed = droce_engines_in_app_pass() && !atomic_load_explicit(&ch->fd_mode, memory_order_relaxed) &&
+	owed = own_call && !atomic_load_explicit(&ch->fd_mode, memory_order_relaxed) &&
 	       droce_engines_fallback_on() && !ch->remote;
 	if (owed || (!ch->remote && atomic_load(&ch->spinners) != 0)) {
 		atomic_store_explicit(&cq->mark_tsc, rte_rdtsc(), memory_order_relaxed);
 		atomic_store(&cq->mem_event, 1);
-		if (atomic_load(&ch->spinners) != 0)
+		if (atomic_load(&ch->spinners) != 0) {
+			/* the spinner takes one mark; one of another CQ of the channel,
+			 * made in the same spin, goes to the pipe if no call takes it */
+			if (droce_engines_fallback_on()) {
+				atomic_store(&all_chans.owed, true);
+				droce_engines_fallback_wake();
+			}
 			return;
+		}
 		if (owed && atomic_load(&ch->sleepers) == 0) {
 			atomic_store(&all_chans.owed, true);
+			droce_engines_fallback_wake(); /* it may sleep on its wake lines */
 			return;
 		}
 		if (atomic_exchange(&cq->mem_event, 0) == 0)
@@ -236,11 +248,18 @@ cq_notify(struct droce_cq *dcq, void *arg)
 	event_to_pipe(cq);
 }
 
+static void
+cq_notify(struct droce_cq *dcq, void *arg)
+{
+	RTE_SET_USED(dcq);
+	cq_event(arg, droce_engines_in_app_pass());
+}
+
 /*
  * The fallback thread's hook: an owed mark no ibv_get_cq_event call took
  * within OWED_AGE_US goes to the pipe, and its channel to fd mode.
  */
-static void
+static bool
 owed_flush(void)
 {
 	uint64_t now, age = rte_get_tsc_hz() / 1000000 * OWED_AGE_US;
@@ -248,7 +267,7 @@ owed_flush(void)
 	bool again = false;
 
 	if (!atomic_load_explicit(&all_chans.owed, memory_order_relaxed))
-		return;
+		return false;
 	atomic_store(&all_chans.owed, false);
 	now = rte_rdtsc();
 	pthread_mutex_lock(&all_chans.lock);
@@ -274,6 +293,7 @@ owed_flush(void)
 	pthread_mutex_unlock(&all_chans.lock);
 	if (again)
 		atomic_store(&all_chans.owed, true);
+	return again;
 }
 
 static void
@@ -557,8 +577,15 @@ droce_verbs_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 	return droce_cq_poll(((struct droce_vcq *)cq)->dcq, n, (struct droce_cqe *)wc);
 }
 
+/* A CQ armed while it already holds completions has its event at once (as
+ * mlx5): a program that polled it empty, then armed it, is not left asleep by
+ * a completion that came between the two (UCX's idle interfaces). */
 int
 droce_verbs_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 {
-	return droce_cq_arm(((struct droce_vcq *)cq)->dcq, solicited_only != 0);
+	struct droce_vcq *vcq = (struct droce_vcq *)cq;
+
+	if (droce_cq_arm(vcq->dcq, solicited_only != 0) > 0)
+		cq_event(vcq, true);
+	return 0;
 }

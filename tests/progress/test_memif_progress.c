@@ -8,6 +8,7 @@
  * the bytes.  event_pingpong: both sides sleep in ibv_get_cq_event.
  * Threading: one thread per child; every wait is bounded (alarm()).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
@@ -293,6 +294,159 @@ pingpong_side(int fd, bool first)
 	return 0;
 }
 
+/* ---- an idle passive target sleeps on its wake line, and wakes ---- */
+
+#define SPARSE_WRITES 12u
+#define SPARSE_GAP_US 80000u
+
+/* voluntary context switches of this process's droce-fallback thread */
+static long
+fallback_switches(void)
+{
+	char path[320], comm[32], line[256];
+	long n = -1;
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+
+	CHECK(d != NULL, 90);
+	while ((e = readdir(d)) != NULL && n < 0) {
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		comm[0] = 0;
+		if (fgets(comm, sizeof(comm), f) == NULL)
+			comm[0] = 0;
+		fclose(f);
+		if (strncmp(comm, "droce-fallback", 14) != 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
+		f = fopen(path, "r");
+		CHECK(f != NULL, 91);
+		while (fgets(line, sizeof(line), f) != NULL)
+			if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
+				break;
+		fclose(f);
+	}
+	closedir(d);
+	CHECK(n >= 0, 92);
+	return n;
+}
+
+static int
+idle_target_side(int fd)
+{
+	struct side d = { 0 };
+	struct info peer;
+	uint64_t sleeps, deep0, deep1;
+	long sw0, sw1;
+	char c;
+
+	side_open(&d);
+	xfer(fd, &d.me, sizeof(d.me), true);
+	xfer(fd, &peer, sizeof(peer), false);
+	side_connect(&d, &peer);
+	c = 'r';
+	xfer(fd, &c, 1, true);
+	/* idle (in read(): nothing of droce runs but its threads) for a second */
+	usleep(300000);
+	droce_engines_fallback_sleeps(&sleeps, &deep0);
+	sw0 = fallback_switches();
+	usleep(1000000);
+	droce_engines_fallback_sleeps(&sleeps, &deep1);
+	sw1 = fallback_switches();
+	fprintf(stderr, "idle target: %ld fallback wake-ups in 1 s, %llu on the wake line\n",
+		sw1 - sw0, (unsigned long long)(deep1 - deep0));
+	/* on a timer it wakes 500-1000 times a second; on its wake line only
+	 * on the safety timer (10 a second) or a stray frame */
+	CHECK(deep1 > deep0, 93);
+	CHECK(sw1 - sw0 < 60, 94);
+	c = 'i';
+	xfer(fd, &c, 1, true);
+	/* sparse WRITEs land while it sleeps on the line */
+	xfer(fd, &c, 1, false);
+	CHECK(c == 'd', 95);
+	for (uint32_t k = 0; k < SPARSE_WRITES; k++)
+		for (size_t i = 0; i < 256; i++)
+			CHECK(d.buf[4096 + k * 256 + i] == pat(i + k), 96);
+	return 0;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static uint64_t
+now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+static int
+sparse_initiator_side(int fd)
+{
+	struct side d = { 0 };
+	struct info peer;
+	uint64_t rtt[SPARSE_WRITES];
+	char c;
+
+	side_open(&d);
+	xfer(fd, &peer, sizeof(peer), false);
+	side_connect(&d, &peer);
+	xfer(fd, &d.me, sizeof(d.me), true);
+	xfer(fd, &c, 1, false);
+	xfer(fd, &c, 1, false); /* the target measured its idle second */
+	CHECK(c == 'i', 97);
+	for (uint32_t k = 0; k < SPARSE_WRITES; k++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)d.buf + k * 256, .length = 256,
+				       .lkey = d.mr->lkey };
+		struct ibv_send_wr w = { .wr_id = k, .sg_list = &sge, .num_sge = 1,
+					 .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED },
+				   *bad;
+		struct ibv_wc wc;
+		uint64_t t0;
+		int n;
+
+		for (size_t i = 0; i < 256; i++)
+			d.buf[k * 256 + i] = pat(i + k);
+		w.wr.rdma.remote_addr = peer.addr + 4096 + k * 256;
+		w.wr.rdma.rkey = peer.rkey;
+		usleep(SPARSE_GAP_US); /* long enough for the target to sleep again */
+		t0 = now_us();
+		CHECK(ibv_post_send(d.qp, &w, &bad) == 0, 98);
+		while ((n = ibv_poll_cq(d.cq, 1, &wc)) == 0) /* this side polls */
+			;
+		CHECK(n == 1 && wc.status == IBV_WC_SUCCESS && wc.wr_id == k, 99);
+		rtt[k] = now_us() - t0;
+	}
+	qsort(rtt, SPARSE_WRITES, sizeof(rtt[0]), cmp_u64);
+	fprintf(stderr, "sparse WRITE to a sleeping target: median %llu us, max %llu us\n",
+		(unsigned long long)rtt[SPARSE_WRITES / 2],
+		(unsigned long long)rtt[SPARSE_WRITES - 1]);
+	/* the target's safety timer alone would make it tens of ms */
+	CHECK(rtt[SPARSE_WRITES / 2] < 20000, 100);
+	c = 'd';
+	xfer(fd, &c, 1, true);
+	return 0;
+}
+
+static int
+role_idle(int fd, unsigned int s)
+{
+	return s == 0 ? idle_target_side(fd) : sparse_initiator_side(fd);
+}
+
 /* ---- harness ---- */
 
 static pid_t
@@ -371,4 +525,11 @@ Test(progress_memif, passive_target_blocked_in_read)
 Test(progress_memif, event_driven_pingpong)
 {
 	run_pair(role_pingpong);
+}
+
+/* Issue 23 §4: an idle process uses no CPU (its fallback thread sleeps on the
+ * memif wake line, not a timer) and still wakes for the peer's frames. */
+Test(progress_memif, idle_target_sleeps_on_its_wake_line_and_wakes)
+{
+	run_pair(role_idle);
 }

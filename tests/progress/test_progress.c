@@ -11,6 +11,8 @@
  * application thread's own verb calls: handed over in memory or the pipe).
  * Threading: each test runs its own threads; every wait is bounded by the
  * Criterion timeout or an explicit deadline.
+ * Over 800 lines because its four suites share the two ends, their start and
+ * the send / receive / wait helpers.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -21,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -678,6 +681,212 @@ Test(progress_owed, a_thread_asleep_in_get_cq_event_is_woken_by_an_event_made_in
 		cr_assert_eq(wc.wr_id, 40u + i);
 	}
 	no_duplicate_event();
+}
+
+/*
+ * UCX's adaptive progress (ucp_worker.c, uct_ib_iface_pre_arm): an interface
+ * nobody polls waits for its channel's fd in another thread's edge-triggered
+ * epoll; when the fd fires, it polls its CQs, takes every event with
+ * ibv_get_cq_event on the non-blocking fd until EAGAIN (an event taken means
+ * "poll again"), arms its CQs, and waits for the fd again; meanwhile the
+ * program's main thread drives the engines in its own polls of other CQs.  A
+ * lost event leaves such an interface asleep for good (the dropin suite's Open
+ * MPI cell once died so, UCX's UD endpoint timing out after 30 s).  Both of
+ * the interface's CQs are on one channel, as UCX's; its QP answers each
+ * message, so send completions come too.
+ */
+#define UCX_MSGS 4000u
+#define UCX_STALL_MS 5000u
+
+struct ucx_iface {
+	struct ibv_comp_channel *ch;
+	struct ibv_cq *scq, *rcq;
+	struct ibv_qp *qp;
+	_Atomic uint32_t received, answered;
+	_Atomic bool stop;
+	_Atomic int err;
+	uint64_t wakes;
+};
+
+/* polls both CQs, re-posts receives, answers each message; how many it took */
+static int
+ucx_iface_progress(struct end *e, struct ucx_iface *u)
+{
+	struct ibv_wc wc[16];
+	int n, total = 0;
+
+	while ((n = ibv_poll_cq(u->rcq, 16, wc)) > 0) {
+		for (int i = 0; i < n; i++) {
+			struct ibv_sge sge = { .addr = (uintptr_t)e->buf + 65536, .length = 64,
+					       .lkey = e->mr->lkey };
+			struct ibv_recv_wr rw = { .wr_id = wc[i].wr_id, .sg_list = &sge, .num_sge = 1 },
+					   *bad;
+			struct ibv_send_wr sw = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+						  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED },
+					   *sbad;
+
+			if (wc[i].status != IBV_WC_SUCCESS || ibv_post_recv(u->qp, &rw, &bad) != 0 ||
+			    ibv_post_send(u->qp, &sw, &sbad) != 0)
+				atomic_store(&u->err, 1);
+		}
+		atomic_fetch_add(&u->received, (uint32_t)n);
+		total += n;
+	}
+	while ((n = ibv_poll_cq(u->scq, 16, wc)) > 0) {
+		for (int i = 0; i < n; i++)
+			if (wc[i].status != IBV_WC_SUCCESS)
+				atomic_store(&u->err, 2);
+		total += n;
+	}
+	if (n < 0)
+		atomic_store(&u->err, 3);
+	return total;
+}
+
+/* uct_ib_iface_pre_arm: every event on the channel; how many */
+static int
+ucx_pre_arm(struct ucx_iface *u)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+	int got = 0;
+
+	while (ibv_get_cq_event(u->ch, &cq, &ctx) == 0) {
+		if (cq != u->scq && cq != u->rcq)
+			atomic_store(&u->err, 4);
+		ibv_ack_cq_events(cq, 1);
+		got++;
+	}
+	if (errno != EAGAIN)
+		atomic_store(&u->err, 5);
+	return got;
+}
+
+static void *
+ucx_async_thread(void *arg)
+{
+	struct ucx_iface *u = arg;
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
+	int ep = epoll_create1(EPOLL_CLOEXEC);
+
+	if (ep < 0 || epoll_ctl(ep, EPOLL_CTL_ADD, u->ch->fd, &ev) != 0) {
+		atomic_store(&u->err, 6);
+		return NULL;
+	}
+	while (!atomic_load(&u->stop)) {
+		struct epoll_event got;
+
+		if (epoll_wait(ep, &got, 1, 50) != 1)
+			continue; /* no poll without an event: a lost one shows as a stall */
+		u->wakes++;
+		for (;;) { /* ucp_worker_iface_check_events_do, until armed */
+			if (ucx_iface_progress(&B, u) > 0 || ucx_pre_arm(u) > 0)
+				continue;
+			/* and no poll after the arm, as UCX: a completion that came
+			 * between the poll and the arm must make its event then */
+			if (ibv_req_notify_cq(u->rcq, 0) != 0 || ibv_req_notify_cq(u->scq, 0) != 0)
+				atomic_store(&u->err, 7);
+			break;
+		}
+		ev.events = EPOLLIN | EPOLLET; /* ucs_async_modify_handler(fd, EVREAD) */
+		if (epoll_ctl(ep, EPOLL_CTL_MOD, u->ch->fd, &ev) != 0)
+			atomic_store(&u->err, 8);
+	}
+	close(ep);
+	return NULL;
+}
+
+Test(progress_owed, an_epoll_driven_interface_like_ucx_misses_no_event)
+{
+	struct ibv_qp_init_attr ia = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 512, .max_recv_wr = 512, .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	static struct ucx_iface u;
+	struct ibv_qp *sender;
+	pthread_t t;
+	uint64_t worst = 0;
+	int fl;
+
+	memset(&u, 0, sizeof(u));
+	u.ch = ibv_create_comp_channel(B.ctx);
+	cr_assert_not_null(u.ch);
+	fl = fcntl(u.ch->fd, F_GETFL);
+	cr_assert_eq(fcntl(u.ch->fd, F_SETFL, fl | O_NONBLOCK), 0);
+	u.scq = ibv_create_cq(B.ctx, 1024, NULL, u.ch, 0);
+	u.rcq = ibv_create_cq(B.ctx, 1024, NULL, u.ch, 0);
+	cr_assert(u.scq && u.rcq);
+	ia.send_cq = u.scq;
+	ia.recv_cq = u.rcq;
+	u.qp = ibv_create_qp(B.pd, &ia);
+	ia.send_cq = A.scq;
+	ia.recv_cq = A.rcq;
+	sender = ibv_create_qp(A.pd, &ia);
+	cr_assert(u.qp && sender);
+	{
+		struct tc_conn c = { .dgid = A.gid, .dest_qpn = sender->qp_num, .psn = 100,
+				     .timeout = 14, .retry_cnt = 7, .rnr_retry = 7, .rd_atomic = 1 };
+		struct tc_conn d = c;
+
+		tc_qp_up(u.qp, &c);
+		d.dgid = B.gid;
+		d.dest_qpn = u.qp->qp_num;
+		tc_qp_up(sender, &d);
+	}
+	for (uint32_t i = 0; i < 256; i++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)B.buf + 65536, .length = 64, .lkey = B.mr->lkey };
+		struct ibv_recv_wr rw = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *bad;
+		struct ibv_sge asge = { .addr = (uintptr_t)A.buf + 131072 + i * 64, .length = 64,
+					.lkey = A.mr->lkey };
+		struct ibv_recv_wr arw = { .wr_id = i, .sg_list = &asge, .num_sge = 1 }, *abad;
+
+		cr_assert_eq(ibv_post_recv(u.qp, &rw, &bad), 0);
+		cr_assert_eq(ibv_post_recv(sender, &arw, &abad), 0);
+	}
+	cr_assert_eq(ibv_req_notify_cq(u.rcq, 0), 0);
+	cr_assert_eq(ibv_req_notify_cq(u.scq, 0), 0);
+	cr_assert_eq(pthread_create(&t, NULL, ucx_async_thread, &u), 0);
+
+	/* the main thread: one message at a time, then its own polls (of A's
+	 * CQs: the engines' passes that make B's completions) until B took it */
+	srand(23);
+	for (uint32_t i = 0; i < UCX_MSGS && atomic_load(&u.err) == 0; i++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)A.buf, .length = 64, .lkey = A.mr->lkey };
+		struct ibv_send_wr w = { .wr_id = i, .sg_list = &sge, .num_sge = 1,
+					 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+		uint64_t t0 = tc_now_ms(), dt;
+		struct ibv_wc wc[16];
+
+		cr_assert_eq(ibv_post_send(sender, &w, &bad), 0);
+		while (atomic_load(&u.received) <= i) {
+			int n = ibv_poll_cq(A.scq, 16, wc);
+
+			cr_assert_geq(n, 0);
+			while ((n = ibv_poll_cq(A.rcq, 16, wc)) > 0) /* B's answers */
+				for (int k = 0; k < n; k++) {
+					struct ibv_sge s2 = { .addr = (uintptr_t)A.buf + 131072 +
+								      wc[k].wr_id * 64,
+							      .length = 64, .lkey = A.mr->lkey };
+					struct ibv_recv_wr r2 = { .wr_id = wc[k].wr_id, .sg_list = &s2,
+								  .num_sge = 1 }, *b2;
+
+					cr_assert_eq(ibv_post_recv(sender, &r2, &b2), 0);
+				}
+			cr_assert_leq(tc_now_ms() - t0, UCX_STALL_MS,
+				      "message %u: the interface was never woken (%u received, %llu wakes)",
+				      i, atomic_load(&u.received), (unsigned long long)u.wakes);
+		}
+		dt = tc_now_ms() - t0;
+		worst = dt > worst ? dt : worst;
+		if (rand() % 4 == 0)
+			usleep((useconds_t)(rand() % 300));
+	}
+	atomic_store(&u.stop, true);
+	cr_assert_eq(pthread_join(t, NULL), 0);
+	cr_assert_eq(atomic_load(&u.err), 0, "interface error %d", atomic_load(&u.err));
+	cr_assert_eq(atomic_load(&u.received), UCX_MSGS);
+	cr_log_info("%u messages, %llu wakes, worst wait %llu ms", UCX_MSGS,
+		    (unsigned long long)u.wakes, (unsigned long long)worst);
 }
 
 /* ---- droce_stop() alone: the engines stop before their ports go ---- */

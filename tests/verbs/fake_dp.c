@@ -193,9 +193,14 @@ droce_engines_fallback_on(void)
 }
 
 void
-droce_engines_set_fallback_hook(void (*fn)(void))
+droce_engines_set_fallback_hook(bool (*fn)(void))
 {
 	(void)fn;
+}
+
+void
+droce_engines_fallback_wake(void)
+{
 }
 
 void

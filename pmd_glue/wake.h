@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: BSD-3-Clause
+ * The memif wake-up line between two droce processes (issue 23 §4): what a
+ * sleeping fallback thread waits on instead of a timer.  See wake.c.
+ */
+#ifndef DROCE_PMD_GLUE_WAKE_H
+#define DROCE_PMD_GLUE_WAKE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct droce_port;
+
+/* A port's line (memif ports only; NULL: none, the fallback keeps a timer). */
+struct droce_wake {
+	int fd;                          /* our datagram socket (abstract name) */
+	_Atomic uint32_t *mine;          /* our page: non-zero while we sleep */
+	_Atomic(_Atomic uint32_t *) peer; /* the peer's page, once it told us (never unmapped) */
+	int memfd;                       /* our page's memfd, sent to the peer */
+	uint64_t hello_tsc;              /* last hello sent */
+	char peer_name[64];              /* the peer's abstract address (sun_path) */
+	unsigned int peer_len;
+	_Atomic uint64_t wakes_sent;     /* wake datagrams this side sent */
+	_Atomic uint64_t wakes_rx;       /* wake datagrams this side took */
+};
+
+/* Sets @p->wake up for a memif port (best effort: on any failure none). */
+void droce_wake_open(struct droce_port *p);
+/* Closes it (the page stays mapped where a peer may still read it). */
+void droce_wake_close(struct droce_port *p);
+
+/* Transmit side, after frames went to the PMD: a peer asleep is woken. */
+void droce_wake_peer_slow(struct droce_wake *w);
+static inline void
+droce_wake_peer(struct droce_wake *w)
+{
+	_Atomic uint32_t *f;
+
+	if (w == NULL)
+		return;
+	f = atomic_load_explicit(&w->peer, memory_order_acquire);
+	if (f == NULL)
+		return;
+	/* the frames' ring store before the look at the flag: against the
+	 * sleeper's flag store before its last look at the ring (Dekker) */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (atomic_load_explicit(f, memory_order_relaxed) != 0)
+		droce_wake_peer_slow(w);
+}
+
+/* Sleeping side (the fallback thread alone): */
+/* Says we sleep; false if the peer is unknown (then a hello is sent, rate
+ * limited, and the caller must not count on a wake). */
+bool droce_wake_arm(struct droce_port *p);
+/* Says we are awake. */
+void droce_wake_disarm(struct droce_port *p);
+/* Takes what came on the line: wakes, the peer's hello or answer. */
+void droce_wake_drain(struct droce_port *p);
+/* The line's fd for poll(), or -1. */
+int droce_wake_fd(const struct droce_port *p);
+
+#endif /* DROCE_PMD_GLUE_WAKE_H */
