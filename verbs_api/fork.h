@@ -197,11 +197,17 @@ int droce_fk_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_rec
 int droce_fk_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 int droce_fk_req_notify_cq(struct ibv_cq *cq, int solicited_only);
 
+/* Set in a served child (droce_fk_client_set): only there can an object's
+ * context be a child's, so no other process ever reads it here (a comp
+ * channel may outlive its closed context: ibv_destroy_comp_channel after
+ * ibv_close_device). */
+extern bool droce_fk_served_child;
+
 /* True if @c is a context a forked child opened through its parent. */
 static inline bool
 droce_fk_ctx(const struct ibv_context *c)
 {
-	return c != NULL && c->ops.post_send == droce_fk_post_send;
+	return droce_fk_served_child && c != NULL && c->ops.post_send == droce_fk_post_send;
 }
 
 struct ibv_context *droce_fk_open_device(struct ibv_device *device, unsigned int port);

@@ -49,6 +49,8 @@ static struct {
 
 #define FK_PL_MAX (DROCE_FK_MAX_MSG - sizeof(struct droce_fk_msg))
 
+bool droce_fk_served_child;
+
 bool
 droce_fk_child_served(void)
 {
@@ -63,6 +65,7 @@ droce_fk_client_set(int fd)
 	if (cli.fd >= 0 && cli.fd != fd)
 		close(cli.fd);
 	cli.fd = fd;
+	droce_fk_served_child = fd >= 0;
 	pthread_mutex_init(&cli.lock, NULL);
 	pthread_mutex_init(&cli.seg_lock, NULL);
 }
