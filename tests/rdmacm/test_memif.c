@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <semaphore.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -58,7 +60,14 @@ Test(rdmacm_memif, seed_pages_across_processes)
 {
 	pid_t child;
 	int st, rc;
+	/* posted by the server once it listens: the child's link comes up
+	 * before that, and a REQ before the listen is rejected (seen at load 4:
+	 * ECONNREFUSED, then the server waited for a REQ that never came) */
+	sem_t *ready = mmap(NULL, sizeof(*ready), PROT_READ | PROT_WRITE,
+			    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 
+	cr_assert_neq(ready, MAP_FAILED);
+	cr_assert_eq(sem_init(ready, 1, 0), 0);
 	snprintf(sock_path, sizeof(sock_path), "/tmp/droce-rcm-%ld.sock", (long)getpid());
 	for (unsigned int k = 0; k < 2; k++)
 		tc_memif_ini(ini[k], sizeof(ini[k]), "rcm", k, sock_path, 64,
@@ -75,6 +84,15 @@ Test(rdmacm_memif, seed_pages_across_processes)
 		setenv("DROCE_CONFIG", ini[1], 1);
 		if (link_wait() != 0)
 			_exit(200);
+		{
+			struct timespec dl;
+
+			clock_gettime(CLOCK_REALTIME, &dl);
+			dl.tv_sec += 60;
+			while (sem_timedwait(ready, &dl) != 0)
+				if (errno != EINTR)
+					_exit(201);
+		}
 		rc = rcm_seed_client("198.18.0.1", "7471");
 		droce_engines_stop();
 		droce_stop();
@@ -82,10 +100,12 @@ Test(rdmacm_memif, seed_pages_across_processes)
 		_exit(rc ? (rc & 0x7f) | 1 : 0);
 	}
 	setenv("DROCE_CONFIG", ini[0], 1);
-	rc = rcm_seed_server("198.18.0.1", "7471", NULL);
+	rc = rcm_seed_server("198.18.0.1", "7471", ready);
 	if (rc != 0)
 		kill(child, SIGKILL);
 	cr_assert_eq(waitpid(child, &st, 0), child);
+	sem_destroy(ready);
+	munmap(ready, sizeof(*ready));
 	cleanup();
 	cr_assert_eq(rc, 0, "server failed at seed.c:%d", rc);
 	cr_assert(WIFEXITED(st) && WEXITSTATUS(st) == 0, "client exit %d (see stderr)",
