@@ -82,12 +82,13 @@ def variants(tests, lat_sizes, bw_size):
     out = []
     for t in tests:
         if t not in PERFTEST and t not in RDMACM and t not in OPTCELLS and t not in DROPIN_ALL \
+                and t not in DROPIN_RS \
                 and t not in NVMF \
                 and not ("+" in t and split_cell(t)[0] in PERFTEST and t.split("+")[1] in VARIANTS):
             raise SystemExit("rxe: unknown test %r (perftest: %s; with options: %s; "
                              "rdma_cm: %s; drop-in: %s)" % (t, ",".join(PERFTEST),
                                                             ",".join(OPTCELLS), ",".join(RDMACM),
-                                                            ",".join(DROPIN_ALL)))
+                                                            ",".join(DROPIN_ALL + DROPIN_RS)))
         if t in NVMF:
             out.append((t, 4096))
         elif t in DROPIN_RS:

@@ -122,8 +122,9 @@ pair_perftest() {
 
 # pair_cm SECONDS SERVERCMD -- CLIENTCMD: an rdma_cm pair.  The server
 # listens some time after its memif socket appears; a client that came too
-# early is rejected (REJ, invalid service ID, as the kernel's CM answers):
-# only then it is started again (3 tries).
+# early is rejected (REJ, invalid service ID, as the kernel's CM answers;
+# rdma_client says "Connection refused"): only then it is started again (3
+# tries).
 pair_cm() {
 	local t=$1
 	shift
@@ -137,7 +138,7 @@ pair_cm() {
 		client "$t" "${c[@]}"
 		crc=$?
 		[ $crc = 0 ] && break
-		grep -qiE "REJECTED|reject" "$tmp/client.log" || break
+		grep -qiE "REJECTED|reject|Connection refused" "$tmp/client.log" || break
 		kill -0 "$srv_pid" 2>/dev/null || break
 		echo "client rejected (server not listening yet), try $try"
 		sleep 1
