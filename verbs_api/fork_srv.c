@@ -126,13 +126,65 @@ droce_fk_readable(int fd)
 	return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
 }
 
-/* ---- the requests, one function each ---- */
-
 int
 droce_fk_errno_or(int dflt)
 {
 	return errno ? errno : dflt;
 }
+
+/* ---- destroying and registering verbs objects ---- */
+
+/* Destroys the verbs object @p of type @t: 0 or the verb's error.  The one
+ * place that knows each type's destroy verb (the destroy ops and a child's
+ * end both use it); rdma_cm's types are fork_srv_cm.c's. */
+static int
+fk_verbs_destroy(enum fk_type t, void *p)
+{
+	switch (t) {
+	case FK_T_QP: return ibv_destroy_qp(p);
+	case FK_T_AH: return ibv_destroy_ah(p);
+	case FK_T_MR: return ibv_dereg_mr(p);
+	case FK_T_CQ: return ibv_destroy_cq(p);
+	case FK_T_CHAN: return ibv_destroy_comp_channel(p);
+	case FK_T_PD: return ibv_dealloc_pd(p);
+	case FK_T_CTX: return ibv_close_device(p);
+	default: return EINVAL;
+	}
+}
+
+/* The new object @p of type @t goes into the child's table and its handle
+ * into the reply; when the table cannot grow, @p is destroyed again and
+ * the reply says ENOMEM.  True when registered. */
+static bool
+fk_obj_add_or_undo(struct fk_client *c, struct fk_io *io, enum fk_type t, void *p)
+{
+	io->m.h = droce_fk_obj_add(c, t, p);
+	if (io->m.h != 0)
+		return true;
+	fk_verbs_destroy(t, p);
+	io->m.rc = ENOMEM;
+	return false;
+}
+
+/* Every destroy op (close, dealloc, dereg, destroy): the type its handle
+ * must name, by op. */
+static const enum fk_type destroy_type[DROCE_FK_OP_COUNT] = {
+	[DROCE_FK_CLOSE] = FK_T_CTX,      [DROCE_FK_DEALLOC_PD] = FK_T_PD,
+	[DROCE_FK_DEREG_MR] = FK_T_MR,    [DROCE_FK_DESTROY_CHAN] = FK_T_CHAN,
+	[DROCE_FK_DESTROY_CQ] = FK_T_CQ,  [DROCE_FK_DESTROY_QP] = FK_T_QP,
+	[DROCE_FK_DESTROY_AH] = FK_T_AH,
+};
+
+static void
+op_destroy(struct fk_client *c, struct fk_io *io)
+{
+	OBJ(o, destroy_type[io->m.op], io->m.h);
+	io->m.rc = fk_verbs_destroy(o->type, o->p);
+	if (io->m.rc == 0)
+		droce_fk_obj_free(o);
+}
+
+/* ---- the requests, one function each ---- */
 
 static void
 op_open(struct fk_client *c, struct fk_io *io)
@@ -168,15 +220,6 @@ op_open(struct fk_client *c, struct fk_io *io)
 	io->m.h = h;
 	io->m.a[0] = (uint64_t)ctx->num_comp_vectors;
 	io->ofds[io->nofd++] = ctx->async_fd;
-}
-
-static void
-op_close(struct fk_client *c, struct fk_io *io)
-{
-	OBJ(o, FK_T_CTX, io->m.h);
-	io->m.rc = ibv_close_device(o->p);
-	if (io->m.rc == 0)
-		droce_fk_obj_free(o);
 }
 
 static void
@@ -218,20 +261,7 @@ op_alloc_pd(struct fk_client *c, struct fk_io *io)
 		io->m.rc = droce_fk_errno_or(ENOMEM);
 		return;
 	}
-	io->m.h = droce_fk_obj_add(c, FK_T_PD, pd);
-	if (io->m.h == 0) {
-		ibv_dealloc_pd(pd);
-		io->m.rc = ENOMEM;
-	}
-}
-
-static void
-op_dealloc_pd(struct fk_client *c, struct fk_io *io)
-{
-	OBJ(o, FK_T_PD, io->m.h);
-	io->m.rc = ibv_dealloc_pd(o->p);
-	if (io->m.rc == 0)
-		droce_fk_obj_free(o);
+	fk_obj_add_or_undo(c, io, FK_T_PD, pd);
 }
 
 /* a[0] the child's address, a[1] length, a[2] iova, a[3] access, a[4] the
@@ -293,15 +323,6 @@ op_reg_mr(struct fk_client *c, struct fk_io *io)
 }
 
 static void
-op_dereg_mr(struct fk_client *c, struct fk_io *io)
-{
-	OBJ(o, FK_T_MR, io->m.h);
-	io->m.rc = ibv_dereg_mr(o->p);
-	if (io->m.rc == 0)
-		droce_fk_obj_free(o);
-}
-
-static void
 op_create_chan(struct fk_client *c, struct fk_io *io)
 {
 	struct ibv_comp_channel *ch;
@@ -329,15 +350,6 @@ op_create_chan(struct fk_client *c, struct fk_io *io)
 	io->ofds[io->nofd++] = ch->fd;
 }
 
-static void
-op_destroy_chan(struct fk_client *c, struct fk_io *io)
-{
-	OBJ(o, FK_T_CHAN, io->m.h);
-	io->m.rc = ibv_destroy_comp_channel(o->p);
-	if (io->m.rc == 0)
-		droce_fk_obj_free(o);
-}
-
 /* a[0] cqe, a[1] channel handle (0: none), a[2] comp_vector, a[3] the child's CQ. */
 static void
 op_create_cq(struct fk_client *c, struct fk_io *io)
@@ -356,22 +368,9 @@ op_create_cq(struct fk_client *c, struct fk_io *io)
 		io->m.rc = droce_fk_errno_or(ENOMEM);
 		return;
 	}
-	io->m.h = droce_fk_obj_add(c, FK_T_CQ, cq);
-	if (io->m.h == 0) {
-		ibv_destroy_cq(cq);
-		io->m.rc = ENOMEM;
+	if (!fk_obj_add_or_undo(c, io, FK_T_CQ, cq))
 		return;
-	}
 	io->m.a[0] = (uint64_t)cq->cqe;
-}
-
-static void
-op_destroy_cq(struct fk_client *c, struct fk_io *io)
-{
-	OBJ(o, FK_T_CQ, io->m.h);
-	io->m.rc = ibv_destroy_cq(o->p);
-	if (io->m.rc == 0)
-		droce_fk_obj_free(o);
 }
 
 static void
@@ -453,12 +452,8 @@ op_create_qp(struct fk_client *c, struct fk_io *io)
 		io->m.rc = droce_fk_errno_or(EINVAL);
 		return;
 	}
-	io->m.h = droce_fk_obj_add(c, FK_T_QP, qp);
-	if (io->m.h == 0) {
-		ibv_destroy_qp(qp);
-		io->m.rc = ENOMEM;
+	if (!fk_obj_add_or_undo(c, io, FK_T_QP, qp))
 		return;
-	}
 	io->m.a[0] = qp->qp_num;
 	memcpy(io->out, &ia.cap, sizeof(ia.cap));
 	io->olen = sizeof(ia.cap);
@@ -489,15 +484,6 @@ op_query_qp(struct fk_client *c, struct fk_io *io)
 	memset(io->out, 0, sizeof(*attr) + sizeof(*ia));
 	io->m.rc = ibv_query_qp(o->p, attr, (int)io->m.a[0], ia);
 	io->olen = sizeof(*attr) + sizeof(*ia);
-}
-
-static void
-op_destroy_qp(struct fk_client *c, struct fk_io *io)
-{
-	OBJ(o, FK_T_QP, io->m.h);
-	io->m.rc = ibv_destroy_qp(o->p);
-	if (io->m.rc == 0)
-		droce_fk_obj_free(o);
 }
 
 /* a[0] WRs in the payload; the response's a[0] the index of the bad one. */
@@ -614,20 +600,7 @@ op_create_ah(struct fk_client *c, struct fk_io *io)
 		io->m.rc = droce_fk_errno_or(EINVAL);
 		return;
 	}
-	io->m.h = droce_fk_obj_add(c, FK_T_AH, ah);
-	if (io->m.h == 0) {
-		ibv_destroy_ah(ah);
-		io->m.rc = ENOMEM;
-	}
-}
-
-static void
-op_destroy_ah(struct fk_client *c, struct fk_io *io)
-{
-	OBJ(o, FK_T_AH, io->m.h);
-	io->m.rc = ibv_destroy_ah(o->p);
-	if (io->m.rc == 0)
-		droce_fk_obj_free(o);
+	fk_obj_add_or_undo(c, io, FK_T_AH, ah);
 }
 
 static pthread_mutex_t async_swap = PTHREAD_MUTEX_INITIALIZER;
@@ -687,29 +660,29 @@ op_get_async_event(struct fk_client *c, struct fk_io *io)
 
 fk_op_fn droce_fk_ops[DROCE_FK_OP_COUNT] = {
 	[DROCE_FK_OPEN] = op_open,
-	[DROCE_FK_CLOSE] = op_close,
+	[DROCE_FK_CLOSE] = op_destroy,
 	[DROCE_FK_QUERY_DEVICE] = op_query_device,
 	[DROCE_FK_QUERY_DEVICE_EX] = op_query_device_ex,
 	[DROCE_FK_QUERY_PORT] = op_query_port,
 	[DROCE_FK_ALLOC_PD] = op_alloc_pd,
-	[DROCE_FK_DEALLOC_PD] = op_dealloc_pd,
+	[DROCE_FK_DEALLOC_PD] = op_destroy,
 	[DROCE_FK_REG_MR] = op_reg_mr,
-	[DROCE_FK_DEREG_MR] = op_dereg_mr,
+	[DROCE_FK_DEREG_MR] = op_destroy,
 	[DROCE_FK_CREATE_CHAN] = op_create_chan,
-	[DROCE_FK_DESTROY_CHAN] = op_destroy_chan,
+	[DROCE_FK_DESTROY_CHAN] = op_destroy,
 	[DROCE_FK_CREATE_CQ] = op_create_cq,
-	[DROCE_FK_DESTROY_CQ] = op_destroy_cq,
+	[DROCE_FK_DESTROY_CQ] = op_destroy,
 	[DROCE_FK_POLL_CQ] = op_poll_cq,
 	[DROCE_FK_REQ_NOTIFY] = op_req_notify,
 	[DROCE_FK_GET_CQ_EVENT] = op_get_cq_event,
 	[DROCE_FK_CREATE_QP] = op_create_qp,
 	[DROCE_FK_MODIFY_QP] = op_modify_qp,
 	[DROCE_FK_QUERY_QP] = op_query_qp,
-	[DROCE_FK_DESTROY_QP] = op_destroy_qp,
+	[DROCE_FK_DESTROY_QP] = op_destroy,
 	[DROCE_FK_POST_SEND] = op_post_send,
 	[DROCE_FK_POST_RECV] = op_post_recv,
 	[DROCE_FK_CREATE_AH] = op_create_ah,
-	[DROCE_FK_DESTROY_AH] = op_destroy_ah,
+	[DROCE_FK_DESTROY_AH] = op_destroy,
 	[DROCE_FK_GET_ASYNC_EVENT] = op_get_async_event,
 	/* DROCE_FK_ATTACH_MCAST / DETACH_MCAST: misc.c's (a constructor) */
 };
@@ -732,22 +705,11 @@ client_end(struct fk_client *c)
 
 			if (o->type != order[k] || o->borrowed)
 				continue;
-			switch (o->type) {
-			case FK_T_EVENT:
-			case FK_T_ID:
-			case FK_T_EVCH:
+			if (o->type == FK_T_EVENT || o->type == FK_T_ID || o->type == FK_T_EVCH)
 				/* rdma_cm objects exist only when librdmacm made them */
 				rc = droce_fk_cm_end != NULL ? droce_fk_cm_end(c, o, h) : 0;
-				break;
-			case FK_T_QP: rc = ibv_destroy_qp(o->p); break;
-			case FK_T_AH: rc = ibv_destroy_ah(o->p); break;
-			case FK_T_MR: rc = ibv_dereg_mr(o->p); break;
-			case FK_T_CQ: rc = ibv_destroy_cq(o->p); break;
-			case FK_T_CHAN: rc = ibv_destroy_comp_channel(o->p); break;
-			case FK_T_PD: rc = ibv_dealloc_pd(o->p); break;
-			case FK_T_CTX: rc = ibv_close_device(o->p); break;
-			case FK_T_FREE: break;
-			}
+			else
+				rc = fk_verbs_destroy(o->type, o->p);
 			if (rc == 0)
 				droce_fk_obj_free(o);
 			else /* left as leaked memory, as ibv_close_device leaves what it cannot free */
