@@ -59,13 +59,13 @@ DROPIN = ("rping", "ibv_rc_pingpong", "ib_write_bw")
 # optional drop-in cells (--tests only): mckey, UD multicast through
 # rdma_cm (the server side receives, the client side sends with -s)
 DROPIN_OPT = ("mckey", "ucx_tag_lat", "ucx_put_bw")
-DROPIN_ALL = DROPIN + DROPIN_OPT
 DROPIN_PINGS = 10
 MCKEY_GROUP, MCKEY_COUNT = "239.1.2.3", 10
 # rsockets (issue 22 §4): rdmacm-utils' rstream / riostream, verified data,
 # optional (--tests rstream,riostream): not in the default matrix
 DROPIN_RS = ("rstream", "riostream")
 DROPIN_RS_XFERS = 100
+DROPIN_ALL = DROPIN + DROPIN_OPT + DROPIN_RS
 # NVMe over Fabrics (issue 26 §2), optional (--tests nvmf): droce-nvmf here,
 # Linux's nvme-rdma host in the guest (scripts/rxe/nvmf_guest.py: discovery,
 # connect, fio with crc32c verification, disconnect)
@@ -82,13 +82,12 @@ def variants(tests, lat_sizes, bw_size):
     out = []
     for t in tests:
         if t not in PERFTEST and t not in RDMACM and t not in OPTCELLS and t not in DROPIN_ALL \
-                and t not in DROPIN_RS \
                 and t not in NVMF \
                 and not ("+" in t and split_cell(t)[0] in PERFTEST and t.split("+")[1] in VARIANTS):
             raise SystemExit("rxe: unknown test %r (perftest: %s; with options: %s; "
                              "rdma_cm: %s; drop-in: %s)" % (t, ",".join(PERFTEST),
                                                             ",".join(OPTCELLS), ",".join(RDMACM),
-                                                            ",".join(DROPIN_ALL + DROPIN_RS)))
+                                                            ",".join(DROPIN_ALL)))
         if t in NVMF:
             out.append((t, 4096))
         elif t in DROPIN_RS:
@@ -410,7 +409,9 @@ def run_dropin(a, test, size, role, env, gidx):
         else:
             gargs = gargs + [a.host_ip]
     gcmd = ["stdbuf", "-oL"] + gargs
-    hcmd = run + hargs
+    # mckey's "joined dgid" line is what says droce's receiver is ready: its
+    # stdout is a pipe here, so line-buffered (stdbuf), or it comes at exit
+    hcmd = run + (["stdbuf", "-oL"] if kind == "mc" else []) + hargs
     hname = "droce-run " + next(x for x in hargs if x != "env" and "=" not in x)
     if server_is_guest:
         gres, drc, dout, why = guest_serves(
