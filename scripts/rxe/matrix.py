@@ -65,7 +65,13 @@ MCKEY_GROUP, MCKEY_COUNT = "239.1.2.3", 10
 # optional (--tests rstream,riostream): not in the default matrix
 DROPIN_RS = ("rstream", "riostream")
 DROPIN_RS_XFERS = 100
-DROPIN_ALL = DROPIN + DROPIN_OPT + DROPIN_RS
+# rcopy (optional, --tests rcopy): a file through rsockets, the server
+# writes it where the client says; the same pseudo-random bytes are made on
+# both sides and compared by SHA-256
+RCOPY_PORT, RCOPY_BYTES = 7427, 3000000
+RCOPY_MAKE = ("import random, sys; sys.stdout.buffer.write(random.Random(22).randbytes(%d))"
+              % RCOPY_BYTES)
+DROPIN_ALL = DROPIN + DROPIN_OPT + DROPIN_RS + ("rcopy",)
 # NVMe over Fabrics (issue 26 §2), optional (--tests nvmf): droce-nvmf here,
 # Linux's nvme-rdma host in the guest (scripts/rxe/nvmf_guest.py: discovery,
 # connect, fio with crc32c verification, disconnect)
@@ -92,6 +98,8 @@ def variants(tests, lat_sizes, bw_size):
             out.append((t, 4096))
         elif t in DROPIN_RS:
             out.append((t, 10000))
+        elif t == "rcopy":
+            out.append((t, RCOPY_BYTES))
         elif t == "rping":
             out.append((t, 64))          # rping's default ping size
         elif t == "ibv_rc_pingpong":
@@ -260,11 +268,13 @@ def until(p, cond, secs):
         time.sleep(0.1)
     return p.poll() is None and cond()
 
-def host_serves(a, hcmd, hname, env, ready, guest_client):
+def host_serves(a, hcmd, hname, env, ready, guest_client, stays=False):
     """A cell with droce as server: @hcmd (@hname in messages) runs here;
     once @ready(p, lines) says it listens (it waits, bounded; @lines is its
     output so far), @guest_client() runs the guest's side and returns the
-    agent's result.  Returns (guest result, host rc, host output, why)."""
+    agent's result.  @stays: a server that never ends by itself (rcopy's):
+    stopped 2 s after the client, its rc then 0 when it was still running.
+    Returns (guest result, host rc, host output, why)."""
     p = subprocess.Popen(hcmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          text=True)
     started.append(p)
@@ -281,9 +291,13 @@ def host_serves(a, hcmd, hname, env, ready, guest_client):
             why = "%s did not listen" % hname
         try:
             # a client that failed leaves the server waiting: 10 s of grace
-            p.wait(timeout=a.timeout + 30 if gres.get("rc") == 0 else 10)
+            p.wait(timeout=2 if stays else a.timeout + 30 if gres.get("rc") == 0 else 10)
         except subprocess.TimeoutExpired:
             killed = True
+        if killed and stays:
+            p.terminate()
+            p.wait()
+            return gres, 0, "".join(lines), why
     finally:
         if p.poll() is None:  # killed, or an exception above: never leave it running
             p.kill()
@@ -377,6 +391,24 @@ def run_dropin(a, test, size, role, env, gidx):
         gargs = ["sh", "-c", "ip route replace 224.0.0.0/4 dev $(ip -o -4 addr show | "
                  "awk '/%s\\//{print $2; exit}') && exec %s" % (a.guest_ip, " ".join(gm))]
         port, kind = 0, "mc"
+    elif test == "rcopy":
+        # the guest makes its file (client) or gets it (server) in /tmp; this
+        # side's file is in the log directory
+        gsrc, gdst = "/tmp/rcopy.src", "/tmp/rcopy.dst"
+        hfile = os.path.join(a.logdir, "rcopy-%s.bin" % role)
+        port_s = str(RCOPY_PORT)
+        if server_is_guest:
+            with open(hfile, "wb") as f:
+                subprocess.run([sys.executable, "-c", RCOPY_MAKE], stdout=f, check=True)
+            gargs = ["sh", "-c", "rm -f %s; exec rcopy -p %s" % (gdst, port_s)]
+            hargs = ["rcopy", hfile, "%s:%s" % (a.guest_ip, gdst), "-p", port_s]
+        else:
+            if os.path.exists(hfile):
+                os.unlink(hfile)
+            gargs = ["sh", "-c", "python3 -c '%s' > %s && exec rcopy %s %s:%s -p %s"
+                     % (RCOPY_MAKE, gsrc, gsrc, a.droce_ip, hfile, port_s)]
+            hargs = ["rcopy", "-p", port_s]
+        port, kind = RCOPY_PORT, "cm"
     elif test in DROPIN_RS:
         # rsockets over rdma_cm: the server binds its RDMA address (port 7471)
         addr = a.guest_ip if server_is_guest else a.droce_ip
@@ -437,8 +469,11 @@ def run_dropin(a, test, size, role, env, gidx):
                     break
                 time.sleep(2)
             return r
-        gres, drc, dout, why = host_serves(a, hcmd, hname, env, ready, guest_client)
+        gres, drc, dout, why = host_serves(a, hcmd, hname, env, ready, guest_client,
+                                           stays=test == "rcopy")
     grc, gout = gres.get("rc", -1), gres.get("out", "")
+    if test == "rcopy" and server_is_guest and not why and drc == 0:
+        grc = 0   # the guest's rcopy server never ends by itself: stopped by the agent
     if not why:
         cout = dout if server_is_guest else gout           # the client's output
         if grc != 0 or drc != 0:
@@ -457,6 +492,18 @@ def run_dropin(a, test, size, role, env, gidx):
             row = r"^custom\s+\S+\s+%d\s+1\s+\S+\s+[0-9.]+s\s+[0-9.]+\s+[0-9.]+" % DROPIN_RS_XFERS
             if not re.search(row, gout, re.M) or not re.search(row, dout, re.M):
                 why = "no %s result row on both sides" % test
+        elif test == "rcopy":
+            import hashlib
+            want = hashlib.sha256(subprocess.run([sys.executable, "-c", RCOPY_MAKE],
+                                                 capture_output=True).stdout).hexdigest()
+            if server_is_guest:
+                r = agent(a.guest_ip, a.agent_port, ["sha256sum", "/tmp/rcopy.dst"], 30)
+                got = (r.get("out") or "?").split()[0]
+            else:
+                got = hashlib.sha256(open(hfile, "rb").read()).hexdigest() \
+                    if os.path.exists(hfile) else "no file"
+            if got != want:
+                why = "the copy's SHA-256 is %s, not %s" % (got[:16], want[:16])
         elif test in DROPIN_UCX:
             # "Final: iterations ... msg rates": 1000 iterations, rates above zero
             m = re.search(r"^Final:\s+(\d+)\s+.*\s([0-9.]+)\s+([0-9.]+)\s*$", cout, re.M)
