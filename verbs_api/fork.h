@@ -210,6 +210,34 @@ droce_fk_ctx(const struct ibv_context *c)
 	return droce_fk_served_child && c != NULL && c->ops.post_send == droce_fk_post_send;
 }
 
+/* What an async event's element is (ibv_get_async_event(3)); the server
+ * sends it as one word (a CQ's or QP's handle, a port number, nothing for
+ * SRQ and device events: a child makes no SRQs). */
+enum droce_fk_elem { DROCE_FK_ELEM_QP, DROCE_FK_ELEM_CQ, DROCE_FK_ELEM_PORT, DROCE_FK_ELEM_NONE };
+
+static inline enum droce_fk_elem
+droce_fk_event_elem(enum ibv_event_type t)
+{
+	switch (t) {
+	case IBV_EVENT_CQ_ERR:
+		return DROCE_FK_ELEM_CQ;
+	case IBV_EVENT_PORT_ACTIVE:
+	case IBV_EVENT_PORT_ERR:
+	case IBV_EVENT_LID_CHANGE:
+	case IBV_EVENT_PKEY_CHANGE:
+	case IBV_EVENT_SM_CHANGE:
+	case IBV_EVENT_CLIENT_REREGISTER:
+	case IBV_EVENT_GID_CHANGE:
+		return DROCE_FK_ELEM_PORT;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+	case IBV_EVENT_DEVICE_FATAL:
+		return DROCE_FK_ELEM_NONE;
+	default:
+		return DROCE_FK_ELEM_QP;
+	}
+}
+
 struct ibv_context *droce_fk_open_device(struct ibv_device *device, unsigned int port);
 int droce_fk_close_device(struct ibv_context *c);
 int droce_fk_query_device(struct ibv_context *c, struct ibv_device_attr *a);

@@ -1292,28 +1292,20 @@ droce_fk_get_async_event(struct ibv_context *c, struct ibv_async_event *ev)
 	if (droce_fk_event_wait(c->async_fd, &m) != 0)
 		return -1;
 	ev->event_type = (enum ibv_event_type)m.a[0];
-	switch (ev->event_type) {
-	case IBV_EVENT_CQ_ERR: {
+	switch (droce_fk_event_elem(ev->event_type)) {
+	case DROCE_FK_ELEM_CQ: {
 		struct fk_cq *q = droce_fk_reg_get(FK_K_CQ, m.a[1]);
 
 		ev->element.cq = q ? &q->c.cq : NULL;
 		break;
 	}
-	case IBV_EVENT_PORT_ACTIVE:
-	case IBV_EVENT_PORT_ERR:
-	case IBV_EVENT_LID_CHANGE:
-	case IBV_EVENT_PKEY_CHANGE:
-	case IBV_EVENT_SM_CHANGE:
-	case IBV_EVENT_CLIENT_REREGISTER:
-	case IBV_EVENT_GID_CHANGE:
+	case DROCE_FK_ELEM_PORT:
 		ev->element.port_num = (int)m.a[1];
 		break;
-	case IBV_EVENT_SRQ_ERR:
-	case IBV_EVENT_SRQ_LIMIT_REACHED:
-	case IBV_EVENT_DEVICE_FATAL:
+	case DROCE_FK_ELEM_NONE:
 		ev->element.srq = NULL;
 		break;
-	default: {
+	case DROCE_FK_ELEM_QP: {
 		struct fk_qp *q = droce_fk_reg_get(FK_K_QP, m.a[1]);
 
 		ev->element.qp = q ? &q->q.qp : NULL;

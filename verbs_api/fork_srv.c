@@ -633,27 +633,11 @@ op_get_async_event(struct fk_client *c, struct fk_io *io)
 		return;
 	}
 	io->m.a[0] = ev.event_type;
-	switch (ev.event_type) {
-	case IBV_EVENT_CQ_ERR:
-		io->m.a[1] = droce_fk_obj_find(c, FK_T_CQ, ev.element.cq);
-		break;
-	case IBV_EVENT_PORT_ACTIVE:
-	case IBV_EVENT_PORT_ERR:
-	case IBV_EVENT_LID_CHANGE:
-	case IBV_EVENT_PKEY_CHANGE:
-	case IBV_EVENT_SM_CHANGE:
-	case IBV_EVENT_CLIENT_REREGISTER:
-	case IBV_EVENT_GID_CHANGE:
-		io->m.a[1] = (uint64_t)ev.element.port_num;
-		break;
-	case IBV_EVENT_SRQ_ERR:
-	case IBV_EVENT_SRQ_LIMIT_REACHED:
-	case IBV_EVENT_DEVICE_FATAL:
-		io->m.a[1] = 0; /* the child makes no SRQs */
-		break;
-	default:
-		io->m.a[1] = droce_fk_obj_find(c, FK_T_QP, ev.element.qp);
-		break;
+	switch (droce_fk_event_elem(ev.event_type)) {
+	case DROCE_FK_ELEM_CQ: io->m.a[1] = droce_fk_obj_find(c, FK_T_CQ, ev.element.cq); break;
+	case DROCE_FK_ELEM_PORT: io->m.a[1] = (uint64_t)ev.element.port_num; break;
+	case DROCE_FK_ELEM_NONE: io->m.a[1] = 0; break;
+	case DROCE_FK_ELEM_QP: io->m.a[1] = droce_fk_obj_find(c, FK_T_QP, ev.element.qp); break;
 	}
 	ibv_ack_async_event(&ev);
 }
