@@ -45,14 +45,35 @@ if [ ! -e "$ROOT/.droce-rootfs-done" ]; then
     KVER=$(ls "$R/lib/modules" | sort -V | tail -1)
     chroot "$R" update-initramfs -u -k "$KVER" >&2
     # Trim what a headless perftest guest never uses (keeps the ext4 image small).
+    # /usr/share/doc goes, but for rdma-core's tests (python3-pyverbs puts the
+    # conformance suite there: --conformance runs it in the guest)
+    find "$R"/usr/share/doc -mindepth 1 -maxdepth 1 ! -name rdma-core -exec rm -rf {} +
+    find "$R"/usr/share/doc/rdma-core -mindepth 1 -maxdepth 1 ! -name tests -exec rm -rf {} +
     rm -rf "$R"/lib/modules/"$KVER"/kernel/drivers/{gpu,media,net/wireless,sound,staging,bluetooth} \
-           "$R"/lib/modules/"$KVER"/kernel/sound "$R"/usr/share/doc/* "$R"/usr/share/man/* \
+           "$R"/lib/modules/"$KVER"/kernel/sound "$R"/usr/share/man/* \
            "$R"/usr/share/locale/* "$R"/var/cache/apt/archives/*.deb "$R"/var/lib/apt/lists/*
     chroot "$R" depmod "$KVER"
     echo droce-rxe-guest > "$R/etc/hostname"
     echo "$PACKAGES" > "$R/.droce-rootfs-done"
     mv "$R" "$ROOT"
     echo "rxe: rootfs built in $(( $(date +%s) - t0 )) s" >&2
+fi
+
+# A rootfs trimmed before the line above kept has no pyverbs tests: take them
+# from the same python3-pyverbs .deb the guest has (the version its dpkg
+# status names, from Debian's archive), and write the disk image again.
+if [ ! -e "$ROOT/usr/share/doc/rdma-core/tests/run_tests.py" ] && [ -e "$ROOT/usr/lib/python3/dist-packages/pyverbs" ]; then
+    v=$(awk '/^Package: python3-pyverbs$/ {p = 1} p && /^Version:/ {print $2; exit}' "$ROOT/var/lib/dpkg/status")
+    t=$(mktemp -d)
+    if (cd "$t" && apt-get download -q "python3-pyverbs=$v" >&2) && dpkg-deb -x "$t"/python3-pyverbs_*.deb "$t/x"; then
+        mkdir -p "$ROOT/usr/share/doc/rdma-core"
+        cp -a "$t/x/usr/share/doc/rdma-core/tests" "$ROOT/usr/share/doc/rdma-core/"
+        rm -f "$DIR/disk.ext4"
+        echo "rxe: pyverbs tests $v added to the guest image" >&2
+    else
+        echo "rxe: could not fetch python3-pyverbs $v: the guest has no pyverbs tests" >&2
+    fi
+    rm -rf "$t"
 fi
 
 KVER=$(ls "$ROOT/lib/modules" | sort -V | tail -1)
