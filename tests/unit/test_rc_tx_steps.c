@@ -15,6 +15,7 @@
 #include <rte_mbuf.h>
 
 #include "dataplane/icrc.h"
+#include "dataplane/rc_internal.h"
 #include "pmd_glue/port_struct.h"
 #include "plain_qp.h"
 
@@ -273,6 +274,97 @@ Test(rc_tx_req, write_imm_bytes_as_the_reference)
 Test(rc_tx_req, empty_write_bytes_as_the_reference)
 {
 	check_request_bytes(DROCE_WR_RDMA_WRITE, 0, 0);
+}
+
+/*
+ * The burst (rc_req.c): a run of one-packet SEND / WRITE WQEs in one turn,
+ * a READ between them taken by the state machine, the burst again after
+ * it.  Every packet an ONLY opcode with AckReq and consecutive PSNs, the
+ * payloads from the SGEs, each WQE's progress as the state machine leaves
+ * it, and the QP's send state (sq_cur, psn_next, psn_max, the timer armed).
+ */
+Test(rc_tx_req, burst_of_one_packet_wqes_around_a_read)
+{
+	static const uint8_t ops[] = { DROCE_WR_RDMA_WRITE, DROCE_WR_SEND_WITH_IMM,
+				       DROCE_WR_RDMA_WRITE_WITH_IMM, DROCE_WR_RDMA_READ,
+				       DROCE_WR_SEND, DROCE_WR_RDMA_WRITE };
+	static const uint8_t want[] = { RC(WRITE_ONLY), RC(SEND_ONLY_IMM), RC(WRITE_ONLY_IMM),
+					RC(READ_REQ), RC(SEND_ONLY), RC(WRITE_ONLY) };
+	struct droce_pkt p;
+	unsigned int nsegs;
+
+	qp->attr.timeout = 14;
+	fill_local();
+	for (unsigned int i = 0; i < RTE_DIM(ops); i++) {
+		struct droce_wqe *w = post(ops[i], 16 + i);
+
+		local_sge(w, 16 + i);
+		w->sge[0].addr += i * 64;
+		w->remote_addr = 0x7000 + i;
+		w->rkey = 0x99;
+	}
+	cr_assert_eq(droce_rc_req_tx_lc(qp, 16), RTE_DIM(ops));
+	cr_assert_eq(tx_count(), RTE_DIM(ops));
+	for (unsigned int i = 0; i < RTE_DIM(ops); i++) {
+		const struct droce_bth *b = frame_at(i, &p, &nsegs);
+		const struct droce_swqe *s = droce_qp_swqe(qp, i);
+
+		check_bth(b, want[i], 100 + i, ops[i] == DROCE_WR_RDMA_READ ? 0 : (-(16 + i)) & 3u);
+		cr_assert(droce_bth_ackreq(b), "WQE %u asks for an ACK", i);
+		if (p.info->hdr_mask & DROCE_HDRM(RETH)) { /* WRITEs and the READ */
+			const struct droce_reth *r = droce_pkt_hdr(&p, frame, DROCE_HDR_RETH);
+
+			cr_assert_eq(droce_reth_va(r), 0x7000 + i);
+			cr_assert_eq(droce_reth_rkey(r), 0x99);
+			cr_assert_eq(droce_reth_len(r), 16 + i);
+		}
+		if (ops[i] != DROCE_WR_RDMA_READ) {
+			cr_assert_eq(p.payload_len, 16 + i);
+			cr_assert_arr_eq(p.payload, local + i * 64, 16 + i, "WQE %u's bytes", i);
+		}
+		cr_assert(s->started);
+		cr_assert_eq(s->first_psn, 100 + i);
+		cr_assert_eq(s->npkts, 1);
+		cr_assert_eq(s->sent_pkts, 1);
+		cr_assert_eq(s->err, 0);
+	}
+	cr_assert_eq(qp->sq_cur, RTE_DIM(ops));
+	cr_assert_eq(qp->psn_next, 100 + RTE_DIM(ops));
+	cr_assert_eq(qp->psn_max, 100 + RTE_DIM(ops));
+	cr_assert_eq(qp->rd_atomic_out, 1, "the READ counted");
+	cr_assert_neq(qp->rto_deadline, 0, "the retransmission timer runs");
+	cr_assert_not(qp->req_blocked);
+}
+
+/* The burst stops where the window does: the QP waits off the active list. */
+Test(rc_tx_req, burst_stops_at_the_window)
+{
+	for (unsigned int i = 0; i < 5; i++)
+		post(DROCE_WR_RDMA_WRITE, 8);
+	qp->psn_una = droce_psn_add(100, 3 - DROCE_RC_TX_WINDOW); /* room for 3 PSNs */
+	cr_assert_eq(droce_rc_req_tx_lc(qp, 16), 3);
+	cr_assert_eq(tx_count(), 3);
+	cr_assert_eq(qp->sq_cur, 3);
+	cr_assert_eq(qp->psn_next, 103);
+	cr_assert(qp->req_blocked, "window full");
+	cr_assert_not(droce_qp_swqe(qp, 3)->started);
+}
+
+/* A WQE whose lkey fails stops the burst; the state machine fails it in
+ * order, after the one before it (sent) completes. */
+Test(rc_tx_req, burst_leaves_a_bad_lkey_to_the_state_machine)
+{
+	struct droce_wqe *w0 = post(DROCE_WR_RDMA_WRITE, 8), *w1 = post(DROCE_WR_RDMA_WRITE, 8);
+
+	local_sge(w0, 8);
+	local_sge(w1, 8);
+	w1->sge[0].lkey ^= 0x100;
+	post(DROCE_WR_RDMA_WRITE, 8);
+	cr_assert_eq(droce_rc_req_tx_lc(qp, 16), 1);
+	cr_assert_eq(tx_count(), 1);
+	cr_assert_eq(droce_qp_swqe(qp, 1)->err, DROCE_ERR_LOC_PROT);
+	cr_assert_eq(qp->sq_cur, 1, "nothing past it goes");
+	cr_assert_eq(qp->psn_next, 101);
 }
 
 /* ---- responder, transmit side ---- */
