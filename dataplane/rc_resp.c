@@ -492,12 +492,113 @@ droce_rc_resp_step_lc(struct droce_qp *qp, enum droce_rc_resp_state st, const st
 	return resp_step(qp, st, &r);
 }
 
+/* The states in which a responder takes requests (CHECK_QP_STATE's), one bit each. */
+#define QPS_RESP_OK (1u << DROCE_QPS_RTR | 1u << DROCE_QPS_RTS | 1u << DROCE_QPS_SQD)
+
+/*
+ * The usual requests the short way: an RDMA WRITE ONLY (no immediate) or a
+ * SEND ONLY (with or without immediate, not with invalidate) with the
+ * expected PSN.  Every check the state machine makes of it on the way to
+ * EXECUTE (CHECK_QP_STATE, CHECK_PSN with no XRC target, CHECK_RESOURCE: a
+ * SEND's receive WQE already at rq_head, CHECK_OP_SEQ: no message open, at
+ * most a path MTU, a WRITE's RETH length the payload's) and the memory
+ * check of where the payload goes (the RETH's MR; the receive WQE's one
+ * SGE) are made first, changing nothing; then what EXECUTE (resp_write,
+ * resp_send) and ACKNOWLEDGE would do, in one go.  False, with nothing
+ * changed, when any check fails or the packet is another: the state
+ * machine takes it and finds the same answer the long way (its NAK
+ * included).
+ */
+#define ONLY_FAST_MASK (DROCE_OPF_REQ | DROCE_OPF_ONLY | DROCE_OPF_WRITE | DROCE_OPF_SEND | \
+			DROCE_OPF_IMM | DROCE_OPF_INV)
+static __rte_always_inline bool
+resp_only_fast(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	const struct droce_pkt *p = r->p;
+	const struct droce_mr *mr = NULL;
+	uint32_t len = p->payload_len, f = r->flags & ONLY_FAST_MASK;
+	uint8_t *dst = NULL;
+
+	if (r->psn != qp->rxseq.epsn || !((QPS_RESP_OK >> qp->state) & 1u) || qp->resp_failing ||
+	    qp->xrc_role == DROCE_XRC_TGT || qp->rxseq.open_kind != 0 || len > qp->rxseq.pmtu)
+		return false;
+	if (f == (DROCE_OPF_REQ | DROCE_OPF_ONLY | DROCE_OPF_WRITE)) {
+		const struct droce_reth *reth = droce_pkt_hdr(p, r->frame, DROCE_HDR_RETH);
+		uint64_t va = droce_reth_va(reth);
+		uint32_t rkey = droce_reth_rkey(reth);
+
+		if (droce_reth_len(reth) != len)
+			return false;
+		if (len != 0) {
+			if (!(qp->attr.access & DROCE_ACCESS_REMOTE_WRITE))
+				return false;
+			mr = mr_check(qp, rkey, va, len, DROCE_ACCESS_REMOTE_WRITE);
+			if (mr == NULL)
+				return false;
+			dst = mr->addr + (va - mr->iova);
+		}
+		/* CHECK_OP_SEQ's state for an ONLY (droce_seq_rx_check_psn) */
+		qp->rxseq.write_len = len;
+		/* EXECUTE: the write cursor as droce_xport_write_first_lc /
+		 * _place_lc leave it */
+		qp->write_rkey = rkey;
+		qp->write_va = va + len;
+	} else if ((f & ~DROCE_OPF_IMM) == (DROCE_OPF_REQ | DROCE_OPF_ONLY | DROCE_OPF_SEND)) {
+		const struct droce_rqe *rqe;
+
+		if (qp->rqe_open || qp->rq_head == qp->rq_avail)
+			return false;
+		rqe = droce_qp_rqe(qp, qp->rq_head);
+		if (len > rqe->length)
+			return false;
+		if (len != 0) {
+			if (rqe->num_sge != 1)
+				return false;
+			mr = mr_check(qp, rqe->sge[0].lkey, rqe->sge[0].addr, len,
+				      DROCE_ACCESS_LOCAL_WRITE);
+			if (mr == NULL)
+				return false;
+			dst = mr->addr + (rqe->sge[0].addr - mr->iova);
+		}
+		/* EXECUTE: resp_send's FIRST then LAST */
+		qp->recv_off = len;
+	} else {
+		return false;
+	}
+	/* CHECK_PSN, CHECK_OP_SEQ (droce_seq_rx_check_psn's state for an ONLY) */
+	qp->nak_seq_sent = false;
+	qp->rxseq.msg_bytes = len;
+	qp->rxseq.epsn = droce_psn_add(r->psn, 1);
+	if (len != 0)
+		rte_memcpy(dst, p->payload, len);
+	qp->msn = droce_psn_add(qp->msn, 1);
+	if (f & DROCE_OPF_SEND) {
+		struct droce_cqe c = { .status = DROCE_WC_SUCCESS, .opcode = DROCE_WC_RECV,
+				       .byte_len = len, .src_qp = qp->attr.dest_qpn };
+
+		if (f & DROCE_OPF_IMM) {
+			c.wc_flags |= DROCE_WC_F_WITH_IMM;
+			c.imm_or_inv = droce_immdt_imm(droce_pkt_hdr(p, r->frame, DROCE_HDR_IMMDT));
+		}
+		droce_qp_complete_recv_lc(qp, &c, droce_bth_se(r->bth));
+	}
+	/* ACKNOWLEDGE (the QP is not in ERR: checked above) */
+	if (droce_bth_ackreq(r->bth)) {
+		qp->ack_pending = true;
+		qp->ack_psn = r->psn;
+		qp->ack_syndrome = droce_aeth_make_syndrome(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID);
+	}
+	return true;
+}
+
 void
 droce_rc_resp_rx_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame)
 {
 	const struct resp_pkt r = resp_pkt_of(p, frame);
 	enum droce_rc_resp_state st = RESP_CHECK_QP_STATE;
 
+	if (resp_only_fast(qp, &r))
+		return;
 	while (st != RESP_DONE) {
 		enum droce_rc_resp_state next = resp_step(qp, st, &r);
 

@@ -367,6 +367,122 @@ Test(rc_tx_req, burst_leaves_a_bad_lkey_to_the_state_machine)
 	cr_assert_eq(qp->psn_next, 101);
 }
 
+/* ---- responder, receive side: the WRITE ONLY short way (rc_resp.c) ---- */
+
+TestSuite(rc_rx_fast, .init = tx_setup, .fini = tx_teardown);
+
+static uint8_t req[64];
+
+/* A WRITE ONLY request at @psn for @len bytes at @va with @rkey (BTH,
+ * RETH, payload; the parse result as the parser leaves it). */
+static void
+write_only(struct droce_pkt *p, uint32_t psn, uint64_t va, uint32_t rkey, uint32_t len)
+{
+	struct droce_bth *bth = (struct droce_bth *)(void *)req;
+	struct droce_reth *r = (struct droce_reth *)(void *)(req + sizeof(*bth));
+	uint8_t op = RC(WRITE_ONLY);
+
+	memset(p, 0, sizeof(*p));
+	memset(req, 0, sizeof(req));
+	droce_bth_set_opcode(bth, op);
+	droce_bth_set_psn(bth, psn);
+	droce_bth_set_ackreq(bth, true);
+	droce_reth_set_va(r, va);
+	droce_reth_set_rkey(r, rkey);
+	droce_reth_set_len(r, len);
+	for (uint32_t i = 0; i < len; i++)
+		req[sizeof(*bth) + sizeof(*r) + i] = (uint8_t)(0xa0 + i);
+	p->opcode = op;
+	p->info = droce_opcode_info(op);
+	p->bth_off = 0;
+	p->payload_off = sizeof(*bth) + sizeof(*r);
+	p->payload = req + p->payload_off;
+	p->payload_len = len;
+}
+
+Test(rc_rx_fast, write_only_in_order_is_placed_and_acked)
+{
+	struct droce_pkt p;
+
+	local_register();
+	qp->attr.access |= DROCE_ACCESS_REMOTE_WRITE;
+	qp->rxseq.pmtu = 1024;
+	qp->rxseq.epsn = 500;
+	qp->nak_seq_sent = true;
+	write_only(&p, 500, PLAIN_LOCAL_IOVA + 8, local_mr.lkey, 16);
+	droce_rc_resp_rx_lc(qp, &p, req);
+	for (uint32_t i = 0; i < 16; i++)
+		cr_assert_eq(local[8 + i], (uint8_t)(0xa0 + i), "byte %u in the MR", i);
+	cr_assert_eq(local[7], 0);
+	cr_assert_eq(local[24], 0);
+	cr_assert_eq(qp->rxseq.epsn, 501);
+	cr_assert_eq(qp->rxseq.open_kind, 0);
+	cr_assert_eq(qp->rxseq.write_len, 16);
+	cr_assert_eq(qp->rxseq.msg_bytes, 16);
+	cr_assert_eq(qp->msn, 1);
+	cr_assert_eq(qp->write_va, PLAIN_LOCAL_IOVA + 24, "the cursor past the bytes");
+	cr_assert_not(qp->nak_seq_sent);
+	cr_assert(qp->ack_pending);
+	cr_assert_eq(qp->ack_psn, 500);
+	cr_assert_eq(tx_count(), 0, "the ACK waits for the transmit turn");
+}
+
+/* The short way declines what it does not take whole: the state machine
+ * answers (a NAK each), and nothing is written. */
+Test(rc_rx_fast, write_only_refused_goes_the_long_way)
+{
+	struct droce_pkt p;
+	const struct droce_bth *b;
+	struct droce_pkt q;
+	unsigned int nsegs;
+
+	local_register();
+	qp->attr.access |= DROCE_ACCESS_REMOTE_WRITE;
+	qp->rxseq.pmtu = 1024;
+	qp->rxseq.epsn = 500;
+	/* ahead of the expected PSN: a sequence NAK for 500 */
+	write_only(&p, 502, PLAIN_LOCAL_IOVA, local_mr.lkey, 16);
+	droce_rc_resp_rx_lc(qp, &p, req);
+	cr_assert_eq(tx_count(), 1);
+	b = frame_at(0, &q, &nsegs);
+	cr_assert_eq(droce_bth_opcode(b), RC(ACK));
+	cr_assert_eq(droce_bth_psn(b), 500);
+	cr_assert_eq(droce_aeth_syndrome_kind(droce_aeth_syndrome(droce_pkt_hdr(&q, frame,
+										 DROCE_HDR_AETH))),
+		     DROCE_AETH_NAK);
+	cr_assert_eq(qp->rxseq.epsn, 500);
+	/* RETH length not the payload's: invalid request */
+	write_only(&p, 500, PLAIN_LOCAL_IOVA, local_mr.lkey, 16);
+	droce_reth_set_len((struct droce_reth *)(void *)(req + sizeof(struct droce_bth)), 32);
+	droce_rc_resp_rx_lc(qp, &p, req);
+	cr_assert_eq(tx_count(), 2, "a NAK");
+	cr_assert_eq(qp->state, DROCE_QPS_ERR);
+	for (uint32_t i = 0; i < sizeof(local); i++)
+		cr_assert_eq(local[i], 0, "nothing written (byte %u)", i);
+}
+
+Test(rc_rx_fast, write_only_bad_rkey_naks_remote_access)
+{
+	struct droce_pkt p, q;
+	const struct droce_bth *b;
+	unsigned int nsegs;
+
+	local_register();
+	qp->attr.access |= DROCE_ACCESS_REMOTE_WRITE;
+	qp->rxseq.pmtu = 1024;
+	qp->rxseq.epsn = 7;
+	write_only(&p, 7, PLAIN_LOCAL_IOVA, local_mr.lkey ^ 0x100, 16);
+	droce_rc_resp_rx_lc(qp, &p, req);
+	cr_assert_eq(tx_count(), 1);
+	b = frame_at(0, &q, &nsegs);
+	cr_assert_eq(droce_bth_psn(b), 7);
+	cr_assert_eq(droce_aeth_syndrome(droce_pkt_hdr(&q, frame, DROCE_HDR_AETH)),
+		     droce_aeth_make_syndrome(DROCE_AETH_NAK, DROCE_NAK_REM_ACCESS_ERR));
+	cr_assert_eq(qp->state, DROCE_QPS_ERR);
+	for (uint32_t i = 0; i < sizeof(local); i++)
+		cr_assert_eq(local[i], 0, "nothing written (byte %u)", i);
+}
+
 /* ---- responder, transmit side ---- */
 
 TestSuite(rc_tx_resp, .init = tx_setup, .fini = tx_teardown);
