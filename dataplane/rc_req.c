@@ -114,32 +114,29 @@ window_full(const struct droce_qp *qp)
 	       droce_psn_add(qp->psn_next, 1) != qp->psn_max;
 }
 
-/* An atomic request: one packet (false: no mbuf). */
+/* An atomic request: one packet (false: no mbuf), its headers put straight
+ * (droce_xport_pkt_put_lc). */
 static bool
 send_atomic_req(struct droce_qp *qp, const struct droce_wqe *w, struct droce_swqe *s)
 {
-	struct droce_pkt_fields f;
-	struct rte_mbuf *m;
-	uint8_t *payload;
+	bool cas = w->opcode == DROCE_WR_ATOMIC_CMP_AND_SWP;
+	uint8_t opcode = DROCE_OPC(qp->xport, cas ? DROCE_OP_CMP_SWAP : DROCE_OP_FETCH_ADD);
+	const struct droce_opcode_info *oi = &droce_opcode_table[opcode];
+	struct droce_atmeth *a;
+	uint8_t *bth, *payload;
+	struct rte_mbuf *m = droce_xport_pkt_put_lc(qp, opcode, 1u << 31 | s->first_psn, 0, &bth,
+						    &payload);
 
-	memset(&f, 0, sizeof(f));
-	f.ackreq = true;
-	f.xrc_srqn = w->remote_qpn; /* XRC: the remote SRQ (XRCETH) */
-	f.opcode = DROCE_OPC(qp->xport, w->opcode == DROCE_WR_ATOMIC_CMP_AND_SWP
-						? DROCE_OP_CMP_SWAP
-						: DROCE_OP_FETCH_ADD);
-	f.psn = s->first_psn;
-	f.atomic.va = w->remote_addr;
-	f.atomic.rkey = w->rkey;
-	if (w->opcode == DROCE_WR_ATOMIC_CMP_AND_SWP) {
-		f.atomic.cmp = w->compare_add;
-		f.atomic.swap_add = w->swap;
-	} else {
-		f.atomic.swap_add = w->compare_add;
-	}
-	m = pkt_alloc(qp, &f, 0, &payload);
 	if (m == NULL)
 		return false;
+	if (oi->hdr_mask & DROCE_HDRM(XRCETH)) /* XRC: the remote SRQ */
+		droce_xrceth_set_srqn((struct droce_xrceth *)(bth + oi->off[DROCE_HDR_XRCETH]),
+				      w->remote_qpn);
+	a = (struct droce_atmeth *)(bth + oi->off[DROCE_HDR_ATMETH]);
+	droce_atmeth_set_va(a, w->remote_addr);
+	droce_atmeth_set_rkey(a, w->rkey);
+	droce_atmeth_set_swap_add(a, cas ? w->swap : w->compare_add);
+	droce_atmeth_set_cmp(a, cas ? w->compare_add : 0);
 	pkt_send(qp, m, 0);
 	s->sent_pkts = s->npkts;
 	return true;

@@ -22,16 +22,14 @@
 static void
 send_aeth(struct droce_qp *qp, uint8_t syndrome, uint32_t psn)
 {
-	struct droce_pkt_fields f = { .opcode = DROCE_OPC(qp->xport, DROCE_OP_ACK) };
-	uint8_t *payload;
-	struct rte_mbuf *m;
+	uint8_t *bth, *payload;
+	struct rte_mbuf *m = droce_xport_pkt_put_lc(qp, DROCE_OPC(qp->xport, DROCE_OP_ACK),
+						    psn & DROCE_PSN_MASK, 0, &bth, &payload);
 
-	f.psn = psn;
-	f.aeth.syndrome = syndrome;
-	f.aeth.msn = qp->msn;
-	m = pkt_alloc(qp, &f, 0, &payload);
-	if (m)
-		pkt_send(qp, m, 0);
+	if (m == NULL)
+		return;
+	droce_xport_put_aeth(bth + sizeof(struct droce_bth), syndrome, qp->msn);
+	pkt_send(qp, m, 0);
 }
 
 static void
@@ -670,17 +668,18 @@ rtx_nak(struct droce_qp *qp, struct droce_rc_rtx_ctx *c)
 static enum droce_rc_rtx_state
 rtx_atomic_ack(struct droce_qp *qp, struct droce_rc_rtx_ctx *c)
 {
-	struct droce_pkt_fields f;
-	struct rte_mbuf *m;
-	uint8_t *payload;
+	uint8_t opcode = DROCE_OPC(qp->xport, DROCE_OP_ATOMIC_ACK);
+	const struct droce_opcode_info *oi = &droce_opcode_table[opcode];
+	uint8_t *bth, *payload;
+	struct rte_mbuf *m = droce_xport_pkt_put_lc(qp, opcode, c->e->psn & DROCE_PSN_MASK, 0, &bth,
+						    &payload);
 
-	rtx_fields(qp, &f);
-	f.opcode = DROCE_OPC(qp->xport, DROCE_OP_ATOMIC_ACK);
-	f.psn = c->e->psn;
-	f.atomic_orig = c->e->orig;
-	m = pkt_alloc(qp, &f, 0, &payload);
 	if (m == NULL)
 		return RTX_ACK;
+	droce_xport_put_aeth(bth + oi->off[DROCE_HDR_AETH],
+			     droce_aeth_make_syndrome(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID),
+			     qp->msn);
+	droce_atmack_set_orig((struct droce_atmack *)(bth + oi->off[DROCE_HDR_ATMACK]), c->e->orig);
 	pkt_send(qp, m, 0);
 	c->whole = true;
 	return RTX_SENT;
@@ -697,34 +696,44 @@ rtx_read_resp(struct droce_qp *qp, struct droce_rc_rtx_ctx *c)
 			   : first	 ? DROCE_OP_READ_RESP_FIRST
 			   : last	 ? DROCE_OP_READ_RESP_LAST
 					 : DROCE_OP_READ_RESP_MIDDLE;
-	struct droce_pkt_fields f;
+	uint8_t opcode = DROCE_OPC(qp->xport, op);
+	uint32_t psn = droce_psn_add(e->psn, e->off / pmtu);
 	const struct droce_mr *mr = NULL;
 	const uint8_t *src = NULL;
-	struct rte_mbuf *m;
-	uint8_t *payload;
 
-	rtx_fields(qp, &f);
-	f.opcode = DROCE_OPC(qp->xport, op);
-	f.psn = droce_psn_add(e->psn, e->off / pmtu);
 	if (len) {
 		mr = mr_check(qp, e->rkey, e->va + e->off, len, DROCE_ACCESS_REMOTE_READ);
 		if (mr == NULL) {
 			/* deregistered since the request was checked */
 			qp->rd_resp_count = 0;
-			resp_error(qp, DROCE_ERR_REM_ACCESS, f.psn);
+			resp_error(qp, DROCE_ERR_REM_ACCESS, psn);
 			return RTX_DONE;
 		}
 		src = mr->addr + (e->va + e->off - mr->iova);
 	}
 	if (droce_xport_zc_ok(qp, len)) {
 		/* straight from the responder's MR (zcopy.c) */
+		struct droce_pkt_fields f;
+
+		rtx_fields(qp, &f);
+		f.opcode = opcode;
+		f.psn = psn;
 		f.dqpn = qp->attr.dest_qpn;
 		if (droce_zc_send_span_lc(qp, &f, mr, src, len) != DROCE_XPORT_TX_SENT)
 			return RTX_ACK;
 	} else {
-		m = pkt_alloc(qp, &f, len, &payload);
+		/* the template and the AETH (not on a MIDDLE) put straight */
+		const struct droce_opcode_info *oi = &droce_opcode_table[opcode];
+		uint8_t *bth, *payload;
+		struct rte_mbuf *m = droce_xport_pkt_put_lc(qp, opcode, psn, len, &bth, &payload);
+
 		if (m == NULL)
 			return RTX_ACK;
+		if (oi->hdr_mask & DROCE_HDRM(AETH))
+			droce_xport_put_aeth(bth + oi->off[DROCE_HDR_AETH],
+					     droce_aeth_make_syndrome(DROCE_AETH_ACK,
+								      DROCE_AETH_CREDIT_INVALID),
+					     qp->msn);
 		if (len)
 			memcpy(payload, src, len);
 		pkt_send(qp, m, len);

@@ -367,6 +367,87 @@ Test(rc_tx_req, burst_leaves_a_bad_lkey_to_the_state_machine)
 	cr_assert_eq(qp->psn_next, 101);
 }
 
+/* Frame @i equals what the reference builder makes of @f (from template
+ * copy @ref, its IPv4 id moving on as the QP's did). */
+static void
+check_reference(unsigned int i, struct droce_hdr_tmpl *ref, struct droce_pkt_fields *f)
+{
+	static uint8_t want[512];
+	unsigned int nsegs;
+	size_t wlen;
+	uint32_t len;
+
+	f->pkey = 0xffff;
+	f->dqpn = 0x123456;
+	wlen = droce_build_frame(ref, want, sizeof(want), f, NULL, 0);
+	cr_assert_gt(wlen, 0);
+	len = tx_frame(i, frame, sizeof(frame), &nsegs);
+	cr_assert_eq(len, wlen, "frame %u: %u bytes, want %zu", i, len, wlen);
+	cr_assert_arr_eq(frame, want, wlen, "frame %u (opcode 0x%02x): the reference's bytes", i,
+			 f->opcode);
+}
+
+/* The headers put straight (droce_xport_pkt_put_lc) byte for byte: both
+ * atomic requests, the coalesced ACK and an atomic ACK. */
+Test(rc_tx_req, atomics_and_acks_bytes_as_the_reference)
+{
+	struct droce_hdr_tmpl ref = qp->tmpl;
+	struct droce_wqe *w;
+	struct droce_pkt_fields f;
+
+	w = post(DROCE_WR_ATOMIC_CMP_AND_SWP, 8);
+	local_sge(w, 8);
+	w->remote_addr = 0x1000;
+	w->rkey = 0x55;
+	w->compare_add = 0x1111222233334444ull;
+	w->swap = 0x5555666677778888ull;
+	w = post(DROCE_WR_ATOMIC_FETCH_AND_ADD, 8);
+	local_sge(w, 8);
+	w->remote_addr = 0x2008;
+	w->rkey = 0x66;
+	w->compare_add = 9;
+	cr_assert_eq(droce_rc_req_tx_lc(qp, 16), 2);
+	qp->msn = 0x345678;
+	qp->ack_pending = true;
+	qp->ack_psn = 0x00fffe;
+	qp->ack_syndrome = syn(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID);
+	rd_resp[0] = (struct droce_rd_resp){ .psn = 0xffffff, .atomic = true, .orig = 42 };
+	qp->rd_resp_count = 1;
+	cr_assert_eq(droce_rc_resp_tx_lc(qp, 4), 2, "the atomic ACK, then the ACK");
+	cr_assert_eq(tx_count(), 4);
+
+	memset(&f, 0, sizeof(f));
+	f.opcode = RC(CMP_SWAP);
+	f.psn = 100;
+	f.ackreq = true;
+	f.atomic.va = 0x1000;
+	f.atomic.rkey = 0x55;
+	f.atomic.cmp = 0x1111222233334444ull;
+	f.atomic.swap_add = 0x5555666677778888ull;
+	check_reference(0, &ref, &f);
+	memset(&f, 0, sizeof(f));
+	f.opcode = RC(FETCH_ADD);
+	f.psn = 101;
+	f.ackreq = true;
+	f.atomic.va = 0x2008;
+	f.atomic.rkey = 0x66;
+	f.atomic.swap_add = 9;
+	check_reference(1, &ref, &f);
+	memset(&f, 0, sizeof(f));
+	f.opcode = RC(ATOMIC_ACK);
+	f.psn = 0xffffff;
+	f.aeth.syndrome = syn(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID);
+	f.aeth.msn = 0x345678;
+	f.atomic_orig = 42;
+	check_reference(2, &ref, &f);
+	memset(&f, 0, sizeof(f));
+	f.opcode = RC(ACK);
+	f.psn = 0x00fffe;
+	f.aeth.syndrome = syn(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID);
+	f.aeth.msn = 0x345678;
+	check_reference(3, &ref, &f);
+}
+
 /* ---- responder, receive side: the WRITE ONLY short way (rc_resp.c) ---- */
 
 TestSuite(rc_rx_fast, .init = tx_setup, .fini = tx_teardown);
