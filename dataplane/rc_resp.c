@@ -494,21 +494,22 @@ droce_rc_resp_step_lc(struct droce_qp *qp, enum droce_rc_resp_state st, const st
 #define QPS_RESP_OK (1u << DROCE_QPS_RTR | 1u << DROCE_QPS_RTS | 1u << DROCE_QPS_SQD)
 
 /*
- * The usual requests the short way: an RDMA WRITE ONLY (no immediate) or a
- * SEND ONLY (with or without immediate, not with invalidate) with the
- * expected PSN.  Every check the state machine makes of it on the way to
+ * The usual requests the short way: an RDMA WRITE ONLY (no immediate), a
+ * SEND ONLY (with or without immediate, not with invalidate) or an RDMA
+ * READ request with the expected PSN.  Every check the state machine makes of it on the way to
  * EXECUTE (CHECK_QP_STATE, CHECK_PSN with no XRC target, CHECK_RESOURCE: a
- * SEND's receive WQE already at rq_head, CHECK_OP_SEQ: no message open, at
- * most a path MTU, a WRITE's RETH length the payload's) and the memory
- * check of where the payload goes (the RETH's MR; the receive WQE's one
- * SGE) are made first, changing nothing; then what EXECUTE (resp_write,
+ * SEND's receive WQE already at rq_head, a READ's room in the response
+ * queue, CHECK_OP_SEQ: no message open, at most a path MTU, a WRITE's RETH
+ * length the payload's) and the memory check of where the payload goes or
+ * comes from (the RETH's MR; the receive WQE's one SGE) are made first,
+ * changing nothing; then what EXECUTE (resp_write,
  * resp_send) and ACKNOWLEDGE would do, in one go.  False, with nothing
  * changed, when any check fails or the packet is another: the state
  * machine takes it and finds the same answer the long way (its NAK
  * included).
  */
 #define ONLY_FAST_MASK (DROCE_OPF_REQ | DROCE_OPF_ONLY | DROCE_OPF_WRITE | DROCE_OPF_SEND | \
-			DROCE_OPF_IMM | DROCE_OPF_INV)
+			DROCE_OPF_READ | DROCE_OPF_IMM | DROCE_OPF_INV)
 static __rte_always_inline bool
 resp_only_fast(struct droce_qp *qp, const struct resp_pkt *r)
 {
@@ -560,6 +561,23 @@ resp_only_fast(struct droce_qp *qp, const struct resp_pkt *r)
 		}
 		/* EXECUTE: resp_send's FIRST then LAST */
 		qp->recv_off = len;
+	} else if (f == (DROCE_OPF_REQ | DROCE_OPF_ONLY | DROCE_OPF_READ)) {
+		/* a READ request: queued for the transmit turn (resp_read) when
+		 * the queue has room for a new one and its memory */
+		const struct droce_reth *reth = droce_pkt_hdr(p, r->frame, DROCE_HDR_RETH);
+		struct droce_rd_resp e = { .psn = r->psn, .len = droce_reth_len(reth),
+					   .rkey = droce_reth_rkey(reth), .va = droce_reth_va(reth) };
+
+		if (qp->res == NULL || qp->rd_resp_count >= RTE_MAX(qp->attr.max_dest_rd_atomic, 1) ||
+		    qp->rd_resp_count >= DROCE_RD_RESP_CAP || !read_allowed(qp, e.va, e.rkey, e.len))
+			return false;
+		qp->nak_seq_sent = false;
+		qp->rxseq.msg_bytes = 0;
+		qp->rxseq.epsn = droce_psn_add(r->psn, droce_seq_npkts(e.len, qp->rxseq.pmtu));
+		qp->rd_resp[(qp->rd_resp_head + qp->rd_resp_count) % DROCE_RD_RESP_CAP] = e;
+		qp->rd_resp_count++;
+		qp->msn = droce_psn_add(qp->msn, 1);
+		return true; /* no ACK: the responses answer it */
 	} else {
 		return false;
 	}

@@ -9,6 +9,7 @@
  * computes over it.  Zero-copy frames (zcopy.c: three segments, the payload
  * in the registered memory) are read through their segments.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
@@ -562,6 +563,49 @@ Test(rc_rx_fast, write_only_bad_rkey_naks_remote_access)
 	cr_assert_eq(qp->state, DROCE_QPS_ERR);
 	for (uint32_t i = 0; i < sizeof(local); i++)
 		cr_assert_eq(local[i], 0, "nothing written (byte %u)", i);
+}
+
+/* A READ request the short way: queued for the transmit turn with the
+ * PSNs its responses take; one over max_dest_rd_atomic goes the long way
+ * and is refused (invalid request NAK). */
+Test(rc_rx_fast, read_request_is_queued)
+{
+	struct droce_pkt p;
+
+	local_register();
+	cr_assert_eq(droce_qp_resp_res_lc(qp), 0);
+	qp->attr.access |= DROCE_ACCESS_REMOTE_READ;
+	qp->attr.max_dest_rd_atomic = 1;
+	qp->rxseq.pmtu = 1024;
+	qp->rxseq.epsn = 40;
+	write_only(&p, 40, PLAIN_LOCAL_IOVA + 16, local_mr.lkey, 0);
+	p.opcode = RC(READ_REQ);
+	p.info = droce_opcode_info(p.opcode);
+	droce_bth_set_opcode((struct droce_bth *)(void *)req, p.opcode);
+	droce_reth_set_len((struct droce_reth *)(void *)(req + sizeof(struct droce_bth)), 2500);
+	droce_rc_resp_rx_lc(qp, &p, req);
+	cr_assert_eq(qp->rd_resp_count, 1);
+	cr_assert_eq(qp->rd_resp[qp->rd_resp_head].psn, 40);
+	cr_assert_eq(qp->rd_resp[qp->rd_resp_head].len, 2500);
+	cr_assert_eq(qp->rd_resp[qp->rd_resp_head].va, PLAIN_LOCAL_IOVA + 16);
+	cr_assert_eq(qp->rd_resp[qp->rd_resp_head].rkey, local_mr.lkey);
+	cr_assert_not(qp->rd_resp[qp->rd_resp_head].atomic);
+	cr_assert_eq(qp->rxseq.epsn, 43, "three responses' PSNs");
+	cr_assert_eq(qp->msn, 1);
+	cr_assert_not(qp->ack_pending, "the responses answer it");
+	cr_assert_eq(tx_count(), 0);
+	/* a second one, over max_dest_rd_atomic */
+	droce_bth_set_psn((struct droce_bth *)(void *)req, 43);
+	droce_rc_resp_rx_lc(qp, &p, req);
+	cr_assert_eq(qp->rd_resp_count, 2, "its NAK waits behind the queued responses");
+	cr_assert_eq(qp->rd_resp[(qp->rd_resp_head + 1) % DROCE_RD_RESP_CAP].nak_err,
+		     DROCE_ERR_REM_INV_REQ);
+	cr_assert(qp->resp_failing);
+	cr_assert_eq(tx_count(), 0);
+	free(qp->res);
+	qp->res = NULL;
+	qp->rd_resp = rd_resp;
+	qp->atomic_replay = NULL;
 }
 
 /* ---- responder, transmit side ---- */
