@@ -152,12 +152,14 @@ ask_ranges(struct droce_qp *qp, const struct droce_wqe *w, struct droce_swqe *s,
 	   uint32_t lim, uint32_t *stop)
 {
 	uint32_t pmtu = qp->attr.pmtu;
+	uint8_t opcode = DROCE_OPC(qp->xport, DROCE_OP_READ_REQ);
+	const struct droce_opcode_info *oi = &droce_opcode_table[opcode];
 	unsigned int n = 0;
 
 	while (!s->done && k < lim) {
-		struct droce_pkt_fields f;
+		struct droce_reth *reth;
 		struct rte_mbuf *m;
-		uint8_t *payload;
+		uint8_t *bth, *payload;
 		uint64_t end;
 		uint32_t j;
 
@@ -171,17 +173,17 @@ ask_ranges(struct droce_qp *qp, const struct droce_wqe *w, struct droce_swqe *s,
 				break;
 			}
 		end = RTE_MIN((uint64_t)j * pmtu, (uint64_t)w->length);
-		memset(&f, 0, sizeof(f));
-		f.ackreq = true;
-		f.xrc_srqn = w->remote_qpn; /* XRC: the remote SRQ (XRCETH) */
-		f.opcode = DROCE_OPC(qp->xport, DROCE_OP_READ_REQ);
-		f.psn = droce_psn_add(s->first_psn, k);
-		f.reth.va = w->remote_addr + (uint64_t)k * pmtu;
-		f.reth.rkey = w->rkey;
-		f.reth.len = (uint32_t)(end - (uint64_t)k * pmtu);
-		m = pkt_alloc(qp, &f, 0, &payload);
+		m = droce_xport_pkt_put_lc(qp, opcode, 1u << 31 | droce_psn_add(s->first_psn, k), 0,
+					   &bth, &payload);
 		if (m == NULL)
 			break;
+		if (oi->hdr_mask & DROCE_HDRM(XRCETH)) /* XRC: the remote SRQ */
+			droce_xrceth_set_srqn((struct droce_xrceth *)(bth + oi->off[DROCE_HDR_XRCETH]),
+					      w->remote_qpn);
+		reth = (struct droce_reth *)(bth + oi->off[DROCE_HDR_RETH]);
+		droce_reth_set_va(reth, w->remote_addr + (uint64_t)k * pmtu);
+		droce_reth_set_rkey(reth, w->rkey);
+		droce_reth_set_len(reth, (uint32_t)(end - (uint64_t)k * pmtu));
 		pkt_send(qp, m, 0);
 		if (s->reask || s->sr_asked)
 			qp->stats.read_reasks++;

@@ -114,32 +114,29 @@ window_full(const struct droce_qp *qp)
 	       droce_psn_add(qp->psn_next, 1) != qp->psn_max;
 }
 
-/* An atomic request: one packet (false: no mbuf). */
+/* An atomic request: one packet (false: no mbuf), its headers put straight
+ * (droce_xport_pkt_put_lc). */
 static bool
 send_atomic_req(struct droce_qp *qp, const struct droce_wqe *w, struct droce_swqe *s)
 {
-	struct droce_pkt_fields f;
-	struct rte_mbuf *m;
-	uint8_t *payload;
+	bool cas = w->opcode == DROCE_WR_ATOMIC_CMP_AND_SWP;
+	uint8_t opcode = DROCE_OPC(qp->xport, cas ? DROCE_OP_CMP_SWAP : DROCE_OP_FETCH_ADD);
+	const struct droce_opcode_info *oi = &droce_opcode_table[opcode];
+	struct droce_atmeth *a;
+	uint8_t *bth, *payload;
+	struct rte_mbuf *m = droce_xport_pkt_put_lc(qp, opcode, 1u << 31 | s->first_psn, 0, &bth,
+						    &payload);
 
-	memset(&f, 0, sizeof(f));
-	f.ackreq = true;
-	f.xrc_srqn = w->remote_qpn; /* XRC: the remote SRQ (XRCETH) */
-	f.opcode = DROCE_OPC(qp->xport, w->opcode == DROCE_WR_ATOMIC_CMP_AND_SWP
-						? DROCE_OP_CMP_SWAP
-						: DROCE_OP_FETCH_ADD);
-	f.psn = s->first_psn;
-	f.atomic.va = w->remote_addr;
-	f.atomic.rkey = w->rkey;
-	if (w->opcode == DROCE_WR_ATOMIC_CMP_AND_SWP) {
-		f.atomic.cmp = w->compare_add;
-		f.atomic.swap_add = w->swap;
-	} else {
-		f.atomic.swap_add = w->compare_add;
-	}
-	m = pkt_alloc(qp, &f, 0, &payload);
 	if (m == NULL)
 		return false;
+	if (oi->hdr_mask & DROCE_HDRM(XRCETH)) /* XRC: the remote SRQ */
+		droce_xrceth_set_srqn((struct droce_xrceth *)(bth + oi->off[DROCE_HDR_XRCETH]),
+				      w->remote_qpn);
+	a = (struct droce_atmeth *)(bth + oi->off[DROCE_HDR_ATMETH]);
+	droce_atmeth_set_va(a, w->remote_addr);
+	droce_atmeth_set_rkey(a, w->rkey);
+	droce_atmeth_set_swap_add(a, cas ? w->swap : w->compare_add);
+	droce_atmeth_set_cmp(a, cas ? w->compare_add : 0);
 	pkt_send(qp, m, 0);
 	s->sent_pkts = s->npkts;
 	return true;
@@ -295,6 +292,89 @@ req_retire_local(struct droce_qp *qp, struct droce_rc_req_ctx *c)
 	(void)c;
 	retire_local(qp);
 	return REQ_NEXT_WQE;
+}
+
+/* The opcode (RC's; the QP's transport bits are ORed in) of a WR that is
+ * one packet when its length fits the path MTU: 0 for the others (READ,
+ * atomics, memory windows), which take the state machine's way. */
+static const uint8_t burst_only_op[DROCE_WR_DRIVER1 + 1] = {
+	[DROCE_WR_RDMA_WRITE] = DROCE_OP_WRITE_ONLY,
+	[DROCE_WR_RDMA_WRITE_WITH_IMM] = DROCE_OP_WRITE_ONLY_IMM,
+	[DROCE_WR_SEND] = DROCE_OP_SEND_ONLY,
+	[DROCE_WR_SEND_WITH_IMM] = DROCE_OP_SEND_ONLY_IMM,
+	[DROCE_WR_SEND_WITH_INV] = DROCE_OP_SEND_ONLY_INV,
+};
+
+/*
+ * The burst: a run of fresh one-packet SEND / WRITE WQEs from sq_cur, each
+ * checked and built straight into its packet, with the QP's state read once
+ * (the window's room, the BTH words that do not change, the AckReq rule) and
+ * what note_sent records done once for the run.  It goes exactly as the
+ * state machine would for such WQEs (NEXT_WQE -> WINDOW -> CHECK_LOCAL ->
+ * SEND_PKT -> NOTE_SENT -> WQE_DONE, the packet ONLY with AckReq) and stops
+ * at the first WQE that is anything else (not fresh, a FENCE behind READs,
+ * longer than the MTU, more than one SGE, zero-copy, an SGE that fails its
+ * check): the state machine then takes that one.  Only when nothing is
+ * being sent again (psn_next == psn_max: a go-back's PSNs take the state
+ * machine's way, its probe rule included).
+ */
+static __rte_always_inline void
+req_burst(struct droce_qp *qp, struct droce_rc_req_ctx *c)
+{
+	uint32_t psn = qp->psn_next, psn0 = psn, pmtu = qp->attr.pmtu;
+	int32_t room;
+	uint32_t bth1;
+	uint32_t idx = qp->sq_cur;
+	uint8_t op0 = droce_qp_wqe(qp, idx)->opcode;
+
+	/* a READ or atomic at sq_cur: nothing more read */
+	if (op0 > DROCE_WR_DRIVER1 || burst_only_op[op0] == 0 || psn != qp->psn_max)
+		return;
+	room = (int32_t)droce_rc_window(qp) - droce_psn_diff(psn, qp->psn_una);
+	/* the selective-repeat hint of a request (droce_xport_resv6a) is the
+	 * same for every request opcode */
+	bth1 = (uint32_t)droce_xport_resv6a(qp, DROCE_OP_WRITE_ONLY) << 24 |
+	       (qp->attr.dest_qpn & 0xffffffu);
+	while (room > 0 && c->sent < c->budget && idx != qp->sq_avail) {
+		const struct droce_wqe *w = droce_qp_wqe(qp, idx);
+		struct droce_swqe *s = droce_qp_swqe(qp, idx);
+		uint8_t op = w->opcode <= DROCE_WR_DRIVER1 ? burst_only_op[w->opcode] : 0;
+		const struct droce_mr *mr = NULL;
+		uint32_t len = w->length;
+		enum droce_xport_tx rc;
+
+		if (op == 0 || s->started || s->err || len > pmtu ||
+		    ((w->flags & DROCE_WQE_FENCE) && qp->rd_atomic_out > 0) ||
+		    unlikely(droce_xport_zc_ok(qp, len)))
+			break;
+		if (!(w->flags & DROCE_WQE_INLINE) && len != 0) {
+			if (w->num_sge != 1)
+				break;
+			mr = mr_check(qp, w->sge[0].lkey, w->sge[0].addr, len, 0);
+			if (mr == NULL)
+				break; /* the state machine fails it */
+		}
+		/* wqe_start's */
+		memset(s, 0, sizeof(*s));
+		s->npkts = 1;
+		s->first_psn = psn;
+		s->started = true;
+		rc = droce_xport_send_req_lc(qp, w, DROCE_OPC(qp->xport, op),
+					     (w->flags & DROCE_WQE_SOLICITED) != 0, bth1,
+					     1u << 31 | psn, 0, len, mr);
+		if (rc != DROCE_XPORT_TX_SENT)
+			break; /* no mbuf (mr checked: not PROT): the state machine sends it later */
+		s->sent = len;
+		s->sent_pkts = 1;
+		psn = droce_psn_add(psn, 1);
+		idx++;
+		room--;
+		c->sent++;
+	}
+	if (psn == psn0)
+		return;
+	qp->sq_cur = idx;
+	note_sent(qp, psn);
 }
 
 static inline enum droce_rc_req_state
@@ -462,8 +542,13 @@ droce_rc_req_tx_lc(struct droce_qp *qp, unsigned int budget)
 	if (qp->sq_head == qp->sq_avail)
 		return 0; /* the idle turn: nothing posted, nothing to retire or fail */
 	while (st != REQ_DONE) {
-		enum droce_rc_req_state next = req_step(qp, st, &c);
+		enum droce_rc_req_state next;
 
+		/* the burst's WQEs go as NEXT_WQE's way would take them; the
+		 * step functions (tested one by one) stay as they are */
+		if (st == REQ_NEXT_WQE && c.sent < c.budget && qp->sq_cur != qp->sq_avail)
+			req_burst(qp, &c);
+		next = req_step(qp, st, &c);
 		DP_LOG_DP(DEBUG, "qp %u req: %s -> %s", qp->qpn, req_state_name[st],
 			  req_state_name[next]);
 		st = next;

@@ -22,16 +22,14 @@
 static void
 send_aeth(struct droce_qp *qp, uint8_t syndrome, uint32_t psn)
 {
-	struct droce_pkt_fields f = { .opcode = DROCE_OPC(qp->xport, DROCE_OP_ACK) };
-	uint8_t *payload;
-	struct rte_mbuf *m;
+	uint8_t *bth, *payload;
+	struct rte_mbuf *m = droce_xport_pkt_put_lc(qp, DROCE_OPC(qp->xport, DROCE_OP_ACK),
+						    psn & DROCE_PSN_MASK, 0, &bth, &payload);
 
-	f.psn = psn;
-	f.aeth.syndrome = syndrome;
-	f.aeth.msn = qp->msn;
-	m = pkt_alloc(qp, &f, 0, &payload);
-	if (m)
-		pkt_send(qp, m, 0);
+	if (m == NULL)
+		return;
+	droce_xport_put_aeth(bth + sizeof(struct droce_bth), syndrome, qp->msn);
+	pkt_send(qp, m, 0);
 }
 
 static void
@@ -492,12 +490,131 @@ droce_rc_resp_step_lc(struct droce_qp *qp, enum droce_rc_resp_state st, const st
 	return resp_step(qp, st, &r);
 }
 
+/* The states in which a responder takes requests (CHECK_QP_STATE's), one bit each. */
+#define QPS_RESP_OK (1u << DROCE_QPS_RTR | 1u << DROCE_QPS_RTS | 1u << DROCE_QPS_SQD)
+
+/*
+ * The usual requests the short way: an RDMA WRITE ONLY (no immediate), a
+ * SEND ONLY (with or without immediate, not with invalidate) or an RDMA
+ * READ request with the expected PSN.  Every check the state machine makes of it on the way to
+ * EXECUTE (CHECK_QP_STATE, CHECK_PSN with no XRC target, CHECK_RESOURCE: a
+ * SEND's receive WQE already at rq_head, a READ's room in the response
+ * queue, CHECK_OP_SEQ: no message open, at most a path MTU, a WRITE's RETH
+ * length the payload's) and the memory check of where the payload goes or
+ * comes from (the RETH's MR; the receive WQE's one SGE) are made first,
+ * changing nothing; then what EXECUTE (resp_write,
+ * resp_send) and ACKNOWLEDGE would do, in one go.  False, with nothing
+ * changed, when any check fails or the packet is another: the state
+ * machine takes it and finds the same answer the long way (its NAK
+ * included).
+ */
+#define ONLY_FAST_MASK (DROCE_OPF_REQ | DROCE_OPF_ONLY | DROCE_OPF_WRITE | DROCE_OPF_SEND | \
+			DROCE_OPF_READ | DROCE_OPF_IMM | DROCE_OPF_INV)
+static __rte_always_inline bool
+resp_only_fast(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	const struct droce_pkt *p = r->p;
+	const struct droce_mr *mr = NULL;
+	uint32_t len = p->payload_len, f = r->flags & ONLY_FAST_MASK;
+	uint8_t *dst = NULL;
+
+	if (r->psn != qp->rxseq.epsn || !((QPS_RESP_OK >> qp->state) & 1u) || qp->resp_failing ||
+	    qp->xrc_role == DROCE_XRC_TGT || qp->rxseq.open_kind != 0 || len > qp->rxseq.pmtu)
+		return false;
+	if (f == (DROCE_OPF_REQ | DROCE_OPF_ONLY | DROCE_OPF_WRITE)) {
+		const struct droce_reth *reth = droce_pkt_hdr(p, r->frame, DROCE_HDR_RETH);
+		uint64_t va = droce_reth_va(reth);
+		uint32_t rkey = droce_reth_rkey(reth);
+
+		if (droce_reth_len(reth) != len)
+			return false;
+		if (len != 0) {
+			if (!(qp->attr.access & DROCE_ACCESS_REMOTE_WRITE))
+				return false;
+			mr = mr_check(qp, rkey, va, len, DROCE_ACCESS_REMOTE_WRITE);
+			if (mr == NULL)
+				return false;
+			dst = mr->addr + (va - mr->iova);
+		}
+		/* CHECK_OP_SEQ's state for an ONLY (droce_seq_rx_check_psn) */
+		qp->rxseq.write_len = len;
+		/* EXECUTE: the write cursor as droce_xport_write_first_lc /
+		 * _place_lc leave it */
+		qp->write_rkey = rkey;
+		qp->write_va = va + len;
+	} else if ((f & ~DROCE_OPF_IMM) == (DROCE_OPF_REQ | DROCE_OPF_ONLY | DROCE_OPF_SEND)) {
+		const struct droce_rqe *rqe;
+
+		if (qp->rqe_open || qp->rq_head == qp->rq_avail)
+			return false;
+		rqe = droce_qp_rqe(qp, qp->rq_head);
+		if (len > rqe->length)
+			return false;
+		if (len != 0) {
+			if (rqe->num_sge != 1)
+				return false;
+			mr = mr_check(qp, rqe->sge[0].lkey, rqe->sge[0].addr, len,
+				      DROCE_ACCESS_LOCAL_WRITE);
+			if (mr == NULL)
+				return false;
+			dst = mr->addr + (rqe->sge[0].addr - mr->iova);
+		}
+		/* EXECUTE: resp_send's FIRST then LAST */
+		qp->recv_off = len;
+	} else if (f == (DROCE_OPF_REQ | DROCE_OPF_ONLY | DROCE_OPF_READ)) {
+		/* a READ request: queued for the transmit turn (resp_read) when
+		 * the queue has room for a new one and its memory */
+		const struct droce_reth *reth = droce_pkt_hdr(p, r->frame, DROCE_HDR_RETH);
+		struct droce_rd_resp e = { .psn = r->psn, .len = droce_reth_len(reth),
+					   .rkey = droce_reth_rkey(reth), .va = droce_reth_va(reth) };
+
+		if (qp->res == NULL || qp->rd_resp_count >= RTE_MAX(qp->attr.max_dest_rd_atomic, 1) ||
+		    qp->rd_resp_count >= DROCE_RD_RESP_CAP || !read_allowed(qp, e.va, e.rkey, e.len))
+			return false;
+		qp->nak_seq_sent = false;
+		qp->rxseq.msg_bytes = 0;
+		qp->rxseq.epsn = droce_psn_add(r->psn, droce_seq_npkts(e.len, qp->rxseq.pmtu));
+		qp->rd_resp[(qp->rd_resp_head + qp->rd_resp_count) % DROCE_RD_RESP_CAP] = e;
+		qp->rd_resp_count++;
+		qp->msn = droce_psn_add(qp->msn, 1);
+		return true; /* no ACK: the responses answer it */
+	} else {
+		return false;
+	}
+	/* CHECK_PSN, CHECK_OP_SEQ (droce_seq_rx_check_psn's state for an ONLY) */
+	qp->nak_seq_sent = false;
+	qp->rxseq.msg_bytes = len;
+	qp->rxseq.epsn = droce_psn_add(r->psn, 1);
+	if (len != 0)
+		rte_memcpy(dst, p->payload, len);
+	qp->msn = droce_psn_add(qp->msn, 1);
+	if (f & DROCE_OPF_SEND) {
+		struct droce_cqe c = { .status = DROCE_WC_SUCCESS, .opcode = DROCE_WC_RECV,
+				       .byte_len = len, .src_qp = qp->attr.dest_qpn };
+
+		if (f & DROCE_OPF_IMM) {
+			c.wc_flags |= DROCE_WC_F_WITH_IMM;
+			c.imm_or_inv = droce_immdt_imm(droce_pkt_hdr(p, r->frame, DROCE_HDR_IMMDT));
+		}
+		droce_qp_complete_recv_lc(qp, &c, droce_bth_se(r->bth));
+	}
+	/* ACKNOWLEDGE (the QP is not in ERR: checked above) */
+	if (droce_bth_ackreq(r->bth)) {
+		qp->ack_pending = true;
+		qp->ack_psn = r->psn;
+		qp->ack_syndrome = droce_aeth_make_syndrome(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID);
+	}
+	return true;
+}
+
 void
 droce_rc_resp_rx_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame)
 {
 	const struct resp_pkt r = resp_pkt_of(p, frame);
 	enum droce_rc_resp_state st = RESP_CHECK_QP_STATE;
 
+	if (resp_only_fast(qp, &r))
+		return;
 	while (st != RESP_DONE) {
 		enum droce_rc_resp_state next = resp_step(qp, st, &r);
 
@@ -569,17 +686,18 @@ rtx_nak(struct droce_qp *qp, struct droce_rc_rtx_ctx *c)
 static enum droce_rc_rtx_state
 rtx_atomic_ack(struct droce_qp *qp, struct droce_rc_rtx_ctx *c)
 {
-	struct droce_pkt_fields f;
-	struct rte_mbuf *m;
-	uint8_t *payload;
+	uint8_t opcode = DROCE_OPC(qp->xport, DROCE_OP_ATOMIC_ACK);
+	const struct droce_opcode_info *oi = &droce_opcode_table[opcode];
+	uint8_t *bth, *payload;
+	struct rte_mbuf *m = droce_xport_pkt_put_lc(qp, opcode, c->e->psn & DROCE_PSN_MASK, 0, &bth,
+						    &payload);
 
-	rtx_fields(qp, &f);
-	f.opcode = DROCE_OPC(qp->xport, DROCE_OP_ATOMIC_ACK);
-	f.psn = c->e->psn;
-	f.atomic_orig = c->e->orig;
-	m = pkt_alloc(qp, &f, 0, &payload);
 	if (m == NULL)
 		return RTX_ACK;
+	droce_xport_put_aeth(bth + oi->off[DROCE_HDR_AETH],
+			     droce_aeth_make_syndrome(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID),
+			     qp->msn);
+	droce_atmack_set_orig((struct droce_atmack *)(bth + oi->off[DROCE_HDR_ATMACK]), c->e->orig);
 	pkt_send(qp, m, 0);
 	c->whole = true;
 	return RTX_SENT;
@@ -596,34 +714,44 @@ rtx_read_resp(struct droce_qp *qp, struct droce_rc_rtx_ctx *c)
 			   : first	 ? DROCE_OP_READ_RESP_FIRST
 			   : last	 ? DROCE_OP_READ_RESP_LAST
 					 : DROCE_OP_READ_RESP_MIDDLE;
-	struct droce_pkt_fields f;
+	uint8_t opcode = DROCE_OPC(qp->xport, op);
+	uint32_t psn = droce_psn_add(e->psn, e->off / pmtu);
 	const struct droce_mr *mr = NULL;
 	const uint8_t *src = NULL;
-	struct rte_mbuf *m;
-	uint8_t *payload;
 
-	rtx_fields(qp, &f);
-	f.opcode = DROCE_OPC(qp->xport, op);
-	f.psn = droce_psn_add(e->psn, e->off / pmtu);
 	if (len) {
 		mr = mr_check(qp, e->rkey, e->va + e->off, len, DROCE_ACCESS_REMOTE_READ);
 		if (mr == NULL) {
 			/* deregistered since the request was checked */
 			qp->rd_resp_count = 0;
-			resp_error(qp, DROCE_ERR_REM_ACCESS, f.psn);
+			resp_error(qp, DROCE_ERR_REM_ACCESS, psn);
 			return RTX_DONE;
 		}
 		src = mr->addr + (e->va + e->off - mr->iova);
 	}
 	if (droce_xport_zc_ok(qp, len)) {
 		/* straight from the responder's MR (zcopy.c) */
+		struct droce_pkt_fields f;
+
+		rtx_fields(qp, &f);
+		f.opcode = opcode;
+		f.psn = psn;
 		f.dqpn = qp->attr.dest_qpn;
 		if (droce_zc_send_span_lc(qp, &f, mr, src, len) != DROCE_XPORT_TX_SENT)
 			return RTX_ACK;
 	} else {
-		m = pkt_alloc(qp, &f, len, &payload);
+		/* the template and the AETH (not on a MIDDLE) put straight */
+		const struct droce_opcode_info *oi = &droce_opcode_table[opcode];
+		uint8_t *bth, *payload;
+		struct rte_mbuf *m = droce_xport_pkt_put_lc(qp, opcode, psn, len, &bth, &payload);
+
 		if (m == NULL)
 			return RTX_ACK;
+		if (oi->hdr_mask & DROCE_HDRM(AETH))
+			droce_xport_put_aeth(bth + oi->off[DROCE_HDR_AETH],
+					     droce_aeth_make_syndrome(DROCE_AETH_ACK,
+								      DROCE_AETH_CREDIT_INVALID),
+					     qp->msn);
 		if (len)
 			memcpy(payload, src, len);
 		pkt_send(qp, m, len);

@@ -190,6 +190,51 @@ droce_xport_pkt_alloc_lc(struct droce_qp *qp, struct droce_pkt_fields *f, uint32
 	return m;
 }
 
+/*
+ * droce_xport_pkt_alloc_lc's packet without a droce_pkt_fields: the QP's
+ * header template, the BTH for @opcode (SE, MigReq, FECN and BECN clear,
+ * the default P_Key, the pad of @plen, Resv6a as droce_xport_resv6a, the
+ * QP's destination) with @bth2 its third word in host order (AckReq, PSN),
+ * room for the opcode's extended headers and @plen payload bytes.  *@bth
+ * points at the BTH (the extended headers are the caller's to write, at
+ * the opcode's offsets from it), *@payload at the payload.  For the
+ * answers and requests whose one or two extended headers their builders
+ * write themselves (ACK, READ response, atomic ACK, READ request); @opcode
+ * is a valid one that may carry @plen bytes.  NULL (counted) when the pool
+ * is empty.
+ */
+static __rte_always_inline struct rte_mbuf *
+droce_xport_pkt_put_lc(struct droce_qp *qp, uint8_t opcode, uint32_t bth2, uint32_t plen,
+		       uint8_t **bth, uint8_t **payload)
+{
+	size_t hdr_len = (size_t)qp->tmpl.len + droce_opcode_table[opcode].hdr_len;
+	size_t total = hdr_len + plen + (-plen & 3u) + DROCE_ICRC_LEN;
+	rte_be32_t w[3];
+	uint8_t *buf;
+	struct rte_mbuf *m = droce_xport_frame_lc(qp, total, &buf);
+
+	if (m == NULL)
+		return NULL;
+	w[0] = rte_cpu_to_be_32((uint32_t)opcode << 24 | (-plen & 3u) << 20 |
+			       DROCE_XPORT_DEFAULT_PKEY);
+	w[1] = rte_cpu_to_be_32((uint32_t)(droce_xport_resv6a(qp, opcode) & 0x3f) << 24 |
+			       (qp->attr.dest_qpn & 0xffffffu));
+	w[2] = rte_cpu_to_be_32(bth2);
+	/* the mbuf has room for the frame and the template's copy */
+	droce_tmpl_put(&qp->tmpl, buf, hdr_len, plen, w);
+	*bth = buf + qp->tmpl.len;
+	*payload = buf + hdr_len;
+	return m;
+}
+
+/* An AETH of @syndrome and @msn at @p. */
+static __rte_always_inline void
+droce_xport_put_aeth(uint8_t *p, uint8_t syndrome, uint32_t msn)
+{
+	((struct droce_aeth *)p)->syn_msn =
+		rte_cpu_to_be_32((uint32_t)syndrome << 24 | (msn & 0xffffffu));
+}
+
 /* Pads and adds the ICRC (from the template's: only the per-packet header
  * bytes are read): the frame is complete. */
 static inline void

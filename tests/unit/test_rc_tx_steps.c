@@ -9,12 +9,14 @@
  * computes over it.  Zero-copy frames (zcopy.c: three segments, the payload
  * in the registered memory) are read through their segments.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
 #include <rte_mbuf.h>
 
 #include "dataplane/icrc.h"
+#include "dataplane/rc_internal.h"
 #include "pmd_glue/port_struct.h"
 #include "plain_qp.h"
 
@@ -273,6 +275,337 @@ Test(rc_tx_req, write_imm_bytes_as_the_reference)
 Test(rc_tx_req, empty_write_bytes_as_the_reference)
 {
 	check_request_bytes(DROCE_WR_RDMA_WRITE, 0, 0);
+}
+
+/*
+ * The burst (rc_req.c): a run of one-packet SEND / WRITE WQEs in one turn,
+ * a READ between them taken by the state machine, the burst again after
+ * it.  Every packet an ONLY opcode with AckReq and consecutive PSNs, the
+ * payloads from the SGEs, each WQE's progress as the state machine leaves
+ * it, and the QP's send state (sq_cur, psn_next, psn_max, the timer armed).
+ */
+Test(rc_tx_req, burst_of_one_packet_wqes_around_a_read)
+{
+	static const uint8_t ops[] = { DROCE_WR_RDMA_WRITE, DROCE_WR_SEND_WITH_IMM,
+				       DROCE_WR_RDMA_WRITE_WITH_IMM, DROCE_WR_RDMA_READ,
+				       DROCE_WR_SEND, DROCE_WR_RDMA_WRITE };
+	static const uint8_t want[] = { RC(WRITE_ONLY), RC(SEND_ONLY_IMM), RC(WRITE_ONLY_IMM),
+					RC(READ_REQ), RC(SEND_ONLY), RC(WRITE_ONLY) };
+	struct droce_pkt p;
+	unsigned int nsegs;
+
+	qp->attr.timeout = 14;
+	fill_local();
+	for (unsigned int i = 0; i < RTE_DIM(ops); i++) {
+		struct droce_wqe *w = post(ops[i], 16 + i);
+
+		local_sge(w, 16 + i);
+		w->sge[0].addr += i * 64;
+		w->remote_addr = 0x7000 + i;
+		w->rkey = 0x99;
+	}
+	cr_assert_eq(droce_rc_req_tx_lc(qp, 16), RTE_DIM(ops));
+	cr_assert_eq(tx_count(), RTE_DIM(ops));
+	for (unsigned int i = 0; i < RTE_DIM(ops); i++) {
+		const struct droce_bth *b = frame_at(i, &p, &nsegs);
+		const struct droce_swqe *s = droce_qp_swqe(qp, i);
+
+		check_bth(b, want[i], 100 + i, ops[i] == DROCE_WR_RDMA_READ ? 0 : (-(16 + i)) & 3u);
+		cr_assert(droce_bth_ackreq(b), "WQE %u asks for an ACK", i);
+		if (p.info->hdr_mask & DROCE_HDRM(RETH)) { /* WRITEs and the READ */
+			const struct droce_reth *r = droce_pkt_hdr(&p, frame, DROCE_HDR_RETH);
+
+			cr_assert_eq(droce_reth_va(r), 0x7000 + i);
+			cr_assert_eq(droce_reth_rkey(r), 0x99);
+			cr_assert_eq(droce_reth_len(r), 16 + i);
+		}
+		if (ops[i] != DROCE_WR_RDMA_READ) {
+			cr_assert_eq(p.payload_len, 16 + i);
+			cr_assert_arr_eq(p.payload, local + i * 64, 16 + i, "WQE %u's bytes", i);
+		}
+		cr_assert(s->started);
+		cr_assert_eq(s->first_psn, 100 + i);
+		cr_assert_eq(s->npkts, 1);
+		cr_assert_eq(s->sent_pkts, 1);
+		cr_assert_eq(s->err, 0);
+	}
+	cr_assert_eq(qp->sq_cur, RTE_DIM(ops));
+	cr_assert_eq(qp->psn_next, 100 + RTE_DIM(ops));
+	cr_assert_eq(qp->psn_max, 100 + RTE_DIM(ops));
+	cr_assert_eq(qp->rd_atomic_out, 1, "the READ counted");
+	cr_assert_neq(qp->rto_deadline, 0, "the retransmission timer runs");
+	cr_assert_not(qp->req_blocked);
+}
+
+/* The burst stops where the window does: the QP waits off the active list. */
+Test(rc_tx_req, burst_stops_at_the_window)
+{
+	for (unsigned int i = 0; i < 5; i++)
+		post(DROCE_WR_RDMA_WRITE, 8);
+	qp->psn_una = droce_psn_add(100, 3 - DROCE_RC_TX_WINDOW); /* room for 3 PSNs */
+	cr_assert_eq(droce_rc_req_tx_lc(qp, 16), 3);
+	cr_assert_eq(tx_count(), 3);
+	cr_assert_eq(qp->sq_cur, 3);
+	cr_assert_eq(qp->psn_next, 103);
+	cr_assert(qp->req_blocked, "window full");
+	cr_assert_not(droce_qp_swqe(qp, 3)->started);
+}
+
+/* A WQE whose lkey fails stops the burst; the state machine fails it in
+ * order, after the one before it (sent) completes. */
+Test(rc_tx_req, burst_leaves_a_bad_lkey_to_the_state_machine)
+{
+	struct droce_wqe *w0 = post(DROCE_WR_RDMA_WRITE, 8), *w1 = post(DROCE_WR_RDMA_WRITE, 8);
+
+	local_sge(w0, 8);
+	local_sge(w1, 8);
+	w1->sge[0].lkey ^= 0x100;
+	post(DROCE_WR_RDMA_WRITE, 8);
+	cr_assert_eq(droce_rc_req_tx_lc(qp, 16), 1);
+	cr_assert_eq(tx_count(), 1);
+	cr_assert_eq(droce_qp_swqe(qp, 1)->err, DROCE_ERR_LOC_PROT);
+	cr_assert_eq(qp->sq_cur, 1, "nothing past it goes");
+	cr_assert_eq(qp->psn_next, 101);
+}
+
+/* Frame @i equals what the reference builder makes of @f (from template
+ * copy @ref, its IPv4 id moving on as the QP's did). */
+static void
+check_reference(unsigned int i, struct droce_hdr_tmpl *ref, struct droce_pkt_fields *f)
+{
+	static uint8_t want[512];
+	unsigned int nsegs;
+	size_t wlen;
+	uint32_t len;
+
+	f->pkey = 0xffff;
+	f->dqpn = 0x123456;
+	wlen = droce_build_frame(ref, want, sizeof(want), f, NULL, 0);
+	cr_assert_gt(wlen, 0);
+	len = tx_frame(i, frame, sizeof(frame), &nsegs);
+	cr_assert_eq(len, wlen, "frame %u: %u bytes, want %zu", i, len, wlen);
+	cr_assert_arr_eq(frame, want, wlen, "frame %u (opcode 0x%02x): the reference's bytes", i,
+			 f->opcode);
+}
+
+/* The headers put straight (droce_xport_pkt_put_lc) byte for byte: both
+ * atomic requests, the coalesced ACK and an atomic ACK. */
+Test(rc_tx_req, atomics_and_acks_bytes_as_the_reference)
+{
+	struct droce_hdr_tmpl ref = qp->tmpl;
+	struct droce_wqe *w;
+	struct droce_pkt_fields f;
+
+	w = post(DROCE_WR_ATOMIC_CMP_AND_SWP, 8);
+	local_sge(w, 8);
+	w->remote_addr = 0x1000;
+	w->rkey = 0x55;
+	w->compare_add = 0x1111222233334444ull;
+	w->swap = 0x5555666677778888ull;
+	w = post(DROCE_WR_ATOMIC_FETCH_AND_ADD, 8);
+	local_sge(w, 8);
+	w->remote_addr = 0x2008;
+	w->rkey = 0x66;
+	w->compare_add = 9;
+	cr_assert_eq(droce_rc_req_tx_lc(qp, 16), 2);
+	qp->msn = 0x345678;
+	qp->ack_pending = true;
+	qp->ack_psn = 0x00fffe;
+	qp->ack_syndrome = syn(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID);
+	rd_resp[0] = (struct droce_rd_resp){ .psn = 0xffffff, .atomic = true, .orig = 42 };
+	qp->rd_resp_count = 1;
+	cr_assert_eq(droce_rc_resp_tx_lc(qp, 4), 2, "the atomic ACK, then the ACK");
+	cr_assert_eq(tx_count(), 4);
+
+	memset(&f, 0, sizeof(f));
+	f.opcode = RC(CMP_SWAP);
+	f.psn = 100;
+	f.ackreq = true;
+	f.atomic.va = 0x1000;
+	f.atomic.rkey = 0x55;
+	f.atomic.cmp = 0x1111222233334444ull;
+	f.atomic.swap_add = 0x5555666677778888ull;
+	check_reference(0, &ref, &f);
+	memset(&f, 0, sizeof(f));
+	f.opcode = RC(FETCH_ADD);
+	f.psn = 101;
+	f.ackreq = true;
+	f.atomic.va = 0x2008;
+	f.atomic.rkey = 0x66;
+	f.atomic.swap_add = 9;
+	check_reference(1, &ref, &f);
+	memset(&f, 0, sizeof(f));
+	f.opcode = RC(ATOMIC_ACK);
+	f.psn = 0xffffff;
+	f.aeth.syndrome = syn(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID);
+	f.aeth.msn = 0x345678;
+	f.atomic_orig = 42;
+	check_reference(2, &ref, &f);
+	memset(&f, 0, sizeof(f));
+	f.opcode = RC(ACK);
+	f.psn = 0x00fffe;
+	f.aeth.syndrome = syn(DROCE_AETH_ACK, DROCE_AETH_CREDIT_INVALID);
+	f.aeth.msn = 0x345678;
+	check_reference(3, &ref, &f);
+}
+
+/* ---- responder, receive side: the WRITE ONLY short way (rc_resp.c) ---- */
+
+TestSuite(rc_rx_fast, .init = tx_setup, .fini = tx_teardown);
+
+static uint8_t req[64];
+
+/* A WRITE ONLY request at @psn for @len bytes at @va with @rkey (BTH,
+ * RETH, payload; the parse result as the parser leaves it). */
+static void
+write_only(struct droce_pkt *p, uint32_t psn, uint64_t va, uint32_t rkey, uint32_t len)
+{
+	struct droce_bth *bth = (struct droce_bth *)(void *)req;
+	struct droce_reth *r = (struct droce_reth *)(void *)(req + sizeof(*bth));
+	uint8_t op = RC(WRITE_ONLY);
+
+	memset(p, 0, sizeof(*p));
+	memset(req, 0, sizeof(req));
+	droce_bth_set_opcode(bth, op);
+	droce_bth_set_psn(bth, psn);
+	droce_bth_set_ackreq(bth, true);
+	droce_reth_set_va(r, va);
+	droce_reth_set_rkey(r, rkey);
+	droce_reth_set_len(r, len);
+	for (uint32_t i = 0; i < len; i++)
+		req[sizeof(*bth) + sizeof(*r) + i] = (uint8_t)(0xa0 + i);
+	p->opcode = op;
+	p->info = droce_opcode_info(op);
+	p->bth_off = 0;
+	p->payload_off = sizeof(*bth) + sizeof(*r);
+	p->payload = req + p->payload_off;
+	p->payload_len = len;
+}
+
+Test(rc_rx_fast, write_only_in_order_is_placed_and_acked)
+{
+	struct droce_pkt p;
+
+	local_register();
+	qp->attr.access |= DROCE_ACCESS_REMOTE_WRITE;
+	qp->rxseq.pmtu = 1024;
+	qp->rxseq.epsn = 500;
+	qp->nak_seq_sent = true;
+	write_only(&p, 500, PLAIN_LOCAL_IOVA + 8, local_mr.lkey, 16);
+	droce_rc_resp_rx_lc(qp, &p, req);
+	for (uint32_t i = 0; i < 16; i++)
+		cr_assert_eq(local[8 + i], (uint8_t)(0xa0 + i), "byte %u in the MR", i);
+	cr_assert_eq(local[7], 0);
+	cr_assert_eq(local[24], 0);
+	cr_assert_eq(qp->rxseq.epsn, 501);
+	cr_assert_eq(qp->rxseq.open_kind, 0);
+	cr_assert_eq(qp->rxseq.write_len, 16);
+	cr_assert_eq(qp->rxseq.msg_bytes, 16);
+	cr_assert_eq(qp->msn, 1);
+	cr_assert_eq(qp->write_va, PLAIN_LOCAL_IOVA + 24, "the cursor past the bytes");
+	cr_assert_not(qp->nak_seq_sent);
+	cr_assert(qp->ack_pending);
+	cr_assert_eq(qp->ack_psn, 500);
+	cr_assert_eq(tx_count(), 0, "the ACK waits for the transmit turn");
+}
+
+/* The short way declines what it does not take whole: the state machine
+ * answers (a NAK each), and nothing is written. */
+Test(rc_rx_fast, write_only_refused_goes_the_long_way)
+{
+	struct droce_pkt p;
+	const struct droce_bth *b;
+	struct droce_pkt q;
+	unsigned int nsegs;
+
+	local_register();
+	qp->attr.access |= DROCE_ACCESS_REMOTE_WRITE;
+	qp->rxseq.pmtu = 1024;
+	qp->rxseq.epsn = 500;
+	/* ahead of the expected PSN: a sequence NAK for 500 */
+	write_only(&p, 502, PLAIN_LOCAL_IOVA, local_mr.lkey, 16);
+	droce_rc_resp_rx_lc(qp, &p, req);
+	cr_assert_eq(tx_count(), 1);
+	b = frame_at(0, &q, &nsegs);
+	cr_assert_eq(droce_bth_opcode(b), RC(ACK));
+	cr_assert_eq(droce_bth_psn(b), 500);
+	cr_assert_eq(droce_aeth_syndrome_kind(droce_aeth_syndrome(droce_pkt_hdr(&q, frame,
+										 DROCE_HDR_AETH))),
+		     DROCE_AETH_NAK);
+	cr_assert_eq(qp->rxseq.epsn, 500);
+	/* RETH length not the payload's: invalid request */
+	write_only(&p, 500, PLAIN_LOCAL_IOVA, local_mr.lkey, 16);
+	droce_reth_set_len((struct droce_reth *)(void *)(req + sizeof(struct droce_bth)), 32);
+	droce_rc_resp_rx_lc(qp, &p, req);
+	cr_assert_eq(tx_count(), 2, "a NAK");
+	cr_assert_eq(qp->state, DROCE_QPS_ERR);
+	for (uint32_t i = 0; i < sizeof(local); i++)
+		cr_assert_eq(local[i], 0, "nothing written (byte %u)", i);
+}
+
+Test(rc_rx_fast, write_only_bad_rkey_naks_remote_access)
+{
+	struct droce_pkt p, q;
+	const struct droce_bth *b;
+	unsigned int nsegs;
+
+	local_register();
+	qp->attr.access |= DROCE_ACCESS_REMOTE_WRITE;
+	qp->rxseq.pmtu = 1024;
+	qp->rxseq.epsn = 7;
+	write_only(&p, 7, PLAIN_LOCAL_IOVA, local_mr.lkey ^ 0x100, 16);
+	droce_rc_resp_rx_lc(qp, &p, req);
+	cr_assert_eq(tx_count(), 1);
+	b = frame_at(0, &q, &nsegs);
+	cr_assert_eq(droce_bth_psn(b), 7);
+	cr_assert_eq(droce_aeth_syndrome(droce_pkt_hdr(&q, frame, DROCE_HDR_AETH)),
+		     droce_aeth_make_syndrome(DROCE_AETH_NAK, DROCE_NAK_REM_ACCESS_ERR));
+	cr_assert_eq(qp->state, DROCE_QPS_ERR);
+	for (uint32_t i = 0; i < sizeof(local); i++)
+		cr_assert_eq(local[i], 0, "nothing written (byte %u)", i);
+}
+
+/* A READ request the short way: queued for the transmit turn with the
+ * PSNs its responses take; one over max_dest_rd_atomic goes the long way
+ * and is refused (invalid request NAK). */
+Test(rc_rx_fast, read_request_is_queued)
+{
+	struct droce_pkt p;
+
+	local_register();
+	cr_assert_eq(droce_qp_resp_res_lc(qp), 0);
+	qp->attr.access |= DROCE_ACCESS_REMOTE_READ;
+	qp->attr.max_dest_rd_atomic = 1;
+	qp->rxseq.pmtu = 1024;
+	qp->rxseq.epsn = 40;
+	write_only(&p, 40, PLAIN_LOCAL_IOVA + 16, local_mr.lkey, 0);
+	p.opcode = RC(READ_REQ);
+	p.info = droce_opcode_info(p.opcode);
+	droce_bth_set_opcode((struct droce_bth *)(void *)req, p.opcode);
+	droce_reth_set_len((struct droce_reth *)(void *)(req + sizeof(struct droce_bth)), 2500);
+	droce_rc_resp_rx_lc(qp, &p, req);
+	cr_assert_eq(qp->rd_resp_count, 1);
+	cr_assert_eq(qp->rd_resp[qp->rd_resp_head].psn, 40);
+	cr_assert_eq(qp->rd_resp[qp->rd_resp_head].len, 2500);
+	cr_assert_eq(qp->rd_resp[qp->rd_resp_head].va, PLAIN_LOCAL_IOVA + 16);
+	cr_assert_eq(qp->rd_resp[qp->rd_resp_head].rkey, local_mr.lkey);
+	cr_assert_not(qp->rd_resp[qp->rd_resp_head].atomic);
+	cr_assert_eq(qp->rxseq.epsn, 43, "three responses' PSNs");
+	cr_assert_eq(qp->msn, 1);
+	cr_assert_not(qp->ack_pending, "the responses answer it");
+	cr_assert_eq(tx_count(), 0);
+	/* a second one, over max_dest_rd_atomic */
+	droce_bth_set_psn((struct droce_bth *)(void *)req, 43);
+	droce_rc_resp_rx_lc(qp, &p, req);
+	cr_assert_eq(qp->rd_resp_count, 2, "its NAK waits behind the queued responses");
+	cr_assert_eq(qp->rd_resp[(qp->rd_resp_head + 1) % DROCE_RD_RESP_CAP].nak_err,
+		     DROCE_ERR_REM_INV_REQ);
+	cr_assert(qp->resp_failing);
+	cr_assert_eq(tx_count(), 0);
+	free(qp->res);
+	qp->res = NULL;
+	qp->rd_resp = rd_resp;
+	qp->atomic_replay = NULL;
 }
 
 /* ---- responder, transmit side ---- */
