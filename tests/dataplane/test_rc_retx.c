@@ -339,8 +339,10 @@ Test(rc_retx, answering_peer_spends_no_retry)
 	h_post_send(p.qp[0], &w);
 	h_wait_tx(p.qp[0], 1, "READ request");
 	read_resp(psn(H_PSN_A, 0), DROCE_OP_READ_RESP_FIRST, src, PMTU);
-	until = tc_now_ms() + 50;
-	while (tc_now_ms() < until) {
+	/* until two timeouts went by (each 16.8 ms, backed off; a loaded
+	 * machine stretches them: bounded at 2 s) */
+	until = tc_now_ms() + 2000;
+	while (tc_now_ms() < until && s->timeouts < 2) {
 		/* response 1 is lost; the responder is busy with later ones */
 		uint32_t i = 2 + (uint32_t)(tc_now_ms() % 10);
 
