@@ -343,8 +343,7 @@ key_port_impair(struct loader *ld, const char *sec, const char *key, const char 
 	return 0;
 }
 
-/* [switch]: config_switch.c */
-static int
+static int /* [switch]: config_switch.c */
 key_switch(struct loader *ld, const char *sec, const char *key, const char *val, void *obj)
 {
 	const char *why = "";
@@ -357,7 +356,6 @@ key_switch(struct loader *ld, const char *sec, const char *key, const char *val,
 static const struct key_def switch_keys[] = {
 #define SWITCH_KEY(n) { #n, key_switch, 0 },
 	DROCE_SWITCH_KEYS(SWITCH_KEY)
-#undef SWITCH_KEY
 	{ NULL, NULL, 0 },
 };
 
