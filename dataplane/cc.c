@@ -177,15 +177,25 @@ pkt_bytes(const struct droce_qp *qp)
 static void
 rate_update(struct droce_cc_qp *c, const struct droce_dcqcn_params *p, const struct droce_qp *qp)
 {
+	bool up;
+
 	c->limited = droce_dcqcn_limited(&c->s, p);
 	if (c->s.rc == c->rc_seen)
 		return;
+	up = c->s.rc > c->rc_seen;
 	c->rc_seen = c->s.rc;
 	/* cycles per byte = 8 hz / (rc kb/s x 1000) */
 	c->cpb_q16 = ((8 * droce_cc.tsc_hz) << 16) / (c->s.rc * 1000);
 	c->pkt_cycles = pkt_bytes(qp) * c->cpb_q16 >> 16;
 	if (c->pkt_cycles == 0)
 		c->pkt_cycles = 1;
+	if (up && c->last_bytes != 0) {
+		/* a faster rate: the last turn's bytes take less time */
+		uint64_t t = c->last_at + (c->last_bytes * c->cpb_q16 >> 16);
+
+		if (t < c->next_tx)
+			c->next_tx = t;
+	}
 }
 
 void
@@ -218,6 +228,7 @@ droce_cc_qp_reset_lc(struct droce_qp *qp)
 	droce_dcqcn_init(&c->s, &droce_cc.rp[qp->port_index]);
 	c->next_tx = 0;
 	c->rc_seen = 0;
+	c->last_at = c->last_bytes = 0;
 	c->limited = false;
 }
 
@@ -243,8 +254,11 @@ droce_cc_pace_begin_lc(struct droce_engine *eng, struct droce_qp *qp, unsigned i
 	}
 	/* time its engine did not run (a wheel slot late, descheduled) gives
 	 * credit for DROCE_CC_BURST full frames at most: the rate holds on a
-	 * crowded machine, a burst stays bounded */
+	 * crowded machine, a burst stays bounded.  On a dilated clock
+	 * (clock.h) that lateness is as many times shorter: so is the credit */
 	burst = DROCE_CC_BURST * c->pkt_cycles;
+	if (unlikely(droce_clock.div > 1))
+		burst = burst / droce_clock.div > c->pkt_cycles ? burst / droce_clock.div : c->pkt_cycles;
 	if (now - c->next_tx > burst)
 		c->next_tx = now - burst;
 	n = 1 + (now - c->next_tx) / c->pkt_cycles;
@@ -273,6 +287,8 @@ droce_cc_pace_end_lc(struct droce_engine *eng, struct droce_qp *qp, const struct
 	}
 	if (bytes == 0)
 		return;
+	c->last_at = c->next_tx; /* the turn sent from there (credit included) */
+	c->last_bytes = bytes;
 	c->next_tx += bytes * c->cpb_q16 >> 16;
 	droce_dcqcn_sent(&c->s, p, bytes, eng->now);
 	rate_update(c, p, qp);

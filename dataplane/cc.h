@@ -48,6 +48,8 @@ struct droce_cc_qp {
 	uint64_t cpb_q16;      /* TSC cycles per byte at Rc, << 16 */
 	uint64_t pkt_cycles;   /* ... per full frame of the port's MTU */
 	uint64_t rc_seen;      /* the Rc they were computed for */
+	uint64_t last_at;      /* when its last paced turn sent */
+	uint64_t last_bytes;   /* ... and how much */
 	bool limited;          /* Rc or Rt below the line rate: paced */
 };
 
@@ -79,6 +81,12 @@ droce_cc_pace_wait(const struct droce_qp *qp, uint64_t now)
 
 	if (!c->limited || c->next_tx <= now || qp->ack_pending || droce_qp_stash_pending(qp))
 		return 0;
+	/* the rate-increase timer comes first: the rate it raises brings
+	 * next_tx forward (as a NIC's limiter, whose timer runs while the QP
+	 * waits), so a QP cut to the floor does not sit out its last frame's
+	 * time at the floor rate */
+	if (c->s.next_inc > now && c->s.next_inc < c->next_tx)
+		return c->s.next_inc;
 	return c->next_tx;
 }
 

@@ -116,10 +116,11 @@ droce_engines_progress(void)
 		rte_rcu_qsbr_thread_online(droce_engines.rcu, e);
 		app_pass = true;
 		if (droce_engine_pass_lc(eng)) /* the fallback thread's deep sleep waits for a lull */
-			atomic_store_explicit(&eng->work_tsc, eng->now, memory_order_relaxed);
+			atomic_store_explicit(&eng->work_tsc, droce_clock_real(eng->now),
+					      memory_order_relaxed);
 		app_pass = false;
 		rte_rcu_qsbr_thread_offline(droce_engines.rcu, e);
-		atomic_store_explicit(&eng->app_tsc, eng->now, memory_order_relaxed);
+		atomic_store_explicit(&eng->app_tsc, droce_clock_real(eng->now), memory_order_relaxed);
 		droce_engine_give(eng);
 	}
 }
@@ -325,8 +326,10 @@ droce_engines_start(void)
 		eng->tsc_hz = rte_get_tsc_hz();
 		droce_engine_sched_init(eng);
 		eng->n_ports = droce_port_count();
-		for (unsigned int pi = 0; pi < eng->n_ports; pi++)
+		for (unsigned int pi = 0; pi < eng->n_ports; pi++) {
 			eng->ports[pi] = droce_port_get(pi);
+			eng->txroom[pi] = eng->ports[pi]->sw != NULL ? DROCE_TXROOM_SWITCH : DROCE_TXBUF;
+		}
 		if (eng->n_ports > 0 && eng->ports[0]->mp->cache_size > 0 &&
 		    rte_pktmbuf_data_room_size(eng->ports[0]->mp) > RTE_PKTMBUF_HEADROOM) {
 			/* as large as the pool's per-lcore caches; none: the plain path */

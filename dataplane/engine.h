@@ -30,6 +30,7 @@ struct droce_engine;
 
 #define DROCE_BURST 32
 #define DROCE_TXBUF 512     /* per port: frames waiting for the PMD */
+#define DROCE_TXROOM_SWITCH (2 * DROCE_BURST + 8) /* ... a switch port's (engine.h txroom) */
 #define DROCE_TXSTASH 64    /* free mbufs an engine keeps at hand (droce_engine_mbuf_lc) */
 #define DROCE_RX_BURSTS 4   /* rx bursts per port per pass, at most */
 /* the timer wheel (engine_sched.c): slots, and ticks per second (a slot's
@@ -487,6 +488,10 @@ struct droce_engine {
 	/* frames built and not yet taken by the PMD; they wait here (backpressure) */
 	struct rte_mbuf *txq[DROCE_MAX_PORTS][DROCE_TXBUF];
 	uint16_t ntx[DROCE_MAX_PORTS];
+	/* how full the transport may fill a port's waiting room: DROCE_TXBUF,
+	 * less for a switch port (a NIC builds frames just ahead of its link,
+	 * so its pacer, not a queue of frames built before a CNP, meets it) */
+	uint16_t txroom[DROCE_MAX_PORTS];
 	/* the engine's own mempool cache for its ports' pool (NULL: the pool has
 	 * no caches): whichever thread drives the engine allocates and frees
 	 * through it, an EAL lcore or not, with no per-lcore lookup */

@@ -497,7 +497,8 @@ flush_lc(struct droce_engine *eng)
 static unsigned int
 tx_budget_lc(const struct droce_engine *eng, const struct droce_qp *qp)
 {
-	unsigned int room = DROCE_TXBUF - eng->ntx[qp->port_index];
+	unsigned int cap = eng->txroom[qp->port_index];
+	unsigned int room = cap > eng->ntx[qp->port_index] ? cap - eng->ntx[qp->port_index] : 0;
 
 	return room > 2 * DROCE_BURST ? RTE_MIN(room - 2 * DROCE_BURST, 2u * DROCE_BURST) : 0;
 }
@@ -588,7 +589,7 @@ bool
 droce_engine_pass_lc(struct droce_engine *eng)
 {
 	unsigned int got;
-	uint64_t t = rte_rdtsc();
+	uint64_t t = droce_clock_now();
 
 	eng->pass_gap = eng->now && t > eng->now ? t - eng->now : 0;
 	eng->now = t;

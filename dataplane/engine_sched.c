@@ -65,7 +65,7 @@ droce_engine_sched_init(struct droce_engine *eng)
 		eng->tw_shift++;
 	}
 	eng->stall_cycles = eng->tsc_hz / 1000000 * DROCE_ENGINE_STALL_US;
-	eng->tw_tick = rte_rdtsc() >> eng->tw_shift;
+	eng->tw_tick = droce_clock_now() >> eng->tw_shift;
 	eng->tw_count = 0;
 	eng->paused = eng->pause_now = 0;
 }

@@ -7,6 +7,7 @@
 #include <rte_log.h>
 
 /* The port fields the fast path reads without a call (mp, mtu, vlan, index). */
+#include "pmd_glue/clock.h"
 #include "pmd_glue/port_struct.h"
 
 extern int droce_dp_logtype;

@@ -40,11 +40,12 @@ const char *const droce_port_kind_name[DROCE_PORT_KIND_COUNT] = {
 	[DROCE_PORT_KIND_AF_XDP] = "af_xdp",
 	[DROCE_PORT_KIND_TAP] = "tap",
 	[DROCE_PORT_KIND_PCI] = "pci",
+	[DROCE_PORT_KIND_SWITCH] = "switch",
 };
 
 /* ---- the loader's context ---- */
 
-#define MAX_SECTIONS 32
+#define MAX_SECTIONS (DROCE_MAX_PORTS + 8)
 #define MAX_ENTRIES 32
 
 struct loader {
@@ -145,6 +146,8 @@ U32_KEY(key_engines_wait_spin_us, ((struct droce_config *)obj)->wait_spin_us, 0,
 	DROCE_WAIT_SPIN_US_MAX, "spin budget in microseconds")
 U32_KEY(key_engines_sr, ((struct droce_config *)obj)->selective_repeat, 0, 1,
 	"selective_repeat switch (0 or 1)")
+U32_KEY(key_engines_dilation, ((struct droce_config *)obj)->time_dilation, 1, 100000, "dilation")
+U32_KEY(key_engines_stall, ((struct droce_config *)obj)->clock_stall_us, 0, 1000000, "time in us")
 U32_KEY(key_pool_mbufs, ((struct droce_config *)obj)->mbufs, 63, 4u << 20, "mbuf count")
 U32_KEY(key_pool_cache, ((struct droce_config *)obj)->mbuf_cache, 0, RTE_MEMPOOL_CACHE_MAX_SIZE,
 	"mempool cache size")
@@ -340,6 +343,22 @@ key_port_impair(struct loader *ld, const char *sec, const char *key, const char 
 	return 0;
 }
 
+static int /* [switch]: config_switch.c */
+key_switch(struct loader *ld, const char *sec, const char *key, const char *val, void *obj)
+{
+	const char *why = "";
+
+	if (droce_cfg_switch_key(key, val, &((struct droce_config *)obj)->sw, &why) < 0)
+		return BAD_VALUE(ld, sec, key, val, "%s", why);
+	return 0;
+}
+
+static const struct key_def switch_keys[] = {
+#define SWITCH_KEY(n) { #n, key_switch, 0 },
+	DROCE_SWITCH_KEYS(SWITCH_KEY)
+	{ NULL, NULL, 0 },
+};
+
 static const struct key_def eal_keys[] = {
 	{ "args", key_eal_args, 0 },
 	{ NULL, NULL, 0 },
@@ -352,6 +371,8 @@ static const struct key_def engine_keys[] = {
 	{ "fallback_us", key_engines_fallback_us, 0 },
 	{ "wait_spin_us", key_engines_wait_spin_us, 0 },
 	{ "selective_repeat", key_engines_sr, 0 },
+	{ "time_dilation", key_engines_dilation, 0 },
+	{ "clock_stall_us", key_engines_stall, 0 },
 	{ NULL, NULL, 0 },
 };
 
@@ -489,13 +510,13 @@ load_port(struct loader *ld, int idx, const char *sec, unsigned int pidx)
 
 	port_defaults(pc, pidx);
 	if (kind == NULL)
-		return BAD_SECTION(ld, sec, "missing key 'kind' (ring, memif, af_packet, af_xdp, tap or pci)");
+		return BAD_SECTION(ld, sec, "missing key 'kind' (ring, memif, af_packet, af_xdp, tap, pci or switch)");
 	for (k = 0; k < DROCE_PORT_KIND_COUNT; k++)
 		if (strcmp(kind, droce_port_kind_name[k]) == 0)
 			break;
 	if (k == DROCE_PORT_KIND_COUNT)
 		return BAD_VALUE(ld, sec, "kind", kind,
-				 "not a port kind (ring, memif, af_packet, af_xdp, tap or pci)");
+				 "not a port kind (ring, memif, af_packet, af_xdp, tap, pci or switch)");
 	pc->kind = (enum droce_port_kind)k;
 	if (load_section(ld, idx, sec, port_keys, pc, k) < 0)
 		return -1;
@@ -644,6 +665,8 @@ config_defaults(struct droce_config *cfg, const char *file)
 	cfg->data_room = RTE_MBUF_DEFAULT_BUF_SIZE;
 	cfg->capture_mbufs = 1023;
 	droce_cfg_dcqcn_defaults(&cfg->dcqcn);
+	cfg->time_dilation = 1;
+	droce_cfg_switch_defaults(&cfg->sw);
 }
 
 static int
@@ -652,6 +675,7 @@ load_all(struct loader *ld)
 	char *names[MAX_SECTIONS];
 	char storage[MAX_SECTIONS][CFG_NAME_LEN];
 	bool seen_port[DROCE_MAX_PORTS] = { false };
+	char buf_why[192];
 	int n, i, j, rc = 0;
 
 	n = rte_cfgfile_num_sections(ld->cf, NULL, 0);
@@ -676,6 +700,8 @@ load_all(struct loader *ld)
 			rc = load_section(ld, i, sec, mempool_keys, ld->cfg, -1);
 		else if (strcmp(sec, "dcqcn") == 0)
 			rc = load_section(ld, i, sec, dcqcn_keys, ld->cfg, -1);
+		else if (strcmp(sec, "switch") == 0)
+			rc = load_section(ld, i, sec, switch_keys, ld->cfg, -1);
 		else if (strncmp(sec, "port", 4) == 0 &&
 			 droce_cfg_parse_u32(sec + 4, 0, DROCE_MAX_PORTS - 1, &pidx) == 0 &&
 			 (sec[4] != '0' || sec[5] == '\0')) {
@@ -685,12 +711,14 @@ load_all(struct loader *ld)
 			rc = load_port(ld, i, sec, pidx);
 		} else {
 			return BAD_SECTION(ld, sec,
-					   "unknown section (expected eal, engines, mempool, dcqcn or port0..port%d)",
+					   "unknown section (expected eal, engines, mempool, dcqcn, switch or port0..port%d)",
 					   DROCE_MAX_PORTS - 1);
 		}
 	}
 	if (rc < 0)
 		return -1;
+	if (droce_cfg_switch_check(&ld->cfg->sw, buf_why, sizeof(buf_why)) < 0)
+		return BAD_SECTION(ld, "switch", "%s", buf_why);
 	for (i = 0; i < (int)ld->cfg->n_ports; i++)
 		if (!seen_port[i])
 			return droce_err_set(EINVAL, "%s: [port%d] missing: ports are numbered from port0 without gaps (port%u exists)",

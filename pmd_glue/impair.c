@@ -29,6 +29,7 @@
 
 #include "impair.h"
 #include "internal.h"
+#include "switch.h"
 
 #define PEND_CAP 512u        /* power of two */
 #define HOLD_MAX 8u
@@ -464,62 +465,16 @@ corrupt(struct droce_port *p, struct droce_impair_q *iq, struct droce_impair_sta
 	return m;
 }
 
-/* Marks an ECN-capable (ECT(0) / ECT(1)) IP frame CE, as a congested switch
- * queue does (RFC 3168 5; the IPv4 checksum redone, RFC 1624; the ICRC masks
- * the traffic class), on a copy when its bytes are shared.  Returns it. */
+/* CE marking: frame_ecn.c */
 static struct rte_mbuf *
 ce_mark(struct droce_port *p, struct droce_impair_stats *st, struct rte_mbuf *m)
 {
-	const uint8_t *d = rte_pktmbuf_mtod(m, const uint8_t *);
-	uint32_t l2 = RTE_ETHER_HDR_LEN, need;
-	uint16_t et;
-	uint8_t ecn;
+	int rc = droce_frame_ce_mark(p->mp, &m);
 
-	if (rte_pktmbuf_data_len(m) < RTE_ETHER_HDR_LEN + 4 + sizeof(struct rte_ipv4_hdr))
-		return m;
-	et = (uint16_t)(d[12] << 8 | d[13]);
-	if (et == RTE_ETHER_TYPE_VLAN) {
-		l2 += 4;
-		et = (uint16_t)(d[16] << 8 | d[17]);
-	}
-	if (et == RTE_ETHER_TYPE_IPV4)
-		ecn = d[l2 + 1] & 3;
-	else if (et == RTE_ETHER_TYPE_IPV6 &&
-		 rte_pktmbuf_data_len(m) >= l2 + sizeof(struct rte_ipv6_hdr))
-		ecn = (uint8_t)((d[l2 + 1] >> 4) & 3);
-	else
-		return m;
-	need = l2 + 2;
-	if (ecn == 0 || ecn == 3)
-		return m;
-	if (!seg_writable(m)) {
-		struct rte_mbuf *c = rte_pktmbuf_copy(m, p->mp, 0, UINT32_MAX);
-
-		if (c == NULL || rte_pktmbuf_data_len(c) < need) {
-			rte_pktmbuf_free(c);
-			st->nomem++;
-			return m;
-		}
-		rte_pktmbuf_free(m);
-		m = c;
-	}
-	if (et == RTE_ETHER_TYPE_IPV4) {
-		struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, struct rte_ipv4_hdr *, l2);
-		/* RFC 1624 eqn. 3 on the 16-bit word holding the TOS byte */
-		uint16_t old = rte_be_to_cpu_16(*(const uint16_t *)ip);
-		uint16_t new = (uint16_t)(old | 3);
-		uint32_t sum = (uint16_t)~rte_be_to_cpu_16(ip->hdr_checksum) + (uint16_t)~old + new;
-
-		sum = (sum & 0xffff) + (sum >> 16);
-		sum = (sum & 0xffff) + (sum >> 16);
-		ip->type_of_service |= 3;
-		ip->hdr_checksum = rte_cpu_to_be_16((uint16_t)~sum);
-	} else {
-		uint8_t *b = rte_pktmbuf_mtod_offset(m, uint8_t *, l2);
-
-		b[1] |= 0x30; /* traffic class bits 1..0 are byte 1's bits 5..4 */
-	}
-	st->ce_marked++;
+	if (rc > 0)
+		st->ce_marked++;
+	else if (rc < 0)
+		st->nomem++;
 	return m;
 }
 
@@ -714,6 +669,9 @@ droce_impair_rx_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
 	bool cut;
 	uint64_t now;
 
+	/* a switch port: the switch runs (whoever drives a port of it) */
+	if (p->sw != NULL)
+		droce_switch_service(p->sw);
 	/* The engine polling rx queue q also releases tx queue q's held frames. */
 	if (queue < p->nb_txq && p->impq[DIR_TX][queue] != NULL)
 		droce_impair_tx_lc(p, queue, NULL, 0);

@@ -37,6 +37,13 @@ struct droce_port *droce_port_loop_dest(struct droce_port *p, const struct rte_m
 void droce_port_rx_account_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
 			      uint16_t n);
 
+/* Marks an ECN-capable (ECT(0) / ECT(1)) IPv4 or IPv6 frame *@m CE, on a
+ * copy from @mp when its bytes are shared (*@m replaced): 1 marked, 0 not
+ * ECN-capable (Not-ECT, already CE, not IP), -1 no mbuf for the copy. */
+int droce_frame_ce_mark(struct rte_mempool *mp, struct rte_mbuf **m);
+/* True for an IP frame whose ECN field is not Not-ECT. */
+bool droce_frame_ecn_capable(const struct rte_mbuf *m);
+
 /* Prints the impairment settings and counters (nothing when never used). */
 void droce_impair_print(const struct droce_port *p, const struct droce_port_stats *s, FILE *f);
 

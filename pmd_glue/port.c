@@ -33,6 +33,7 @@
 #include "wake.h"
 #include "redial.h"
 #include "residue.h"
+#include "switch.h"
 
 RTE_LOG_REGISTER(droce_pmd_logtype, droce.pmd, INFO);
 
@@ -113,6 +114,41 @@ create_ring_port(const char *src, struct droce_port *p)
 	return 0;
 }
 
+/* A switch port: a ring ethdev whose rings have the switch (switch.c) at
+ * the other end: rings[1] what the port sends, rings[0] what it receives. */
+static int
+create_switch_port(const char *src, struct droce_port *p)
+{
+	const struct droce_port_config *pc = p->cfg;
+	char name[RTE_RING_NAMESIZE];
+	int id;
+
+	for (unsigned int d = 0; d < 2; d++) {
+		unsigned int nq = d == 0 ? pc->rxq : pc->txq;
+
+		for (unsigned int q = 0; q < nq; q++) {
+			snprintf(name, sizeof(name), "droce%u_s%u_%c%u", generation, p->index,
+				 d == 0 ? 'r' : 't', q);
+			p->rings[d][q] = rte_ring_create(name, d == 0 ? pc->rxd : pc->txd,
+							 SOCKET_ID_ANY,
+							 RING_F_SP_ENQ | RING_F_SC_DEQ | RING_F_EXACT_SZ);
+			if (p->rings[d][q] == NULL)
+				return PORT_ERR(src, p, rte_errno, "cannot create ring %s: %s", name,
+						rte_strerror(rte_errno));
+		}
+	}
+	p->owns_rings = true;
+	snprintf(name, sizeof(name), "droce%u_p%u", generation, p->index);
+	id = rte_eth_from_rings(name, p->rings[0], pc->rxq, p->rings[1], pc->txq, SOCKET_ID_ANY);
+	if (id < 0)
+		return PORT_ERR(src, p, rte_errno, "rte_eth_from_rings(%s) failed: %s", name,
+				rte_strerror(rte_errno));
+	p->eth_port = (uint16_t)id;
+	if (rte_eth_dev_get_name_by_port(p->eth_port, p->dev_name) != 0)
+		snprintf(p->dev_name, sizeof(p->dev_name), "net_ring_%s", name);
+	return 0;
+}
+
 static int
 probe_vdev(const char *src, struct droce_port *p, const char *args)
 {
@@ -169,6 +205,8 @@ create_device(const char *src, struct droce_port *p)
 	switch (pc->kind) {
 	case DROCE_PORT_KIND_RING:
 		return create_ring_port(src, p);
+	case DROCE_PORT_KIND_SWITCH:
+		return create_switch_port(src, p);
 	case DROCE_PORT_KIND_MEMIF:
 		snprintf(p->dev_name, sizeof(p->dev_name), "net_memif_droce%u_p%u", generation, p->index);
 		snprintf(args, sizeof(args), "role=%s,socket=%s,socket-abstract=no,id=%u",
@@ -361,7 +399,7 @@ wait_link(struct droce_port *p)
 		rte_delay_us_sleep(10000);
 	}
 	p->link_up = link.link_status == RTE_ETH_LINK_UP;
-	p->link_speed = link.link_speed;
+	p->link_speed = p->sw != NULL ? droce_switch_port_speed(p->sw) : link.link_speed;
 	if (!p->link_up)
 		PMD_LOG(WARNING, "%s (%s): link still down after %d ms", p->cfg->name, p->dev_name,
 			LINK_WAIT_MS);
@@ -409,7 +447,7 @@ droce_port_link_up(struct droce_port *p)
 	if (rte_eth_link_get_nowait(p->eth_port, &link) != 0)
 		return false;
 	p->link_up = link.link_status == RTE_ETH_LINK_UP;
-	p->link_speed = link.link_speed;
+	p->link_speed = p->sw != NULL ? droce_switch_port_speed(p->sw) : link.link_speed;
 	return p->link_up;
 }
 
@@ -473,7 +511,7 @@ remove_device(struct droce_port *p)
 	 * their remove() releases the port and fails on a closed one, so they
 	 * skip the close.
 	 */
-	if (p->cfg->kind != DROCE_PORT_KIND_RING)
+	if (p->cfg->kind != DROCE_PORT_KIND_RING && p->cfg->kind != DROCE_PORT_KIND_SWITCH)
 		rte_eth_dev_close(p->eth_port);
 	rc = rte_eal_hotplug_remove(p->cfg->kind == DROCE_PORT_KIND_PCI ? "pci" : "vdev", p->dev_name);
 	if (rc != 0)
@@ -610,6 +648,16 @@ droce_ports_create(const struct droce_config *cfg, struct rte_mempool *mp)
 	for (i = 0; i < nb_ports; i++)
 		if (ports[i].cfg->kind == DROCE_PORT_KIND_RING)
 			ports[i].ring_peer = &ports[ports[i].cfg->peer];
+	/* the switch ports' bursts take the impaired path, which runs the switch */
+	if (droce_switch_create(&cfg->sw, ports, nb_ports) < 0) {
+		int e = errno;
+
+		droce_err_set(e, "%s: %s", cfg->source, droce_last_error());
+		goto fail;
+	}
+	for (i = 0; i < nb_ports; i++)
+		if (ports[i].sw != NULL)
+			__atomic_store_n(&ports[i].impair_used, true, __ATOMIC_RELEASE);
 	/* Capture files list every ethdev port, so open them once all exist. */
 	for (i = 0; i < nb_ports; i++) {
 		struct droce_port *p = &ports[i];
@@ -665,7 +713,14 @@ droce_ports_destroy(void)
 {
 	unsigned int i;
 
-	/* Second port of a ring pair first: the first owns the rings. */
+	/* the switch's frames first, then the ports (the second port of a
+	 * ring pair first: the first owns the rings) */
+	for (i = 0; i < nb_ports; i++)
+		if (ports[i].started && ports[i].sw != NULL) {
+			rte_eth_dev_stop(ports[i].eth_port);
+			ports[i].started = false;
+		}
+	droce_switch_destroy();
 	for (i = nb_ports; i-- > 0;)
 		destroy_port(&ports[i]);
 	nb_ports = 0;

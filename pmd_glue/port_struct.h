@@ -23,6 +23,7 @@ struct droce_arp_entry {
 
 struct droce_capture;
 struct droce_impair_q;
+struct droce_switch;
 struct droce_wake;
 
 struct droce_port {
@@ -69,6 +70,9 @@ struct droce_port {
 	uint32_t loop_peers;            /* other ports reached inside droce (bit per index) */
 	struct rte_ring *lo[DROCE_MAX_QUEUES]; /* receive queue q's loop inlet */
 	struct droce_wake *wake;        /* memif: the wake-up line to a droce peer (wake.c) */
+	/* kind = switch: the switch it joins (switch.c) and its index there */
+	struct droce_switch *sw;
+	uint8_t sw_index;
 };
 
 #endif /* DROCE_PMD_GLUE_PORT_STRUCT_H */

@@ -24,10 +24,38 @@
 
 #include <droce/droce.h>
 
+#include "clock.h"
 #include "internal.h"
 #include "port_internal.h"
 #include "residue.h"
 #include "stats_internal.h"
+
+struct droce_clock droce_clock = { .plain = true }; /* clock.h */
+
+uint64_t
+droce_clock_shaped(uint64_t t)
+{
+	if (droce_clock.cap != 0) {
+		uint64_t last = __atomic_load_n(&droce_clock.last, __ATOMIC_RELAXED);
+
+		/* whoever sees the gap first excuses it; a read racing it may
+		 * be ahead by one gap's excuse (no engine time goes backwards
+		 * by more than clock_stall_us within a pass) */
+		while (t > last) {
+			if (__atomic_compare_exchange_n(&droce_clock.last, &last, t, false,
+							__ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+				if (t - last > droce_clock.cap)
+					__atomic_add_fetch(&droce_clock.skipped, t - last - droce_clock.cap,
+							   __ATOMIC_RELAXED);
+				break;
+			}
+		}
+		t -= __atomic_load_n(&droce_clock.skipped, __ATOMIC_RELAXED);
+	}
+	if (droce_clock.div > 1)
+		t = droce_clock.tsc0 + (t - droce_clock.tsc0) / droce_clock.div;
+	return t;
+}
 
 enum eal_state {
 	EAL_NONE,
@@ -255,6 +283,12 @@ droce_start_config(const struct droce_config *cfg)
 	if (rt.pool == NULL)
 		return droce_err_set(rte_errno, "%s: [mempool]: cannot create %u mbufs of %u bytes: %s (with --no-huge, raise -m)",
 				     cfg->source, cfg->mbufs, cfg->data_room, rte_strerror(rte_errno));
+	droce_clock.tsc0 = rte_rdtsc();
+	droce_clock.div = cfg->time_dilation;
+	droce_clock.cap = rte_get_tsc_hz() / 1000000 * cfg->clock_stall_us;
+	droce_clock.last = droce_clock.tsc0;
+	droce_clock.skipped = 0;
+	droce_clock.plain = droce_clock.div <= 1 && droce_clock.cap == 0;
 	if (droce_ports_create(cfg, rt.pool) < 0) {
 		int e = errno;
 

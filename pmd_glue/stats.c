@@ -17,6 +17,7 @@
 
 #include "port_struct.h"
 #include "stats_internal.h"
+#include "switch.h"
 
 /* ---- the runtime's lifetime lock ---- */
 
@@ -99,6 +100,8 @@ port_stats_locked(unsigned int port, struct droce_stat *out, unsigned int n)
 	i = droce_stat_put(out, n, i, "pmd_ierrors", es.ierrors);
 	i = droce_stat_put(out, n, i, "pmd_oerrors", es.oerrors);
 	i = droce_stat_put(out, n, i, "pmd_rx_nombuf", es.rx_nombuf);
+	if (p->sw != NULL)
+		i = droce_switch_stats(p, out, n, i); /* kind = switch: its queue */
 	return (int)i;
 }
 

@@ -20,8 +20,22 @@
  *                                       that are droce with it too, found by
  *                                       a BTH hint; default 0: plain IBTA
  *                                       go-back-N, frames unchanged)
+ *              time_dilation = S       (droce's clock (engines, RC timers,
+ *                                       pacer, DCQCN, the switch) runs S times
+ *                                       slower than real time; default 1)
+ *              clock_stall_us = N      (a gap over N us between two reads of
+ *                                       droce's clock counts as N us: time
+ *                                       off the CPU passes for nobody; 0 off)
  *   [mempool]  mbufs = N, cache = N, data_room = bytes, capture_mbufs = N
- *   [portN]    kind = ring | memif | af_packet | af_xdp | tap | pci
+ *   [switch]   the in-process switch model the ports of kind = switch join
+ *              (pmd_glue/switch.c): every port's egress queue drains at
+ *              rate = Gb/s (default 10), the queues share buffer = bytes
+ *              (default 1M; K/M suffixes), ECN marking RED-style on the
+ *              instantaneous queue at dequeue: kmin = bytes, kmax = bytes
+ *              (default 0: no marking), pmax = P (default 1), tail drop
+ *              when full; pfc = 0 | 1 with pfc_xoff / pfc_xon = bytes per
+ *              ingress port; seed = N (the marking draws)
+ *   [portN]    kind = ring | memif | af_packet | af_xdp | tap | pci | switch
  *              peer = portM            (ring)
  *              role = server | client, socket = path, id = N   (memif)
  *              iface = name            (af_packet, af_xdp, tap)
@@ -81,7 +95,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define DROCE_MAX_PORTS 8
+/* 32 at most: port sets are 32-bit masks (loopback's loop_peers) */
+#define DROCE_MAX_PORTS 32
 #define DROCE_MAX_GIDS 8
 #define DROCE_MAX_ENGINES 64
 #define DROCE_FALLBACK_US_DEFAULT 50u
@@ -103,6 +118,7 @@ enum droce_port_kind {
 	DROCE_PORT_KIND_AF_XDP,
 	DROCE_PORT_KIND_TAP,
 	DROCE_PORT_KIND_PCI,
+	DROCE_PORT_KIND_SWITCH,
 	DROCE_PORT_KIND_COUNT
 };
 
@@ -219,6 +235,20 @@ struct droce_dcqcn_config {
 	struct droce_dcqcn_rp_config rp;
 };
 
+/* [switch]: the switch model (pmd_glue/switch.c) */
+struct droce_switch_config {
+	double rate_gbps;      /* every egress queue's line rate */
+	uint64_t buffer;       /* shared buffer, bytes */
+	uint64_t kmin, kmax;   /* ECN marking thresholds, bytes (kmax 0: no marking) */
+	double pmax;           /* marking probability at kmax */
+	uint32_t pfc;          /* 1: pause an ingress port holding pfc_xoff bytes */
+	uint64_t pfc_xoff, pfc_xon;
+	uint64_t seed;
+};
+
+#define DROCE_SWITCH_RATE_DEFAULT 10.0
+#define DROCE_SWITCH_BUFFER_DEFAULT (1u << 20)
+
 struct droce_config {
 	char source[DROCE_CONFIG_PATH_MAX]; /* file path, or "<embedded loopback.ini>" */
 	/* [eal] */
@@ -231,10 +261,16 @@ struct droce_config {
 	uint32_t fallback_us;                     /* colocated only, 0 = off */
 	uint32_t wait_spin_us;                    /* colocated only, 0 = off */
 	uint32_t selective_repeat;                /* 0 or 1 (dataplane/rc_sr.c) */
+	uint32_t time_dilation;                   /* droce's clock runs this many times
+						     slower than real time (pmd_glue/clock.h) */
+	uint32_t clock_stall_us;                  /* a longer gap between its reads counts
+						     as this long (0: off) */
 	/* [mempool] */
 	uint32_t mbufs, mbuf_cache, data_room, capture_mbufs;
 	/* [dcqcn] */
 	struct droce_dcqcn_config dcqcn;
+	/* [switch] */
+	struct droce_switch_config sw;
 	/* [portN] */
 	unsigned int n_ports;
 	struct droce_port_config ports[DROCE_MAX_PORTS];

@@ -40,6 +40,17 @@ int droce_stats_engine(unsigned int engine, struct droce_stat *out, unsigned int
 int droce_stats_qp(struct ibv_qp *qp, struct droce_stat *out, unsigned int n);
 int droce_stats_cm(struct droce_stat *out, unsigned int n);
 
+/*
+ * A port of kind = switch lists the switch's counters of it after the
+ * others (switch_*: its egress queue now, at most, and its p50 / p99 over
+ * the switch's clock; frames and bytes queued and sent on, tail drops, CE
+ * marks; what came in from the port: drops, PFC pauses, p50 / p99 time in
+ * the switch; the switch's clock).  droce_stats_switch_reset() zeroes
+ * them (the queues' contents stay): 0, or -1 with errno ENODEV when no
+ * switch runs.
+ */
+int droce_stats_switch_reset(void);
+
 /* The value of counter @name in @s[0..n), or UINT64_MAX if absent. */
 uint64_t droce_stat_find(const struct droce_stat *s, unsigned int n, const char *name);
 

@@ -97,7 +97,10 @@ h_start(const struct h_cfg *c, bool may_fail)
 		 c->port0_extra ? c->port0_extra : "");
 	snprintf(port1, sizeof(port1), "%s%s%s", extra, c->port1_extra ? "\n" : "",
 		 c->port1_extra ? c->port1_extra : "");
-	n = tc_pair_config(text, sizeof(text), &pair);
+	if (c->text != NULL)
+		n = snprintf(text, sizeof(text), "%s", c->text);
+	else
+		n = tc_pair_config(text, sizeof(text), &pair);
 	cr_assert(n > 0 && (size_t)n < sizeof(text), "config text too long");
 	unsetenv("DROCE_CONFIG");
 	if (droce_config_load_text("<dataplane test>", text, &cfg) != 0) {
@@ -255,6 +258,21 @@ h_pair_create_ex(struct h_pair *p, uint32_t sq, uint32_t rq, struct droce_cq *sc
 	cr_assert_neq(p->qpn[0], p->qpn[1]);
 }
 
+struct droce_qp *
+h_qp_create(unsigned int port, uint32_t sq, uint32_t rq, struct droce_cq *scq, struct droce_cq *rcq)
+{
+	struct droce_qp_caps caps = {
+		.max_send_wr = sq, .max_recv_wr = rq, .max_send_sge = DROCE_DP_MAX_SGE,
+		.max_recv_sge = DROCE_DP_MAX_SGE, .max_inline_data = DROCE_DP_MAX_INLINE,
+	};
+	struct droce_qp *qp = droce_qp_create(DROCE_QPT_RC, &caps, scq, rcq, H_PD, port);
+
+	cr_assert_not_null(qp, "droce_qp_create(port%u): %s", port, strerror(errno));
+	cr_assert_lt(reg.nqp, H_MAX_OBJ);
+	reg.qp[reg.nqp++] = qp;
+	return qp;
+}
+
 void
 h_pair_create_cqs(struct h_pair *p, uint32_t sq, uint32_t rq, uint32_t cqe)
 {
@@ -286,13 +304,10 @@ h_connect_nowait(struct droce_qp *qp, unsigned int port, unsigned int peer_port,
 		 uint32_t sq_psn, uint32_t rq_psn, const struct h_conn_opts *o)
 {
 	struct droce_port *me = droce_port_get(port), *peer = droce_port_get(peer_port);
-	static const char *const ip[2] = { "198.18.0.1", "198.18.0.2" };
 	struct droce_qp_mod m;
-	struct in_addr a;
 
 	cr_assert_not_null(me);
 	cr_assert_not_null(peer);
-	cr_assert(port < 2 && peer_port < 2);
 
 	memset(&m, 0, sizeof(m));
 	m.mask = DROCE_QPM_STATE | DROCE_QPM_PKEY_INDEX | DROCE_QPM_PORT | DROCE_QPM_ACCESS_FLAGS;
@@ -312,12 +327,9 @@ h_connect_nowait(struct droce_qp *qp, unsigned int port, unsigned int peer_port,
 	m.min_rnr_timer = o->min_rnr_timer;
 	m.path.src_mac = *droce_port_mac(me);
 	m.path.dst_mac = *droce_port_mac(peer);
-	cr_assert_eq(inet_pton(AF_INET, ip[port], &a), 1);
-	droce_gid_from_ipv4(m.path.src_gid, a.s_addr);
-	cr_assert_eq(memcmp(m.path.src_gid, droce_port_gid(me, 0), 16), 0,
-		     "port%u GID 0 is not ::ffff:%s", port, ip[port]);
-	cr_assert_eq(inet_pton(AF_INET, ip[peer_port], &a), 1);
-	droce_gid_from_ipv4(m.path.dst_gid, a.s_addr);
+	/* GID 0 of each port (the pair's: 198.18.0.1 and 198.18.0.2) */
+	memcpy(m.path.src_gid, droce_port_gid(me, 0), 16);
+	memcpy(m.path.dst_gid, droce_port_gid(peer, 0), 16);
 	m.path.hop_limit = 64;
 	m.path.traffic_class = o->traffic_class;
 	/* a VLAN port's frames are tagged, the service level their priority (as

@@ -43,6 +43,9 @@ struct h_cfg {
 	const char *sections;    /* more sections after the ports (e.g. "[dcqcn]\n...") */
 	int fallback_us;         /* [engines] fallback_us: 0 the default, -1 off (only the test drives) */
 	bool selective_repeat;   /* [engines] selective_repeat = 1 (dataplane/rc_sr.c) */
+	const char *text;        /* the whole config text instead of the pair's (the
+				    fields above are then ignored); h_connect takes
+				    each port's GID 0 */
 };
 
 /*
@@ -108,6 +111,9 @@ void h_pair_create(struct h_pair *p, uint32_t sq, uint32_t rq, struct droce_cq *
 void h_pair_create_ex(struct h_pair *p, uint32_t sq, uint32_t rq, struct droce_cq *scq0,
 		      struct droce_cq *rcq0, struct droce_cq *scq1, struct droce_cq *rcq1,
 		      bool port1_first);
+/* One RC QP for port @port (destroyed by h_stop). */
+struct droce_qp *h_qp_create(unsigned int port, uint32_t sq, uint32_t rq, struct droce_cq *scq,
+			     struct droce_cq *rcq);
 /* Creates a pair with its own four CQs of @cqe entries. */
 void h_pair_create_cqs(struct h_pair *p, uint32_t sq, uint32_t rq, uint32_t cqe);
 
