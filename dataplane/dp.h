@@ -624,8 +624,9 @@ unsigned int droce_engine_count(void);
 uint32_t droce_dp_max_qps(void);
 
 /* Co-located mode: one pass of every engine no other thread is driving right
- * now (any thread may drive any engine, one at a time; no thread keeps one). */
-void droce_engines_progress(void);
+ * now (any thread may drive any engine, one at a time; no thread keeps one);
+ * true if a pass had work. */
+bool droce_engines_progress(void);
 /* Co-located mode: the calling thread is about to block (ibv_get_cq_event ...):
  * the fallback progress thread takes the engines over now, not after fallback_us. */
 void droce_engines_blocking(void);
@@ -634,8 +635,8 @@ void droce_engines_blocking(void);
 int droce_engines_at_stop(void (*fn)(void));
 /*
  * Co-located mode, a verb about to block: drives the engines until
- * @ready(@arg) is true or the waiter's spin budget ([engines] wait_spin_us,
- * adapted) runs out; true if ready.  Call droce_engines_wait_end() after the
+ * @ready(@arg) is true or they have been idle for the waiter's spin budget
+ * ([engines] wait_spin_us, adapted); true if ready.  Call droce_engines_wait_end() after the
  * blocking part with whether it got what it waited for: the budget learns
  * from it.  In dedicated mode (or with wait_spin_us = 0) it only asks
  * @ready once.  @budget is the waiter's (a channel's; 0 at creation means
@@ -643,11 +644,21 @@ int droce_engines_at_stop(void (*fn)(void));
  */
 struct droce_wait {
 	uint64_t start_tsc;
+	uint64_t idle_tsc; /* the last pass with work (or the start) */
 	bool slept;
 };
 bool droce_engines_wait_spin(_Atomic uint64_t *budget, struct droce_wait *w,
 			     bool (*ready)(const void *), const void *arg);
 void droce_engines_wait_end(_Atomic uint64_t *budget, const struct droce_wait *w, bool got);
+/*
+ * Co-located mode: the calling thread sleeps (true) or stopped sleeping
+ * (false) in a verb waiting for an event the engines' traffic brings
+ * (ibv_get_cq_event's read).  While a thread does, the fallback thread is
+ * that program's engine: it keeps spinning after work even when the CPUs are
+ * crowded, as a polling program's thread would, instead of sleeping between
+ * frames.  Calls pair; any thread, no lock.
+ */
+void droce_engines_waiting(bool on);
 /* Passes the fallback progress thread has run since the process started. */
 uint64_t droce_engines_fallback_passes(void);
 /* True while the calling thread runs an engine pass inside a verb of the

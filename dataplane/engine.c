@@ -96,11 +96,13 @@ droce_engines_in_app_pass(void)
 	return app_pass;
 }
 
-void
+bool
 droce_engines_progress(void)
 {
+	bool busy = false;
+
 	if (!droce_engines.started || droce_engines.dedicated || droce_engines.forked)
-		return;
+		return false;
 	for (unsigned int e = 0; e < droce_engines.n; e++) {
 		struct droce_engine *eng = droce_engines.eng[e];
 
@@ -115,14 +117,17 @@ droce_engines_progress(void)
 			atomic_store_explicit(&eng->wanted, false, memory_order_relaxed);
 		rte_rcu_qsbr_thread_online(droce_engines.rcu, e);
 		app_pass = true;
-		if (droce_engine_pass_lc(eng)) /* the fallback thread's deep sleep waits for a lull */
+		if (droce_engine_pass_lc(eng)) { /* the fallback thread's deep sleep waits for a lull */
 			atomic_store_explicit(&eng->work_tsc, droce_clock_real(eng->now),
 					      memory_order_relaxed);
+			busy = true;
+		}
 		app_pass = false;
 		rte_rcu_qsbr_thread_offline(droce_engines.rcu, e);
 		atomic_store_explicit(&eng->app_tsc, droce_clock_real(eng->now), memory_order_relaxed);
 		droce_engine_give(eng);
 	}
+	return busy;
 }
 
 /*
@@ -164,11 +169,15 @@ droce_engines_blocking(void)
  * drives the engines itself while it waits, so a program that waits for
  * events runs as one that polls, and the fallback thread (which skips an
  * engine an application thread drove within fallback_us) stays asleep.  The
- * budget is the waiter's: it starts at wait_spin_us; an event that came
- * after the thread slept, but sooner than wait_spin_us after the wait began,
- * sets it to twice that delay; a wait that ended later (or not at all)
+ * spin lasts while the engines have work (frames coming and going: the
+ * waiter is then the transport's engine, as a polling program's thread is,
+ * and sleeping would only hand the same work to the fallback thread at the
+ * price of a wake-up per event) and ends once they have been idle for the
+ * waiter's budget.  The budget starts at wait_spin_us; an event that came
+ * after the thread slept, but sooner than wait_spin_us after the engines went
+ * idle, sets it to twice that delay; a wait that ended later (or not at all)
  * halves it, down to DROCE_SPIN_MIN_US: a thread whose events come seldom
- * soon spins almost not at all.
+ * soon spins almost not at all once its traffic stops.
  */
 #define DROCE_SPIN_MIN_US 2
 
@@ -179,6 +188,7 @@ droce_engines_wait_spin(_Atomic uint64_t *budget, struct droce_wait *w,
 	uint64_t max = droce_engines.wait_spin_tsc, b, now;
 
 	w->start_tsc = rte_rdtsc();
+	w->idle_tsc = w->start_tsc;
 	w->slept = false;
 	if (ready(arg))
 		return true;
@@ -189,13 +199,26 @@ droce_engines_wait_spin(_Atomic uint64_t *budget, struct droce_wait *w,
 	if (b == 0 || b > max)
 		b = max;
 	do {
-		droce_engines_progress();
+		bool busy = droce_engines_progress();
+
 		if (ready(arg)) {
 			w->slept = false;
 			return true;
 		}
 		now = rte_rdtsc();
-	} while (now - w->start_tsc < b);
+		if (busy) {
+			w->idle_tsc = now;
+		} else {
+			/* another thread's pass (the fallback's, before it saw us) had work */
+			for (unsigned int e = 0; e < droce_engines.n; e++) {
+				uint64_t t = atomic_load_explicit(&droce_engines.eng[e]->work_tsc,
+								  memory_order_relaxed);
+
+				if ((int64_t)(t - w->idle_tsc) > 0)
+					w->idle_tsc = t;
+			}
+		}
+	} while ((int64_t)(now - w->idle_tsc) < (int64_t)b);
 	return false;
 }
 
@@ -204,7 +227,7 @@ droce_engines_wait_end(_Atomic uint64_t *budget, const struct droce_wait *w, boo
 {
 	uint64_t max = droce_engines.wait_spin_tsc, min = rte_get_tsc_hz() / 1000000 * DROCE_SPIN_MIN_US;
 	uint64_t b = atomic_load_explicit(budget, memory_order_relaxed);
-	uint64_t took = rte_rdtsc() - w->start_tsc;
+	uint64_t took = rte_rdtsc() - w->idle_tsc;
 
 	if (!w->slept || max == 0)
 		return;

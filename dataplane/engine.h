@@ -442,7 +442,7 @@ struct droce_engine {
 	_Atomic uint32_t driving; /* 0 = free; taken by try-CAS (acquire), freed (release) */
 	_Atomic bool wanted;      /* an application thread found it held: fallback, let go */
 	_Atomic uint64_t app_tsc; /* TSC of the last pass or attempt by an application thread */
-	_Atomic uint64_t work_tsc; /* TSC of the last application pass that had work */
+	_Atomic uint64_t work_tsc; /* TSC of the last pass that had work (any thread's) */
 	unsigned int n_ports;
 	struct droce_port *ports[DROCE_MAX_PORTS];
 

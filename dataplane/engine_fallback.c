@@ -50,6 +50,7 @@ static struct {
 	_Atomic uint64_t sleeps;  /* every sleep */
 } fallback = { .efd = -1 };
 static bool (*_Atomic fallback_hook)(void); /* droce_engines_set_fallback_hook */
+static _Atomic int waiters; /* droce_engines_waiting: threads asleep for an event */
 _Atomic bool droce_fallback_asleep;
 static _Atomic bool asleep_deep; /* asleep on the wake lines alone: nudges wake it */
 
@@ -57,6 +58,12 @@ void
 droce_engines_set_fallback_hook(bool (*fn)(void))
 {
 	atomic_store(&fallback_hook, fn);
+}
+
+void
+droce_engines_waiting(bool on)
+{
+	atomic_fetch_add_explicit(&waiters, on ? 1 : -1, memory_order_relaxed);
 }
 
 bool
@@ -89,6 +96,9 @@ fallback_round(void)
 		for (unsigned int i = 0; i < FALLBACK_PASSES; i++) {
 			bool b = droce_engine_pass_lc(eng);
 
+			if (b) /* a waiter's spin goes on while the engine has work */
+				atomic_store_explicit(&eng->work_tsc, droce_clock_real(eng->now),
+						      memory_order_relaxed);
 			busy |= b;
 			atomic_fetch_add_explicit(&fallback.passes, 1, memory_order_relaxed);
 			if (!b || atomic_load_explicit(&eng->wanted, memory_order_relaxed) ||
@@ -253,7 +263,10 @@ fallback_main(void *arg)
 			last = rte_rdtsc();
 			continue;
 		}
-		if (now - idle_since < spin && (int64_t)(now - crowded_until) > 0) {
+		/* crowded, it spins only for a program asleep waiting for its
+		 * traffic's events: then nothing else of the program runs */
+		if (now - idle_since < spin && ((int64_t)(now - crowded_until) > 0 ||
+		    atomic_load_explicit(&waiters, memory_order_relaxed) > 0)) {
 			rte_pause();
 			continue;
 		}

@@ -445,9 +445,11 @@ event_taken_locked(struct droce_vchan *ch, struct droce_vcq *cq)
 	atomic_store(&cq->notify_pending, 0);
 }
 
+/* The cleanup of a waiter cancelled in read(). */
 static void
 sleeper_gone(void *arg)
 {
+	droce_engines_waiting(false);
 	atomic_fetch_sub(&((struct droce_vchan *)arg)->sleepers, 1);
 }
 
@@ -499,9 +501,11 @@ ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, void 
 		if (!ready)
 			droce_engines_blocking(); /* co-located engines: the fallback drives them now */
 		ready = false;
+		droce_engines_waiting(true);
 		pthread_cleanup_push(sleeper_gone, ch); /* read() is a cancellation point */
 		n = read(channel->fd, &rec, sizeof(rec));
 		pthread_cleanup_pop(0);
+		droce_engines_waiting(false);
 		if (n < 0) {
 			atomic_fetch_sub(&ch->sleepers, 1);
 			droce_engines_wait_end(&ch->spin_budget, &w, false);

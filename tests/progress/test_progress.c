@@ -17,6 +17,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -526,6 +527,67 @@ Test(progress_spin, a_non_blocking_channel_still_says_eagain)
 	}
 	cr_assert_eq(ev_cq, B.rcq);
 	ibv_ack_cq_events(ev_cq, 1);
+}
+
+/* ---- a waiter spins while its traffic flows, past its budget ---- */
+
+/* The fallback thread steps in only when a thread says it blocks (or after a
+ * second without an application pass); blocked threads spin the default
+ * wait_spin_us. */
+static void
+setup_lazy_fallback(void)
+{
+	const struct tc_pair o = { .fallback_us = 1000000 };
+
+	start(&o);
+	setup_ends();
+}
+
+TestSuite(progress_flow, .init = setup_lazy_fallback, .fini = tc_stop, .timeout = 60);
+
+#define FLOW_WRITES 240u
+#define FLOW_LEN (16u << 10)
+#define FLOW_SLOTS 32u
+
+/* 240 WRITEs of 16 KiB (milliseconds of traffic, far more than the 200 µs
+ * budget) then a SEND, posted before anyone waits; the thread then waits for
+ * the SEND's receive event.  It drives the engines all along, as a polling
+ * thread would, because they have work: it never sleeps, so the fallback
+ * thread runs no pass (before, the spin ended 200 µs after the wait began
+ * and the fallback thread carried the rest while the waiter slept). */
+Test(progress_flow, a_waiter_keeps_driving_while_its_traffic_flows)
+{
+	struct ibv_wc wc;
+	uint64_t passes;
+
+	fill(A.buf, FLOW_SLOTS * FLOW_LEN, 9);
+	cr_assert_eq(post_recv(&B, 61, 0, 64), 0);
+	cr_assert_eq(ibv_req_notify_cq(B.rcq, 0), 0);
+	passes = droce_engines_fallback_passes();
+	for (uint32_t i = 0; i < FLOW_WRITES; i++) {
+		size_t off = (size_t)(i % FLOW_SLOTS) * FLOW_LEN;
+
+		cr_assert_eq(post_send(&A, 100 + i, IBV_WR_RDMA_WRITE, off, FLOW_LEN,
+				       (uintptr_t)B.buf + BUF_SIZE / 2 + off, B.mr->rkey, 0), 0);
+	}
+	cr_assert_eq(post_send(&A, 62, IBV_WR_SEND, 0, 64, 0, 0, 0), 0);
+	cr_assert_eq(wait_event(B.rcq, B.rch, &wc, 1), 1);
+	cr_assert_eq(wc.status, IBV_WC_SUCCESS, "recv status %d", wc.status);
+	cr_assert_eq(wc.wr_id, 61u);
+	cr_assert_eq(droce_engines_fallback_passes() - passes, 0,
+		     "the waiter slept while its traffic flowed (fallback passes %" PRIu64 ")",
+		     droce_engines_fallback_passes() - passes);
+	cr_assert_arr_eq(B.buf + BUF_SIZE / 2, A.buf, FLOW_SLOTS * FLOW_LEN);
+	for (uint32_t n = 0; n < FLOW_WRITES + 1;) { /* and every WRITE completed */
+		struct ibv_wc w[32];
+		int k = poll_for(A.scq, w, 32, 5000);
+
+		cr_assert_gt(k, 0, "%u of %u send completions", n, FLOW_WRITES + 1);
+		for (int j = 0; j < k; j++)
+			cr_assert_eq(w[j].status, IBV_WC_SUCCESS, "send %" PRIu64 " status %d",
+				     w[j].wr_id, w[j].status);
+		n += (uint32_t)k;
+	}
 }
 
 /* [engines] wait_spin_us: bounds, and co-located mode only. */

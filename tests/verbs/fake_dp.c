@@ -153,9 +153,10 @@ droce_dp_max_qps(void)
 	return 262143; /* one engine's QPN space, as the real dataplane reports */
 }
 
-void
+bool
 droce_engines_progress(void)
 {
+	return false;
 }
 
 void
@@ -170,6 +171,12 @@ droce_engines_wait_spin(_Atomic uint64_t *budget, struct droce_wait *w,
 	(void)budget;
 	w->slept = false;
 	return ready(arg);
+}
+
+void
+droce_engines_waiting(bool on)
+{
+	(void)on;
 }
 
 void
