@@ -23,6 +23,7 @@
 #include <rte_lcore.h>
 
 #include "engine_internal.h"
+#include "pmd_glue/clock.h"
 #include "pmd_glue/port_struct.h"
 #include "pmd_glue/wake.h"
 
