@@ -36,6 +36,12 @@ struct droce_cq {
 	_Atomic uint64_t overflows;
 	bool timestamp;                  /* elements are struct droce_cqe_ts */
 	struct rte_ring *sub[DROCE_MAX_ENGINES]; /* engine e writes sub[e]; pollers: sub_of() */
+	/* what the last event announced: sub-ring e's completions before
+	 * ann[e].tail (its producer count then), if it is still ann[e].ring */
+	struct {
+		struct rte_ring *_Atomic ring;
+		_Atomic uint32_t tail;
+	} ann[DROCE_MAX_ENGINES];
 	pthread_mutex_t resize_lock;     /* one droce_cq_resize at a time */
 	struct retired_ring *retired;    /* sub-rings replaced by resizes */
 };
@@ -393,26 +399,60 @@ droce_cq_clean_lc(struct droce_cq *cq, struct droce_engine *eng, uint32_t qpn)
 	free(buf);
 }
 
-/* True if no sub-ring holds a completion (a QP's overrun stash aside). */
-static bool
-cq_empty(struct droce_cq *cq)
+/* An event goes out now: every completion the CQ holds is announced by it.
+ * Only on an event's path (never per completion): the producer counts the
+ * sub-rings keep anyway. */
+static void
+cq_announce(struct droce_cq *cq)
 {
-	for (unsigned int e = 0; e < cq->n_sub; e++)
-		if (rte_ring_count(sub_of(cq, e)) != 0)
-			return false;
-	return true;
+	for (unsigned int e = 0; e < cq->n_sub; e++) {
+		struct rte_ring *r = sub_of(cq, e);
+
+		atomic_store_explicit(&cq->ann[e].ring, r, memory_order_relaxed);
+		atomic_store_explicit(&cq->ann[e].tail, __atomic_load_n(&r->prod.tail, __ATOMIC_ACQUIRE),
+				      memory_order_relaxed);
+	}
+}
+
+/* True if the CQ holds a completion no event announced: one pushed while
+ * the CQ was not armed (and not polled since).  A sub-ring a resize replaced
+ * counts as unannounced (an event too many, never one too few). */
+static bool
+cq_unannounced(struct droce_cq *cq)
+{
+	for (unsigned int e = 0; e < cq->n_sub; e++) {
+		struct rte_ring *r = sub_of(cq, e);
+		uint32_t prod = __atomic_load_n(&r->prod.tail, __ATOMIC_ACQUIRE);
+		uint32_t from = __atomic_load_n(&r->cons.tail, __ATOMIC_ACQUIRE);
+		uint32_t ann = atomic_load_explicit(&cq->ann[e].tail, memory_order_relaxed);
+
+		if (prod == from)
+			continue; /* empty */
+		if (atomic_load_explicit(&cq->ann[e].ring, memory_order_relaxed) != r)
+			return true;
+		if ((int32_t)(ann - from) > 0)
+			from = ann;
+		if ((int32_t)(prod - from) > 0)
+			return true;
+	}
+	return false;
 }
 
 /*
  * Armed for the next completion; and, as mlx5 (whose arm doorbell carries the
- * consumer index: a CQE already past it raises the event at once), a CQ that
- * already holds completions when armed for any completion fires now: 1, the
- * arm is used up and the caller delivers the event (no notify is called).
- * UCX arms an idle interface's CQs right after polling them empty and then
- * waits on the channel's fd; a completion pushed in between made no event and
- * would sleep until the next one.  Against a push that reads `armed` before
- * this store is visible while its own enqueue is not yet visible here, the
- * push fences (once the CQ was ever armed): one of the two sees the other.
+ * consumer index: a CQE already past it raises the event at once), a CQ armed
+ * for any completion while it holds one that no event announced fires now:
+ * 1, the arm is used up and the caller delivers the event (no notify is
+ * called).  UCX arms an idle interface's CQs right after polling them empty
+ * and then waits on the channel's fd; a completion pushed in between made no
+ * event and would sleep until the next one.  A completion an event did
+ * announce does not fire again: perftest's `-e` takes the event, acks and
+ * re-arms before it polls (ctx_notify_events), and an event at that arm
+ * would wake its next wait before the next completion, whose poll then finds
+ * nothing and leaves the one-deep send queue full (rxe, following the IBTA,
+ * never fires at the arm).  Against a push that reads `armed` before this
+ * store is visible while its own enqueue is not yet visible here, the push
+ * fences (once the CQ was ever armed): one of the two sees the other.
  */
 int
 droce_cq_arm(struct droce_cq *cq, bool solicited_only)
@@ -422,10 +462,13 @@ droce_cq_arm(struct droce_cq *cq, bool solicited_only)
 	if (!atomic_load_explicit(&cq->events, memory_order_relaxed))
 		atomic_store(&cq->events, true);
 	atomic_store(&cq->armed, armed);
-	if (solicited_only || cq_empty(cq))
+	if (solicited_only || !cq_unannounced(cq))
 		return 0;
 	/* an engine's push may have taken the arm meanwhile: it notified */
-	return atomic_compare_exchange_strong(&cq->armed, &armed, ARM_NONE) ? 1 : 0;
+	if (!atomic_compare_exchange_strong(&cq->armed, &armed, ARM_NONE))
+		return 0;
+	cq_announce(cq);
+	return 1;
 }
 
 bool
@@ -460,7 +503,10 @@ droce_cq_push_lc(struct droce_cq *cq, struct droce_engine *eng, const struct dro
 		return true;
 	if (armed == ARM_SOLICITED && !solicited && cqe->status == DROCE_WC_SUCCESS)
 		return true;
-	if (atomic_compare_exchange_strong(&cq->armed, &armed, ARM_NONE) && cq->notify)
-		cq->notify(cq, cq->arg);
+	if (atomic_compare_exchange_strong(&cq->armed, &armed, ARM_NONE)) {
+		cq_announce(cq);
+		if (cq->notify)
+			cq->notify(cq, cq->arg);
+	}
 	return true;
 }

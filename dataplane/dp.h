@@ -216,9 +216,10 @@ void droce_cq_destroy(struct droce_cq *cq);
  * number of threads may poll one CQ at once (as rdma-core allows). */
 int droce_cq_poll(struct droce_cq *cq, int n, struct droce_cqe *out);
 /* Arms the CQ once: the next completion (or next solicited / error one) fires
- * notify.  Armed for any completion while it already holds some: returns 1
- * and the arm is used up at once, notify not called (the caller delivers
- * that event, as mlx5 raises one then); else 0. */
+ * notify.  Armed for any completion while it already holds one no event
+ * announced (pushed while it was not armed): returns 1 and the arm is used
+ * up at once, notify not called (the caller delivers that event, as mlx5
+ * raises one then); else 0. */
 int droce_cq_arm(struct droce_cq *cq, bool solicited_only);
 uint32_t droce_cq_capacity(const struct droce_cq *cq);
 /* Gives @cq room for @cqe completions per engine, keeping the ones not yet

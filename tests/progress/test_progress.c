@@ -858,6 +858,57 @@ ucx_async_thread(void *arg)
 	return NULL;
 }
 
+/*
+ * perftest's `ib_send_lat -e`: post a signaled SEND, wait for the send CQ's
+ * event, ack it and re-arm before polling (its ctx_notify_events), then
+ * poll.  The event announced the completion still in the CQ: the re-arm
+ * must raise no second one (the IBTA's "next completion"; rxe), or the next
+ * wait returns at once, its poll finds nothing yet and the next post meets a
+ * full one-deep send queue ("Couldn't post send: scnt=3" before the fix).  A
+ * completion that came while the CQ was not armed still fires at the arm
+ * (the UCX test below).
+ */
+Test(progress_owed, an_event_announces_its_completion_once)
+{
+	int fl = fcntl(A.sch->fd, F_GETFL);
+
+	for (uint32_t i = 0; i < 16; i++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)B.buf + i * 64, .length = 64,
+				       .lkey = B.mr->lkey };
+		struct ibv_recv_wr rw = { .wr_id = i, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+		cr_assert_eq(ibv_post_recv(B.qp, &rw, &bad), 0);
+	}
+	cr_assert_eq(ibv_req_notify_cq(A.scq, 0), 0);
+	for (uint32_t i = 0; i < 8; i++) {
+		struct ibv_sge sge = { .addr = (uintptr_t)A.buf, .length = 8, .lkey = A.mr->lkey };
+		struct ibv_send_wr w = { .wr_id = i, .sg_list = &sge, .num_sge = 1,
+					 .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+		struct ibv_cq *ecq;
+		void *ectx;
+		struct ibv_wc wc;
+		int rc;
+
+		cr_assert_eq(ibv_post_send(A.qp, &w, &bad), 0);
+		cr_assert_eq(ibv_get_cq_event(A.sch, &ecq, &ectx), 0, "send %u: its event", i);
+		cr_assert_eq(ecq, A.scq);
+		ibv_ack_cq_events(ecq, 1);
+		cr_assert_eq(ibv_req_notify_cq(A.scq, 0), 0);
+		cr_assert_eq(fcntl(A.sch->fd, F_SETFL, fl | O_NONBLOCK), 0);
+		errno = 0;
+		rc = ibv_get_cq_event(A.sch, &ecq, &ectx);
+		if (rc == 0)
+			ibv_ack_cq_events(ecq, 1);
+		cr_assert_eq(rc, -1, "send %u: a second event at the re-arm for the completion "
+			     "the first one announced", i);
+		cr_assert_eq(errno, EAGAIN, "send %u: %s", i, strerror(errno));
+		cr_assert_eq(fcntl(A.sch->fd, F_SETFL, fl), 0);
+		cr_assert_eq(ibv_poll_cq(A.scq, 1, &wc), 1, "send %u: the event's completion", i);
+		cr_assert_eq(wc.status, IBV_WC_SUCCESS, "send %u: %s", i, ibv_wc_status_str(wc.status));
+		cr_assert_eq(wc.wr_id, i);
+	}
+}
+
 Test(progress_owed, an_epoll_driven_interface_like_ucx_misses_no_event)
 {
 	struct ibv_qp_init_attr ia = {
