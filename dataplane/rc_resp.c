@@ -2,6 +2,9 @@
  * Reliable Connected transport, responder: request packets -> memory,
  * receive completions, ACKs/NAKs, queued READ responses and atomic replies.
  * Engine thread only.
+ * Over 800 lines: the responder's state machine and, beside it (issue 27),
+ * its short ways for in-order WRITE ONLY, SEND ONLY and READ requests,
+ * which must make the same checks as the machine and so sit with it.
  */
 #include <string.h>
 
