@@ -91,7 +91,8 @@ static inline void
 wheel_del(struct droce_engine *eng, struct droce_qp *qp)
 {
 	TAILQ_REMOVE(&eng->tw[qp->tw_slot], qp, active_link);
-	eng->tw_count--;
+	/* the fallback thread reads it (deep_sleep_arm): relaxed, one writer */
+	__atomic_store_n(&eng->tw_count, eng->tw_count - 1, __ATOMIC_RELAXED);
 }
 
 void
@@ -177,7 +178,7 @@ droce_engine_settle_lc(struct droce_engine *eng, struct droce_qp *qp)
 	qp->tw_slot = (uint16_t)(t & (DROCE_TW_SLOTS - 1));
 	TAILQ_INSERT_TAIL(&eng->tw[qp->tw_slot], qp, active_link);
 	qp->sched = DROCE_QP_SCHED_WHEEL;
-	eng->tw_count++;
+	__atomic_store_n(&eng->tw_count, eng->tw_count + 1, __ATOMIC_RELAXED);
 }
 
 void
