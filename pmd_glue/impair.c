@@ -67,17 +67,7 @@ struct droce_impair_q {
 	uint64_t dly_t[DELAY_CAP];
 };
 
-/* ---- PRNG: splitmix64 ---- */
-
-static inline uint64_t
-splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
+/* ---- PRNG: splitmix64 (impair.h) ---- */
 
 static inline uint32_t
 draw32(struct droce_impair_q *iq)

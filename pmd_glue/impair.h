@@ -10,6 +10,18 @@
 
 #include "port_struct.h"
 
+/* splitmix64, the impaired link's and the switch's PRNG (one draw per call,
+ * the state advanced in place). */
+static inline uint64_t
+splitmix64(uint64_t *s)
+{
+	uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
+
+	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+	return z ^ (z >> 31);
+}
+
 /* Allocates the per-queue state of @p (after its queues are configured). */
 int droce_impair_port_init(struct droce_port *p);
 

@@ -63,6 +63,27 @@ droce_port_count(void)
 
 /* ---- device creation per kind ---- */
 
+/* The ethdev over @p's rings (rings[0] received, rings[1] sent): a ring
+ * port's and a switch port's.  A generation number keeps names unique across
+ * stop/start; the vdev (and ethdev) is called net_ring_<name>. */
+static int
+ring_ethdev(const char *src, struct droce_port *p)
+{
+	const struct droce_port_config *pc = p->cfg;
+	char name[RTE_RING_NAMESIZE];
+	int id;
+
+	snprintf(name, sizeof(name), "droce%u_p%u", generation, p->index);
+	id = rte_eth_from_rings(name, p->rings[0], pc->rxq, p->rings[1], pc->txq, SOCKET_ID_ANY);
+	if (id < 0)
+		return PORT_ERR(src, p, rte_errno, "rte_eth_from_rings(%s) failed: %s", name,
+				rte_strerror(rte_errno));
+	p->eth_port = (uint16_t)id;
+	if (rte_eth_dev_get_name_by_port(p->eth_port, p->dev_name) != 0)
+		snprintf(p->dev_name, sizeof(p->dev_name), "net_ring_%s", name);
+	return 0;
+}
+
 static int
 create_ring_port(const char *src, struct droce_port *p)
 {
@@ -70,7 +91,6 @@ create_ring_port(const char *src, struct droce_port *p)
 	struct droce_port *peer = &ports[pc->peer];
 	char name[RTE_RING_NAMESIZE];
 	unsigned int q;
-	int id;
 
 	if (pc->peer > (int)p->index) {
 		/* First of the pair: create both directions. rings[0] = rx, [1] = tx. */
@@ -101,17 +121,7 @@ create_ring_port(const char *src, struct droce_port *p)
 		for (q = 0; q < pc->txq; q++)
 			p->rings[1][q] = peer->rings[0][q];
 	}
-	/* A generation number keeps names unique across stop/start. */
-	snprintf(name, sizeof(name), "droce%u_p%u", generation, p->index);
-	id = rte_eth_from_rings(name, p->rings[0], pc->rxq, p->rings[1], pc->txq, SOCKET_ID_ANY);
-	if (id < 0)
-		return PORT_ERR(src, p, rte_errno, "rte_eth_from_rings(%s) failed: %s", name,
-				rte_strerror(rte_errno));
-	p->eth_port = (uint16_t)id;
-	/* The vdev (and ethdev) is called net_ring_<name>. */
-	if (rte_eth_dev_get_name_by_port(p->eth_port, p->dev_name) != 0)
-		snprintf(p->dev_name, sizeof(p->dev_name), "net_ring_%s", name);
-	return 0;
+	return ring_ethdev(src, p);
 }
 
 /* A switch port: a ring ethdev whose rings have the switch (switch.c) at
@@ -121,7 +131,6 @@ create_switch_port(const char *src, struct droce_port *p)
 {
 	const struct droce_port_config *pc = p->cfg;
 	char name[RTE_RING_NAMESIZE];
-	int id;
 
 	for (unsigned int d = 0; d < 2; d++) {
 		unsigned int nq = d == 0 ? pc->rxq : pc->txq;
@@ -138,15 +147,7 @@ create_switch_port(const char *src, struct droce_port *p)
 		}
 	}
 	p->owns_rings = true;
-	snprintf(name, sizeof(name), "droce%u_p%u", generation, p->index);
-	id = rte_eth_from_rings(name, p->rings[0], pc->rxq, p->rings[1], pc->txq, SOCKET_ID_ANY);
-	if (id < 0)
-		return PORT_ERR(src, p, rte_errno, "rte_eth_from_rings(%s) failed: %s", name,
-				rte_strerror(rte_errno));
-	p->eth_port = (uint16_t)id;
-	if (rte_eth_dev_get_name_by_port(p->eth_port, p->dev_name) != 0)
-		snprintf(p->dev_name, sizeof(p->dev_name), "net_ring_%s", name);
-	return 0;
+	return ring_ethdev(src, p);
 }
 
 static int

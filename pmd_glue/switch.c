@@ -106,16 +106,6 @@ static struct droce_switch *the_sw;
 /* ---- helpers ---- */
 
 static inline uint64_t
-splitmix64(uint64_t *s)
-{
-	uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
-}
-
-static inline uint64_t
 wire_bytes(const struct rte_mbuf *m)
 {
 	uint32_t len = rte_pktmbuf_pkt_len(m) + 4;
