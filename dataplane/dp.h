@@ -626,11 +626,13 @@ uint32_t droce_dp_max_qps(void);
 
 /* Co-located mode: one pass of every engine no other thread is driving right
  * now (any thread may drive any engine, one at a time; no thread keeps one);
- * true if a pass had work. */
+ * true if a pass had work or another thread was driving an engine (not idle). */
 bool droce_engines_progress(void);
 /* Co-located mode: the calling thread is about to block (ibv_get_cq_event ...):
  * the fallback progress thread takes the engines over now, not after fallback_us. */
 void droce_engines_blocking(void);
+/* How often a thread handed the engines to the fallback thread that way. */
+uint64_t droce_engines_waiter_blocks(void);
 /* @fn runs at the start of the next droce_engines_stop(), while the engines
  * still run (one hook: the CM's stop; EBUSY if another is set). */
 int droce_engines_at_stop(void (*fn)(void));

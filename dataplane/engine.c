@@ -107,10 +107,13 @@ droce_engines_progress(void)
 		struct droce_engine *eng = droce_engines.eng[e];
 
 		if (!droce_engine_take(eng)) {
-			/* someone drives it: if it is the fallback, it lets go after its pass */
+			/* someone drives it: if it is the fallback, it lets go after its pass.
+			 * Not idle: a waiter must not take a long pass of another thread's
+			 * (hundreds of µs when it moves a whole SQ) for a lull and sleep */
 			if (!atomic_load_explicit(&eng->wanted, memory_order_relaxed))
 				atomic_store_explicit(&eng->wanted, true, memory_order_relaxed);
 			atomic_store_explicit(&eng->app_tsc, rte_rdtsc(), memory_order_relaxed);
+			busy = true;
 			continue;
 		}
 		if (atomic_load_explicit(&eng->wanted, memory_order_relaxed))
@@ -154,11 +157,20 @@ droce_engines_barrier(void)
 		}
 }
 
+static _Atomic uint64_t waiter_blocks; /* droce_engines_blocking calls that handed over */
+
+uint64_t
+droce_engines_waiter_blocks(void)
+{
+	return atomic_load_explicit(&waiter_blocks, memory_order_relaxed);
+}
+
 void
 droce_engines_blocking(void)
 {
 	if (!droce_engines.started || droce_engines.dedicated || !droce_engines_fallback_on())
 		return;
+	atomic_fetch_add_explicit(&waiter_blocks, 1, memory_order_relaxed);
 	for (unsigned int e = 0; e < droce_engines.n; e++)
 		atomic_store_explicit(&droce_engines.eng[e]->app_tsc, 0, memory_order_relaxed);
 	droce_engine_fallback_kick();

@@ -127,6 +127,7 @@ engine_stats_locked(unsigned int id, struct droce_stat *out, unsigned int n)
 		i = droce_stat_put(out, n, i, name, st.drops[d]);
 	}
 	i = droce_stat_put(out, n, i, "fallback_passes", droce_engines_fallback_passes());
+	i = droce_stat_put(out, n, i, "waiter_blocks", droce_engines_waiter_blocks());
 	return (int)i;
 }
 

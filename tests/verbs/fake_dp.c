@@ -227,6 +227,12 @@ droce_engines_fallback_passes(void)
 	return 0;
 }
 
+uint64_t
+droce_engines_waiter_blocks(void)
+{
+	return 0;
+}
+
 /* ---- MRs ---- */
 
 int
