@@ -662,6 +662,21 @@ void droce_engines_wait_end(_Atomic uint64_t *budget, const struct droce_wait *w
  * frames.  Calls pair; any thread, no lock.
  */
 void droce_engines_waiting(bool on);
+/*
+ * The fork gate.  droce's own threads (the fallback thread per round of
+ * passes, the fork server's per request, the rdma_cm service thread per
+ * turn) hold it around each unit of their work, and fork() closes it first
+ * (verbs_api/device.c's pthread_atfork handlers): a child never inherits one
+ * of them half-way through, holding a lock of the allocator's (an engine pass
+ * frees memory; ASan's allocator, unlike glibc's, is not made safe across
+ * fork) or a droce lock.  Never held across a sleep, never nested.  lcores of
+ * dedicated engines do not take it (a lock per pass).
+ */
+void droce_fork_gate_enter(void);
+void droce_fork_gate_leave(void);
+void droce_fork_gate_close(void); /* prepare: waits for every unit under way */
+void droce_fork_gate_open(void);  /* parent */
+void droce_fork_gate_reset(void); /* child: its closer was the parent's thread */
 /* Passes the fallback progress thread has run since the process started. */
 uint64_t droce_engines_fallback_passes(void);
 /* True while the calling thread runs an engine pass inside a verb of the

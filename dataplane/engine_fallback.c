@@ -73,14 +73,64 @@ droce_engines_fallback_on(void)
 	return fallback.running;
 }
 
+/* ---- the fork gate (dp.h) ---- */
+
+static pthread_rwlock_t fork_gate;
+static pthread_once_t fork_gate_once = PTHREAD_ONCE_INIT;
+
+/* writers first: a stream of rounds or requests cannot keep a fork waiting */
+static void
+fork_gate_init(void)
+{
+	pthread_rwlockattr_t a;
+
+	pthread_rwlockattr_init(&a);
+	pthread_rwlockattr_setkind_np(&a, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	pthread_rwlock_init(&fork_gate, &a);
+	pthread_rwlockattr_destroy(&a);
+}
+
+void
+droce_fork_gate_enter(void)
+{
+	pthread_once(&fork_gate_once, fork_gate_init);
+	pthread_rwlock_rdlock(&fork_gate);
+}
+
+void
+droce_fork_gate_leave(void)
+{
+	pthread_rwlock_unlock(&fork_gate);
+}
+
+void
+droce_fork_gate_close(void)
+{
+	pthread_once(&fork_gate_once, fork_gate_init);
+	pthread_rwlock_wrlock(&fork_gate);
+}
+
+void
+droce_fork_gate_open(void)
+{
+	pthread_rwlock_unlock(&fork_gate);
+}
+
+void
+droce_fork_gate_reset(void)
+{
+	fork_gate_init();
+}
+
 /* Drives every engine no application thread drove for fallback_us; true if any
- * of them had work. */
+ * of them had work.  Under the fork gate. */
 static bool
 fallback_round(void)
 {
 	uint64_t now = rte_rdtsc();
 	bool busy = false;
 
+	droce_fork_gate_enter();
 	for (unsigned int e = 0; e < droce_engines.n; e++) {
 		struct droce_engine *eng = droce_engines.eng[e];
 		uint64_t app = atomic_load_explicit(&eng->app_tsc, memory_order_relaxed);
@@ -109,6 +159,7 @@ fallback_round(void)
 		rte_rcu_qsbr_thread_offline(droce_engines.rcu, e);
 		droce_engine_give(eng);
 	}
+	droce_fork_gate_leave();
 	return busy;
 }
 

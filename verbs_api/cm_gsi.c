@@ -376,13 +376,29 @@ rx_batch_locked(const struct droce_cqe *wc, int n)
  * nothing to do it arms the receive CQ and sleeps on the eventfd until a MAD
  * arrives, an API call needs it, or the next timer is due.
  */
+/* The service thread's work is done under cm.lock and the fork gate
+ * (dataplane/dp.h): a fork never leaves a child this thread's work half-done. */
+static void
+service_lock(void)
+{
+	droce_fork_gate_enter();
+	pthread_mutex_lock(&cm.lock);
+}
+
+static void
+service_unlock(void)
+{
+	pthread_mutex_unlock(&cm.lock);
+	droce_fork_gate_leave();
+}
+
 static void *
 service(void *arg)
 {
 	struct droce_cqe wc[32], swc[32];
 	int n = 0;
 
-	pthread_mutex_lock(&cm.lock);
+	service_lock();
 	while (!cm.stop) {
 		uint64_t wait_us;
 
@@ -391,7 +407,7 @@ service(void *arg)
 		deliver_locked();
 		conns_reap_locked();
 		ahs_reap_locked();
-		pthread_mutex_unlock(&cm.lock);
+		service_unlock();
 		droce_cq_poll(cm.scq, 32, swc); /* only failed sends complete: nothing to do */
 		n = droce_cq_poll(cm.rcq, 32, wc);
 		if (n == 0) {
@@ -403,19 +419,19 @@ service(void *arg)
 			struct pollfd pfd = { .fd = cm.efd, .events = POLLIN };
 			uint64_t v;
 
-			pthread_mutex_lock(&cm.lock);
+			service_lock();
 			if (!TAILQ_EMPTY(&cm.events))
 				continue;
-			pthread_mutex_unlock(&cm.lock);
+			service_unlock();
 			droce_engines_blocking();
 			if (poll(&pfd, 1, (int)((wait_us + 999) / 1000)) > 0 &&
 			    read(cm.efd, &v, sizeof(v)) < 0) {
 				/* nothing to read after all: fine */
 			}
 		}
-		pthread_mutex_lock(&cm.lock);
+		service_lock();
 	}
-	pthread_mutex_unlock(&cm.lock);
+	service_unlock();
 	return NULL;
 }
 

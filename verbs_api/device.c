@@ -44,11 +44,16 @@ make_guid(struct droce_vdev *d, const struct rte_ether_addr *mac)
 	memcpy(&d->guid, g, sizeof(g));
 }
 
-/* fork(): the runtime lock held across it (a child finds it free), and the
- * socketpair through which the parent serves a child (fork_srv.c) */
+/* fork(): the gate closed (no droce thread of ours is half-way through a
+ * unit of work, so none holds the allocator's locks or its own state
+ * half-changed for the child to inherit), the runtime lock held across it (a
+ * child finds it free), and the socketpair through which the parent serves a
+ * child (fork_srv.c).  The gate goes first: a request being served may take
+ * the runtime lock. */
 static void
 fork_prepare(void)
 {
+	droce_fork_gate_close();
 	pthread_mutex_lock(&runtime_lock);
 	droce_fk_prepare();
 }
@@ -58,6 +63,7 @@ fork_parent(void)
 {
 	droce_fk_parent();
 	pthread_mutex_unlock(&runtime_lock);
+	droce_fork_gate_open();
 }
 
 static void
@@ -65,6 +71,7 @@ fork_child(void)
 {
 	droce_fk_child();
 	pthread_mutex_unlock(&runtime_lock);
+	droce_fork_gate_reset();
 }
 
 static void

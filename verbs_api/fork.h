@@ -184,6 +184,7 @@ void droce_fk_prepare(void);
 void droce_fk_parent(void);
 void droce_fk_child(void);
 
+
 /* ---- the child (fork_cli.c) ---- */
 
 /* True in a child the parent serves (its first verbs reach the parent). */

@@ -735,6 +735,7 @@ serve_one(struct fk_client *c, uint8_t *in, uint8_t *out)
 	while (n < 0 && errno == EINTR);
 	if (n <= 0)
 		return -1;
+	droce_fork_gate_enter(); /* until the answer is sent */
 	for (struct cmsghdr *h = CMSG_FIRSTHDR(&mh); h != NULL; h = CMSG_NXTHDR(&mh, h))
 		if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS) {
 			int k = (int)((h->cmsg_len - CMSG_LEN(0)) / sizeof(int));
@@ -783,6 +784,7 @@ serve_one(struct fk_client *c, uint8_t *in, uint8_t *out)
 	do
 		n = sendmsg(c->fd, &om, MSG_NOSIGNAL);
 	while (n < 0 && errno == EINTR);
+	droce_fork_gate_leave();
 	return n < 0 ? -1 : 0;
 }
 
@@ -793,7 +795,9 @@ server(void *arg)
 
 	while (serve_one(c, c->in, c->out) == 0)
 		;
+	droce_fork_gate_enter();
 	client_end(c);
+	droce_fork_gate_leave();
 	return NULL;
 }
 

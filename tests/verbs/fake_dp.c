@@ -647,3 +647,29 @@ droce_qp_settled(const struct droce_qp *qp)
 	(void)qp;
 	return true; /* the fake applies modifies at once */
 }
+
+/* the fork gate: no droce threads of ours in the fake world */
+void
+droce_fork_gate_enter(void)
+{
+}
+
+void
+droce_fork_gate_leave(void)
+{
+}
+
+void
+droce_fork_gate_close(void)
+{
+}
+
+void
+droce_fork_gate_open(void)
+{
+}
+
+void
+droce_fork_gate_reset(void)
+{
+}
