@@ -58,7 +58,8 @@ droce_port_neigh_learn(struct droce_port *p, const uint8_t addr[16],
 	unsigned int i;
 
 	/* no entry for :: or 0.0.0.0 */
-	if (addr_zero(addr) || (memcmp(addr, v4mapped, 12) == 0 && addr_zero(addr + 4)) ||
+	if (addr_zero(addr) || (memcmp(addr, v4mapped, 12) == 0 &&
+				memcmp(addr + 12, (const uint8_t[4]){ 0 }, 4) == 0) ||
 	    !rte_is_valid_assigned_ether_addr(mac))
 		return;
 	rte_spinlock_lock(&p->neigh_lock);

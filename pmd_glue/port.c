@@ -687,6 +687,8 @@ droce_ports_create(const struct droce_config *cfg, struct rte_mempool *mp)
 			goto fail;
 		}
 		p->started = true;
+		if (droce_port_has_ipv6(p))
+			droce_port_mc_start(p); /* ND's groups through the PMD's filter */
 	}
 	for (i = 0; i < nb_ports; i++) {
 		struct droce_port *p = &ports[i];
