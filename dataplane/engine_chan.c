@@ -243,10 +243,13 @@ handle_msg_lc(struct droce_engine *eng, const struct droce_msg *m)
 	case DROCE_MSG_ND:
 		if (m->arg >= eng->n_ports)
 			break;
-		if (memcmp(m->addr, (const uint8_t[16]){ 0 }, 16) == 0)
-			droce_port_nd_announce(eng->ports[m->arg], eng->queue);
-		else
+		if (memcmp(m->addr, (const uint8_t[16]){ 0 }, 16) == 0) {
+			/* once: the monitor may have asked again meanwhile */
+			if (droce_port_nd_announce_pending(eng->ports[m->arg]))
+				droce_port_nd_announce(eng->ports[m->arg], eng->queue);
+		} else {
 			droce_port_nd_solicit(eng->ports[m->arg], eng->queue, m->addr);
+		}
 		break;
 	case DROCE_MSG_INJECT:
 		inject_lc(eng, m->ptr, m->arg & 0xffff, (enum droce_inject_dir)(m->arg >> 16));
