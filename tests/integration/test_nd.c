@@ -125,14 +125,17 @@ nd_frame(uint8_t *f, uint8_t type, uint8_t flags, const uint8_t src[16], const u
 }
 
 /* Recomputes the ICMPv6 checksum of the frame @f (of @n bytes; none when
- * its payload length says more). */
+ * its payload length says more, or its next header is no longer ICMPv6). */
 static void
 resum_n(uint8_t *f, size_t n)
 {
 	struct rte_ipv6_hdr *ip = (struct rte_ipv6_hdr *)(f + L3);
 	uint16_t c;
 
-	if (n < L4 + 4 || rte_be_to_cpu_16(ip->payload_len) > n - L4)
+	/* (DPDK's pseudo-header sum shifts the next header into bit 31 when
+	 * it is 128 or more: UBSan's error; droce sums ICMPv6's only) */
+	if (n < L4 + 4 || rte_be_to_cpu_16(ip->payload_len) > n - L4 ||
+	    ip->proto != IPPROTO_ICMPV6)
 		return;
 	memset(f + L4 + 2, 0, 2);
 	c = rte_ipv6_udptcp_cksum(ip, f + L4);
