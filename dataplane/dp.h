@@ -613,6 +613,17 @@ void droce_mcast_tick(void);
  */
 int droce_dp_arp_resolve(unsigned int port, rte_be32_t ip, struct rte_ether_addr *mac,
 			 unsigned int timeout_ms);
+/* The same for either family: @addr an IPv6 address, resolved by neighbour
+ * solicitations (pmd_glue/nd.c, every 200 ms), or an IPv4-mapped one, by
+ * ARP.  EINVAL for :: or a group. */
+int droce_dp_neigh_resolve(unsigned int port, const uint8_t addr[16], struct rte_ether_addr *mac,
+			   unsigned int timeout_ms);
+/* Asks engine 0 for the unsolicited neighbour advertisement of every port
+ * that has not sent it yet and whose link is up (RFC 4861 7.2.6): at
+ * engines start (_due), and from the verbs layer's port monitor thread
+ * (_tick, which holds the runtime). */
+void droce_dp_nd_announce_due(void);
+void droce_dp_nd_tick(void);
 
 /* ---- engines ---- */
 

@@ -406,6 +406,7 @@ droce_engines_start(void)
 	droce_memif_guard_set(droce_dp_synchronize);
 	/* droce_stop() stops the engines before it removes their ports */
 	droce_runtime_set_stop_first(droce_engines_stop);
+	droce_dp_nd_announce_due(); /* the ports' unsolicited NA (pmd_glue/nd.c) */
 	if (droce_engines.dedicated) {
 		for (unsigned int e = 0; e < droce_engines.n; e++) {
 			if (rte_eal_remote_launch(engine_main, droce_engines.eng[e], cfg->engine_lcores[e]) != 0) {

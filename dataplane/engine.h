@@ -74,6 +74,7 @@ enum droce_msg_type {
 	DROCE_MSG_RQ_BELL,  /* the GSI qp has new receive WQEs */
 	DROCE_MSG_DETACH,   /* qp leaves; engine sets qp->detached */
 	DROCE_MSG_ARP,      /* send an ARP request: arg = port, rsvd = IPv4 address */
+	DROCE_MSG_ND,       /* arg = port; send an NS for addr, or (addr ::) the unsolicited NA */
 	DROCE_MSG_INJECT,   /* ptr: a raw frame (mbuf); arg = port | dir << 16 (droce_dp_inject) */
 	DROCE_MSG_CQ_SWAP,  /* ptr: struct droce_cq_swap (the sender's, it waits for the answer) */
 };
@@ -93,8 +94,13 @@ struct droce_msg {
 	uint32_t type;
 	uint32_t arg;
 	struct droce_qp *qp;
-	void *ptr;
-	uint64_t rsvd;
+	union {
+		struct {
+			void *ptr;
+			uint64_t rsvd;
+		};
+		uint8_t addr[16]; /* DROCE_MSG_ND's target */
+	};
 };
 
 static_assert(sizeof(struct droce_msg) == 32, "channel element size");

@@ -26,6 +26,7 @@
 #include "engine_internal.h"
 #include "internal.h"
 #include "pmd_glue/port.h"
+#include "pmd_glue/stats_internal.h"
 #include "raw.h"
 
 /* This thread's channel to each engine, created on first use (or taken over
@@ -239,6 +240,17 @@ handle_msg_lc(struct droce_engine *eng, const struct droce_msg *m)
 		if (m->arg < eng->n_ports)
 			droce_port_arp_request(eng->ports[m->arg], eng->queue, (rte_be32_t)m->rsvd);
 		break;
+	case DROCE_MSG_ND:
+		if (m->arg >= eng->n_ports)
+			break;
+		if (memcmp(m->addr, (const uint8_t[16]){ 0 }, 16) == 0) {
+			/* once: the monitor may have asked again meanwhile */
+			if (droce_port_nd_announce_pending(eng->ports[m->arg]))
+				droce_port_nd_announce(eng->ports[m->arg], eng->queue);
+		} else {
+			droce_port_nd_solicit(eng->ports[m->arg], eng->queue, m->addr);
+		}
+		break;
 	case DROCE_MSG_INJECT:
 		inject_lc(eng, m->ptr, m->arg & 0xffff, (enum droce_inject_dir)(m->arg >> 16));
 		break;
@@ -369,23 +381,37 @@ droce_dp_inject(unsigned int engine, unsigned int port, enum droce_inject_dir di
 /* ---- neighbours ---- */
 
 int
-droce_dp_arp_resolve(unsigned int port, rte_be32_t ip, struct rte_ether_addr *mac,
-		     unsigned int timeout_ms)
+droce_dp_neigh_resolve(unsigned int port, const uint8_t addr[16], struct rte_ether_addr *mac,
+		       unsigned int timeout_ms)
 {
+	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 	struct droce_port *p = droce_port_get(port);
-	struct droce_msg msg = { .type = DROCE_MSG_ARP, .arg = port, .rsvd = ip };
+	struct droce_msg msg = { .arg = port };
 	uint64_t hz = rte_get_tsc_hz(), start = rte_rdtsc(), last = 0;
 
 	if (p == NULL || !droce_engines.started)
 		return ENODEV;
-	while (droce_port_arp_lookup(p, ip, mac) != 0) {
+	if (memcmp(addr, v4mapped, 12) == 0) {
+		rte_be32_t ip;
+
+		memcpy(&ip, addr + 12, 4);
+		msg.type = DROCE_MSG_ARP;
+		msg.rsvd = ip;
+	} else {
+		if (addr[0] == 0xff || memcmp(addr, (const uint8_t[16]){ 0 }, 16) == 0)
+			return EINVAL; /* a group or ::, no neighbour */
+		msg.type = DROCE_MSG_ND;
+		memcpy(msg.addr, addr, 16);
+	}
+	while (droce_port_neigh_lookup(p, addr, mac) != 0) {
 		uint64_t now = rte_rdtsc();
 		int rc;
 
 		if (now - start > hz / 1000 * timeout_ms)
 			return ETIMEDOUT;
 		if (last == 0 || now - last > hz / 5) {
-			/* engine 0 owns queue 0 of every port: it sends the request */
+			/* engine 0 owns queue 0 of every port: it sends the request
+			 * (ARP) or solicitation (ND) */
 			rc = droce_engine_send_msg(droce_engines.eng[0], &msg);
 			if (rc != 0)
 				return rc;
@@ -395,5 +421,44 @@ droce_dp_arp_resolve(unsigned int port, rte_be32_t ip, struct rte_ether_addr *ma
 		rte_pause();
 	}
 	return 0;
+}
+
+int
+droce_dp_arp_resolve(unsigned int port, rte_be32_t ip, struct rte_ether_addr *mac,
+		     unsigned int timeout_ms)
+{
+	uint8_t addr[16] = { [10] = 0xff, [11] = 0xff };
+
+	memcpy(addr + 12, &ip, 4);
+	return droce_dp_neigh_resolve(port, addr, mac, timeout_ms);
+}
+
+void
+droce_dp_nd_announce_due(void)
+{
+	struct droce_msg msg = { .type = DROCE_MSG_ND };
+
+	if (!droce_engines.started)
+		return;
+	for (unsigned int port = 0; port < droce_port_count(); port++) {
+		struct droce_port *p = droce_port_get(port);
+
+		/* the unsolicited NA once the link is up (a memif peer that
+		 * connects later hears it then); the engine clears the flag
+		 * when it is sent */
+		if (p == NULL || !droce_port_nd_announce_pending(p) || !droce_port_link_up(p))
+			continue;
+		msg.arg = port;
+		(void)droce_engine_send_msg(droce_engines.eng[0], &msg);
+	}
+}
+
+void
+droce_dp_nd_tick(void)
+{
+	/* a foreign thread (the port monitor): as droce_mcast_tick */
+	droce_runtime_hold();
+	droce_dp_nd_announce_due();
+	droce_runtime_release();
 }
 

@@ -251,13 +251,11 @@ deliver_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *m
 	}
 	if (qpn == DROCE_DP_GSI_QPN) {
 		qp = eng->gsi[port->index];
-		if (qp != NULL && !p->ipv6) {
-			/* the MAD's sender: its replies then need no ARP */
+		if (qp != NULL) {
+			/* the MAD's sender: its replies then need no ARP / ND */
 			const struct rte_ether_hdr *eth = (const struct rte_ether_hdr *)frame;
-			rte_be32_t sip;
 
-			memcpy(&sip, p->src_gid + 12, 4);
-			droce_port_arp_learn(port, sip, &eth->src_addr);
+			droce_port_neigh_learn(port, p->src_gid, &eth->src_addr);
 		}
 	} else {
 		qp = droce_engine_qp_lookup_lc(eng, qpn);

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause
- * ARP for droce ports: the table of peers' MACs (learnt from ARP and from
- * received MADs), answers for the port's own IPv4 addresses, requests.
+ * ARP for droce ports, and the neighbour table of both families: the
+ * table of peers' MACs (learnt from ARP, from IPv6 neighbour discovery,
+ * nd.c, and from received MADs), answers for the port's own IPv4
+ * addresses, requests.  IPv4 entries are kept as ::ffff:a.b.c.d.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -31,57 +33,112 @@
 #include "port_internal.h"
 
 
-void
-droce_port_arp_learn(struct droce_port *p, rte_be32_t ip, const struct rte_ether_addr *mac)
+static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
+
+static void
+v4_addr(rte_be32_t ip, uint8_t addr[16])
 {
-	struct droce_arp_entry *slot = NULL;
+	memcpy(addr, v4mapped, 12);
+	memcpy(addr + 12, &ip, 4);
+}
+
+static bool
+addr_zero(const uint8_t addr[16])
+{
+	static const uint8_t zero[16];
+
+	return memcmp(addr, zero, 16) == 0;
+}
+
+void
+droce_port_neigh_learn(struct droce_port *p, const uint8_t addr[16],
+		       const struct rte_ether_addr *mac)
+{
+	struct droce_neigh_entry *slot = NULL;
 	unsigned int i;
 
-	if (ip == 0 || !rte_is_valid_assigned_ether_addr(mac))
+	/* no entry for :: or 0.0.0.0 */
+	if (addr_zero(addr) || (memcmp(addr, v4mapped, 12) == 0 &&
+				memcmp(addr + 12, (const uint8_t[4]){ 0 }, 4) == 0) ||
+	    !rte_is_valid_assigned_ether_addr(mac))
 		return;
-	rte_spinlock_lock(&p->arp_lock);
-	for (i = 0; i < DROCE_ARP_TABLE_SIZE; i++) {
-		struct droce_arp_entry *e = &p->arp[i];
+	rte_spinlock_lock(&p->neigh_lock);
+	for (i = 0; i < DROCE_NEIGH_TABLE_SIZE; i++) {
+		struct droce_neigh_entry *e = &p->neigh[i];
 
-		if (e->ip == ip) {
+		if (memcmp(e->addr, addr, 16) == 0) {
 			slot = e;
 			break;
 		}
-		if (slot == NULL || (slot->ip != 0 && (e->ip == 0 || e->tsc < slot->tsc)))
+		/* else the first free entry, or the least recently learnt */
+		if (slot == NULL ||
+		    (!addr_zero(slot->addr) && (addr_zero(e->addr) || e->tsc < slot->tsc)))
 			slot = e;
 	}
-	slot->ip = ip;
+	memcpy(slot->addr, addr, 16);
 	slot->mac = *mac;
 	slot->tsc = rte_get_tsc_cycles();
-	rte_spinlock_unlock(&p->arp_lock);
+	rte_spinlock_unlock(&p->neigh_lock);
 }
 
-static bool own_ipv4(const struct droce_port *p, rte_be32_t ip);
+void
+droce_port_arp_learn(struct droce_port *p, rte_be32_t ip, const struct rte_ether_addr *mac)
+{
+	uint8_t addr[16];
+
+	v4_addr(ip, addr);
+	droce_port_neigh_learn(p, addr, mac);
+}
 
 int
-droce_port_arp_lookup(struct droce_port *p, rte_be32_t ip, struct rte_ether_addr *mac)
+droce_port_neigh_lookup(struct droce_port *p, const uint8_t addr[16], struct rte_ether_addr *mac)
 {
 	unsigned int i;
 	int rc = -1;
 
-	if (ip != 0 && own_ipv4(p, ip)) {
+	if (addr_zero(addr)) {
+		errno = ENOENT;
+		return -1;
+	}
+	if (droce_port_find_gid(p, addr) >= 0) {
 		/* one's own address: the port's MAC, and its frames are looped */
 		*mac = p->mac;
 		droce_port_loop_enable(p, p);
 		return 0;
 	}
-	rte_spinlock_lock(&p->arp_lock);
-	for (i = 0; i < DROCE_ARP_TABLE_SIZE; i++) {
-		if (p->arp[i].ip == ip && ip != 0) {
-			*mac = p->arp[i].mac;
+	rte_spinlock_lock(&p->neigh_lock);
+	for (i = 0; i < DROCE_NEIGH_TABLE_SIZE; i++) {
+		if (memcmp(p->neigh[i].addr, addr, 16) == 0) {
+			*mac = p->neigh[i].mac;
 			rc = 0;
 			break;
 		}
 	}
-	rte_spinlock_unlock(&p->arp_lock);
+	rte_spinlock_unlock(&p->neigh_lock);
 	if (rc < 0)
 		errno = ENOENT;
 	return rc;
+}
+
+int
+droce_port_arp_lookup(struct droce_port *p, rte_be32_t ip, struct rte_ether_addr *mac)
+{
+	uint8_t addr[16];
+
+	if (ip == 0) {
+		errno = ENOENT;
+		return -1;
+	}
+	v4_addr(ip, addr);
+	return droce_port_neigh_lookup(p, addr, mac);
+}
+
+bool
+droce_port_neigh_known(struct droce_port *p, const uint8_t addr[16])
+{
+	struct rte_ether_addr mac;
+
+	return droce_port_neigh_lookup(p, addr, &mac) == 0;
 }
 
 static bool
@@ -96,19 +153,15 @@ arp_known(struct droce_port *p, rte_be32_t ip)
 static bool
 own_ipv4(const struct droce_port *p, rte_be32_t ip)
 {
-	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
-	unsigned int i;
+	uint8_t addr[16];
 
-	for (i = 0; i < p->n_gids; i++)
-		if (memcmp(p->gids[i], v4mapped, 12) == 0 && memcmp(&p->gids[i][12], &ip, 4) == 0)
-			return true;
-	return false;
+	v4_addr(ip, addr);
+	return ip != 0 && droce_port_find_gid(p, addr) >= 0;
 }
 
 static bool
 first_ipv4(const struct droce_port *p, rte_be32_t *ip)
 {
-	static const uint8_t v4mapped[12] = { 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff };
 	unsigned int i;
 
 	for (i = 0; i < p->n_gids; i++) {
@@ -149,6 +202,8 @@ droce_port_handle_frame(struct droce_port *p, uint16_t queue, struct rte_mbuf *m
 		rte_pktmbuf_free(m); /* an IGMP / MLD query, answered */
 		return true;
 	}
+	if (et == RTE_ETHER_TYPE_IPV6)
+		return droce_port_nd_rx(p, queue, m, off); /* neighbour discovery (nd.c) */
 	if (et != RTE_ETHER_TYPE_ARP)
 		return false;
 

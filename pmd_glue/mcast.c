@@ -130,21 +130,39 @@ group_mac(const uint8_t gid[16], struct rte_ether_addr *mac)
 	}
 }
 
-/* Gives the PMD the groups' MACs (lock held). */
+/* Gives the PMD the groups' MACs (lock held), and those neighbour
+ * discovery needs on a port with IPv6 addresses: all-nodes (ff02::1) and
+ * each address's solicited-node group (ff02::1:ffXX:XXXX, pmd_glue/nd.c). */
 static void
 mc_filter(struct droce_port *p, struct port_mc *m)
 {
-	struct rte_ether_addr macs[MC_MAX_GROUPS];
+	struct rte_ether_addr macs[MC_MAX_GROUPS + DROCE_MAX_GIDS + 1];
+	uint8_t nd[DROCE_MAX_GIDS + 1][16];
+	unsigned int n_nd = 0;
 	uint32_t n = 0;
 	int rc;
 
 	if (!p->started || m->allmulti)
 		return;
-	for (unsigned int i = 0; i < m->n; i++) {
+	for (unsigned int i = 0; i < p->n_gids; i++) {
+		static const uint8_t snm[13] = { 0xff, 0x02, [11] = 0x01, [12] = 0xff };
+
+		if (gid_v4(p->gids[i]) || p->gids[i][0] == 0xff)
+			continue;
+		if (n_nd == 0) {
+			memset(nd[n_nd], 0, 16);
+			nd[n_nd][0] = 0xff, nd[n_nd][1] = 0x02, nd[n_nd][15] = 0x01;
+			n_nd++;
+		}
+		memcpy(nd[n_nd], snm, 13);
+		memcpy(nd[n_nd] + 13, p->gids[i] + 13, 3);
+		n_nd++;
+	}
+	for (unsigned int i = 0; i < m->n + n_nd; i++) {
 		struct rte_ether_addr a;
 		uint32_t k;
 
-		group_mac(m->g[i].gid, &a);
+		group_mac(i < m->n ? m->g[i].gid : nd[i - m->n], &a);
 		for (k = 0; k < n && !rte_is_same_ether_addr(&macs[k], &a); k++)
 			;
 		if (k == n)
@@ -225,6 +243,16 @@ droce_port_mc_groups(struct droce_port *p, uint8_t (*gids)[16], unsigned int cap
 		memcpy(gids[n], m->g[n].gid, 16);
 	pthread_mutex_unlock(&m->lock);
 	return n;
+}
+
+void
+droce_port_mc_start(struct droce_port *p)
+{
+	struct port_mc *m = &mc[p->index];
+
+	pthread_mutex_lock(&m->lock);
+	mc_filter(p, m);
+	pthread_mutex_unlock(&m->lock);
 }
 
 void

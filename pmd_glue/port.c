@@ -630,7 +630,8 @@ droce_ports_create(const struct droce_config *cfg, struct rte_mempool *mp)
 		p->eth_port = RTE_MAX_ETHPORTS;
 		p->n_gids = cfg->ports[i].n_gids;
 		memcpy(p->gids, cfg->ports[i].gids, sizeof(p->gids));
-		rte_spinlock_init(&p->arp_lock);
+		rte_spinlock_init(&p->neigh_lock);
+		p->nd_announce = droce_port_has_ipv6(p); /* nd.c: an unsolicited NA once up */
 		nb_ports = i + 1;
 		if (create_device(cfg->source, p) < 0)
 			goto fail;
@@ -686,6 +687,8 @@ droce_ports_create(const struct droce_config *cfg, struct rte_mempool *mp)
 			goto fail;
 		}
 		p->started = true;
+		if (droce_port_has_ipv6(p))
+			droce_port_mc_start(p); /* ND's groups through the PMD's filter */
 	}
 	for (i = 0; i < nb_ports; i++) {
 		struct droce_port *p = &ports[i];

@@ -49,6 +49,10 @@ struct droce_port_stats {
 	uint64_t tx_link_down;  /* frames dropped: the PMD's link was down */
 	uint64_t arp_requests_rx, arp_replies_rx, arp_bad;
 	uint64_t arp_requests_tx, arp_replies_tx;
+	/* IPv6 neighbour discovery (nd.c): solicitations and advertisements
+	 * received, those dropped by RFC 4861's checks, sent (advertisements:
+	 * answers and unsolicited) */
+	uint64_t nd_ns_rx, nd_na_rx, nd_bad, nd_ns_tx, nd_na_tx;
 	uint64_t capture_drops; /* frames not written to the capture file */
 	/* Loopback (counted in tx_pkts / rx_pkts too): frames this port sent
 	 * that were turned around inside droce instead of going to the PMD, and
@@ -166,6 +170,35 @@ int droce_port_arp_lookup(struct droce_port *p, rte_be32_t ip, struct rte_ether_
 
 /* Adds or refreshes a table entry (also used for static neighbours). */
 void droce_port_arp_learn(struct droce_port *p, rte_be32_t ip, const struct rte_ether_addr *mac);
+
+/*
+ * The neighbour table of both families (arp.c): @addr is an IPv6 address
+ * or an IPv4-mapped one (::ffff:a.b.c.d, as ARP's entries).  One's own
+ * address answers the port's MAC.  Lookup: 0 and @mac, or -1 (ENOENT).
+ */
+int droce_port_neigh_lookup(struct droce_port *p, const uint8_t addr[16], struct rte_ether_addr *mac);
+void droce_port_neigh_learn(struct droce_port *p, const uint8_t addr[16],
+			    const struct rte_ether_addr *mac);
+bool droce_port_neigh_known(struct droce_port *p, const uint8_t addr[16]);
+
+/*
+ * IPv6 neighbour discovery (nd.c, RFC 4861's host side).  An engine's,
+ * on @queue: a Neighbor Solicitation for @target to its solicited-node
+ * group, with the source link-layer address option; the unsolicited
+ * Neighbor Advertisement of every IPv6 address of the port (to ff02::1,
+ * override set), which clears p->nd_announce once sent.  0, or -1 and
+ * errno (EADDRNOTAVAIL: the port has no IPv6 address; ENOBUFS).
+ */
+int droce_port_nd_solicit(struct droce_port *p, uint16_t queue, const uint8_t target[16]);
+int droce_port_nd_announce(struct droce_port *p, uint16_t queue);
+/* True when the port has an IPv6 (not IPv4-mapped) address; whether its
+ * unsolicited NA is still to be sent. */
+bool droce_port_has_ipv6(const struct droce_port *p);
+bool droce_port_nd_announce_pending(const struct droce_port *p);
+/* An engine's: true when the IPv6 packet of @m at @l3off is ND (a Neighbor
+ * Solicitation or Advertisement), handled and freed (answered, learnt, or
+ * dropped and counted in nd_bad); false, untouched, for any other. */
+bool droce_port_nd_rx(struct droce_port *p, uint16_t queue, struct rte_mbuf *m, uint32_t l3off);
 
 /*
  * The impaired link.  Frames crossing the port are dropped, duplicated,

@@ -15,6 +15,9 @@ int droce_ports_create(const struct droce_config *cfg, struct rte_mempool *mp);
 
 /* Stops and removes all ports, closing their captures. */
 void droce_ports_destroy(void);
+/* The started port's multicast filter: its groups and neighbour
+ * discovery's (mcast.c). */
+void droce_port_mc_start(struct droce_port *p);
 /* Forgets port @p's multicast groups and pending reports (mcast.c). */
 void droce_port_mc_fini(struct droce_port *p);
 

@@ -314,6 +314,11 @@ droce_port_stats_get(const struct droce_port *p, struct droce_port_stats *out)
 		out->arp_replies_tx += s->arp_replies_tx;
 		out->arp_requests_tx += s->arp_requests_tx;
 		out->arp_bad += s->arp_bad;
+		out->nd_ns_rx += s->nd_ns_rx;
+		out->nd_na_rx += s->nd_na_rx;
+		out->nd_bad += s->nd_bad;
+		out->nd_ns_tx += s->nd_ns_tx;
+		out->nd_na_tx += s->nd_na_tx;
 		out->capture_drops += s->capture_drops;
 		out->loop_tx += s->loop_tx;
 		out->loop_rx += s->loop_rx;

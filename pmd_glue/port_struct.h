@@ -13,12 +13,13 @@
 
 #include "pmd_glue/port.h"
 
-#define DROCE_ARP_TABLE_SIZE 64
+#define DROCE_NEIGH_TABLE_SIZE 64
 
-struct droce_arp_entry {
-	rte_be32_t ip;  /* 0 = free */
+/* A neighbour of either family (arp.c): IPv4 as ::ffff:a.b.c.d. */
+struct droce_neigh_entry {
+	uint8_t addr[16]; /* all zero = free */
 	struct rte_ether_addr mac;
-	uint64_t tsc;   /* when last learnt */
+	uint64_t tsc;     /* when last learnt */
 };
 
 struct droce_capture;
@@ -50,8 +51,9 @@ struct droce_port {
 	struct droce_capture *capture; /* NULL when off */
 	struct rte_ring *rings[2][DROCE_MAX_QUEUES]; /* ring kind: [0] rx, [1] tx; owned by port0 side */
 	bool owns_rings;
-	rte_spinlock_t arp_lock; /* slow path only */
-	struct droce_arp_entry arp[DROCE_ARP_TABLE_SIZE];
+	rte_spinlock_t neigh_lock; /* slow path only */
+	struct droce_neigh_entry neigh[DROCE_NEIGH_TABLE_SIZE]; /* ARP and ND (arp.c, nd.c) */
+	bool nd_announce;        /* the unsolicited NA is still to be sent (nd.c) */
 	struct droce_port_stats qstats[DROCE_MAX_QUEUES];
 	uint64_t link_check_tsc[DROCE_MAX_QUEUES]; /* queue's engine: last refused-burst link read */
 	/* The impaired link (impair.c). */

@@ -14,7 +14,8 @@
  *    engines so that co-located engines nobody drives, and applications
  *    that poll() the async fd, still see port events.  It also makes a
  *    memif client whose server went away dial again (redial_down_ports),
- *    and sends the IGMP / MLD reports due again (droce_mcast_tick).
+ *    and sends the IGMP / MLD reports due again (droce_mcast_tick) and the
+ *    unsolicited NA of a port whose link came up late (droce_dp_nd_tick).
  * ibv_get_async_event() reads a record and finds the object by serial in the
  * context's lists (under the context lock), so a record left by a destroyed
  * object is skipped, never dereferenced.  Destroying a CQ, QP or SRQ unlinks
@@ -192,6 +193,7 @@ monitor_main(void *arg)
 		pthread_mutex_unlock(&mon_lock);
 		redial_down_ports(down);
 		droce_mcast_tick(); /* IGMP / MLD reports due again */
+		droce_dp_nd_tick(); /* an unsolicited NA waiting for its link */
 		pthread_mutex_lock(&mon_lock);
 		if (m->stop)
 			break;

@@ -307,7 +307,6 @@ droce_verbs_resolve_path(unsigned int port, const struct ibv_ah_attr *ah, uint32
 	for (unsigned int i = 0; i < droce_port_count() && !found; i++) {
 		struct droce_port *q = droce_port_get(i);
 		struct rte_ether_addr mac;
-		rte_be32_t ip;
 
 		if (q == NULL || droce_port_find_gid(q, dgid) < 0)
 			continue;
@@ -315,27 +314,22 @@ droce_verbs_resolve_path(unsigned int port, const struct ibv_ah_attr *ah, uint32
 		found = true;
 		if (q == p) {
 			droce_port_loop_enable(p, p);
-		} else if (!droce_port_ring_peers(p, q)) {
-			memcpy(&ip, dgid + 12, 4);
-			if (out->ipv6 || (droce_port_arp_lookup(p, ip, &mac) != 0 &&
-					  droce_dp_arp_resolve(port, ip, &mac, 1000) != 0)) {
-				droce_port_loop_enable(p, q);
-				if (!out->ipv6)
-					droce_port_arp_learn(p, ip, &out->dst_mac);
-			}
+		} else if (!droce_port_ring_peers(p, q) &&
+			   droce_port_neigh_lookup(p, dgid, &mac) != 0 &&
+			   droce_dp_neigh_resolve(port, dgid, &mac, 1000) != 0) {
+			droce_port_loop_enable(p, q);
+			droce_port_neigh_learn(p, dgid, &out->dst_mac);
 		}
 	}
-	if (!found && !out->ipv6) {
-		rte_be32_t ip;
-
-		memcpy(&ip, dgid + 12, 4);
-		/* the table, else ARP on the wire (an engine sends it; we wait up to 1 s) */
-		found = droce_port_arp_lookup(p, ip, &out->dst_mac) == 0 ||
-			droce_dp_arp_resolve(port, ip, &out->dst_mac, 1000) == 0;
+	if (!found) {
+		/* the table, else ARP or neighbour solicitations on the wire (an
+		 * engine sends them; we wait up to 1 s) */
+		found = droce_port_neigh_lookup(p, dgid, &out->dst_mac) == 0 ||
+			droce_dp_neigh_resolve(port, dgid, &out->dst_mac, 1000) == 0;
 	}
 	if (!found && dgid[0] == 0xfe && (dgid[1] & 0xc0) == 0x80 && dgid[11] == 0xff &&
 	    dgid[12] == 0xfe) {
-		/* link-local with an EUI-64 interface id: the MAC is inside */
+		/* link-local with an EUI-64 interface id, unanswered: the MAC is inside */
 		out->dst_mac.addr_bytes[0] = dgid[8] ^ 0x02;
 		out->dst_mac.addr_bytes[1] = dgid[9];
 		out->dst_mac.addr_bytes[2] = dgid[10];

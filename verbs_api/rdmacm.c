@@ -418,19 +418,14 @@ rdma_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src_addr, struct socka
 		status = -EADDRNOTAVAIL;
 	} else if (droce_rcm_dev_get((unsigned int)port, &p->id.verbs, &p->id.pd) != 0) {
 		status = -ENODEV;
-	} else if (memcmp(dgid, (const uint8_t[12]){ 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff },
-			  12) == 0 && !droce_gid_is_mcast(dgid)) {
-		/* the peer's MAC, by ARP on the port (the kernel's neighbour
-		 * resolution before ADDR_RESOLVED) */
-		rte_be32_t ip;
-
-		memcpy(&ip, dgid + 12, 4);
-		rc = droce_dp_arp_resolve((unsigned int)port, ip, &mac,
-					  timeout_ms > 0 ? (unsigned int)timeout_ms : 2000);
+	} else if (!droce_gid_is_mcast(dgid)) {
+		/* the peer's MAC, by ARP or IPv6 neighbour discovery on the port
+		 * (the kernel's neighbour resolution before ADDR_RESOLVED) */
+		rc = droce_dp_neigh_resolve((unsigned int)port, dgid, &mac,
+					    timeout_ms > 0 ? (unsigned int)timeout_ms : 2000);
 		if (rc != 0)
 			status = rc == ETIMEDOUT ? -ETIMEDOUT : -EHOSTUNREACH;
 	}
-	/* IPv6: no neighbour discovery yet; the MAC is resolved at connect */
 	if (status == 0 && droce_gid_is_mcast(dgid)) {
 		/* a group needs no neighbour, but its datagrams need the link:
 		 * wait for it as ARP would have (a memif peer connecting) */

@@ -38,7 +38,11 @@ VARIANTS = {"q4": ["-q", "4", "-u", "18"], "gbits": ["--report_gbits"], "o4": ["
             # UD over rdma_cm (RDMA_PS_UDP, SIDR); a UD message is one packet
             "udR": ["-c", "UD", "-R"],
             # not in the default set: the recording of tests/perf/data/
-            "q2g": ["-q", "2", "--report_gbits"]}
+            "q2g": ["-q", "2", "--report_gbits"],
+            # not in the default set (issue 25 section 4): RoCEv2 over IPv6,
+            # both sides on their IPv6 GID (-x), peers found by neighbour
+            # discovery (no entry set by hand); perftest's TCP stays IPv4
+            "v6": []}
 OPTCELLS = tuple("%s+%s" % (t, v) for v, ts in (
     ("q4", ("write_bw", "read_bw", "send_bw")),
     ("gbits", ("write_bw", "read_bw", "send_bw")),
@@ -59,9 +63,13 @@ RDMACM_PORT = {"rdma_server": 7471, "rdma_client": 7471, "udaddy": 7174}
 DROPIN = ("rping", "ibv_rc_pingpong", "ib_write_bw", "ucx_tag_lat", "ucx_put_bw")
 # optional drop-in cells (--tests only): mckey, UD multicast through
 # rdma_cm (the server side receives, the client side sends with -s)
-DROPIN_OPT = ("mckey",)
+DROPIN_OPT = ("mckey", "rping6")   # rping6: rping over IPv6 (V6_GUEST / V6_DROCE)
 DROPIN_PINGS = 10
 MCKEY_GROUP, MCKEY_COUNT = "239.1.2.3", 10
+# the IPv6 cells' addresses (RFC 5180's benchmarking range, as droce's own
+# IPv6 tests), made by the cells in the guest and droce's config; droce's
+# IPv6 GID is its index 1 (after the IPv4 one)
+V6_GUEST, V6_DROCE, V6_DROCE_GIDX, V6_HOST = "2001:2::2", "2001:2::11", "1", "2001:2::1"
 # rsockets (issue 22 §4): rdmacm-utils' rstream / riostream, verified data,
 # optional (--tests rstream,riostream): not in the default matrix
 DROPIN_RS = ("rstream", "riostream")
@@ -102,7 +110,7 @@ def variants(tests, lat_sizes, bw_size):
             out.append((t, 10000))
         elif t == "rcopy":
             out.append((t, RCOPY_BYTES))
-        elif t == "rping":
+        elif t in ("rping", "rping6"):
             out.append((t, 64))          # rping's default ping size
         elif t == "ibv_rc_pingpong":
             out.append((t, 4096))        # its default message size
@@ -376,9 +384,12 @@ def run_dropin(a, test, size, role, env, gidx):
     why = ""
     server_is_guest = role == "guest-srv"
     peer = a.guest_ip if server_is_guest else a.host_ip     # where a client connects
-    if test == "rping":
+    if test in ("rping", "rping6"):
         # rdma_cm: the address is the server's RDMA address
-        addr = a.guest_ip if server_is_guest else a.droce_ip
+        if test == "rping6":
+            addr = V6_GUEST if server_is_guest else V6_DROCE
+        else:
+            addr = a.guest_ip if server_is_guest else a.droce_ip
         srv = ["rping", "-s", "-a", addr, "-V", "-v", "-C", str(DROPIN_PINGS)]
         cli = ["rping", "-c", "-a", addr, "-V", "-v", "-C", str(DROPIN_PINGS)]
         gargs, hargs = (srv, cli) if server_is_guest else (cli, srv)
@@ -486,7 +497,7 @@ def run_dropin(a, test, size, role, env, gidx):
         cout = dout if server_is_guest else gout           # the client's output
         if grc != 0 or drc != 0:
             why = "exit: guest %s %d, %s %d" % (gargs[0], grc, hname, drc)
-        elif test == "rping":
+        elif test in ("rping", "rping6"):
             n = len(re.findall(r"^ping data: rdma-ping-", cout, re.M))
             if "data mismatch" in cout:
                 why = "rping -V: data mismatch"
@@ -577,6 +588,26 @@ def finish_cell(a, results, key, t0, why, label, log_path, log_text):
     sys.stdout.flush()
     return hung
 
+def guest_ipv6(a):
+    """The IPv6 cells' guest side, once: IPv6 on eth0 (the guest boots with it
+    off) with V6_GUEST, and rxe0's RoCE v2 GID index of that address (rxe adds
+    it when the address appears).  The index, or None."""
+    raw = socket.inet_pton(socket.AF_INET6, V6_GUEST).hex()
+    want = ":".join(raw[i:i + 4] for i in range(0, 32, 4))   # sysfs's GID form
+    r = agent(a.guest_ip, a.agent_port, ["sh", "-c",
+        "sysctl -qw net.ipv6.conf.all.disable_ipv6=0 net.ipv6.conf.eth0.disable_ipv6=0; "
+        "ip -6 addr replace %s/64 dev eth0 nodad; d=/sys/class/infiniband/rxe0/ports/1; "
+        # one grep over the table (1,024 entries: a cat each is minutes under TCG)
+        "for t in $(seq 50); do for f in $(grep -lx '%s' $d/gids/* 2>/dev/null); do i=${f##*/}; "
+        "[ \"$(cat $d/gid_attrs/types/$i 2>/dev/null)\" = 'RoCE v2' ] "
+        "&& echo $i && exit 0; done; sleep 0.2; done; ip -6 addr show dev eth0; exit 1"
+        % (V6_GUEST, want)], 60)
+    if r.get("rc") != 0:
+        print("rxe: guest IPv6 set-up (rc %s):\n%s" % (r.get("rc"), r.get("out", "")),
+              file=sys.stderr)
+        return None
+    return r["out"].strip()
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--droce-perf", required=True)
@@ -632,7 +663,23 @@ def main():
         if a.state:
             with open(a.state, "w") as f:
                 json.dump({"%s|%d|%s" % k: v for k, v in results.items()}, f)
+    gidx6 = None
+    if any(t == "rping6" or split_cell(t)[2] == "v6" for t, _ in cells):
+        # this namespace has IPv6 off; glibc's getaddrinfo (AI_ADDRCONFIG, its
+        # default) then refuses the IPv6 literal rping names: an address of
+        # the bridge's own (V6_HOST, not droce's, the kernel answers for it)
+        subprocess.run(["sysctl", "-qw", "net.ipv6.conf.br0.disable_ipv6=0"], check=False)
+        subprocess.run(["ip", "-6", "addr", "replace", V6_HOST + "/64", "dev", "br0", "nodad"],
+                       check=False)
+        gidx6 = guest_ipv6(a)
+        if gidx6 is None:
+            print("rxe: no RoCE v2 GID for %s on rxe0 in the guest" % V6_GUEST, file=sys.stderr)
+            return 2
+        print("guest rxe0 GID index %s (RoCE v2, IPv6 %s); droce %s at GID index %s"
+              % (gidx6, V6_GUEST, V6_DROCE, V6_DROCE_GIDX))
+        sys.stdout.flush()
     for test, size in cells:
+        v6 = test == "rping6" or split_cell(test)[2] == "v6"
         for role in a.roles.split(","):
             if test in RDMACM and role not in RDMACM[test]:
                 continue
@@ -649,6 +696,8 @@ def main():
                 f.write("[eal]\nargs = --no-huge --no-pci -m 256 --file-prefix=droce-rxe "
                         "--log-level=lib.eal:warning\n[engines]\nmode = colocated\ncount = 1\n"
                         "[port0]\nkind = af_packet\niface = %s\nipv4 = %s\n" % (a.iface, a.droce_ip))
+                if v6:
+                    f.write("ipv6 = %s\n" % V6_DROCE)
                 if a.capture:
                     f.write("capture = %s\n" % os.path.join(a.logdir, tag + ".pcapng"))
             if test in RDMACM or test in DROPIN_ALL or test in NVMF:
@@ -672,9 +721,10 @@ def main():
             rcm = variant in ("R", "udR")
             common = ["-n", str(a.iters)] + ([] if base == "atomic_bw" else ["-s", str(size)]) \
                      + vopts
-            pt = ["ib_" + base, "-d", "rxe0", "-x", gidx, "-F"] + common + a.extra_guest.split()
+            pt = ["ib_" + base, "-d", "rxe0", "-x", gidx6 if v6 else gidx, "-F"] + common \
+                 + a.extra_guest.split()
             dp = [a.droce_perf, base] + common + ["--stats", "--timeout", str(a.timeout // 2)] \
-                 + a.extra_droce.split()
+                 + (["-x", V6_DROCE_GIDX] if v6 else []) + a.extra_droce.split()
             # -R: no TCP; the guest's client connects to droce's own address
             srv_addr = a.droce_ip if rcm else a.host_ip
             env = dict(os.environ, DROCE_CONFIG=cfg)

@@ -9,9 +9,10 @@
  * SIDR, a loopback destination (the kernel's cma_resolve_loopback), a
  * listener bound to 127.0.0.1 (the kernel's cma_any_addr), and the CM's
  * MADs lost, duplicated and delayed on the impaired link.
- * Over 800 lines because every connection case shares one set-up (two
- * threads or one async driver over the loopback pair) that splitting the
- * file would copy.
+ * Also RDMA_OPTION_ID_TOS and an IPv6 peer found by neighbour discovery,
+ * both read back from a capture.  Over 800 lines because every connection
+ * case shares one set-up (two threads or one async driver over the
+ * loopback pair) that splitting the file would copy.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -840,6 +841,168 @@ Test(rdmacm_conn, wire_req_carries_the_ip_cm_header, .disabled = WIRE_DISABLED)
 		 "tshark -r %s -d udp.port==4791,infiniband -Y infiniband.cm.req -T fields "
 		 "-e infiniband.cm.req.ip_cm.private 2>/dev/null | head -1 | cut -c1-24", cap);
 	cr_assert_str_eq(run(cmd), "757365722d62797465730000\n", "tshark: %s", run(cmd));
+	unlink(ini);
+	unlink(cap);
+}
+
+/* Writes a ring-pair config capturing port0 (@port_extra: more [port0] and
+ * [port1] lines, e.g. an IPv6 address each) and points DROCE_CONFIG at it. */
+static void
+wire_config(char *ini, size_t ni, char *cap, size_t nc, const char *tag, const char *p0_extra,
+	    const char *p1_extra)
+{
+	FILE *f;
+
+	snprintf(ini, ni, "/tmp/droce-rcm-%s-%d.ini", tag, (int)getpid());
+	snprintf(cap, nc, "/tmp/droce-rcm-%s-%d.pcapng", tag, (int)getpid());
+	f = fopen(ini, "w");
+	cr_assert_not_null(f);
+	fprintf(f, "[eal]\nargs = --no-huge --no-pci -m 128 --log-level=lib.eal:warning\n"
+		   "[mempool]\nmbufs = 4095\ncache = 128\n"
+		   "[port0]\nkind = ring\npeer = port1\nmac = 02:00:c6:12:00:01\n"
+		   "ipv4 = 198.18.0.1\ncapture = %s\n%s"
+		   "[port1]\nkind = ring\npeer = port0\nmac = 02:00:c6:12:00:02\n"
+		   "ipv4 = 198.18.0.2\n%s", cap, p0_extra, p1_extra);
+	fclose(f);
+	setenv("DROCE_CONFIG", ini, 1);
+}
+
+/*
+ * RDMA_OPTION_ID_TOS on the wire (issue 25 section 3): the client's TOS
+ * 0x68 (DSCP 26) is the IP DSCP of its REQ (the CM MAD, as the kernel's
+ * path record makes it for ConnectX and rxe) and of its QP's traffic; the
+ * ECN bits stay the port's (ECT(0) on RoCE data).  tshark reads it.
+ */
+Test(rdmacm_conn, wire_tos_sets_the_dscp, .disabled = WIRE_DISABLED)
+{
+	char ini[64], cap[64], cmd[512];
+	struct rdma_event_channel *cch, *sch;
+	struct rdma_cm_id *l, *c, *s;
+	uint8_t tos = 0x68;
+	const char *out;
+	unsigned int sends = 0, reqs = 0;
+	char *save = NULL, *line;
+	static char buf[8192];
+
+	if (system("command -v tshark >/dev/null 2>&1") != 0)
+		cr_skip_test("tshark missing");
+	wire_config(ini, sizeof(ini), cap, sizeof(cap), "tos", "", "");
+	cch = rdma_create_event_channel();
+	sch = rdma_create_event_channel();
+	l = listener(sch, RCM_ADDR1, 7701, RDMA_PS_TCP, 4);
+	cr_assert_eq(rdma_create_id(cch, &c, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_set_option(c, RDMA_OPTION_ID, RDMA_OPTION_ID_TOS, &tos, 1), 0);
+	{
+		struct sockaddr_in d = rcm_sin(RCM_ADDR1, 7701);
+
+		cr_assert_eq(rdma_resolve_addr(c, NULL, (struct sockaddr *)&d, 2000), 0);
+		rcm_expect(cch, RDMA_CM_EVENT_ADDR_RESOLVED, 5000, false);
+		cr_assert_eq(rdma_resolve_route(c, 2000), 0);
+		rcm_expect(cch, RDMA_CM_EVENT_ROUTE_RESOLVED, 5000, false);
+		make_qp(c, IBV_QPT_RC);
+	}
+	connect_default(c, NULL, 0);
+	s = accept_one(cch, sch, l, c);
+	send_check(c, s, "tos 0x68");
+	teardown(c);
+	teardown(s);
+	rdma_destroy_id(l);
+	rcm_fini(); /* flushes the capture */
+	/* every RoCE frame port0 sent: DSCP, ECN, opcode, destination QP */
+	snprintf(cmd, sizeof(cmd),
+		 "tshark -r %s -d udp.port==4791,infiniband -Y 'ip.src==198.18.0.1 && infiniband' "
+		 "-T fields -E separator=, -e ip.dsfield.dscp -e ip.dsfield.ecn "
+		 "-e infiniband.bth.opcode -e infiniband.bth.destqp 2>/dev/null", cap);
+	out = run(cmd);
+	snprintf(buf, sizeof(buf), "%s", out);
+	for (line = strtok_r(buf, "\n", &save); line != NULL; line = strtok_r(NULL, "\n", &save)) {
+		cr_expect_eq(strncmp(line, "26,", 3), 0, "DSCP not the TOS's: %s\n%s", line, out);
+		if (strstr(line, ",100,0x000001") != NULL)
+			reqs++; /* UD SEND_ONLY to QP1: the CM's MADs */
+		if (strstr(line, ",4,") != NULL) {
+			sends++; /* RC SEND_ONLY: the QP's traffic */
+			cr_expect_eq(strncmp(line, "26,2,", 5), 0, "ECN not ECT(0): %s", line);
+		}
+	}
+	cr_expect_geq(reqs, 2, "the REQ and RTU MADs: %s", out);
+	cr_expect_eq(sends, 1, "the SEND: %s", out);
+	/* and tshark's REQ itself, by its CM decoding */
+	snprintf(cmd, sizeof(cmd),
+		 "tshark -r %s -d udp.port==4791,infiniband -Y infiniband.cm.req -T fields "
+		 "-e ip.dsfield.dscp 2>/dev/null | head -1", cap);
+	cr_expect_str_eq(run(cmd), "26\n", "the REQ's DSCP");
+	unlink(ini);
+	unlink(cap);
+}
+
+/*
+ * An IPv6 peer resolved by neighbour discovery (issue 25 section 4):
+ * rdma_resolve_addr to 2001:2::2 with no entry in port0's table waits for
+ * the NS / NA exchange (counted, learnt), the connection comes up and a
+ * SEND crosses.  tshark sees the NS and NA in port0's capture.
+ */
+Test(rdmacm_conn, ipv6_peer_resolved_by_nd, .disabled = WIRE_DISABLED)
+{
+	char ini[64], cap[64], cmd[512];
+	struct rdma_event_channel *cch, *sch;
+	struct rdma_cm_id *l, *c, *s;
+	struct sockaddr_in6 a6 = { .sin6_family = AF_INET6 };
+	struct droce_port_stats st;
+	struct rdma_cm_event *ev;
+	struct rte_ether_addr mac;
+	struct rdma_conn_param cp;
+	const uint8_t peer[16] = { 0x20, 0x01, 0x00, 0x02, [15] = 2 };
+
+	wire_config(ini, sizeof(ini), cap, sizeof(cap), "nd", "ipv6 = 2001:2::1\n",
+		    "ipv6 = 2001:2::2\n");
+	cch = rdma_create_event_channel();
+	sch = rdma_create_event_channel();
+	cr_assert_eq(rdma_create_id(sch, &l, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(inet_pton(AF_INET6, "2001:2::2", &a6.sin6_addr), 1);
+	a6.sin6_port = htons(7702);
+	cr_assert_eq(rdma_bind_addr(l, (struct sockaddr *)&a6), 0, "%s", strerror(errno));
+	cr_assert_eq(rdma_listen(l, 4), 0);
+	cr_assert_eq(droce_port_neigh_lookup(droce_port_get(0), peer, &mac), -1, "none by hand");
+	cr_assert_eq(rdma_create_id(cch, &c, NULL, RDMA_PS_TCP), 0);
+	cr_assert_eq(rdma_resolve_addr(c, NULL, (struct sockaddr *)&a6, 2000), 0);
+	rcm_expect(cch, RDMA_CM_EVENT_ADDR_RESOLVED, 5000, false);
+	droce_port_stats_get(droce_port_get(0), &st);
+	cr_assert_geq(st.nd_ns_tx, 1, "resolved without a solicitation");
+	cr_assert_geq(st.nd_na_rx, 1);
+	cr_assert_eq(droce_port_neigh_lookup(droce_port_get(0), peer, &mac), 0);
+	cr_assert(rte_is_same_ether_addr(&mac, droce_port_mac(droce_port_get(1))));
+	cr_assert_eq(rdma_resolve_route(c, 2000), 0);
+	rcm_expect(cch, RDMA_CM_EVENT_ROUTE_RESOLVED, 5000, false);
+	make_qp(c, IBV_QPT_RC);
+	connect_default(c, NULL, 0);
+	ev = rcm_expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST, 10000, true);
+	s = ev->id;
+	rdma_ack_cm_event(ev);
+	make_qp(s, IBV_QPT_RC);
+	memset(&cp, 0, sizeof(cp));
+	cp.responder_resources = 1;
+	cp.initiator_depth = 1;
+	cr_assert_eq(rdma_accept(s, &cp), 0, "rdma_accept: %s", strerror(errno));
+	rcm_expect(cch, RDMA_CM_EVENT_ESTABLISHED, 10000, false);
+	rcm_expect(sch, RDMA_CM_EVENT_ESTABLISHED, 10000, false);
+	send_check(c, s, "over IPv6, discovered");
+	send_check(s, c, "and back");
+	teardown(c);
+	teardown(s);
+	rdma_destroy_id(l);
+	rdma_destroy_event_channel(cch);
+	rdma_destroy_event_channel(sch);
+	rcm_fini();
+	if (system("command -v tshark >/dev/null 2>&1") == 0) {
+		snprintf(cmd, sizeof(cmd),
+			 "tshark -r %s -Y 'icmpv6.type==135 && icmpv6.nd.ns.target_address==2001:2::2'"
+			 " -T fields -e ipv6.dst -e icmpv6.checksum.status 2>/dev/null | head -1", cap);
+		cr_expect_str_eq(run(cmd), "ff02::1:ff00:2\t1\n", "the NS");
+		snprintf(cmd, sizeof(cmd),
+			 "tshark -r %s -Y 'icmpv6.type==136 && icmpv6.nd.na.flag.s==1' -T fields "
+			 "-e ipv6.src -e ipv6.dst -e icmpv6.opt.linkaddr 2>/dev/null | head -1", cap);
+		cr_expect_str_eq(run(cmd), "2001:2::2\t2001:2::1\t02:00:c6:12:00:02\n", "the NA");
+	}
 	unlink(ini);
 	unlink(cap);
 }

@@ -102,11 +102,13 @@ droce_port_redial(struct droce_port *p, void (*quiesce)(void))
 }
 
 int
-droce_port_arp_lookup(struct droce_port *p, rte_be32_t ip, struct rte_ether_addr *mac)
+droce_port_neigh_lookup(struct droce_port *p, const uint8_t addr[16], struct rte_ether_addr *mac)
 {
-	for (unsigned int i = 0; i < DROCE_ARP_TABLE_SIZE; i++) {
-		if (p->arp[i].ip != 0 && p->arp[i].ip == ip) {
-			*mac = p->arp[i].mac;
+	static const uint8_t zero[16];
+
+	for (unsigned int i = 0; i < DROCE_NEIGH_TABLE_SIZE; i++) {
+		if (memcmp(p->neigh[i].addr, zero, 16) != 0 && memcmp(p->neigh[i].addr, addr, 16) == 0) {
+			*mac = p->neigh[i].mac;
 			return 0;
 		}
 	}
@@ -115,15 +117,37 @@ droce_port_arp_lookup(struct droce_port *p, rte_be32_t ip, struct rte_ether_addr
 }
 
 void
-droce_port_arp_learn(struct droce_port *p, rte_be32_t ip, const struct rte_ether_addr *mac)
+droce_port_neigh_learn(struct droce_port *p, const uint8_t addr[16],
+		       const struct rte_ether_addr *mac)
 {
-	for (unsigned int i = 0; i < DROCE_ARP_TABLE_SIZE; i++) {
-		if (p->arp[i].ip == 0 || p->arp[i].ip == ip) {
-			p->arp[i].ip = ip;
-			p->arp[i].mac = *mac;
+	static const uint8_t zero[16];
+
+	for (unsigned int i = 0; i < DROCE_NEIGH_TABLE_SIZE; i++) {
+		if (memcmp(p->neigh[i].addr, zero, 16) == 0 ||
+		    memcmp(p->neigh[i].addr, addr, 16) == 0) {
+			memcpy(p->neigh[i].addr, addr, 16);
+			p->neigh[i].mac = *mac;
 			return;
 		}
 	}
+}
+
+int
+droce_port_arp_lookup(struct droce_port *p, rte_be32_t ip, struct rte_ether_addr *mac)
+{
+	uint8_t addr[16] = { [10] = 0xff, [11] = 0xff };
+
+	memcpy(addr + 12, &ip, 4);
+	return droce_port_neigh_lookup(p, addr, mac);
+}
+
+void
+droce_port_arp_learn(struct droce_port *p, rte_be32_t ip, const struct rte_ether_addr *mac)
+{
+	uint8_t addr[16] = { [10] = 0xff, [11] = 0xff };
+
+	memcpy(addr + 12, &ip, 4);
+	droce_port_neigh_learn(p, addr, mac);
 }
 
 /* ---- engines ---- */
@@ -218,6 +242,12 @@ droce_dp_synchronize(void)
 /* the port monitor's call: the double has no multicast groups */
 void
 droce_mcast_tick(void)
+{
+}
+
+/* nor neighbour discovery */
+void
+droce_dp_nd_tick(void)
 {
 }
 
@@ -474,6 +504,17 @@ droce_dp_arp_resolve(unsigned int port, rte_be32_t ip, struct rte_ether_addr *ma
 {
 	(void)port;
 	(void)ip;
+	(void)mac;
+	(void)timeout_ms;
+	return ETIMEDOUT; /* the fake has no wire */
+}
+
+int
+droce_dp_neigh_resolve(unsigned int port, const uint8_t addr[16], struct rte_ether_addr *mac,
+		       unsigned int timeout_ms)
+{
+	(void)port;
+	(void)addr;
 	(void)mac;
 	(void)timeout_ms;
 	return ETIMEDOUT; /* the fake has no wire */
