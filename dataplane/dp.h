@@ -690,8 +690,9 @@ void droce_fork_gate_open(void);  /* parent */
 void droce_fork_gate_reset(void); /* child: its closer was the parent's thread */
 /* Passes the fallback progress thread has run since the process started. */
 uint64_t droce_engines_fallback_passes(void);
-/* True while the calling thread runs an engine pass inside a verb of the
- * application's (droce_engines_progress), not the fallback thread or an lcore. */
+/* For a CQ's notify, which runs during an engine pass: true when the calling
+ * thread runs that pass inside a verb of the application's
+ * (droce_engines_progress), false on the fallback thread or an engine lcore. */
 bool droce_engines_in_app_pass(void);
 /* True if the co-located fallback progress thread runs (it calls the idle hook). */
 bool droce_engines_fallback_on(void);

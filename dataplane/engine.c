@@ -88,12 +88,24 @@ droce_engines_at_stop(void (*fn)(void))
 
 /* ---- running the engines ---- */
 
-static __thread bool app_pass; /* droce_engines_in_app_pass */
+/* The fallback thread, an engine lcore: the threads whose passes are not an
+ * application's.  Set once when such a thread starts, read only by a CQ's
+ * notify (droce_engines_in_app_pass): a pass costs no thread-variable
+ * access (in the shared library, a call of __tls_get_addr each). */
+static __thread bool engine_thread;
+
+void
+droce_engine_thread_mark(void)
+{
+	engine_thread = true;
+}
 
 bool
 droce_engines_in_app_pass(void)
 {
-	return app_pass;
+	/* called during a pass only (a CQ's notify): an application thread
+	 * drives only inside droce_engines_progress, in one of its verbs */
+	return !engine_thread;
 }
 
 bool
@@ -119,13 +131,11 @@ droce_engines_progress(void)
 		if (atomic_load_explicit(&eng->wanted, memory_order_relaxed))
 			atomic_store_explicit(&eng->wanted, false, memory_order_relaxed);
 		rte_rcu_qsbr_thread_online(droce_engines.rcu, e);
-		app_pass = true;
 		if (droce_engine_pass_lc(eng)) { /* the fallback thread's deep sleep waits for a lull */
 			atomic_store_explicit(&eng->work_tsc, droce_clock_real(eng->now),
 					      memory_order_relaxed);
 			busy = true;
 		}
-		app_pass = false;
 		rte_rcu_qsbr_thread_offline(droce_engines.rcu, e);
 		atomic_store_explicit(&eng->app_tsc, droce_clock_real(eng->now), memory_order_relaxed);
 		droce_engine_give(eng);
@@ -257,6 +267,7 @@ engine_main(void *arg)
 {
 	struct droce_engine *eng = arg;
 
+	droce_engine_thread_mark();
 	rte_rcu_qsbr_thread_online(droce_engines.rcu, eng->id);
 	while (!atomic_load_explicit(&eng->stop, memory_order_relaxed)) {
 		droce_engine_poll_lc(eng);
@@ -386,6 +397,7 @@ droce_engines_start(void)
 				name, 1024, SOCKET_ID_ANY, RING_F_SP_ENQ | RING_F_SC_DEQ);
 			if (droce_engines.eng[to]->xfer_in[from] == NULL)
 				goto fail;
+			droce_engines.eng[to]->xfer_in_mask |= UINT64_C(1) << from;
 		}
 	droce_engine_rx_init();
 	droce_engines.gen++;

@@ -457,6 +457,7 @@ struct droce_engine {
 	struct rte_ring *chan_free[DROCE_MAX_CHANNELS]; /* of exited threads (channel lock) */
 	unsigned int n_chan_free;
 	struct rte_ring *xfer_in[DROCE_MAX_ENGINES]; /* frames other engines pass us */
+	uint64_t xfer_in_mask;   /* the engines with an xfer_in ring (bit per engine) */
 	/* frames this pass hands to other engines, enqueued on their xfer_in
 	 * rings in one burst per engine at the end of the receive phase */
 	struct rte_mbuf *xfer_out[DROCE_MAX_ENGINES][DROCE_BURST];
@@ -494,6 +495,7 @@ struct droce_engine {
 	/* frames built and not yet taken by the PMD; they wait here (backpressure) */
 	struct rte_mbuf *txq[DROCE_MAX_PORTS][DROCE_TXBUF];
 	uint16_t ntx[DROCE_MAX_PORTS];
+	uint32_t tx_ports;     /* the ports whose ntx may be non-zero (bit per port) */
 	/* how full the transport may fill a port's waiting room: DROCE_TXBUF,
 	 * less for a switch port (a NIC builds frames just ahead of its link,
 	 * so its pacer, not a queue of frames built before a CNP, meets it) */
@@ -529,6 +531,11 @@ struct droce_engine {
 	 * threads write them.
 	 */
 	_Atomic uint64_t bell_top __rte_cache_aligned;
+	/* non-zero: a message may wait on a channel (engine_chan.c): the
+	 * sender stores it after its enqueue, the pass that finds it takes it
+	 * by an exchange and drains every channel; an idle pass reads it and
+	 * bell_top, one line, instead of looking into each channel */
+	_Atomic uint32_t chan_msgs;
 	_Atomic uint64_t bell_mid[DROCE_BELL_MID] __rte_cache_aligned;
 	_Atomic uint64_t bell_leaf[DROCE_BELL_LEAF] __rte_cache_aligned;
 };
@@ -570,8 +577,10 @@ droce_engine_tx_lc(struct droce_engine *eng, unsigned int port, struct rte_mbuf 
 		return;
 	}
 	eng->txq[port][eng->ntx[port]++] = m;
+	eng->tx_ports |= 1u << port;
 }
 
+static_assert(DROCE_MAX_PORTS <= 32, "tx_ports: a bit per port");
 static_assert(offsetof(struct rte_mbuf, port) - offsetof(struct rte_mbuf, rearm_data) == 6,
 	      "data_off, refcnt, nb_segs, port: the 8 bytes of rearm_data");
 

@@ -127,6 +127,10 @@ droce_engine_send_msg(struct droce_engine *eng, const struct droce_msg *msg)
 		else
 			rte_pause();
 	}
+	/* after the enqueue (release; a plain store, not "if not set": the
+	 * engine may be taking the flag right now, and a store it misses is
+	 * read by its next pass) */
+	atomic_store_explicit(&eng->chan_msgs, 1, memory_order_release);
 	/* a sleeping fallback thread takes it (the sender may not drive) */
 	if (!droce_engines.dedicated)
 		droce_engine_fallback_nudge();
@@ -330,17 +334,28 @@ bells_lc(struct droce_engine *eng)
 unsigned int
 droce_engine_drain_lc(struct droce_engine *eng)
 {
-	unsigned int n = atomic_load_explicit(&eng->n_chan, memory_order_acquire);
 	unsigned int got = bells_lc(eng); /* first: the messages sent before a bell come next */
 	struct droce_msg msgs[DROCE_BURST];
+	unsigned int n;
+	bool more = false;
 
+	/* no message sent since the last pass took the flag: no channel to look into */
+	if (likely(atomic_load_explicit(&eng->chan_msgs, memory_order_relaxed) == 0))
+		return got;
+	/* taken before the channels are read: a message enqueued after this
+	 * exchange and missed below has its flag stored again, for the next pass */
+	atomic_exchange_explicit(&eng->chan_msgs, 0, memory_order_acq_rel);
+	n = atomic_load_explicit(&eng->n_chan, memory_order_acquire);
 	for (unsigned int c = 0; c < n; c++) {
 		unsigned int k = rte_ring_sc_dequeue_burst_elem(eng->chan[c], msgs, sizeof(msgs[0]),
 								 DROCE_BURST, NULL);
 		for (unsigned int i = 0; i < k; i++)
 			handle_msg_lc(eng, &msgs[i]);
 		got += k;
+		more |= k == DROCE_BURST; /* a burst's worth: maybe more behind it */
 	}
+	if (more)
+		atomic_store_explicit(&eng->chan_msgs, 1, memory_order_relaxed); /* the next pass */
 	return got;
 }
 

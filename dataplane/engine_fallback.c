@@ -300,6 +300,7 @@ fallback_main(void *arg)
 	bool registered = rte_thread_register() == 0; /* a mempool cache of its own */
 
 	RTE_SET_USED(arg);
+	droce_engine_thread_mark(); /* its passes are not an application's */
 	(void)prctl(PR_SET_TIMERSLACK, (unsigned long)FALLBACK_SLACK_NS, 0, 0, 0);
 	while (!atomic_load_explicit(&fallback.stop, memory_order_relaxed)) {
 		uint64_t now = rte_rdtsc(), us;

@@ -61,6 +61,10 @@ droce_engine_give(struct droce_engine *eng)
 	atomic_store_explicit(&eng->driving, 0, memory_order_release);
 }
 
+/* The calling thread runs passes of its own, not inside an application's
+ * verbs: the fallback thread, an engine lcore (droce_engines_in_app_pass). */
+void droce_engine_thread_mark(void);
+
 /* One pass; false when the engine is idle (nothing received or drained, no QP
  * with work or a timer, nothing waiting to be sent). */
 bool droce_engine_pass_lc(struct droce_engine *eng);
@@ -77,14 +81,46 @@ void droce_engine_chan_forget(void);
 /* ---- which QPs a pass visits (engine_sched.c) ---- */
 
 void droce_engine_sched_init(struct droce_engine *eng);
+/* The wheel's slots of the ticks over since the last pass (@now_tick: this
+ * pass's): their QPs whose deadline came go to the active list. */
+void droce_engine_wheel_lc(struct droce_engine *eng, uint64_t now_tick);
 /* Phase 4: the QPs whose timers are due go to the active list, before
- * phase 3 runs it. */
-void droce_engine_timers_lc(struct droce_engine *eng);
+ * phase 3 runs it; this pass's pause (pause_now).  Inline: most passes
+ * find the wheel empty or no tick over since the one before (a tick is a
+ * few microseconds), and then only the wheel's tick moves. */
+static inline void
+droce_engine_timers_lc(struct droce_engine *eng)
+{
+	uint64_t now_tick = eng->now >> eng->tw_shift;
+
+	eng->pause_now = unlikely(eng->pass_gap > eng->stall_cycles) ?
+			 eng->pass_gap - eng->stall_cycles : 0;
+	if (likely(eng->tw_count == 0 || now_tick == eng->tw_tick)) {
+		eng->tw_tick = now_tick;
+		return;
+	}
+	droce_engine_wheel_lc(eng, now_tick);
+}
 /* Before @qp's turn: its timers move past the engine's pauses it was not run
  * in (droce_rc_timers_lc moves them past this pass's). */
 void droce_engine_catch_up_lc(struct droce_engine *eng, struct droce_qp *qp);
+/* Phases 3-4 of a pass with no QP active and none in the wheel: only the
+ * wheel's tick and the engine's pauses move (what the two calls around an
+ * empty work phase would do). */
+static inline void
+droce_engine_idle_lc(struct droce_engine *eng)
+{
+	if (unlikely(eng->pass_gap > eng->stall_cycles))
+		eng->paused += eng->pass_gap - eng->stall_cycles;
+	eng->tw_tick = eng->now >> eng->tw_shift;
+}
 /* The end of phase 3: this pass's pause joins the engine's pauses. */
-void droce_engine_sched_end_lc(struct droce_engine *eng);
+static inline void
+droce_engine_sched_end_lc(struct droce_engine *eng)
+{
+	eng->paused += eng->pause_now;
+	eng->pause_now = 0;
+}
 /* After @qp's turn in phase 3: it stays active (work now: to its list's
  * tail), goes to the timer wheel (only timers) or off both. */
 void droce_engine_settle_lc(struct droce_engine *eng, struct droce_qp *qp);

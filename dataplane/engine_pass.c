@@ -369,8 +369,10 @@ rx_ring_empty(const struct droce_port *port, uint16_t queue)
 {
 	const struct rte_ring *r = port->rings[0][queue];
 
+	/* empty: the producer's tail where the consumer's is (the indices run
+	 * free; one consumer, this engine) */
 	return r != NULL && !__atomic_load_n(&port->impair_used, __ATOMIC_RELAXED) &&
-	       rte_ring_empty(r) &&
+	       __atomic_load_n(&r->prod.tail, __ATOMIC_RELAXED) == r->cons.tail &&
 	       (!__atomic_load_n(&port->loop_in, __ATOMIC_RELAXED) || rte_ring_empty(port->lo[queue]));
 }
 
@@ -403,12 +405,14 @@ rx_phase_lc(struct droce_engine *eng)
 	/* frames for other engines' QPs (received, or injected in phase 1) go over */
 	if (eng->xfer_pending != 0)
 		xfer_flush_all_lc(eng);
-	for (unsigned int e = 0; e < droce_engines.n; e++) {
+	/* and theirs come: one ring per other engine (none with one engine) */
+	for (uint64_t in = eng->xfer_in_mask; in != 0; in &= in - 1) {
+		struct rte_ring *r = eng->xfer_in[__builtin_ctzll(in)];
 		unsigned int n;
 
-		if (eng->xfer_in[e] == NULL)
-			continue;
-		n = rte_ring_sc_dequeue_burst(eng->xfer_in[e], (void **)pkts, DROCE_BURST, NULL);
+		if (rte_ring_empty(r))
+			continue; /* a few loads, not the dequeue's call */
+		n = rte_ring_sc_dequeue_burst(r, (void **)pkts, DROCE_BURST, NULL);
 		for (unsigned int i = 0; i < n; i++)
 			xfer_one_lc(eng, pkts[i]);
 		got += n;
@@ -461,13 +465,17 @@ flush_port_lc(struct droce_engine *eng, unsigned int pi)
 {
 	uint16_t n = eng->ntx[pi], sent;
 
-	if (n == 0)
+	if (n == 0) {
+		eng->tx_ports &= ~(1u << pi);
 		return;
+	}
 	sent = droce_port_tx_burst(eng->ports[pi], eng->queue, eng->txq[pi], n);
 	eng->stats.tx_pkts += sent;
 	if (sent < n)
 		memmove(eng->txq[pi], eng->txq[pi] + sent, (size_t)(n - sent) * sizeof(eng->txq[pi][0]));
 	eng->ntx[pi] = n - sent;
+	if (sent == n)
+		eng->tx_ports &= ~(1u << pi);
 }
 
 void
@@ -481,13 +489,15 @@ droce_engine_tx_full_lc(struct droce_engine *eng, unsigned int port, struct rte_
 		return;
 	}
 	eng->txq[port][eng->ntx[port]++] = m;
+	eng->tx_ports |= 1u << port;
 }
 
-static void
+/* The ports with frames waiting (none: one load). */
+static __rte_always_inline void
 flush_lc(struct droce_engine *eng)
 {
-	for (unsigned int pi = 0; pi < eng->n_ports; pi++)
-		flush_port_lc(eng, pi);
+	for (uint32_t w = eng->tx_ports; w != 0; w &= w - 1)
+		flush_port_lc(eng, (unsigned int)__builtin_ctz(w));
 }
 
 /* Packets a QP may generate this pass: what fits in its port's waiting room,
@@ -505,7 +515,8 @@ static void
 work_phase_lc(struct droce_engine *eng)
 {
 	droce_engine_timers_lc(eng);
-	for (unsigned int pi = 0; pi < eng->n_ports; pi++) {
+	/* (the wheel may have had QPs and none due: no port to look at) */
+	for (unsigned int pi = 0; eng->n_active_all != 0 && pi < eng->n_ports; pi++) {
 		struct droce_qp_list *l = &eng->active[pi];
 		unsigned int full = 0;
 
@@ -592,18 +603,19 @@ droce_engine_pass_lc(struct droce_engine *eng)
 	eng->pass_gap = eng->now && t > eng->now ? t - eng->now : 0;
 	eng->now = t;
 	eng->stats.loops++;
-	got = droce_engine_drain_lc(eng);
+	/* phase 1 only when a bell was rung or a message sent: one cache line */
+	got = unlikely(atomic_load_explicit(&eng->bell_top, memory_order_relaxed) != 0 ||
+		       atomic_load_explicit(&eng->chan_msgs, memory_order_relaxed) != 0) ?
+	      droce_engine_drain_lc(eng) : 0;
 	got += rx_phase_lc(eng);
-	work_phase_lc(eng);
+	if (eng->n_active_all != 0 || eng->tw_count != 0)
+		work_phase_lc(eng);
+	else
+		droce_engine_idle_lc(eng); /* no QP to run, none in the wheel: the clock's part */
 	flush_lc(eng);
 	if (unlikely(eng->nrxfree != 0))
 		droce_engine_rx_free_flush_lc(eng); /* frames injected as received */
-	if (got != 0 || eng->n_active_all != 0 || eng->tw_count != 0)
-		return true;
-	for (unsigned int pi = 0; pi < eng->n_ports; pi++)
-		if (eng->ntx[pi] != 0)
-			return true;
-	return false;
+	return got != 0 || eng->n_active_all != 0 || eng->tw_count != 0 || eng->tx_ports != 0;
 }
 
 void

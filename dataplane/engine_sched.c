@@ -182,19 +182,11 @@ droce_engine_settle_lc(struct droce_engine *eng, struct droce_qp *qp)
 }
 
 void
-droce_engine_timers_lc(struct droce_engine *eng)
+droce_engine_wheel_lc(struct droce_engine *eng, uint64_t now_tick)
 {
-	uint64_t now_tick, end, v;
+	uint64_t end, v = eng->now;
 	struct droce_qp *qp, *next;
 
-	eng->pause_now = unlikely(eng->pass_gap > eng->stall_cycles) ?
-			 eng->pass_gap - eng->stall_cycles : 0;
-	v = eng->now;
-	now_tick = v >> eng->tw_shift;
-	if (likely(eng->tw_count == 0)) {
-		eng->tw_tick = now_tick;
-		return;
-	}
 	/* the ticks that are over, each slot at most once */
 	end = now_tick;
 	if (end - eng->tw_tick > DROCE_TW_SLOTS)
@@ -211,9 +203,3 @@ droce_engine_timers_lc(struct droce_engine *eng)
 	eng->tw_tick = end;
 }
 
-void
-droce_engine_sched_end_lc(struct droce_engine *eng)
-{
-	eng->paused += eng->pause_now;
-	eng->pause_now = 0;
-}

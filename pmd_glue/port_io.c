@@ -56,6 +56,36 @@ droce_port_rx_account_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf *
 		st->capture_drops += droce_capture_rx(p->capture, queue, pkts, got);
 }
 
+/* ---- the PMD ---- */
+
+/*
+ * A ring pair's or a switch's port (rings[0] received, rings[1] sent, each
+ * queue's ring one producer and one consumer): its rings straight, which is
+ * all the net_ring PMD's burst functions do besides counting, without
+ * ethdev's call chain (about a hundred instructions a burst each way,
+ * issue 27).  The PMD's own counters (pmd_ipackets / pmd_opackets) then stay
+ * 0 for these ports; droce's (rx_frames, tx_frames ...) count.
+ */
+static inline uint16_t
+eth_rx(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct rte_ring *r = p->rings[0][queue];
+
+	if (r != NULL)
+		return (uint16_t)rte_ring_dequeue_burst(r, (void **)pkts, n, NULL);
+	return rte_eth_rx_burst(p->eth_port, queue, pkts, n);
+}
+
+static inline uint16_t
+eth_tx(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
+{
+	struct rte_ring *r = p->rings[1][queue];
+
+	if (r != NULL)
+		return (uint16_t)rte_ring_enqueue_burst(r, (void **)pkts, n, NULL);
+	return rte_eth_tx_burst(p->eth_port, queue, pkts, n);
+}
+
 /* ---- loopback ---- */
 
 /* The port @p delivers frame @m to inside droce, or NULL: the wire. */
@@ -121,7 +151,7 @@ loop_tx(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n
 		while (j < n && loop_dest(p, pkts[j]) == to)
 			j++;
 		if (to == NULL) {
-			k = rte_eth_tx_burst(p->eth_port, queue, pkts + i, (uint16_t)(j - i));
+			k = eth_tx(p, queue, pkts + i, (uint16_t)(j - i));
 		} else {
 			k = droce_port_loop_deliver_lc(to, queue, pkts + i, (uint16_t)(j - i));
 			p->qstats[queue].loop_tx += k;
@@ -137,7 +167,7 @@ static inline uint16_t
 pmd_tx(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
 {
 	if (likely(!__atomic_load_n(&p->loop_on, __ATOMIC_RELAXED)))
-		return rte_eth_tx_burst(p->eth_port, queue, pkts, n);
+		return eth_tx(p, queue, pkts, n);
 	return loop_tx(p, queue, pkts, n);
 }
 
@@ -153,7 +183,7 @@ droce_port_loop_rx_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pk
 uint16_t
 droce_port_pmd_rx_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
 {
-	uint16_t got = rte_eth_rx_burst(p->eth_port, queue, pkts, n);
+	uint16_t got = eth_rx(p, queue, pkts, n);
 
 	/* then the frames the loop put on this queue (never on the link) */
 	if (got < n)

@@ -219,6 +219,72 @@ Test(sched, doorbells_one_bit_per_qp_taken_in_one_pass)
 }
 
 /*
+ * What an idle pass skips must not lose work (issue 27): the channels are
+ * looked into only when a sender flagged a message (chan_msgs), a pass takes
+ * at most a burst of a channel's messages and then flags the rest for the
+ * next pass; the transmit flush runs only for ports with frames waiting
+ * (tx_ports).  100 frames injected (messages) before any pass: the first
+ * pass takes DROCE_BURST of them, the passes after take the rest with no new
+ * message sent; 40 frames injected for the wire all reach the peer port;
+ * then passes are idle (droce_engines_progress says so) and look at no
+ * channel (the flag stays down, nothing more handled).
+ */
+#define NINJ 100
+#define NTXINJ 40
+
+Test(sched, idle_passes_skip_nothing_due)
+{
+	struct h_cfg cfg = { .fallback_us = -1 }; /* only the test drives */
+	/* not RoCE (an EtherType nobody handles): dropped and counted */
+	uint8_t frame[64] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02, 0, 0, 0, 0, 1, 0x88, 0xb5 };
+	struct droce_engine *eng;
+	uint64_t tx0, drops0;
+	unsigned int passes;
+
+	h_start(&cfg, false);
+	eng = droce_engine_get(0);
+	for (unsigned int i = 0; i < 8 && droce_engines_progress(); i++)
+		; /* start-up work (ARP, GSI) done */
+	drops0 = eng->stats.drops[DROCE_DROP_ETHERTYPE];
+	cr_assert_eq(eng->stats.injected, 0);
+	for (unsigned int i = 0; i < NINJ; i++)
+		cr_assert_eq(droce_dp_inject(0, 0, DROCE_INJECT_RX, frame, sizeof(frame)), 0);
+	cr_assert_eq(eng->stats.injected, 0, "handled before any pass");
+	cr_assert_neq(atomic_load(&eng->chan_msgs), 0, "no message flagged");
+	cr_assert(droce_engines_progress());
+	cr_assert_eq(eng->stats.injected, DROCE_BURST, "the first pass took %" PRIu64,
+		     eng->stats.injected);
+	cr_assert_neq(atomic_load(&eng->chan_msgs), 0, "the rest not flagged for the next pass");
+	for (passes = 0; passes < 10 && eng->stats.injected < NINJ; passes++)
+		droce_engines_progress();
+	cr_assert_eq(eng->stats.injected, NINJ, "%" PRIu64 " of %u handled after %u more passes",
+		     eng->stats.injected, NINJ, passes);
+	cr_assert_eq(passes, (NINJ - 1) / DROCE_BURST, "%u more passes", passes);
+	cr_assert_eq(eng->stats.drops[DROCE_DROP_ETHERTYPE] - drops0, NINJ);
+
+	/* frames for the wire: flushed, received by the peer port, dropped there */
+	tx0 = eng->stats.tx_pkts;
+	for (unsigned int i = 0; i < NTXINJ; i++)
+		cr_assert_eq(droce_dp_inject(0, 0, DROCE_INJECT_TX, frame, sizeof(frame)), 0);
+	for (passes = 0; passes < 20 && droce_engines_progress(); passes++)
+		;
+	cr_assert_lt(passes, 20, "the engine never went idle");
+	cr_assert_eq(eng->stats.injected, NINJ + NTXINJ);
+	cr_assert_eq(eng->stats.tx_pkts - tx0, NTXINJ, "%" PRIu64 " of %u sent",
+		     eng->stats.tx_pkts - tx0, NTXINJ);
+	cr_assert_eq(eng->tx_ports, 0, "a port still flagged with nothing waiting");
+	cr_assert_eq(eng->stats.drops[DROCE_DROP_ETHERTYPE] - drops0, NINJ + NTXINJ,
+		     "the peer port received %" PRIu64 " of %u",
+		     eng->stats.drops[DROCE_DROP_ETHERTYPE] - drops0 - NINJ, NTXINJ);
+
+	/* idle: nothing flagged, nothing handled, the pass says so */
+	cr_assert_eq(atomic_load(&eng->chan_msgs), 0);
+	for (unsigned int i = 0; i < 100; i++)
+		cr_assert_not(droce_engines_progress(), "idle pass #%u had work", i);
+	cr_assert_eq(eng->stats.injected, NINJ + NTXINJ);
+}
+
+/*
  * A requester whose window is full waits off the active list (rc_req.c's
  * req_blocked): 400 one-packet WRITEs towards a QPN nobody has, no timer, so
  * the first 256 (the window) go out and then passes give the QP no turn; an
