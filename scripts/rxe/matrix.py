@@ -5,6 +5,10 @@
 # rxe) against droce's tests/rdmacm/example_rdma_client / _server (libdroce's
 # rdma_cm and IB CM).  Run by scripts/rxe-interop inside the droce-rxe network
 # namespace once the guest agent answers.
+# Over 800 lines because every cell kind (perftest, rdma_cm, drop-in
+# programs, rsockets, UCX, the IPv6 cells) shares the guest agent, the
+# namespace's addresses and one result table; the cell kinds are the place
+# to split it next time it grows.
 import argparse, atexit, json, math, os, re, signal, socket, subprocess, sys, threading, time
 
 started = []  # droce-perf processes: killed (by pid) if this script ends early
