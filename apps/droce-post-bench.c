@@ -29,6 +29,8 @@
 #include <droce/config.h>
 #include <droce/droce.h>
 
+#include "bench_pair.h"
+
 #define MAX_N 4000
 
 static struct ibv_context *ctx[2];
@@ -48,19 +50,9 @@ die(const char *what, int e)
 static void
 setup(uint32_t sq)
 {
-	struct droce_config cfg;
-	struct ibv_device **list;
+	struct ibv_device **list = bench_pair_start();
 	union ibv_gid gid[2];
-	int n;
 
-	if (droce_config_load_default(&cfg) != 0)
-		die("config", errno);
-	cfg.fallback_us = 0; /* only this thread drives the engine, when it polls */
-	if (droce_start_config(&cfg) != 0)
-		die("droce_start_config", errno);
-	list = ibv_get_device_list(&n);
-	if (list == NULL || n < 2)
-		die("ibv_get_device_list", errno ? errno : ENODEV);
 	for (int k = 0; k < 2; k++) {
 		struct ibv_qp_init_attr_ex ia = {
 			.qp_type = IBV_QPT_RC,
@@ -69,8 +61,6 @@ setup(uint32_t sq)
 			.comp_mask = IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_SEND_OPS_FLAGS,
 			.send_ops_flags = IBV_QP_EX_WITH_RDMA_WRITE,
 		};
-		struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-					 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE };
 
 		ctx[k] = ibv_open_device(list[k]);
 		if (ctx[k] == NULL)
@@ -87,36 +77,9 @@ setup(uint32_t sq)
 		qp[k] = ibv_create_qp_ex(ctx[k], &ia);
 		if (qp[k] == NULL)
 			die("ibv_create_qp_ex", errno);
-		if (ibv_modify_qp(qp[k], &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				  IBV_QP_ACCESS_FLAGS) != 0)
-			die("INIT", EINVAL);
-		if (ibv_query_gid(ctx[k], 1, 0, &gid[k]) != 0)
-			die("ibv_query_gid", errno);
+		bench_pair_init(ctx[k], qp[k], &gid[k]);
 	}
-	for (int k = 0; k < 2; k++) {
-		struct ibv_qp_attr a = {
-			.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
-			.dest_qp_num = qp[!k]->qp_num, .max_dest_rd_atomic = 1, .min_rnr_timer = 1,
-			.ah_attr = { .is_global = 1, .port_num = 1,
-				     .grh = { .dgid = gid[!k], .hop_limit = 64 } },
-		};
-		int rc = ibv_modify_qp(qp[k], &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-
-		if (rc != 0)
-			die("RTR", rc);
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_RTS;
-		a.timeout = 14;
-		a.retry_cnt = 7;
-		a.rnr_retry = 7;
-		a.max_rd_atomic = 1;
-		rc = ibv_modify_qp(qp[k], &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-				   IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
-		if (rc != 0)
-			die("RTS", rc);
-	}
+	bench_pair_connect(qp, gid);
 	ibv_free_device_list(list);
 }
 
