@@ -120,6 +120,21 @@ client(struct rdma_event_channel *ch, uint16_t port, enum rdma_port_space ps, bo
 	return c;
 }
 
+/* @s (a request's new id) gets a QP and accepts; ESTABLISHED on both sides. */
+static void
+accept_req(struct rdma_event_channel *cch, struct rdma_event_channel *sch, struct rdma_cm_id *s)
+{
+	struct rdma_conn_param cp;
+
+	make_qp(s, IBV_QPT_RC);
+	memset(&cp, 0, sizeof(cp));
+	cp.responder_resources = 1;
+	cp.initiator_depth = 1;
+	cr_assert_eq(rdma_accept(s, &cp), 0, "rdma_accept: %s", strerror(errno));
+	rcm_expect(cch, RDMA_CM_EVENT_ESTABLISHED, 10000, false);
+	rcm_expect(sch, RDMA_CM_EVENT_ESTABLISHED, 10000, false);
+}
+
 /* The server side of an accepted connection (ESTABLISHED on both). */
 static struct rdma_cm_id *
 accept_one(struct rdma_event_channel *cch, struct rdma_event_channel *sch,
@@ -418,7 +433,6 @@ Test(rdmacm_conn, loopback_destination_connects_to_own_port)
 	struct rdma_event_channel *sch = rdma_create_event_channel();
 	struct rdma_cm_id *l = listener(sch, "0.0.0.0", 7503, RDMA_PS_TCP, 4);
 	struct sockaddr_in d = rcm_sin("127.0.0.1", 7503);
-	struct rdma_conn_param cp;
 	struct rdma_cm_event *ev;
 	struct rdma_cm_id *c, *s;
 	union ibv_gid g0;
@@ -445,13 +459,7 @@ Test(rdmacm_conn, loopback_destination_connects_to_own_port)
 	cr_assert_str_eq(ibv_get_device_name(s->verbs->device), "droce0", "the same port");
 	cr_assert_arr_eq(ev->param.conn.private_data, "lo", 2);
 	rdma_ack_cm_event(ev);
-	make_qp(s, IBV_QPT_RC);
-	memset(&cp, 0, sizeof(cp));
-	cp.responder_resources = 1;
-	cp.initiator_depth = 1;
-	cr_assert_eq(rdma_accept(s, &cp), 0, "rdma_accept: %s", strerror(errno));
-	rcm_expect(cch, RDMA_CM_EVENT_ESTABLISHED, 10000, false);
-	rcm_expect(sch, RDMA_CM_EVENT_ESTABLISHED, 10000, false);
+	accept_req(cch, sch, s);
 	send_check(c, s, "to myself");
 	send_check(s, c, "and back");
 
@@ -950,7 +958,6 @@ Test(rdmacm_conn, ipv6_peer_resolved_by_nd, .disabled = WIRE_DISABLED)
 	struct droce_port_stats st;
 	struct rdma_cm_event *ev;
 	struct rte_ether_addr mac;
-	struct rdma_conn_param cp;
 	const uint8_t peer[16] = { 0x20, 0x01, 0x00, 0x02, [15] = 2 };
 
 	wire_config(ini, sizeof(ini), cap, sizeof(cap), "nd", "ipv6 = 2001:2::1\n",
@@ -978,13 +985,7 @@ Test(rdmacm_conn, ipv6_peer_resolved_by_nd, .disabled = WIRE_DISABLED)
 	ev = rcm_expect(sch, RDMA_CM_EVENT_CONNECT_REQUEST, 10000, true);
 	s = ev->id;
 	rdma_ack_cm_event(ev);
-	make_qp(s, IBV_QPT_RC);
-	memset(&cp, 0, sizeof(cp));
-	cp.responder_resources = 1;
-	cp.initiator_depth = 1;
-	cr_assert_eq(rdma_accept(s, &cp), 0, "rdma_accept: %s", strerror(errno));
-	rcm_expect(cch, RDMA_CM_EVENT_ESTABLISHED, 10000, false);
-	rcm_expect(sch, RDMA_CM_EVENT_ESTABLISHED, 10000, false);
+	accept_req(cch, sch, s);
 	send_check(c, s, "over IPv6, discovered");
 	send_check(s, c, "and back");
 	teardown(c);
