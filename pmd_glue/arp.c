@@ -257,15 +257,67 @@ bad:
 	return true;
 }
 
+struct rte_mbuf *
+droce_port_ctl_frame(struct droce_port *p, uint16_t queue, const struct rte_ether_addr *dmac,
+		     uint16_t ethertype, uint32_t l3_len, void **l3)
+{
+	uint32_t off = sizeof(struct rte_ether_hdr) + (p->vlan ? sizeof(struct rte_vlan_hdr) : 0);
+	uint32_t len = RTE_MAX(off + l3_len, (uint32_t)RTE_ETHER_MIN_LEN - RTE_ETHER_CRC_LEN);
+	struct rte_ether_hdr *eth;
+	struct rte_mbuf *m;
+	char *d;
+
+	if (queue >= p->nb_txq) {
+		errno = EINVAL;
+		return NULL;
+	}
+	m = rte_pktmbuf_alloc(p->mp);
+	if (m == NULL) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	d = rte_pktmbuf_append(m, (uint16_t)len);
+	if (d == NULL) {
+		rte_pktmbuf_free(m);
+		errno = ENOMEM;
+		return NULL;
+	}
+	memset(d, 0, len);
+	eth = (struct rte_ether_hdr *)d;
+	eth->dst_addr = *dmac;
+	eth->src_addr = p->mac;
+	if (p->vlan) {
+		struct rte_vlan_hdr *vh = (struct rte_vlan_hdr *)(eth + 1);
+
+		eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_VLAN);
+		vh->vlan_tci = rte_cpu_to_be_16(p->vlan);
+		vh->eth_proto = rte_cpu_to_be_16(ethertype);
+	} else {
+		eth->ether_type = rte_cpu_to_be_16(ethertype);
+	}
+	m->ol_flags = 0;
+	*l3 = d + off;
+	return m;
+}
+
+int
+droce_port_ctl_send(struct droce_port *p, uint16_t queue, struct rte_mbuf *m)
+{
+	if (droce_port_tx_burst(p, queue, &m, 1) != 1) {
+		rte_pktmbuf_free(m);
+		errno = ENOBUFS;
+		return -1;
+	}
+	return 0;
+}
+
 int
 droce_port_arp_request(struct droce_port *p, uint16_t queue, rte_be32_t ip)
 {
-	struct rte_ether_hdr *eth;
+	static const struct rte_ether_addr bcast = { .addr_bytes = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff } };
 	struct rte_arp_hdr *arp;
 	struct rte_mbuf *m;
 	rte_be32_t sip;
-	uint32_t off = sizeof(*eth), len;
-	char *d;
 
 	if (queue >= p->nb_txq) {
 		errno = EINVAL;
@@ -275,34 +327,9 @@ droce_port_arp_request(struct droce_port *p, uint16_t queue, rte_be32_t ip)
 		errno = EADDRNOTAVAIL;
 		return -1;
 	}
-	m = rte_pktmbuf_alloc(p->mp);
-	if (m == NULL) {
-		errno = ENOMEM;
+	m = droce_port_ctl_frame(p, queue, &bcast, RTE_ETHER_TYPE_ARP, sizeof(*arp), (void **)&arp);
+	if (m == NULL)
 		return -1;
-	}
-	len = off + (p->vlan ? sizeof(struct rte_vlan_hdr) : 0) + sizeof(*arp);
-	len = RTE_MAX(len, (uint32_t)RTE_ETHER_MIN_LEN - RTE_ETHER_CRC_LEN);
-	d = rte_pktmbuf_append(m, (uint16_t)len);
-	if (d == NULL) {
-		rte_pktmbuf_free(m);
-		errno = ENOMEM;
-		return -1;
-	}
-	memset(d, 0, len);
-	eth = (struct rte_ether_hdr *)d;
-	memset(&eth->dst_addr, 0xff, sizeof(eth->dst_addr));
-	eth->src_addr = p->mac;
-	if (p->vlan) {
-		struct rte_vlan_hdr *vh = (struct rte_vlan_hdr *)(eth + 1);
-
-		eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_VLAN);
-		vh->vlan_tci = rte_cpu_to_be_16(p->vlan);
-		vh->eth_proto = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
-		off += sizeof(*vh);
-	} else {
-		eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_ARP);
-	}
-	arp = (struct rte_arp_hdr *)(d + off);
 	arp->arp_hardware = rte_cpu_to_be_16(RTE_ARP_HRD_ETHER);
 	arp->arp_protocol = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4);
 	arp->arp_hlen = 6;
@@ -311,11 +338,8 @@ droce_port_arp_request(struct droce_port *p, uint16_t queue, rte_be32_t ip)
 	arp->arp_data.arp_sha = p->mac;
 	arp->arp_data.arp_sip = sip;
 	arp->arp_data.arp_tip = ip;
-	if (droce_port_tx_burst(p, queue, &m, 1) != 1) {
-		rte_pktmbuf_free(m);
-		errno = ENOBUFS;
+	if (droce_port_ctl_send(p, queue, m) != 0)
 		return -1;
-	}
 	p->qstats[queue].arp_requests_tx++;
 	return 0;
 }

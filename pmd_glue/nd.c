@@ -32,6 +32,7 @@
 #include <rte_mbuf.h>
 
 #include "port.h"
+#include "port_internal.h"
 #include "port_struct.h"
 
 /* ICMPv6 message types and options (RFC 4861 4.3, 4.4, 4.6.1) */
@@ -171,43 +172,15 @@ nd_send(struct droce_port *p, uint16_t queue, enum nd_type type, uint8_t flags,
 	const uint8_t src[16], const uint8_t dst[16], const struct rte_ether_addr *dmac,
 	const uint8_t target[16], enum nd_opt opt)
 {
-	uint32_t off = sizeof(struct rte_ether_hdr) + (p->vlan ? sizeof(struct rte_vlan_hdr) : 0);
 	uint16_t icmp_len = (uint16_t)(sizeof(struct nd_msg) + (opt ? sizeof(struct nd_lla) : 0));
-	struct rte_ether_hdr *eth;
 	struct rte_ipv6_hdr *ip;
 	struct nd_msg *nd;
 	struct rte_mbuf *m;
-	char *d;
 
-	if (queue >= p->nb_txq) {
-		errno = EINVAL;
+	m = droce_port_ctl_frame(p, queue, dmac, RTE_ETHER_TYPE_IPV6, sizeof(*ip) + icmp_len,
+				 (void **)&ip);
+	if (m == NULL)
 		return -1;
-	}
-	m = rte_pktmbuf_alloc(p->mp);
-	if (m == NULL) {
-		errno = ENOMEM;
-		return -1;
-	}
-	d = rte_pktmbuf_append(m, (uint16_t)(off + sizeof(*ip) + icmp_len));
-	if (d == NULL) {
-		rte_pktmbuf_free(m);
-		errno = ENOMEM;
-		return -1;
-	}
-	memset(d, 0, off + sizeof(*ip) + icmp_len);
-	eth = (struct rte_ether_hdr *)d;
-	eth->dst_addr = *dmac;
-	eth->src_addr = p->mac;
-	if (p->vlan) {
-		struct rte_vlan_hdr *vh = (struct rte_vlan_hdr *)(eth + 1);
-
-		eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_VLAN);
-		vh->vlan_tci = rte_cpu_to_be_16(p->vlan);
-		vh->eth_proto = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6);
-	} else {
-		eth->ether_type = rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6);
-	}
-	ip = (struct rte_ipv6_hdr *)(d + off);
 	ip->vtc_flow = rte_cpu_to_be_32(6u << 28);
 	ip->payload_len = rte_cpu_to_be_16(icmp_len);
 	ip->proto = IPPROTO_ICMPV6;
@@ -227,12 +200,8 @@ nd_send(struct droce_port *p, uint16_t queue, enum nd_type type, uint8_t flags,
 	}
 	/* over the pseudo-header (next header from ip->proto) and the message */
 	nd->cksum = rte_ipv6_udptcp_cksum(ip, nd);
-	m->ol_flags = 0;
-	if (droce_port_tx_burst(p, queue, &m, 1) != 1) {
-		rte_pktmbuf_free(m);
-		errno = ENOBUFS;
+	if (droce_port_ctl_send(p, queue, m) != 0)
 		return -1;
-	}
 	if (type == ND_NS)
 		p->qstats[queue].nd_ns_tx++;
 	else
