@@ -51,6 +51,34 @@ rdma_create_event_channel(void)
 	return &c->ch;
 }
 
+/*
+ * A destroyed channel's memory is kept until RETIRED_CHANS more channels
+ * are destroyed.  A thread on its way back into rdma_get_cm_event() when
+ * another destroys the channel (rping's CM thread after the last event:
+ * rdma-core 44's rping has that race, fixed upstream in 2025) then gets
+ * EBADF, as from librdmacm's closed fd, and writes no freed memory.
+ */
+#define RETIRED_CHANS 64
+static struct droce_rcm_chan *retired_chans[RETIRED_CHANS];
+static unsigned int retired_next;
+static pthread_mutex_t retired_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void
+chan_retire(struct droce_rcm_chan *c)
+{
+	struct droce_rcm_chan *old;
+
+	pthread_mutex_lock(&retired_lock);
+	old = retired_chans[retired_next];
+	retired_chans[retired_next] = c;
+	retired_next = (retired_next + 1) % RETIRED_CHANS;
+	pthread_mutex_unlock(&retired_lock);
+	if (old != NULL) {
+		pthread_mutex_destroy(&old->lock);
+		free(old);
+	}
+}
+
 void
 rdma_destroy_event_channel(struct rdma_event_channel *channel)
 {
@@ -79,10 +107,13 @@ rdma_destroy_event_channel(struct rdma_event_channel *channel)
 		TAILQ_REMOVE(&c->q, e, link);
 		free(e);
 	}
-	close(c->ch.fd);
+	int fd = c->ch.fd;
+
+	c->ch.fd = -1; /* rdma_get_cm_event now answers EBADF */
+	close(fd);
 	close(c->wfd);
-	pthread_mutex_destroy(&c->lock);
-	free(c);
+	c->wfd = -1;
+	chan_retire(c);
 }
 
 /* Writes the tokens owed; channel lock held. */
@@ -305,6 +336,8 @@ rdma_get_cm_event(struct rdma_event_channel *channel, struct rdma_cm_event **eve
 
 	if (c == NULL || event == NULL)
 		return ERR(EINVAL);
+	if (c->ch.fd < 0)
+		return ERR(EBADF); /* destroyed (chan_retire) */
 	for (;;) {
 		uint8_t tok;
 		ssize_t n;

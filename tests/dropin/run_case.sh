@@ -72,14 +72,34 @@ split_pair() {
 	c=("$@")
 }
 
+# rping_cm_race SIDE RC: RC, or 0 when SIDE is Debian's rping (rdma-core 44)
+# ending 255 after a clean run by its own race: main destroys the CM event
+# channel while the CM thread, done with the DISCONNECTED event, is on its
+# way back into rdma_get_cm_event, which fails with EBADF and the thread
+# exits the process (librdmacm does the same; upstream fixed rping in 2025,
+# "rping: terminate CM event thread before exiting").  Only that ending is
+# let through: 255, the DISCONNECT event, and the EBADF as the last line.
+rping_cm_race() {
+	local log="$tmp/$1.log"
+	if [ "$2" = 255 ] && [ "${c[0]:-}" = rping ] &&
+		grep -q "^$1 DISCONNECT EVENT" "$log" &&
+		[ "$(tail -n 1 "$log")" = "rdma_get_cm_event: Bad file descriptor" ]; then
+		echo "note: $1 rping exited 255 by rping 44's CM-thread race after a clean run" >&2
+		echo 0
+	else
+		echo "$2"
+	fi
+}
+
 # both_exit_0 CRC: waits for the server side; it and the client (exit
 # status CRC) must have exited 0
 both_exit_0() {
-	local src
+	local src crc
 	server_status
-	src=$?
-	[ "$1" = 0 ] || fail "client exited $1"
-	[ $src = 0 ] || fail "server exited $src"
+	src=$(rping_cm_race server $?)
+	crc=$(rping_cm_race client "$1")
+	[ "$crc" = 0 ] || fail "client exited $crc"
+	[ "$src" = 0 ] || fail "server exited $src"
 }
 
 # pair_tcp SECONDS PORT SERVERCMD -- CLIENTCMD: both sides must exit 0

@@ -138,6 +138,25 @@ Test(rdmacm_api, destroying_a_channel_does_not_wake_a_blocked_reader)
 	cr_assert_eq(pthread_join(t, NULL), 0);
 }
 
+/*
+ * The other side of rping 44's race: its CM thread calls rdma_get_cm_event()
+ * again just after main destroyed the channel.  librdmacm reads a closed fd
+ * (EBADF); droce answers the same and writes nothing into the channel's
+ * memory, which it keeps for a while (chan_retire) instead of freeing.
+ */
+Test(rdmacm_api, get_event_on_a_destroyed_channel_is_ebadf)
+{
+	struct rdma_event_channel *ch = rdma_create_event_channel();
+	struct rdma_cm_event *ev = NULL;
+
+	cr_assert_not_null(ch);
+	rdma_destroy_event_channel(ch);
+	errno = 0;
+	cr_assert_eq(rdma_get_cm_event(ch, &ev), -1);
+	cr_assert_eq(errno, EBADF, "errno %d (%s)", errno, strerror(errno));
+	cr_assert_null(ev);
+}
+
 Test(rdmacm_api, create_id_errors)
 {
 	struct rdma_event_channel *ch = rdma_create_event_channel();
