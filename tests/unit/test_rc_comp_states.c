@@ -9,6 +9,7 @@
 
 #include <criterion/criterion.h>
 
+#include "dataplane/rc_internal.h"
 #include "plain_qp.h"
 
 static uint8_t resp_bytes[1024];
@@ -314,4 +315,34 @@ Test(rc_comp_answer, naks_that_fail_the_head_go_to_error)
 	cr_assert_eq(qp->rnr_deadline, eng->now + 10000, "10 us at 1 GHz");
 	cr_assert_eq(droce_rc_comp_step_lc(qp, COMP_RNR_NAK, &c), COMP_ERROR);
 	cr_assert_eq(c.err, DROCE_ERR_RNR_RETRY_EXC);
+}
+
+/* The timeout attribute's T (4.096 us * 2^timeout) is cached per QP: a
+ * modify that changes the attribute (ibv_modify_qp may, in RTS) is seen by
+ * the next computation, and so is the adaptive timer's floor. */
+Test(rc_comp_answer, rto_follows_the_timeout_attribute)
+{
+	/* 1 GHz: T(14) = 67,108,864 ns, T(17) = 536,870,912 ns */
+	cr_assert_eq(droce_rc_rto_attr(qp), 67108864u);
+	cr_assert_eq(droce_rc_rto_cycles(qp), 67108864u, "no RTT sample: T");
+	qp->attr.timeout = 17;
+	cr_assert_eq(droce_rc_rto_attr(qp), 536870912u);
+	/* a 10 us RTT: the floor, T / 1024 = 524,288 ns (over 500 us) */
+	qp->srtt = 10000;
+	qp->rttvar = 5000;
+	cr_assert_eq(droce_rc_rto_cycles(qp), 524288u);
+	cr_assert_eq(qp->stats.rto_ns, 524288u);
+	/* back to 14: T / 1024 = 65,536 ns, under the 500 us floor's floor */
+	qp->attr.timeout = 14;
+	cr_assert_eq(droce_rc_rto_cycles(qp), 500000u);
+	cr_assert_eq(qp->stats.rto_ns, 500000u);
+	/* a 1 ms RTT: SRTT + 4 RTTVAR, doubled per timeout in a row, at most T */
+	qp->srtt = 1000000;
+	qp->rttvar = 250000;
+	cr_assert_eq(droce_rc_rto_cycles(qp), 2000000u);
+	qp->rto_backoff = 3;
+	cr_assert_eq(droce_rc_rto_cycles(qp), 16000000u);
+	qp->rto_backoff = 6;
+	cr_assert_eq(droce_rc_rto_cycles(qp), 67108864u, "at most T");
+	cr_assert_eq(qp->stats.rto_ns, 67108864u);
 }
