@@ -804,14 +804,14 @@ droce_rc_rtx_step_lc(struct droce_qp *qp, enum droce_rc_rtx_state st, struct dro
 	return rtx_step(qp, st, c);
 }
 
-unsigned int
-droce_rc_resp_tx_lc(struct droce_qp *qp, unsigned int budget)
+/* The turn's machine, out of line: the common turn pays none of its
+ * registers, stack and context. */
+static __attribute__((noinline)) unsigned int
+resp_tx_run(struct droce_qp *qp, unsigned int budget)
 {
 	struct droce_rc_rtx_ctx c = { .budget = budget };
 	enum droce_rc_rtx_state st = RTX_NEXT;
 
-	if (qp->rd_resp_count == 0 && !qp->ack_pending)
-		return 0; /* the common turn: nothing queued, no ACK due */
 	while (st != RTX_DONE) {
 		enum droce_rc_rtx_state next = rtx_step(qp, st, &c);
 
@@ -820,6 +820,14 @@ droce_rc_resp_tx_lc(struct droce_qp *qp, unsigned int budget)
 		st = next;
 	}
 	return c.sent;
+}
+
+unsigned int
+droce_rc_resp_tx_lc(struct droce_qp *qp, unsigned int budget)
+{
+	if (qp->rd_resp_count == 0 && !qp->ack_pending)
+		return 0; /* the common turn: nothing queued, no ACK due */
+	return resp_tx_run(qp, budget);
 }
 
 void
