@@ -346,3 +346,67 @@ Test(rc_comp_answer, rto_follows_the_timeout_attribute)
 	cr_assert_eq(droce_rc_rto_cycles(qp), 67108864u, "at most T");
 	cr_assert_eq(qp->stats.rto_ns, 67108864u);
 }
+
+/* READ responses through the entry point: the one the READ at the head
+ * waits for goes straight to READ_PLACE (rc_comp.c's short way), with what
+ * the window and READ_WQE would have done; one past a hole, or with a WQE
+ * before the READ still to retire, takes the whole machine.  The same
+ * bytes, PSNs and retirements either way. */
+Test(rc_comp_answer, read_responses_through_the_entry)
+{
+	struct droce_pkt p;
+	struct droce_rc_comp_ctx c;
+	struct droce_swqe *s;
+
+	post(DROCE_WR_RDMA_WRITE, 8);
+	local_sge(post(DROCE_WR_RDMA_READ, 2048), 2048);
+	local_sge(post(DROCE_WR_RDMA_READ, 3072), 3072);
+	sent(0, 1);     /* WRITE at 100 */
+	s = sent(1, 2); /* READ at 101, 102 */
+	s->rd_counted = true;
+	sent(2, 3);     /* READ at 103, 104, 105 */
+	qp->rd_atomic_out = 2;
+
+	/* the WRITE is still at the head: the whole way retires it first */
+	c = read_resp(&p, DROCE_OP_READ_RESP_FIRST, 101, 1024, 0xe1);
+	droce_rc_comp_read_resp_lc(qp, c.p, c.frame, 101);
+	cr_assert_eq(qp->sq_head, 1, "the WRITE before it retired");
+	cr_assert_eq(s->got, 1024);
+	cr_assert_eq(local[0], 0xe1);
+	cr_assert_eq(qp->psn_una, 102);
+	cr_assert_eq(qp->rd_hi, 101);
+
+	/* the READ at the head now: its last response, the short way */
+	qp->peer_heard = false;
+	c = read_resp(&p, DROCE_OP_READ_RESP_LAST, 102, 1024, 0xe2);
+	droce_rc_comp_read_resp_lc(qp, c.p, c.frame, 102);
+	cr_assert_eq(local[1024], 0xe2);
+	cr_assert_eq(local[2047], 0xe2);
+	cr_assert_eq(qp->sq_head, 2, "the READ retired");
+	cr_assert_eq(qp->psn_una, 103);
+	cr_assert_eq(qp->rd_atomic_out, 1);
+	cr_assert_eq(qp->rd_hi, 102);
+	cr_assert(qp->peer_heard);
+
+	/* a response past a hole of the next READ: the whole way (asked again) */
+	c = read_resp(&p, DROCE_OP_READ_RESP_MIDDLE, 104, 1024, 0xe4);
+	droce_rc_comp_read_resp_lc(qp, c.p, c.frame, 104);
+	cr_assert_eq(qp->stats.read_resumes, 1);
+	cr_assert_eq(qp->stats.read_ooo, 1);
+	cr_assert_eq(qp->psn_next, 103, "asked again from the first missing");
+	cr_assert_eq(local[1024], 0xe4, "placed where its PSN says");
+	cr_assert_eq(droce_qp_swqe(qp, 2)->got, 0);
+
+	/* outside the window: dropped, nothing placed */
+	c = read_resp(&p, DROCE_OP_READ_RESP_FIRST, 106, 1024, 0xe6);
+	droce_rc_comp_read_resp_lc(qp, c.p, c.frame, 106);
+	cr_assert_eq(eng->stats.seq_drops, 1);
+
+	/* the hole's first: the short way, and the prefix grows over 104 */
+	c = read_resp(&p, DROCE_OP_READ_RESP_FIRST, 103, 1024, 0xe3);
+	droce_rc_comp_read_resp_lc(qp, c.p, c.frame, 103);
+	cr_assert_eq(local[0], 0xe3);
+	cr_assert_eq(droce_qp_swqe(qp, 2)->got, 2048);
+	cr_assert_eq(qp->psn_una, 105);
+	cr_assert_eq(qp->sq_head, 2, "waits for its last");
+}
