@@ -273,10 +273,14 @@ struct droce_qp {
 	bool peer_heard;        /* an answer in the window arrived since the last timeout */
 	bool sr_peer;           /* selective repeat: the peer showed the hint (rc_sr.c) */
 	bool sr_tail_check;     /* a timeout re-sent psn_una alone: an ACK to it means a lost tail */
+	uint8_t rto_attr_key;   /* attr.timeout + 1 that rto_attr_cyc / rto_floor_cyc are of (0: none) */
 	uint64_t rto_deadline; /* 0 = no timer */
 	uint64_t rnr_deadline;
 	/* adaptive retransmission (rc_retx.c): RTT estimate in TSC cycles */
 	uint64_t srtt, rttvar;  /* 0 = no sample yet */
+	uint64_t rto_attr_cyc;  /* T = 4.096 us * 2^timeout in cycles (droce_rc_rto_attr's cache) */
+	uint64_t rto_floor_cyc; /* the adaptive timer's floor for that T */
+	uint64_t rto_last;      /* the adaptive timer last computed (stats.rto_ns is of it) */
 	uint64_t rtt_tsc;       /* when rtt_psn was sent (0 = not timing) */
 	uint64_t retry_epoch;   /* start of the current attribute-timeout period without progress */
 	uint64_t pause_excused; /* engine pauses not counted as waiting in that period (at most T) */

@@ -532,12 +532,11 @@ droce_rc_comp_step_lc(struct droce_qp *qp, enum droce_rc_comp_state st, struct d
 	return comp_step(qp, st, c);
 }
 
-/* Runs the machine over one packet, from CHECK_WINDOW to DONE. */
+/* Runs the machine over one packet, from @st (CHECK_WINDOW: the whole way)
+ * to DONE. */
 static inline __attribute__((always_inline)) void
-comp_run(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
+comp_run_from(struct droce_qp *qp, struct droce_rc_comp_ctx *c, enum droce_rc_comp_state st)
 {
-	enum droce_rc_comp_state st = COMP_CHECK_WINDOW;
-
 	while (st != COMP_DONE) {
 		enum droce_rc_comp_state next = comp_step(qp, st, c);
 
@@ -545,6 +544,12 @@ comp_run(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
 			  comp_state_name[next]);
 		st = next;
 	}
+}
+
+static inline __attribute__((always_inline)) void
+comp_run(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
+{
+	comp_run_from(qp, c, COMP_CHECK_WINDOW);
 }
 
 void
@@ -555,13 +560,47 @@ droce_rc_comp_ack_lc(struct droce_qp *qp, uint32_t psn, uint8_t syndrome)
 	comp_run(qp, &c);
 }
 
+/*
+ * The usual READ response the short way to READ_PLACE: the one the READ at
+ * the head waits for next, in the window, the QP sending.  What
+ * CHECK_WINDOW, RETIRE_BEFORE and READ_WQE would find and do for it, without
+ * their walks: nothing before the head to retire (complete_upto stops at a
+ * READ not wholly answered), the WQE it answers the head itself.  False,
+ * with nothing changed, for anything else: the whole machine.
+ */
+static __rte_always_inline bool
+read_resp_next_at_head(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
+{
+	const struct droce_wqe *w;
+	struct droce_swqe *s;
+
+	if (qp->sq_head == qp->sq_avail || !sending(qp))
+		return false;
+	w = droce_qp_wqe(qp, qp->sq_head);
+	s = droce_qp_swqe(qp, qp->sq_head);
+	if (!wr_is_read(w->opcode) || !s->started || s->done ||
+	    c->psn != droce_psn_add(s->first_psn, s->got / qp->attr.pmtu) ||
+	    (uint32_t)droce_psn_diff(c->psn, s->first_psn) >= s->npkts || !ack_in_window(qp, c->psn))
+		return false;
+	/* READ_WQE's */
+	qp->peer_heard = true;
+	if (!ack_in_window(qp, qp->rd_hi) || droce_psn_diff(c->psn, qp->rd_hi) > 0)
+		qp->rd_hi = c->psn;
+	c->w = w;
+	c->s = s;
+	c->head = true;
+	c->expect = c->psn;
+	c->got = s->got;
+	return true;
+}
+
 void
 droce_rc_comp_read_resp_lc(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame,
 			   uint32_t psn)
 {
 	struct droce_rc_comp_ctx c = { .kind = COMP_KIND_READ, .psn = psn, .p = p, .frame = frame };
 
-	comp_run(qp, &c);
+	comp_run_from(qp, &c, read_resp_next_at_head(qp, &c) ? COMP_READ_PLACE : COMP_CHECK_WINDOW);
 }
 
 void

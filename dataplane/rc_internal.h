@@ -17,7 +17,17 @@ void droce_rc_rewind_lc(struct droce_qp *qp, uint32_t psn);   /* go back to rese
 void droce_rc_fail_head_lc(struct droce_qp *qp, enum droce_err err);
 
 /* rc_retx.c: the retransmission timer */
-uint64_t droce_rc_rto_attr(const struct droce_qp *qp);         /* 4.096 us * 2^timeout, cycles */
+uint64_t droce_rc_rto_attr_set(struct droce_qp *qp);
+/* T = 4.096 us * 2^timeout in cycles: computed (a double product) only when
+ * the timeout attribute is not the one cached (the engine's TSC rate does
+ * not change) */
+static inline uint64_t
+droce_rc_rto_attr(struct droce_qp *qp)
+{
+	if (likely(qp->rto_attr_key == qp->attr.timeout + 1u))
+		return qp->rto_attr_cyc;
+	return droce_rc_rto_attr_set(qp);
+}
 /* How much of an engine pause of @shift cycles still is not waiting time in
  * the current retry period (counted in qp->pause_excused, at most T). */
 uint64_t droce_rc_pause_excuse_lc(struct droce_qp *qp, uint64_t shift);

@@ -498,8 +498,8 @@ droce_rc_resp_step_lc(struct droce_qp *qp, enum droce_rc_resp_state st, const st
 
 /*
  * The usual requests the short way: an RDMA WRITE ONLY (no immediate), a
- * SEND ONLY (with or without immediate, not with invalidate) or an RDMA
- * READ request with the expected PSN.  Every check the state machine makes of it on the way to
+ * SEND ONLY (with or without immediate, not with invalidate), an RDMA
+ * READ request or an atomic (resp_atomic_fast) with the expected PSN.  Every check the state machine makes of it on the way to
  * EXECUTE (CHECK_QP_STATE, CHECK_PSN with no XRC target, CHECK_RESOURCE: a
  * SEND's receive WQE already at rq_head, a READ's room in the response
  * queue, CHECK_OP_SEQ: no message open, at most a path MTU, a WRITE's RETH
@@ -512,7 +512,58 @@ droce_rc_resp_step_lc(struct droce_qp *qp, enum droce_rc_resp_state st, const st
  * included).
  */
 #define ONLY_FAST_MASK (DROCE_OPF_REQ | DROCE_OPF_ONLY | DROCE_OPF_WRITE | DROCE_OPF_SEND | \
-			DROCE_OPF_READ | DROCE_OPF_IMM | DROCE_OPF_INV)
+			DROCE_OPF_READ | DROCE_OPF_ATOMIC | DROCE_OPF_IMM | DROCE_OPF_INV)
+
+/*
+ * resp_only_fast's atomic (its common checks made): CHECK_RESOURCE (room in
+ * the response queue), EXECUTE's checks (an aligned va, REMOTE_ATOMIC on
+ * the QP and the MR, room for a new READ / atomic counted without the
+ * queue's walk, the response memory there already, an aligned host word),
+ * then resp_atomic's operation, replay entry and queued answer, and what
+ * CHECK_PSN / CHECK_OP_SEQ leave for an ONLY.  False, with nothing
+ * changed, when a check fails: the state machine then answers (NAKs
+ * included).
+ */
+static __rte_always_inline bool
+resp_atomic_fast(struct droce_qp *qp, const struct resp_pkt *r)
+{
+	const struct droce_atmeth *a = droce_pkt_hdr(r->p, r->frame, DROCE_HDR_ATMETH);
+	uint64_t va = droce_atmeth_va(a), orig;
+	const struct droce_mr *mr;
+	uint64_t *target;
+
+	if (r->p->payload_len != 0 || (va & 7) || qp->res == NULL ||
+	    qp->rd_resp_count >= RTE_MAX(qp->attr.max_dest_rd_atomic, 1) ||
+	    qp->rd_resp_count >= DROCE_RD_RESP_CAP ||
+	    !(qp->attr.access & DROCE_ACCESS_REMOTE_ATOMIC))
+		return false;
+	mr = mr_check(qp, droce_atmeth_rkey(a), va, 8, DROCE_ACCESS_REMOTE_ATOMIC);
+	if (mr == NULL)
+		return false;
+	target = (uint64_t *)(void *)(mr->addr + (va - mr->iova));
+	if ((uintptr_t)target & 7)
+		return false;
+	/* CHECK_PSN, CHECK_OP_SEQ (droce_seq_rx_check_psn's state for an ONLY) */
+	qp->nak_seq_sent = false;
+	qp->rxseq.msg_bytes = 0;
+	qp->rxseq.epsn = droce_psn_add(r->psn, 1);
+	/* EXECUTE (resp_atomic) */
+	if ((r->p->opcode & 0x1f) == DROCE_OP_FETCH_ADD) {
+		orig = __atomic_fetch_add(target, droce_atmeth_swap_add(a), __ATOMIC_SEQ_CST);
+	} else {
+		orig = droce_atmeth_cmp(a);
+		/* on failure orig holds the value found */
+		(void)__atomic_compare_exchange_n(target, &orig, droce_atmeth_swap_add(a), false,
+						  __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	}
+	qp->atomic_replay[qp->atomic_replay_next] = (struct droce_atomic_replay){ r->psn, orig, true };
+	qp->atomic_replay_next = (qp->atomic_replay_next + 1) % DROCE_ATOMIC_REPLAY;
+	qp->rd_resp[(qp->rd_resp_head + qp->rd_resp_count) % DROCE_RD_RESP_CAP] =
+		(struct droce_rd_resp){ .psn = r->psn, .atomic = true, .orig = orig };
+	qp->rd_resp_count++;
+	qp->msn = droce_psn_add(qp->msn, 1);
+	return true; /* no ACK: the atomic ACK answers it */
+}
 static __rte_always_inline bool
 resp_only_fast(struct droce_qp *qp, const struct resp_pkt *r)
 {
@@ -581,6 +632,8 @@ resp_only_fast(struct droce_qp *qp, const struct resp_pkt *r)
 		qp->rd_resp_count++;
 		qp->msn = droce_psn_add(qp->msn, 1);
 		return true; /* no ACK: the responses answer it */
+	} else if (f == (DROCE_OPF_REQ | DROCE_OPF_ONLY | DROCE_OPF_ATOMIC)) {
+		return resp_atomic_fast(qp, r);
 	} else {
 		return false;
 	}
@@ -804,14 +857,14 @@ droce_rc_rtx_step_lc(struct droce_qp *qp, enum droce_rc_rtx_state st, struct dro
 	return rtx_step(qp, st, c);
 }
 
-unsigned int
-droce_rc_resp_tx_lc(struct droce_qp *qp, unsigned int budget)
+/* The turn's machine, out of line: the common turn pays none of its
+ * registers, stack and context. */
+static __attribute__((noinline)) unsigned int
+resp_tx_run(struct droce_qp *qp, unsigned int budget)
 {
 	struct droce_rc_rtx_ctx c = { .budget = budget };
 	enum droce_rc_rtx_state st = RTX_NEXT;
 
-	if (qp->rd_resp_count == 0 && !qp->ack_pending)
-		return 0; /* the common turn: nothing queued, no ACK due */
 	while (st != RTX_DONE) {
 		enum droce_rc_rtx_state next = rtx_step(qp, st, &c);
 
@@ -820,6 +873,14 @@ droce_rc_resp_tx_lc(struct droce_qp *qp, unsigned int budget)
 		st = next;
 	}
 	return c.sent;
+}
+
+unsigned int
+droce_rc_resp_tx_lc(struct droce_qp *qp, unsigned int budget)
+{
+	if (qp->rd_resp_count == 0 && !qp->ack_pending)
+		return 0; /* the common turn: nothing queued, no ACK due */
+	return resp_tx_run(qp, budget);
 }
 
 void

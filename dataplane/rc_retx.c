@@ -88,11 +88,19 @@ window_grow(struct droce_qp *qp)
 	}
 }
 
+/* droce_rc_rto_attr's cache, for the timeout attribute now: T and the
+ * adaptive timer's floor (T / 1024, at least RTO_MIN_US) */
 uint64_t
-droce_rc_rto_attr(const struct droce_qp *qp)
+droce_rc_rto_attr_set(struct droce_qp *qp)
 {
 	/* 4.096 us * 2^timeout */
-	return (uint64_t)((double)qp->eng->tsc_hz * 4.096e-6 * (double)(1ull << qp->attr.timeout));
+	uint64_t attr = (uint64_t)((double)qp->eng->tsc_hz * 4.096e-6 *
+				   (double)(1ull << qp->attr.timeout));
+
+	qp->rto_attr_cyc = attr;
+	qp->rto_floor_cyc = RTE_MAX(attr >> RTO_MIN_SHIFT, qp->eng->tsc_hz / 1000000 * RTO_MIN_US);
+	qp->rto_attr_key = (uint8_t)(qp->attr.timeout + 1u);
+	return attr;
 }
 
 /* A new retry period begins at @now (0: none, nothing outstanding). */
@@ -118,15 +126,17 @@ droce_rc_pause_excuse_lc(struct droce_qp *qp, uint64_t shift)
 uint64_t
 droce_rc_rto_cycles(struct droce_qp *qp)
 {
-	uint64_t attr = droce_rc_rto_attr(qp), lo, rto;
+	uint64_t attr = droce_rc_rto_attr(qp), rto;
 
 	if (qp->srtt == 0)
 		return attr;
-	lo = RTE_MAX(attr >> RTO_MIN_SHIFT, qp->eng->tsc_hz / 1000000 * RTO_MIN_US);
 	rto = qp->srtt + 4 * qp->rttvar;
 	rto <<= RTE_MIN(qp->rto_backoff, RTO_BACKOFF_MAX);
-	rto = RTE_MIN(RTE_MAX(rto, lo), attr);
-	qp->stats.rto_ns = rto * 1000000000ull / qp->eng->tsc_hz;
+	rto = RTE_MIN(RTE_MAX(rto, qp->rto_floor_cyc), attr);
+	if (rto != qp->rto_last) { /* the gauge's division only when it moved */
+		qp->rto_last = rto;
+		qp->stats.rto_ns = rto * 1000000000ull / qp->eng->tsc_hz;
+	}
 	return rto;
 }
 

@@ -37,9 +37,11 @@
 
 bool droce_port_redialing[DROCE_MAX_PORTS];
 
-void
-droce_port_rx_account_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
-			 uint16_t got)
+/* The receive counters and capture of a burst: inline in droce_port_rx_burst
+ * (a call per burst is what a latency loop's one-frame bursts pay most),
+ * droce_port_rx_account_lc for the impaired path. */
+static __rte_always_inline void
+rx_account(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t got)
 {
 	struct droce_port_stats *st = &p->qstats[queue];
 	uint64_t bytes = 0;
@@ -56,6 +58,13 @@ droce_port_rx_account_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf *
 		st->capture_drops += droce_capture_rx(p->capture, queue, pkts, got);
 }
 
+void
+droce_port_rx_account_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
+			 uint16_t got)
+{
+	rx_account(p, queue, pkts, got);
+}
+
 /* ---- the PMD ---- */
 
 /*
@@ -66,23 +75,23 @@ droce_port_rx_account_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf *
  * issue 27).  The PMD's own counters (pmd_ipackets / pmd_opackets) then stay
  * 0 for these ports; droce's (rx_frames, tx_frames ...) count.
  */
-static inline uint16_t
+static __rte_always_inline uint16_t
 eth_rx(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct rte_ring *r = p->rings[0][queue];
 
-	if (r != NULL)
-		return (uint16_t)rte_ring_dequeue_burst(r, (void **)pkts, n, NULL);
+	if (r != NULL) /* single consumer: port.c makes these rings SP / SC */
+		return (uint16_t)rte_ring_sc_dequeue_burst(r, (void **)pkts, n, NULL);
 	return rte_eth_rx_burst(p->eth_port, queue, pkts, n);
 }
 
-static inline uint16_t
+static __rte_always_inline uint16_t
 eth_tx(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct rte_ring *r = p->rings[1][queue];
 
-	if (r != NULL)
-		return (uint16_t)rte_ring_enqueue_burst(r, (void **)pkts, n, NULL);
+	if (r != NULL) /* single producer: port.c makes these rings SP / SC */
+		return (uint16_t)rte_ring_sp_enqueue_burst(r, (void **)pkts, n, NULL);
 	return rte_eth_tx_burst(p->eth_port, queue, pkts, n);
 }
 
@@ -163,7 +172,7 @@ loop_tx(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n
 	return i;
 }
 
-static inline uint16_t
+static __rte_always_inline uint16_t
 pmd_tx(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
 {
 	if (likely(!__atomic_load_n(&p->loop_on, __ATOMIC_RELAXED)))
@@ -180,16 +189,25 @@ droce_port_loop_rx_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pk
 	return (uint16_t)rte_ring_sc_dequeue_burst(p->lo[queue], (void **)pkts, n, NULL);
 }
 
-uint16_t
-droce_port_pmd_rx_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
+/* Inline in droce_port_rx_burst; droce_port_pmd_rx_lc for the impaired path. */
+static __rte_always_inline uint16_t
+pmd_rx(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
 {
 	uint16_t got = eth_rx(p, queue, pkts, n);
 
-	/* then the frames the loop put on this queue (never on the link) */
-	if (got < n)
+	/* then the frames the loop put on this queue (never on the link):
+	 * droce_port_loop_rx_lc's first check here, no call while no loop
+	 * ever pointed at the port */
+	if (got < n && unlikely(__atomic_load_n(&p->loop_in, __ATOMIC_ACQUIRE)))
 		got = (uint16_t)(got + droce_port_loop_rx_lc(p, queue, pkts + got,
 							     (uint16_t)(n - got)));
 	return got;
+}
+
+uint16_t
+droce_port_pmd_rx_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
+{
+	return pmd_rx(p, queue, pkts, n);
 }
 
 uint16_t
@@ -201,14 +219,45 @@ droce_port_rx_burst(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts
 		return 0; /* the device is being restarted (droce_port_redial) */
 	if (unlikely(__atomic_load_n(&p->impair_used, __ATOMIC_RELAXED)))
 		return droce_impair_rx_lc(p, queue, pkts, n);
-	got = droce_port_pmd_rx_lc(p, queue, pkts, n);
-	droce_port_rx_account_lc(p, queue, pkts, got);
+	got = pmd_rx(p, queue, pkts, n);
+	rx_account(p, queue, pkts, got);
 	return got;
 }
 
-/* Sends to the PMD with counters and capture; does not count tx_full. */
-uint16_t
-droce_port_xmit_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
+/* xmit's way while a capture runs: each chunk copied for the capture, then
+ * sent (out of line: its copies[] and loop would cost the common way's
+ * registers and stack).  *@bytes: the bytes sent. */
+static __rte_noinline uint16_t
+xmit_captured(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n,
+	      uint64_t *bytes)
+{
+	struct droce_port_stats *st = &p->qstats[queue];
+	uint16_t sent = 0, i;
+
+	while (sent < n) {
+		struct rte_mbuf *copies[CAPTURE_CHUNK];
+		uint16_t k = RTE_MIN((uint16_t)(n - sent), (uint16_t)CAPTURE_CHUNK), s;
+		uint64_t kb = 0;
+
+		droce_capture_tx_copy(p->capture, queue, pkts + sent, k, copies);
+		for (i = 0; i < k; i++)
+			kb += rte_pktmbuf_pkt_len(pkts[sent + i]);
+		s = pmd_tx(p, queue, pkts + sent, k);
+		for (i = s; i < k; i++)
+			kb -= rte_pktmbuf_pkt_len(pkts[sent + i]);
+		*bytes += kb;
+		st->capture_drops += droce_capture_tx_commit(p->capture, copies, k, s);
+		sent += s;
+		if (s < k)
+			break;
+	}
+	return sent;
+}
+
+/* Sends to the PMD with counters and capture; does not count tx_full.
+ * Inline in droce_port_tx_burst; droce_port_xmit_lc for the impaired path. */
+static __rte_always_inline uint16_t
+xmit(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
 {
 	struct droce_port_stats *st = &p->qstats[queue];
 	uint16_t sent = 0, i;
@@ -225,23 +274,7 @@ droce_port_xmit_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
 				bytes -= rte_pktmbuf_pkt_len(pkts[i]);
 		}
 	} else {
-		while (sent < n) {
-			struct rte_mbuf *copies[CAPTURE_CHUNK];
-			uint16_t k = RTE_MIN((uint16_t)(n - sent), (uint16_t)CAPTURE_CHUNK), s;
-			uint64_t kb = 0;
-
-			droce_capture_tx_copy(p->capture, queue, pkts + sent, k, copies);
-			for (i = 0; i < k; i++)
-				kb += rte_pktmbuf_pkt_len(pkts[sent + i]);
-			s = pmd_tx(p, queue, pkts + sent, k);
-			for (i = s; i < k; i++)
-				kb -= rte_pktmbuf_pkt_len(pkts[sent + i]);
-			bytes += kb;
-			st->capture_drops += droce_capture_tx_commit(p->capture, copies, k, s);
-			sent += s;
-			if (s < k)
-				break;
-		}
+		sent = xmit_captured(p, queue, pkts, n, &bytes);
 	}
 	st->tx_bursts++;
 	st->tx_pkts += sent;
@@ -249,6 +282,12 @@ droce_port_xmit_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts,
 	if (sent != 0)
 		droce_wake_peer(p->wake); /* a memif peer asleep: woken */
 	return sent;
+}
+
+uint16_t
+droce_port_xmit_lc(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
+{
+	return xmit(p, queue, pkts, n);
 }
 
 int
@@ -301,7 +340,7 @@ droce_port_tx_burst(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts
 		}
 		return sent;
 	}
-	sent = droce_port_xmit_lc(p, queue, pkts, n);
+	sent = xmit(p, queue, pkts, n);
 	if (unlikely(sent == 0) && n != 0 && tx_link_down_lc(p, queue, pkts, n) == n)
 		return n;
 	p->qstats[queue].tx_full += n - sent;

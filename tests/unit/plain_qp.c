@@ -17,7 +17,7 @@
 struct droce_engine *eng;
 struct droce_qp *qp;
 struct droce_rd_resp rd_resp[DROCE_RD_RESP_CAP];
-uint8_t local[4096];
+uint8_t local[4096] __attribute__((aligned(64))); /* atomics: its words aligned */
 struct droce_mr local_mr;
 
 static struct droce_sq_slot *sq;

@@ -9,6 +9,7 @@
 
 #include <criterion/criterion.h>
 
+#include "dataplane/rc_internal.h"
 #include "plain_qp.h"
 
 static uint8_t resp_bytes[1024];
@@ -314,4 +315,98 @@ Test(rc_comp_answer, naks_that_fail_the_head_go_to_error)
 	cr_assert_eq(qp->rnr_deadline, eng->now + 10000, "10 us at 1 GHz");
 	cr_assert_eq(droce_rc_comp_step_lc(qp, COMP_RNR_NAK, &c), COMP_ERROR);
 	cr_assert_eq(c.err, DROCE_ERR_RNR_RETRY_EXC);
+}
+
+/* The timeout attribute's T (4.096 us * 2^timeout) is cached per QP: a
+ * modify that changes the attribute (ibv_modify_qp may, in RTS) is seen by
+ * the next computation, and so is the adaptive timer's floor. */
+Test(rc_comp_answer, rto_follows_the_timeout_attribute)
+{
+	/* 1 GHz: T(14) = 67,108,864 ns, T(17) = 536,870,912 ns */
+	cr_assert_eq(droce_rc_rto_attr(qp), 67108864u);
+	cr_assert_eq(droce_rc_rto_cycles(qp), 67108864u, "no RTT sample: T");
+	qp->attr.timeout = 17;
+	cr_assert_eq(droce_rc_rto_attr(qp), 536870912u);
+	/* a 10 us RTT: the floor, T / 1024 = 524,288 ns (over 500 us) */
+	qp->srtt = 10000;
+	qp->rttvar = 5000;
+	cr_assert_eq(droce_rc_rto_cycles(qp), 524288u);
+	cr_assert_eq(qp->stats.rto_ns, 524288u);
+	/* back to 14: T / 1024 = 65,536 ns, under the 500 us floor's floor */
+	qp->attr.timeout = 14;
+	cr_assert_eq(droce_rc_rto_cycles(qp), 500000u);
+	cr_assert_eq(qp->stats.rto_ns, 500000u);
+	/* a 1 ms RTT: SRTT + 4 RTTVAR, doubled per timeout in a row, at most T */
+	qp->srtt = 1000000;
+	qp->rttvar = 250000;
+	cr_assert_eq(droce_rc_rto_cycles(qp), 2000000u);
+	qp->rto_backoff = 3;
+	cr_assert_eq(droce_rc_rto_cycles(qp), 16000000u);
+	qp->rto_backoff = 6;
+	cr_assert_eq(droce_rc_rto_cycles(qp), 67108864u, "at most T");
+	cr_assert_eq(qp->stats.rto_ns, 67108864u);
+}
+
+/* READ responses through the entry point: the one the READ at the head
+ * waits for goes straight to READ_PLACE (rc_comp.c's short way), with what
+ * the window and READ_WQE would have done; one past a hole, or with a WQE
+ * before the READ still to retire, takes the whole machine.  The same
+ * bytes, PSNs and retirements either way. */
+Test(rc_comp_answer, read_responses_through_the_entry)
+{
+	struct droce_pkt p;
+	struct droce_rc_comp_ctx c;
+	struct droce_swqe *s;
+
+	post(DROCE_WR_RDMA_WRITE, 8);
+	local_sge(post(DROCE_WR_RDMA_READ, 2048), 2048);
+	local_sge(post(DROCE_WR_RDMA_READ, 3072), 3072);
+	sent(0, 1);     /* WRITE at 100 */
+	s = sent(1, 2); /* READ at 101, 102 */
+	s->rd_counted = true;
+	sent(2, 3);     /* READ at 103, 104, 105 */
+	qp->rd_atomic_out = 2;
+
+	/* the WRITE is still at the head: the whole way retires it first */
+	c = read_resp(&p, DROCE_OP_READ_RESP_FIRST, 101, 1024, 0xe1);
+	droce_rc_comp_read_resp_lc(qp, c.p, c.frame, 101);
+	cr_assert_eq(qp->sq_head, 1, "the WRITE before it retired");
+	cr_assert_eq(s->got, 1024);
+	cr_assert_eq(local[0], 0xe1);
+	cr_assert_eq(qp->psn_una, 102);
+	cr_assert_eq(qp->rd_hi, 101);
+
+	/* the READ at the head now: its last response, the short way */
+	qp->peer_heard = false;
+	c = read_resp(&p, DROCE_OP_READ_RESP_LAST, 102, 1024, 0xe2);
+	droce_rc_comp_read_resp_lc(qp, c.p, c.frame, 102);
+	cr_assert_eq(local[1024], 0xe2);
+	cr_assert_eq(local[2047], 0xe2);
+	cr_assert_eq(qp->sq_head, 2, "the READ retired");
+	cr_assert_eq(qp->psn_una, 103);
+	cr_assert_eq(qp->rd_atomic_out, 1);
+	cr_assert_eq(qp->rd_hi, 102);
+	cr_assert(qp->peer_heard);
+
+	/* a response past a hole of the next READ: the whole way (asked again) */
+	c = read_resp(&p, DROCE_OP_READ_RESP_MIDDLE, 104, 1024, 0xe4);
+	droce_rc_comp_read_resp_lc(qp, c.p, c.frame, 104);
+	cr_assert_eq(qp->stats.read_resumes, 1);
+	cr_assert_eq(qp->stats.read_ooo, 1);
+	cr_assert_eq(qp->psn_next, 103, "asked again from the first missing");
+	cr_assert_eq(local[1024], 0xe4, "placed where its PSN says");
+	cr_assert_eq(droce_qp_swqe(qp, 2)->got, 0);
+
+	/* outside the window: dropped, nothing placed */
+	c = read_resp(&p, DROCE_OP_READ_RESP_FIRST, 106, 1024, 0xe6);
+	droce_rc_comp_read_resp_lc(qp, c.p, c.frame, 106);
+	cr_assert_eq(eng->stats.seq_drops, 1);
+
+	/* the hole's first: the short way, and the prefix grows over 104 */
+	c = read_resp(&p, DROCE_OP_READ_RESP_FIRST, 103, 1024, 0xe3);
+	droce_rc_comp_read_resp_lc(qp, c.p, c.frame, 103);
+	cr_assert_eq(local[0], 0xe3);
+	cr_assert_eq(droce_qp_swqe(qp, 2)->got, 2048);
+	cr_assert_eq(qp->psn_una, 105);
+	cr_assert_eq(qp->sq_head, 2, "waits for its last");
 }

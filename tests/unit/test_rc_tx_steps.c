@@ -608,6 +608,113 @@ Test(rc_rx_fast, read_request_is_queued)
 	qp->atomic_replay = NULL;
 }
 
+/* An atomic request @op at @psn on the word at @va (AtomicETH: @rkey,
+ * swap / add @swap_add, compare @cmp), as the parser leaves it. */
+static void
+atomic_req(struct droce_pkt *p, uint8_t op, uint32_t psn, uint64_t va, uint32_t rkey,
+	   uint64_t swap_add, uint64_t cmp)
+{
+	struct droce_bth *bth = (struct droce_bth *)(void *)req;
+	const struct droce_opcode_info *oi = droce_opcode_info(op);
+	struct droce_atmeth *a = (struct droce_atmeth *)(void *)(req + oi->off[DROCE_HDR_ATMETH]);
+
+	memset(p, 0, sizeof(*p));
+	memset(req, 0, sizeof(req));
+	droce_bth_set_opcode(bth, op);
+	droce_bth_set_psn(bth, psn);
+	droce_bth_set_ackreq(bth, true);
+	droce_atmeth_set_va(a, va);
+	droce_atmeth_set_rkey(a, rkey);
+	droce_atmeth_set_swap_add(a, swap_add);
+	droce_atmeth_set_cmp(a, cmp);
+	p->opcode = op;
+	p->info = oi;
+	p->bth_off = 0;
+	p->payload_off = oi->hdr_len;
+	p->payload = req + p->payload_off;
+	p->payload_len = 0;
+}
+
+static uint64_t
+word_at(unsigned int off)
+{
+	uint64_t v;
+
+	memcpy(&v, local + off, sizeof(v));
+	return v;
+}
+
+/* Atomics the short way: executed on the MR's word, the answer queued with
+ * the value before it and kept for a replay; a CMP_SWAP whose compare does
+ * not match leaves the word; a misaligned one goes the long way (an
+ * invalid request NAK, queued behind the answers before it). */
+Test(rc_rx_fast, atomics_executed_and_queued)
+{
+	struct droce_pkt p;
+	const struct droce_rd_resp *e;
+	uint64_t v = 40;
+
+	local_register();
+	local_mr.access |= DROCE_ACCESS_REMOTE_ATOMIC;
+	cr_assert_eq((uintptr_t)local % 8, 0);
+	cr_assert_eq(droce_qp_resp_res_lc(qp), 0);
+	qp->attr.access |= DROCE_ACCESS_REMOTE_ATOMIC;
+	qp->attr.max_dest_rd_atomic = 4;
+	qp->rxseq.pmtu = 1024;
+	qp->rxseq.epsn = 70;
+	qp->nak_seq_sent = true;
+	memcpy(local + 16, &v, sizeof(v));
+	atomic_req(&p, RC(FETCH_ADD), 70, PLAIN_LOCAL_IOVA + 16, local_mr.lkey, 2, 0);
+	droce_rc_resp_rx_lc(qp, &p, req);
+	cr_assert_eq(word_at(16), 42);
+	cr_assert_eq(qp->rd_resp_count, 1);
+	e = &qp->rd_resp[qp->rd_resp_head];
+	cr_assert(e->atomic);
+	cr_assert_eq(e->psn, 70);
+	cr_assert_eq(e->orig, 40);
+	cr_assert_not(e->dup);
+	cr_assert_eq(e->nak_err, 0);
+	cr_assert(qp->atomic_replay[0].valid);
+	cr_assert_eq(qp->atomic_replay[0].psn, 70);
+	cr_assert_eq(qp->atomic_replay[0].orig, 40);
+	cr_assert_eq(qp->rxseq.epsn, 71);
+	cr_assert_eq(qp->rxseq.msg_bytes, 0);
+	cr_assert_eq(qp->rxseq.open_kind, 0);
+	cr_assert_eq(qp->msn, 1);
+	cr_assert_not(qp->nak_seq_sent);
+	cr_assert_not(qp->ack_pending, "the atomic ACK answers it");
+	cr_assert_eq(tx_count(), 0);
+	/* CMP_SWAP, compare 41 against 42: not swapped, 42 answered */
+	atomic_req(&p, RC(CMP_SWAP), 71, PLAIN_LOCAL_IOVA + 16, local_mr.lkey, 7, 41);
+	droce_rc_resp_rx_lc(qp, &p, req);
+	cr_assert_eq(word_at(16), 42);
+	cr_assert_eq(qp->rd_resp_count, 2);
+	e = &qp->rd_resp[(qp->rd_resp_head + 1) % DROCE_RD_RESP_CAP];
+	cr_assert_eq(e->psn, 71);
+	cr_assert_eq(e->orig, 42);
+	/* compare 42: swapped to 7 */
+	atomic_req(&p, RC(CMP_SWAP), 72, PLAIN_LOCAL_IOVA + 16, local_mr.lkey, 7, 42);
+	droce_rc_resp_rx_lc(qp, &p, req);
+	cr_assert_eq(word_at(16), 7);
+	cr_assert_eq(qp->rd_resp[(qp->rd_resp_head + 2) % DROCE_RD_RESP_CAP].orig, 42);
+	cr_assert_eq(qp->rxseq.epsn, 73);
+	cr_assert_eq(qp->msn, 3);
+	/* misaligned: the long way's invalid request, nothing changed */
+	atomic_req(&p, RC(FETCH_ADD), 73, PLAIN_LOCAL_IOVA + 20, local_mr.lkey, 1, 0);
+	droce_rc_resp_rx_lc(qp, &p, req);
+	cr_assert_eq(word_at(16), 7);
+	cr_assert_eq(word_at(24), 0);
+	cr_assert_eq(qp->rd_resp_count, 4, "its NAK waits behind the queued answers");
+	cr_assert_eq(qp->rd_resp[(qp->rd_resp_head + 3) % DROCE_RD_RESP_CAP].nak_err,
+		     DROCE_ERR_REM_INV_REQ);
+	cr_assert(qp->resp_failing);
+	cr_assert_eq(tx_count(), 0);
+	free(qp->res);
+	qp->res = NULL;
+	qp->rd_resp = rd_resp;
+	qp->atomic_replay = NULL;
+}
+
 /* ---- responder, transmit side ---- */
 
 TestSuite(rc_tx_resp, .init = tx_setup, .fini = tx_teardown);
