@@ -8,6 +8,9 @@
  * given, and its ICRC is the one the independent flat droce_icrc_flat()
  * computes over it.  Zero-copy frames (zcopy.c: three segments, the payload
  * in the registered memory) are read through their segments.
+ * Over 800 lines because the requester's steps, the responder's receive
+ * short ways (WRITE ONLY, READ request, atomics) and its transmit steps
+ * share this file's frame read-back and BTH checks on one plain QP.
  */
 #include <stdlib.h>
 #include <string.h>
