@@ -37,6 +37,7 @@
 #define FALLBACK_DEEP_MS 100      /* the longest sleep on the wake lines */
 #define FALLBACK_HOOK_US 50       /* the longest sleep while the hook keeps something */
 #define FALLBACK_DEEP_AFTER_US 50000 /* idle this long (timer sleeps) before it sleeps on the lines */
+#define FALLBACK_LINE_MIN_US 16   /* timer sleeps this long or longer also end at a peer's frame */
 static struct {
 	bool running;
 	pthread_t tid;
@@ -224,6 +225,26 @@ deep_sleep_arm(uint64_t now)
 	return false;
 }
 
+/*
+ * Arms the wake line of every port whose line knows its peer (a timer sleep:
+ * the ports without one, or whose peer is not droce, keep the timer); true
+ * if any.  The caller looks at the rings once more before it sleeps.
+ */
+static bool
+lines_arm(void)
+{
+	unsigned int np = droce_port_count();
+	bool any = false;
+
+	for (unsigned int i = 0; i < np; i++) {
+		struct droce_port *p = droce_port_get(i);
+
+		if (p != NULL && p->wake != NULL && droce_wake_arm(p))
+			any = true;
+	}
+	return any;
+}
+
 /* A bell rung since the last pass (droce_engine_ring_up looks at
  * droce_fallback_asleep after it sets bell_top). */
 static bool
@@ -343,9 +364,19 @@ fallback_main(void *arg)
 			last = rte_rdtsc();
 			continue;
 		}
-		/* idle: sleep in growing steps, woken early by droce_engines_blocking */
+		/* idle: sleep in growing steps, woken early by droce_engines_blocking
+		 * and, from FALLBACK_LINE_MIN_US on, by a memif peer's frame */
 		sleep_us = sleep_us ? RTE_MIN(sleep_us * 2, (unsigned int)FALLBACK_SLEEP_MAX_US) : 1;
 		us = pending ? RTE_MIN(sleep_us, (unsigned int)FALLBACK_HOOK_US) : sleep_us;
+		if (us >= FALLBACK_LINE_MIN_US && lines_arm() && fallback_round()) {
+			/* armed, one more look: a frame came meanwhile */
+			for (unsigned int i = 0; i < droce_port_count(); i++)
+				droce_wake_disarm(droce_port_get(i));
+			idle_since = last_work = rte_rdtsc();
+			sleep_us = 0;
+			last = idle_since;
+			continue;
+		}
 		last += hz / 1000000 * us; /* the deadline: later than it is crowding */
 		if (fallback_sleep(us, &seen_kicks)) {
 			sleep_us = 0;
