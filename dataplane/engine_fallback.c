@@ -4,7 +4,9 @@
  * one says it blocks: droce_engines_blocking), lets go at the end of its pass
  * as soon as an application thread wants the engine (`wanted`), and backs off
  * (spin, then sleeps growing to FALLBACK_SLEEP_MAX_US) while the engines are
- * idle.  After FALLBACK_DEEP_AFTER_US without work, when nothing can come
+ * idle; from FALLBACK_LINE_MIN_US on, those sleeps also end at a memif
+ * peer's frame (its wake lines armed), so an event for a program asleep on
+ * a channel's fd is written as soon as the frame is in.  After FALLBACK_DEEP_AFTER_US without work, when nothing can come
  * but frames from droce peers over memif (every port a memif port with a
  * wake line, no QP in a timer wheel, no application thread driving), it
  * sleeps until a peer's wake (pmd_glue/wake.c), a kick or a nudge, with only

@@ -8,7 +8,8 @@
  *    (cq.c), QP fatal and last WQE reached (droce_verbs_qp_event), SRQ limit
  *    reached (droce_verbs_srq_limit);
  *  - the port monitor, a thread that runs while any context is open and
- *    every MONITOR_MS compares each context's port link state (the PMD's,
+ *    every MONITOR_MS (MONITOR_IDLE_MS once all was up and quiet for
+ *    MONITOR_QUIET_MS) compares each context's port link state (the PMD's,
  *    and droce_port_set_link's cut) with the last one it reported, and
  *    writes PORT_ACTIVE / PORT_ERR on a change.  A thread rather than the
  *    engines so that co-located engines nobody drives, and applications
