@@ -54,6 +54,7 @@
 #include <infiniband/verbs.h>
 
 #include <droce/droce.h>
+#include <droce/stats.h>
 
 #include "dataplane/dp.h"
 
@@ -63,6 +64,7 @@ static const char *const mode_name[] = { "busy", "event", "poll", "epoll" };
 #define MSG_LEN 16
 #define WAIT_MS 5000 /* a sample not woken in this long is lost */
 #define MAX_THREADS 64
+#define LOST INT64_MIN /* the sleeper's report of a sample it did not get */
 #define SEND_SPIN_NS 20000 /* the sender drives its engine this long after a post */
 
 struct info {
@@ -185,6 +187,25 @@ post_recv(struct side *d)
 	CHECK(ibv_post_recv(d->qp, &w, &bad) == 0);
 }
 
+/* A lost sample's evidence: the QP's and port 0's non-zero counters. */
+static void
+dump_stats(const char *who, struct side *d)
+{
+	struct droce_stat st[256];
+	int n;
+
+	n = droce_stats_qp(d->qp, st, 256);
+	for (int i = 0; i < n && i < 256; i++)
+		if (st[i].value != 0)
+			fprintf(stderr, "%s qp %s %llu\n", who, st[i].name,
+				(unsigned long long)st[i].value);
+	n = droce_stats_port(0, st, 256);
+	for (int i = 0; i < n && i < 256; i++)
+		if (st[i].value != 0)
+			fprintf(stderr, "%s port %s %llu\n", who, st[i].name,
+				(unsigned long long)st[i].value);
+}
+
 /* ---- the sleeper ---- */
 
 /* Takes the channel's events (non-blocking fd: until EAGAIN) and re-arms. */
@@ -224,8 +245,18 @@ wait_recv(struct side *d, int ep, uint64_t *woke, unsigned int extra_s)
 				return true;
 			continue;
 		}
-		if (now_ns() > deadline)
+		if (now_ns() > deadline) {
+			struct pollfd pfd = { .fd = d->ch->fd, .events = POLLIN };
+
+			/* what was lost: the event (the completion is there) or
+			 * the completion itself */
+			k = ibv_poll_cq(d->cq, 1, &wc);
+			fprintf(stderr, "droce-wake-bench: no wake in %u ms: completion in the CQ %s, "
+				"channel fd %s\n", WAIT_MS, k == 1 ? "yes" : "no",
+				poll(&pfd, 1, 0) == 1 ? "readable" : "not readable");
+			dump_stats("sleeper", d);
 			return false;
+		}
 		switch (opt.mode) {
 		case MODE_BUSY:
 			break;
@@ -293,15 +324,28 @@ sleeper(int fd)
 	/* the idle phase (if any) is the wait for sample 0 */
 	for (unsigned int s = 0; s < opt.n; s++) {
 		uint64_t woke = 0, sent;
+		uint32_t seq;
 		int64_t lat;
 
 		/* sample 0 comes after the idle phase (and its second of settling) */
 		if (!wait_recv(&d, ep, &woke, s == 0 && opt.idle_s ? opt.idle_s + 2 : 0)) {
-			lat = -1;
+			fprintf(stderr, "droce-wake-bench: sample %u: no completion\n", s);
+			lat = LOST;
 			xfer(fd, &lat, sizeof(lat), true);
 			return 4;
 		}
 		memcpy(&sent, d.buf + 2048, sizeof(sent));
+		/* a wait that returned before the SEND was posted (a stale event,
+		 * then the completion found by the next poll): the time found */
+		if (woke < sent)
+			woke = now_ns();
+		memcpy(&seq, d.buf + 2048 + 8, sizeof(seq));
+		if (seq != s) { /* the SENDs carry their sample's number */
+			fprintf(stderr, "droce-wake-bench: sample %u's wait got SEND %u\n", s, seq);
+			lat = LOST;
+			xfer(fd, &lat, sizeof(lat), true);
+			return 5;
+		}
 		lat = (int64_t)(woke - sent);
 		post_recv(&d);
 		xfer(fd, &lat, sizeof(lat), true); /* re-armed: the next may come */
@@ -472,6 +516,7 @@ sender(int fd)
 			usleep(opt.gap_us);
 		t0 = now_ns();
 		memcpy(d.buf, &t0, sizeof(t0));
+		memcpy(d.buf + 8, &s, sizeof(s));
 		CHECK(ibv_post_send(d.qp, &w, &bad) == 0);
 		/* drives its engine long enough to send the frame, then sleeps
 		 * until the sleeper reports: no spinning of its own while the
@@ -480,7 +525,14 @@ sender(int fd)
 			;
 		CHECK(k >= 0);
 		xfer(fd, &lat[s], sizeof(lat[s]), false);
-		if (lat[s] < 0) {
+		if (lat[s] == LOST) {
+			uint64_t t1 = now_ns();
+
+			while ((k = ibv_poll_cq(d.cq, 1, &wc)) == 0 && now_ns() - t1 < 2000000000u)
+				;
+			fprintf(stderr, "droce-wake-bench: sample %u lost; the SEND %s\n", s,
+				k == 1 ? ibv_wc_status_str(wc.status) : "not completed in 2 s more");
+			dump_stats("sender", &d);
 			lost++;
 			break;
 		}
