@@ -25,6 +25,7 @@
 #include <rte_lcore.h>
 
 #include "engine_internal.h"
+#include "internal.h"
 #include "pmd_glue/clock.h"
 #include "pmd_glue/port_struct.h"
 #include "pmd_glue/wake.h"
@@ -192,6 +193,18 @@ lull(uint64_t now, uint64_t last_work, uint64_t span)
 	return true;
 }
 
+/* An application thread drove an engine within fallback_us (a poller, a
+ * waiter in its spin): the frames are its to take. */
+static bool
+app_driving(uint64_t now)
+{
+	for (unsigned int e = 0; e < droce_engines.n; e++)
+		if ((int64_t)(now - atomic_load_explicit(&droce_engines.eng[e]->app_tsc,
+							  memory_order_relaxed)) < (int64_t)fallback.after_tsc)
+			return true;
+	return false;
+}
+
 /*
  * Whether only a memif peer's frame (or a kick) can give the engines work:
  * no application thread drove one within fallback_us, no QP waits on a
@@ -206,13 +219,11 @@ deep_sleep_arm(uint64_t now)
 
 	if (np == 0)
 		return false;
-	for (unsigned int e = 0; e < droce_engines.n; e++) {
-		const struct droce_engine *eng = droce_engines.eng[e];
-
-		if ((int64_t)(now - atomic_load_explicit(&eng->app_tsc, memory_order_relaxed)) <
-		    (int64_t)fallback.after_tsc || __atomic_load_n(&eng->tw_count, __ATOMIC_RELAXED) != 0)
+	if (app_driving(now))
+		return false;
+	for (unsigned int e = 0; e < droce_engines.n; e++)
+		if (__atomic_load_n(&droce_engines.eng[e]->tw_count, __ATOMIC_RELAXED) != 0)
 			return false;
-	}
 	for (i = 0; i < np; i++) {
 		struct droce_port *p = droce_port_get(i);
 
@@ -229,15 +240,20 @@ deep_sleep_arm(uint64_t now)
 
 /*
  * Arms the wake line of every port whose line knows its peer (a timer sleep:
- * the ports without one, or whose peer is not droce, keep the timer); true
- * if any.  The caller looks at the rings once more before it sleeps.
+ * the ports without one, or whose peer is not droce, keep the timer), when a
+ * CQ is armed (a program may sleep for its event) and no application thread
+ * drives the engines; true if any armed.  The caller looks at the rings once more before it sleeps.
  */
 static bool
-lines_arm(void)
+lines_arm(uint64_t now)
 {
 	unsigned int np = droce_port_count();
 	bool any = false;
 
+	/* an application thread drives: it takes the frames; no CQ armed: no
+	 * program waits for an event (the peer's wake costs it a system call) */
+	if (app_driving(now) || atomic_load_explicit(&droce_cqs_armed, memory_order_relaxed) <= 0)
+		return false;
 	for (unsigned int i = 0; i < np; i++) {
 		struct droce_port *p = droce_port_get(i);
 
@@ -370,7 +386,7 @@ fallback_main(void *arg)
 		 * and, from FALLBACK_LINE_MIN_US on, by a memif peer's frame */
 		sleep_us = sleep_us ? RTE_MIN(sleep_us * 2, (unsigned int)FALLBACK_SLEEP_MAX_US) : 1;
 		us = pending ? RTE_MIN(sleep_us, (unsigned int)FALLBACK_HOOK_US) : sleep_us;
-		if (us >= FALLBACK_LINE_MIN_US && lines_arm() && fallback_round()) {
+		if (us >= FALLBACK_LINE_MIN_US && lines_arm(rte_rdtsc()) && fallback_round()) {
 			/* armed, one more look: a frame came meanwhile */
 			for (unsigned int i = 0; i < droce_port_count(); i++)
 				droce_wake_disarm(droce_port_get(i));
