@@ -40,6 +40,9 @@ RTE_LOG_REGISTER(droce_pmd_logtype, droce.pmd, INFO);
 #define LINK_WAIT_MS 3000
 /* How long a memif client waits for its server's socket to accept it. */
 #define MEMIF_CONNECT_WAIT_MS 5000
+/* How long a memif client's link may stay down while it starts before it
+ * dials again (wait_link). */
+#define MEMIF_REDIAL_MS 1000
 
 static struct droce_port ports[DROCE_MAX_PORTS];
 static unsigned int nb_ports;
@@ -387,8 +390,34 @@ configure_port(const char *src, struct droce_port *p)
 }
 
 static void
+redial_cb(void *arg)
+{
+	struct droce_port *p = arg;
+	int memif_log = rte_log_register("pmd.net.memif");
+	int level = memif_log >= 0 ? rte_log_get_level((uint32_t)memif_log) : -1;
+
+	if (p->started)
+		rte_eth_dev_stop(p->eth_port);
+	if (level >= 0)
+		rte_log_set_level((uint32_t)memif_log, RTE_LOG_CRIT);
+	p->started = rte_eth_dev_start(p->eth_port) == 0;
+	if (level >= 0)
+		rte_log_set_level((uint32_t)memif_log, (uint32_t)level);
+}
+
+/*
+ * Waits up to LINK_WAIT_MS for the link.  A memif client whose server
+ * process was still starting when it dialled (the server's socket listens
+ * from the probe, its device only from rte_eth_dev_start) was told "Device
+ * not found" and DPDK's PMD does not dial again: while a server listens
+ * and the link stays down, it dials again every MEMIF_REDIAL_MS (no engine
+ * runs yet; the control channel is the interrupt thread's).
+ */
+static void
 wait_link(struct droce_port *p)
 {
+	bool memif_client = p->cfg->kind == DROCE_PORT_KIND_MEMIF &&
+			    p->cfg->memif_role == DROCE_MEMIF_ROLE_CLIENT;
 	struct rte_eth_link link;
 	unsigned int ms;
 
@@ -397,6 +426,12 @@ wait_link(struct droce_port *p)
 		if (rte_eth_link_get_nowait(p->eth_port, &link) == 0 &&
 		    link.link_status == RTE_ETH_LINK_UP)
 			break;
+		if (memif_client && ms > 0 && ms % MEMIF_REDIAL_MS == 0 &&
+		    droce_unix_socket_live(p->cfg->memif_socket) == 1) {
+			PMD_LOG(INFO, "%s: memif client: link down after %u ms, dialling again",
+				p->cfg->name, ms);
+			droce_call_in_intr_thread(redial_cb, p);
+		}
 		rte_delay_us_sleep(10000);
 	}
 	p->link_up = link.link_status == RTE_ETH_LINK_UP;
@@ -450,22 +485,6 @@ droce_port_link_up(struct droce_port *p)
 	p->link_up = link.link_status == RTE_ETH_LINK_UP;
 	p->link_speed = p->sw != NULL ? droce_switch_port_speed(p->sw) : link.link_speed;
 	return p->link_up;
-}
-
-static void
-redial_cb(void *arg)
-{
-	struct droce_port *p = arg;
-	int memif_log = rte_log_register("pmd.net.memif");
-	int level = memif_log >= 0 ? rte_log_get_level((uint32_t)memif_log) : -1;
-
-	if (p->started)
-		rte_eth_dev_stop(p->eth_port);
-	if (level >= 0)
-		rte_log_set_level((uint32_t)memif_log, RTE_LOG_CRIT);
-	p->started = rte_eth_dev_start(p->eth_port) == 0;
-	if (level >= 0)
-		rte_log_set_level((uint32_t)memif_log, (uint32_t)level);
 }
 
 int

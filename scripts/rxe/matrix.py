@@ -84,7 +84,6 @@ DROPIN_RS_XFERS = 100
 RCOPY_PORT, RCOPY_BYTES = 7427, 3000000
 RCOPY_MAKE = ("import random, sys; sys.stdout.buffer.write(random.Random(22).randbytes(%d))"
               % RCOPY_BYTES)
-DROPIN_ALL = DROPIN + DROPIN_OPT + DROPIN_RS + ("rcopy",)
 # NVMe over Fabrics (issue 26 §2), optional (--tests nvmf): droce-nvmf here,
 # Linux's nvme-rdma host in the guest (scripts/rxe/nvmf_guest.py: discovery,
 # connect, fio with crc32c verification, disconnect)
@@ -97,6 +96,22 @@ NVMF_NQN = "nqn.2026-11.dev.droce:rxe"
 DROPIN_UCX = {"ucx_tag_lat": ["-t", "tag_lat", "-n", "1000"],
               "ucx_put_bw": ["-t", "ucp_put_bw", "-n", "1000", "-s", "65536"]}
 UCX_PORT = 13337
+# libfabric 1.17's fi_pingpong (issue 23 §5), optional (--tests fi_dgram,fi_rxd):
+# the verbs provider's DGRAM endpoints (UD QPs) and ofi_rxd's RDM over them,
+# -c (every message's bytes checked); the endpoint names go over its TCP
+# control connection (port 47592), no rdma_cm; the guest's rxe0 on its
+# IPv4 GID index (FI_VERBS_GID_IDX; the provider's default 0 is rxe's
+# link-local IPv6 GID), droce's on its index 0.  The guest's fi_pingpong
+# never exits after a clean run: it hangs freeing its resources, rxe to rxe
+# as well (two fi_pingpong on the guest's rxe0: the client ends, the server
+# hangs after its result row), so it runs -v and under `timeout`, and a
+# guest side ended by that timeout passes when it said "Test terminated"
+# (both "fin" messages exchanged over the fabric, after the result row)
+DROPIN_FI = {"fi_dgram": ["-v", "-p", "verbs", "-e", "dgram", "-S", "1024"],
+             "fi_rxd": ["-v", "-p", "verbs;ofi_rxd", "-e", "rdm", "-S", "4096"]}
+FI_GUEST_SECS = 40
+FI_PORT, FI_ITERS = 47592, 200
+DROPIN_ALL = DROPIN + DROPIN_OPT + DROPIN_RS + ("rcopy",) + tuple(DROPIN_FI)
 
 def variants(tests, lat_sizes, bw_size):
     out = []
@@ -122,6 +137,8 @@ def variants(tests, lat_sizes, bw_size):
             out.append((t, 100))         # its default message size
         elif t in DROPIN_UCX:
             out.append((t, 65536 if t == "ucx_put_bw" else 8))
+        elif t in DROPIN_FI:
+            out.append((t, int(DROPIN_FI[t][-1])))
         elif t == "ib_write_bw":
             out.append((t, bw_size))
         elif t in RDMACM:
@@ -447,6 +464,12 @@ def run_dropin(a, test, size, role, env, gidx):
         hargs = ucx + ["UCX_NET_DEVICES=droce0:1", "ucx_perftest", "-p", str(UCX_PORT)] + \
             DROPIN_UCX[test]
         port, kind = UCX_PORT, "tcp"
+    elif test in DROPIN_FI:
+        common = DROPIN_FI[test] + ["-I", str(FI_ITERS), "-c"]
+        gargs = ["timeout", str(FI_GUEST_SECS), "env", "FI_VERBS_GID_IDX=%s" % gidx,
+                 "fi_pingpong", "-d", "rxe0-dgram"] + common
+        hargs = ["fi_pingpong", "-d", "droce0-dgram"] + common
+        port, kind = FI_PORT, "tcp"
     elif test == "ibv_rc_pingpong":
         common = ["-n", "100", "-s", str(size), "-c"]
         gargs = ["ibv_rc_pingpong", "-d", "rxe0", "-g", gidx] + common
@@ -497,6 +520,8 @@ def run_dropin(a, test, size, role, env, gidx):
     grc, gout = gres.get("rc", -1), gres.get("out", "")
     if test == "rcopy" and server_is_guest and not why and drc == 0:
         grc = 0   # the guest's rcopy server never ends by itself: stopped by the agent
+    if test in DROPIN_FI and grc in (124, -9) and drc == 0 and "Test terminated" in gout:
+        grc = 0   # the guest's fi_pingpong hangs freeing its resources (DROPIN_FI)
     if not why:
         cout = dout if server_is_guest else gout           # the client's output
         if grc != 0 or drc != 0:
@@ -532,6 +557,16 @@ def run_dropin(a, test, size, role, env, gidx):
             m = re.search(r"^Final:\s+(\d+)\s+.*\s([0-9.]+)\s+([0-9.]+)\s*$", cout, re.M)
             if not m or int(m.group(1)) != 1000 or float(m.group(3)) <= 0:
                 why = "no 'Final:' line with 1000 iterations and a rate above zero"
+        elif test in DROPIN_FI:
+            # "bytes iters total time MB/sec usec/xfer Mxfers/sec", the
+            # client's; -c: a corrupt message ends it "Error at iteration"
+            row = r"^%s\s+%d\s+=?%d\s+" % (re.escape(str(size) if size < 1024 else
+                                                       "%dk" % (size // 1024)),
+                                            FI_ITERS, FI_ITERS)
+            if "Error at iteration" in gout + dout:
+                why = "fi_pingpong -c: a message's bytes differed"
+            elif not re.search(row, cout, re.M):
+                why = "no result row with %d iterations" % FI_ITERS
         elif test == "ibv_rc_pingpong":
             if not re.search(r"^100 iters in", gout, re.M) or \
                not re.search(r"^100 iters in", dout, re.M):
