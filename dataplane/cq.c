@@ -22,6 +22,9 @@
 #include "engine.h"
 #include "internal.h"
 
+/* CQs armed for an event now (internal.h) */
+_Atomic int droce_cqs_armed;
+
 enum { ARM_NONE, ARM_ANY, ARM_SOLICITED };
 
 struct droce_cq {
@@ -149,6 +152,8 @@ droce_cq_destroy(struct droce_cq *cq)
 {
 	if (cq == NULL)
 		return;
+	if (atomic_exchange(&cq->armed, ARM_NONE) != ARM_NONE)
+		atomic_fetch_sub_explicit(&droce_cqs_armed, 1, memory_order_relaxed);
 	for (unsigned int e = 0; e < cq->n_sub; e++)
 		free(cq->sub[e]);
 	while (cq->retired != NULL) {
@@ -461,12 +466,14 @@ droce_cq_arm(struct droce_cq *cq, bool solicited_only)
 
 	if (!atomic_load_explicit(&cq->events, memory_order_relaxed))
 		atomic_store(&cq->events, true);
-	atomic_store(&cq->armed, armed);
+	if (atomic_exchange(&cq->armed, armed) == ARM_NONE) /* seq_cst, as a store */
+		atomic_fetch_add_explicit(&droce_cqs_armed, 1, memory_order_relaxed);
 	if (solicited_only || !cq_unannounced(cq))
 		return 0;
 	/* an engine's push may have taken the arm meanwhile: it notified */
 	if (!atomic_compare_exchange_strong(&cq->armed, &armed, ARM_NONE))
 		return 0;
+	atomic_fetch_sub_explicit(&droce_cqs_armed, 1, memory_order_relaxed);
 	cq_announce(cq);
 	return 1;
 }
@@ -504,6 +511,7 @@ droce_cq_push_lc(struct droce_cq *cq, struct droce_engine *eng, const struct dro
 	if (armed == ARM_SOLICITED && !solicited && cqe->status == DROCE_WC_SUCCESS)
 		return true;
 	if (atomic_compare_exchange_strong(&cq->armed, &armed, ARM_NONE)) {
+		atomic_fetch_sub_explicit(&droce_cqs_armed, 1, memory_order_relaxed);
 		cq_announce(cq);
 		if (cq->notify)
 			cq->notify(cq, cq->arg);

@@ -4,7 +4,9 @@
  * one says it blocks: droce_engines_blocking), lets go at the end of its pass
  * as soon as an application thread wants the engine (`wanted`), and backs off
  * (spin, then sleeps growing to FALLBACK_SLEEP_MAX_US) while the engines are
- * idle.  After FALLBACK_DEEP_AFTER_US without work, when nothing can come
+ * idle; from FALLBACK_LINE_MIN_US on, those sleeps also end at a memif
+ * peer's frame (its wake lines armed), so an event for a program asleep on
+ * a channel's fd is written as soon as the frame is in.  After FALLBACK_DEEP_AFTER_US without work, when nothing can come
  * but frames from droce peers over memif (every port a memif port with a
  * wake line, no QP in a timer wheel, no application thread driving), it
  * sleeps until a peer's wake (pmd_glue/wake.c), a kick or a nudge, with only
@@ -23,6 +25,7 @@
 #include <rte_lcore.h>
 
 #include "engine_internal.h"
+#include "internal.h"
 #include "pmd_glue/clock.h"
 #include "pmd_glue/port_struct.h"
 #include "pmd_glue/wake.h"
@@ -37,6 +40,7 @@
 #define FALLBACK_DEEP_MS 100      /* the longest sleep on the wake lines */
 #define FALLBACK_HOOK_US 50       /* the longest sleep while the hook keeps something */
 #define FALLBACK_DEEP_AFTER_US 50000 /* idle this long (timer sleeps) before it sleeps on the lines */
+#define FALLBACK_LINE_MIN_US 16   /* timer sleeps this long or longer also end at a peer's frame */
 static struct {
 	bool running;
 	pthread_t tid;
@@ -189,6 +193,18 @@ lull(uint64_t now, uint64_t last_work, uint64_t span)
 	return true;
 }
 
+/* An application thread drove an engine within fallback_us (a poller, a
+ * waiter in its spin): the frames are its to take. */
+static bool
+app_driving(uint64_t now)
+{
+	for (unsigned int e = 0; e < droce_engines.n; e++)
+		if ((int64_t)(now - atomic_load_explicit(&droce_engines.eng[e]->app_tsc,
+							  memory_order_relaxed)) < (int64_t)fallback.after_tsc)
+			return true;
+	return false;
+}
+
 /*
  * Whether only a memif peer's frame (or a kick) can give the engines work:
  * no application thread drove one within fallback_us, no QP waits on a
@@ -203,13 +219,11 @@ deep_sleep_arm(uint64_t now)
 
 	if (np == 0)
 		return false;
-	for (unsigned int e = 0; e < droce_engines.n; e++) {
-		const struct droce_engine *eng = droce_engines.eng[e];
-
-		if ((int64_t)(now - atomic_load_explicit(&eng->app_tsc, memory_order_relaxed)) <
-		    (int64_t)fallback.after_tsc || __atomic_load_n(&eng->tw_count, __ATOMIC_RELAXED) != 0)
+	if (app_driving(now))
+		return false;
+	for (unsigned int e = 0; e < droce_engines.n; e++)
+		if (__atomic_load_n(&droce_engines.eng[e]->tw_count, __ATOMIC_RELAXED) != 0)
 			return false;
-	}
 	for (i = 0; i < np; i++) {
 		struct droce_port *p = droce_port_get(i);
 
@@ -222,6 +236,31 @@ deep_sleep_arm(uint64_t now)
 	while (i-- > 0)
 		droce_wake_disarm(droce_port_get(i));
 	return false;
+}
+
+/*
+ * Arms the wake line of every port whose line knows its peer (a timer sleep:
+ * the ports without one, or whose peer is not droce, keep the timer), when a
+ * CQ is armed (a program may sleep for its event) and no application thread
+ * drives the engines; true if any armed.  The caller looks at the rings once more before it sleeps.
+ */
+static bool
+lines_arm(uint64_t now)
+{
+	unsigned int np = droce_port_count();
+	bool any = false;
+
+	/* an application thread drives: it takes the frames; no CQ armed: no
+	 * program waits for an event (the peer's wake costs it a system call) */
+	if (app_driving(now) || atomic_load_explicit(&droce_cqs_armed, memory_order_relaxed) <= 0)
+		return false;
+	for (unsigned int i = 0; i < np; i++) {
+		struct droce_port *p = droce_port_get(i);
+
+		if (p != NULL && p->wake != NULL && droce_wake_arm(p))
+			any = true;
+	}
+	return any;
 }
 
 /* A bell rung since the last pass (droce_engine_ring_up looks at
@@ -343,9 +382,19 @@ fallback_main(void *arg)
 			last = rte_rdtsc();
 			continue;
 		}
-		/* idle: sleep in growing steps, woken early by droce_engines_blocking */
+		/* idle: sleep in growing steps, woken early by droce_engines_blocking
+		 * and, from FALLBACK_LINE_MIN_US on, by a memif peer's frame */
 		sleep_us = sleep_us ? RTE_MIN(sleep_us * 2, (unsigned int)FALLBACK_SLEEP_MAX_US) : 1;
 		us = pending ? RTE_MIN(sleep_us, (unsigned int)FALLBACK_HOOK_US) : sleep_us;
+		if (us >= FALLBACK_LINE_MIN_US && lines_arm(rte_rdtsc()) && fallback_round()) {
+			/* armed, one more look: a frame came meanwhile */
+			for (unsigned int i = 0; i < droce_port_count(); i++)
+				droce_wake_disarm(droce_port_get(i));
+			idle_since = last_work = rte_rdtsc();
+			sleep_us = 0;
+			last = idle_since;
+			continue;
+		}
 		last += hz / 1000000 * us; /* the deadline: later than it is crowding */
 		if (fallback_sleep(us, &seen_kicks)) {
 			sleep_us = 0;

@@ -21,6 +21,10 @@ extern int droce_dp_logtype;
 			DP_LOG(level, fmt, ##__VA_ARGS__);            \
 	} while (0)
 
+/* CQs armed for an event (a program may sleep waiting for it: the fallback
+ * thread then lets a memif peer's frame end its timer sleeps). */
+extern _Atomic int droce_cqs_armed;
+
 /* Waits until every engine has passed a quiescent point. */
 void droce_dp_synchronize(void);
 /* Returns once every engine ran a whole pass that began after the call: the

@@ -8,7 +8,8 @@
  *    (cq.c), QP fatal and last WQE reached (droce_verbs_qp_event), SRQ limit
  *    reached (droce_verbs_srq_limit);
  *  - the port monitor, a thread that runs while any context is open and
- *    every MONITOR_MS compares each context's port link state (the PMD's,
+ *    every MONITOR_MS (MONITOR_IDLE_MS once all was up and quiet for
+ *    MONITOR_QUIET_MS) compares each context's port link state (the PMD's,
  *    and droce_port_set_link's cut) with the last one it reported, and
  *    writes PORT_ACTIVE / PORT_ERR on a change.  A thread rather than the
  *    engines so that co-located engines nobody drives, and applications
@@ -40,7 +41,9 @@
 /* dataplane/engine.c (declared in dataplane/internal.h, not in dp.h). */
 void droce_dp_synchronize(void);
 
-#define MONITOR_MS 5
+#define MONITOR_MS 5         /* the look's period while something changes */
+#define MONITOR_IDLE_MS 50   /* ... and once every port was up and unchanged for */
+#define MONITOR_QUIET_MS 1000 /* this long (an idle process: 20 wake-ups a second, not 200) */
 
 #define SAME(d, i) static_assert((int)(d) == (int)(i), #d " == " #i)
 SAME(DROCE_QP_EV_FATAL, IBV_EVENT_QP_FATAL);
@@ -170,12 +173,15 @@ static void *
 monitor_main(void *arg)
 {
 	struct monitor *m = arg;
+	uint64_t quiet_since = mono_ms();
 
 	pthread_mutex_lock(&mon_lock);
 	while (!m->stop) {
 		struct droce_vctx *x;
 		struct timespec ts;
 		uint32_t down = 0;
+		bool changed = false;
+		long period_ms;
 
 		TAILQ_FOREACH(x, &mon_ctxs, mon_link) {
 			int up = droce_verbs_port_is_up(x->port);
@@ -184,7 +190,9 @@ monitor_main(void *arg)
 			if (up != x->port_up) {
 				x->port_up = up;
 				put(x, 0, up ? IBV_EVENT_PORT_ACTIVE : IBV_EVENT_PORT_ERR);
+				changed = true;
 			}
+			changed |= !up;
 			/* droce stopped with this context still open: no port table */
 			dport = x->port < DROCE_MAX_PORTS ? droce_port_get(x->port) : NULL;
 			if (!up && dport != NULL && droce_port_link_is_set_up(dport))
@@ -197,9 +205,15 @@ monitor_main(void *arg)
 		pthread_mutex_lock(&mon_lock);
 		if (m->stop)
 			break;
+		/* quiet (every port up, nothing reported) for MONITOR_QUIET_MS: a
+		 * link change is seen up to MONITOR_IDLE_MS late, reports due go out
+		 * that late at most */
+		if (changed)
+			quiet_since = mono_ms();
+		period_ms = mono_ms() - quiet_since >= MONITOR_QUIET_MS ? MONITOR_IDLE_MS : MONITOR_MS;
 		clock_gettime(CLOCK_REALTIME, &ts);
-		ts.tv_nsec += MONITOR_MS * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_nsec += period_ms * 1000000L;
+		while (ts.tv_nsec >= 1000000000L) {
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000L;
 		}

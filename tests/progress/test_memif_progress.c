@@ -5,15 +5,19 @@
  * 198.18.0.1 / 198.18.0.2) after the fork; they exchange QP numbers over a
  * socketpair.  passive_target: the target sits in read() while the initiator
  * resolves its MAC by ARP, connects and RDMA WRITEs into it; then it checks
- * the bytes.  event_pingpong: both sides sleep in ibv_get_cq_event.
+ * the bytes.  event_pingpong: both sides sleep in ibv_get_cq_event.  fd_poller:
+ * the target sleeps in poll / epoll on its completion channel's fd while idle.
  * Threading: one thread per child; every wait is bounded (alarm()).
  */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -294,6 +298,115 @@ pingpong_side(int fd, bool first)
 	return 0;
 }
 
+/* ---- a program asleep in poll / epoll on the channel's fd, not in droce ---- */
+
+#define FD_SAMPLES 8u
+
+/* The gap before sample @k: the sleeper's fallback thread in its timer sleeps
+ * (3 ms after the last frame), then asleep on the memif wake line (150 ms). */
+static unsigned int
+fd_gap_us(uint32_t k)
+{
+	return (k / 2) % 2 == 0 ? 3000u : 150000u;
+}
+
+/*
+ * Sample k: arm, poll the CQ (empty), then sleep in poll() (k even) or
+ * epoll_wait() (k odd) on the non-blocking channel fd: droce runs no code in
+ * this thread until the kernel wakes it, so only droce's own threads can make
+ * the fd readable for the SEND the peer posts meanwhile.
+ */
+static int
+fd_sleeper_side(int fd)
+{
+	struct side d = { 0 };
+	struct info peer;
+	struct epoll_event ev = { .events = EPOLLIN };
+	int ep, fl;
+	char c;
+
+	side_open(&d);
+	fl = fcntl(d.ch->fd, F_GETFL);
+	CHECK(fl >= 0 && fcntl(d.ch->fd, F_SETFL, fl | O_NONBLOCK) == 0, 110);
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	CHECK(ep >= 0 && epoll_ctl(ep, EPOLL_CTL_ADD, d.ch->fd, &ev) == 0, 111);
+	xfer(fd, &d.me, sizeof(d.me), true);
+	xfer(fd, &peer, sizeof(peer), false);
+	side_connect(&d, &peer);
+	post_recv1(&d);
+	for (uint32_t k = 0; k < FD_SAMPLES; k++) {
+		struct ibv_wc wc;
+		struct ibv_cq *cq;
+		void *cctx;
+		uint32_t seq;
+		int n, got = 0;
+
+		CHECK(ibv_req_notify_cq(d.cq, 0) == 0, 112);
+		CHECK(ibv_poll_cq(d.cq, 1, &wc) == 0, 113); /* nothing before the peer sends */
+		c = 'k';
+		xfer(fd, &c, 1, true);
+		if (k % 2 == 0) {
+			struct pollfd pfd = { .fd = d.ch->fd, .events = POLLIN };
+
+			n = poll(&pfd, 1, 10000);
+			CHECK(n == 1 && (pfd.revents & POLLIN), 114);
+		} else {
+			n = epoll_wait(ep, &ev, 1, 10000);
+			CHECK(n == 1 && (ev.events & EPOLLIN), 115);
+		}
+		/* the event is in the pipe, and its completion in the CQ */
+		while (ibv_get_cq_event(d.ch, &cq, &cctx) == 0) {
+			CHECK(cq == d.cq, 116);
+			ibv_ack_cq_events(cq, 1);
+			got++;
+		}
+		CHECK(errno == EAGAIN && got >= 1, 117);
+		CHECK(ibv_poll_cq(d.cq, 1, &wc) == 1, 118);
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV && wc.byte_len == 64, 119);
+		memcpy(&seq, d.buf + 8192, sizeof(seq));
+		CHECK(seq == 1000u + k, 120);
+		post_recv1(&d);
+	}
+	c = 'e';
+	xfer(fd, &c, 1, true);
+	close(ep);
+	return 0;
+}
+
+static int
+fd_sender_side(int fd)
+{
+	struct side d = { 0 };
+	struct info peer;
+	char c;
+
+	side_open(&d);
+	xfer(fd, &peer, sizeof(peer), false);
+	side_connect(&d, &peer);
+	xfer(fd, &d.me, sizeof(d.me), true);
+	for (uint32_t k = 0; k < FD_SAMPLES; k++) {
+		struct ibv_wc wc;
+		int n;
+
+		xfer(fd, &c, 1, false); /* the sleeper is (about to be) asleep */
+		CHECK(c == 'k', 121);
+		usleep(fd_gap_us(k));
+		post_send1(&d, 1000u + k);
+		while ((n = ibv_poll_cq(d.cq, 1, &wc)) == 0) /* alarm() bounds it */
+			;
+		CHECK(n == 1 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND, 122);
+	}
+	xfer(fd, &c, 1, false);
+	CHECK(c == 'e', 123);
+	return 0;
+}
+
+static int
+role_fd(int fd, unsigned int s)
+{
+	return s == 0 ? fd_sleeper_side(fd) : fd_sender_side(fd);
+}
+
 /* ---- an idle passive target sleeps on its wake line, and wakes ---- */
 
 #define SPARSE_WRITES 12u
@@ -532,4 +645,13 @@ Test(progress_memif, event_driven_pingpong)
 Test(progress_memif, idle_target_sleeps_on_its_wake_line_and_wakes)
 {
 	run_pair(role_idle);
+}
+
+/* Issue 23 §4: a program that sleeps in poll() / epoll_wait() on the
+ * completion channel's fd (droce runs nothing in its thread) is woken for
+ * completions from its memif peer, whether its fallback thread was in its
+ * timer sleeps or asleep on the wake line; bytes and sequence checked. */
+Test(progress_memif, fd_poller_wakes_for_a_peer_completion_while_idle)
+{
+	run_pair(role_fd);
 }
