@@ -23,6 +23,8 @@ write_ini(const char *text)
 {
 	int fd;
 
+	if (tmp_path[0] != '\0')
+		unlink(tmp_path); /* the test's previous file: one left at most */
 	snprintf(tmp_path, sizeof(tmp_path), "/tmp/droce-cfg-XXXXXX");
 	fd = mkstemp(tmp_path);
 	cr_assert(fd >= 0);
