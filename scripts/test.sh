@@ -28,16 +28,21 @@ failures=() # what failed, named again at the end (CI keeps only the log's tail)
 run_root=$(mktemp -d /tmp/droce-testrun.XXXXXX)
 export RUNTIME_DIRECTORY=$run_root
 residue_snap=$run_root.snap
-trap 'rm -rf "$run_root" "$residue_snap"' EXIT
+why_file=$run_root.why
+: >"$why_file"
+trap 'rm -rf "$run_root" "$residue_snap" "$why_file"' EXIT
 
 # The TAP test points of one meson run (meson keeps their output in its log):
 # prints "passed failed names", names the failed tests (comma-separated, "-"
-# when none).
+# when none); appends each failed test point's first lines of diagnostics
+# (Criterion's TAP YAML: the assertion and its message) to the file $2,
+# which the end of the run prints (CI keeps only the log's tail).
 count_log() {
-  /usr/bin/python3 - "$1" <<'PY'
+  /usr/bin/python3 - "$1" "$2" <<'PY'
 import json, re, sys
 p = f = 0
 bad = []
+why = []
 # meson's log may hold a program's non-UTF-8 bytes: read them replaced
 for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
     if not line.strip():
@@ -63,6 +68,14 @@ for line in open(sys.argv[1], encoding="utf-8", errors="replace"):
     if n_bad:
         pts = re.findall(r"^not ok (?:\d+ )?- (\S+)", out, re.M)
         bad.append(t.get("name", "?") + (":" + "+".join(pts) if pts else ""))
+        for m in re.finditer(r"^not ok (?:\d+ )?- (\S+).*\n((?:  .*\n){0,12})", out, re.M):
+            lines = [l.strip() for l in m.group(2).splitlines()
+                     if l.strip() and l.strip() not in ("---", "...", "failures:")
+                     and not l.strip().startswith("assertions:")]
+            why.append("%s: %s" % (m.group(1), " | ".join(lines[:6])[:600]))
+with open(sys.argv[2], "a") as w:
+    for line in why:
+        w.write(line + "\n")
 print(p, f, ",".join(bad) or "-")
 PY
 }
@@ -86,7 +99,7 @@ meson_run() {
   [ $rc -ne 0 ] && status=1
   log="$dir/meson-logs/testlog.json"
   if [ -f "$log" ]; then
-    read -r p f names < <(count_log "$log")
+    read -r p f names < <(count_log "$log" "$why_file")
     if [ -z "$p" ] || [ -z "$f" ]; then # the count itself failed: say so
       p=0 f=1 names="its test log could not be counted"
       status=1
@@ -173,5 +186,7 @@ if [ "${DROCE_TSAN:-1}" != 0 ] && [ $# -eq 0 ]; then
 fi
 [ $failed -ne 0 ] && status=1
 for f in "${failures[@]}"; do echo "FAILED: $f"; done
+# why, as each failed test point said it (its first lines)
+[ -s "$why_file" ] && sed 's/^/WHY: /' "$why_file"
 echo "$passed passed, $failed failed"
 exit $status

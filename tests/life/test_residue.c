@@ -158,9 +158,18 @@ memif_server_ini(char *path, size_t n, const char *sock)
 
 Test(residue, sigkill_leftovers_removed_by_next_start)
 {
-	char ini[256], sock[108], lock[4200];
+	char ini[256], sock[108], lock[4200], base[64], sub[96];
 	struct child victim, next;
 
+	/*
+	 * A runtime area of this test's own: the tests beside it (--jobs=2)
+	 * start droce in the shared one, and any start sweeps a dead lock, so
+	 * one of theirs in the ~10 ms between the SIGKILL and the checks below
+	 * would remove the victim's leftovers before "next" could.
+	 */
+	snprintf(base, sizeof(base), "/tmp/droce-life-kill-XXXXXX");
+	cr_assert_not_null(mkdtemp(base));
+	setenv("RUNTIME_DIRECTORY", base, 1); /* this test's process and its children */
 	snprintf(sock, sizeof(sock), "/tmp/droce-life-%ld.sock", (long)getpid());
 	unlink(sock);
 	memif_server_ini(ini, sizeof(ini), sock);
@@ -184,6 +193,9 @@ Test(residue, sigkill_leftovers_removed_by_next_start)
 	unlink(sock);
 	finish(&victim);
 	finish(&next);
+	snprintf(sub, sizeof(sub), "%s/dpdk", base);
+	rmdir(sub);
+	cr_expect_eq(rmdir(base), 0, "%s is not empty: %s", base, strerror(errno));
 }
 
 /* ---- the sweep's rules, on a base directory of the test's own ---- */
