@@ -568,6 +568,24 @@ Test(rc_rx_fast, write_only_bad_rkey_naks_remote_access)
 		cr_assert_eq(local[i], 0, "nothing written (byte %u)", i);
 }
 
+/* The long way refused the last request: its invalid request NAK queued
+ * behind the @before answers queued ahead of it, the responder failing,
+ * nothing sent yet; then the responder resources the test made are freed
+ * and the QP's own response queue put back. */
+static void
+nak_queued_behind(unsigned int before)
+{
+	cr_assert_eq(qp->rd_resp_count, before + 1, "its NAK waits behind the queued answers");
+	cr_assert_eq(qp->rd_resp[(qp->rd_resp_head + before) % DROCE_RD_RESP_CAP].nak_err,
+		     DROCE_ERR_REM_INV_REQ);
+	cr_assert(qp->resp_failing);
+	cr_assert_eq(tx_count(), 0);
+	free(qp->res);
+	qp->res = NULL;
+	qp->rd_resp = rd_resp;
+	qp->atomic_replay = NULL;
+}
+
 /* A READ request the short way: queued for the transmit turn with the
  * PSNs its responses take; one over max_dest_rd_atomic goes the long way
  * and is refused (invalid request NAK). */
@@ -600,15 +618,7 @@ Test(rc_rx_fast, read_request_is_queued)
 	/* a second one, over max_dest_rd_atomic */
 	droce_bth_set_psn((struct droce_bth *)(void *)req, 43);
 	droce_rc_resp_rx_lc(qp, &p, req);
-	cr_assert_eq(qp->rd_resp_count, 2, "its NAK waits behind the queued responses");
-	cr_assert_eq(qp->rd_resp[(qp->rd_resp_head + 1) % DROCE_RD_RESP_CAP].nak_err,
-		     DROCE_ERR_REM_INV_REQ);
-	cr_assert(qp->resp_failing);
-	cr_assert_eq(tx_count(), 0);
-	free(qp->res);
-	qp->res = NULL;
-	qp->rd_resp = rd_resp;
-	qp->atomic_replay = NULL;
+	nak_queued_behind(1);
 }
 
 /* An atomic request @op at @psn on the word at @va (AtomicETH: @rkey,
@@ -707,15 +717,7 @@ Test(rc_rx_fast, atomics_executed_and_queued)
 	droce_rc_resp_rx_lc(qp, &p, req);
 	cr_assert_eq(word_at(16), 7);
 	cr_assert_eq(word_at(24), 0);
-	cr_assert_eq(qp->rd_resp_count, 4, "its NAK waits behind the queued answers");
-	cr_assert_eq(qp->rd_resp[(qp->rd_resp_head + 3) % DROCE_RD_RESP_CAP].nak_err,
-		     DROCE_ERR_REM_INV_REQ);
-	cr_assert(qp->resp_failing);
-	cr_assert_eq(tx_count(), 0);
-	free(qp->res);
-	qp->res = NULL;
-	qp->rd_resp = rd_resp;
-	qp->atomic_replay = NULL;
+	nak_queued_behind(3);
 }
 
 /* ---- responder, transmit side ---- */
