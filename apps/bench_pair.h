@@ -3,7 +3,9 @@
  * droce-idle-bench): droce started on the embedded loopback config with the
  * fallback thread off (only the bench's thread drives the engine, when it
  * polls), and the two QPs, one on droce0 and one on droce1, taken through
- * INIT, RTR and RTS to each other.  Header-only: each bench is one file.
+ * INIT, RTR and RTS to each other; and one QP's RTR and RTS towards a peer
+ * QP, for droce-wake-bench's two processes too.  Header-only: each bench is
+ * one file.
  */
 #ifndef DROCE_APPS_BENCH_PAIR_H
 #define DROCE_APPS_BENCH_PAIR_H
@@ -52,34 +54,41 @@ bench_pair_init(struct ibv_context *ctx, struct ibv_qp *qp, union ibv_gid *gid)
 		die("ibv_query_gid", errno);
 }
 
+/* @qp to RTR and RTS towards the QP @dest_qpn at GID @dgid (PSNs 0,
+ * path MTU 1024, one RDMA READ / atomic outstanding each way). */
+static inline void
+bench_qp_connect(struct ibv_qp *qp, uint32_t dest_qpn, const union ibv_gid *dgid)
+{
+	struct ibv_qp_attr a = {
+		.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
+		.dest_qp_num = dest_qpn, .max_dest_rd_atomic = 1, .min_rnr_timer = 1,
+		.ah_attr = { .is_global = 1, .port_num = 1,
+			     .grh = { .dgid = *dgid, .hop_limit = 64 } },
+	};
+	int rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+			       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+
+	if (rc != 0)
+		die("RTR", rc);
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
+	a.retry_cnt = 7;
+	a.rnr_retry = 7;
+	a.max_rd_atomic = 1;
+	rc = ibv_modify_qp(qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
+			   IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
+	if (rc != 0)
+		die("RTS", rc);
+}
+
 /* Both QPs of the pair to RTR and RTS, each aimed at the other. */
 static inline void
 bench_pair_connect(struct ibv_qp *qp[2], const union ibv_gid gid[2])
 {
-	for (int k = 0; k < 2; k++) {
-		struct ibv_qp_attr a = {
-			.qp_state = IBV_QPS_RTR, .path_mtu = IBV_MTU_1024,
-			.dest_qp_num = qp[!k]->qp_num, .max_dest_rd_atomic = 1, .min_rnr_timer = 1,
-			.ah_attr = { .is_global = 1, .port_num = 1,
-				     .grh = { .dgid = gid[!k], .hop_limit = 64 } },
-		};
-		int rc = ibv_modify_qp(qp[k], &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				       IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				       IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-
-		if (rc != 0)
-			die("RTR", rc);
-		memset(&a, 0, sizeof(a));
-		a.qp_state = IBV_QPS_RTS;
-		a.timeout = 14;
-		a.retry_cnt = 7;
-		a.rnr_retry = 7;
-		a.max_rd_atomic = 1;
-		rc = ibv_modify_qp(qp[k], &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-				   IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC);
-		if (rc != 0)
-			die("RTS", rc);
-	}
+	for (int k = 0; k < 2; k++)
+		bench_qp_connect(qp[k], qp[!k]->qp_num, &gid[!k]);
 }
 
 #endif

@@ -56,6 +56,7 @@
 #include <droce/droce.h>
 #include <droce/stats.h>
 
+#include "bench_pair.h"
 #include "dataplane/dp.h"
 
 enum mode { MODE_BUSY, MODE_EVENT, MODE_POLL, MODE_EPOLL };
@@ -99,6 +100,14 @@ static struct {
 			_exit(3);                                                             \
 		}                                                                             \
 	} while (0)
+
+/* bench_pair.h's: as CHECK, the process ends with 3 */
+static void
+die(const char *what, int e)
+{
+	fprintf(stderr, "droce-wake-bench: %s: %s\n", what, strerror(e));
+	_exit(3);
+}
 
 static uint64_t
 now_ns(void)
@@ -146,7 +155,7 @@ side_open(struct side *d)
 	d->me.pid = (int32_t)getpid();
 }
 
-/* INIT -> RTR (resolves the peer's MAC by ARP) -> RTS. */
+/* INIT, then RTR (resolves the peer's MAC by ARP) and RTS (bench_pair.h). */
 static void
 side_connect(struct side *d, const struct info *peer)
 {
@@ -154,27 +163,7 @@ side_connect(struct side *d, const struct info *peer)
 
 	CHECK(ibv_modify_qp(d->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
 			    IBV_QP_ACCESS_FLAGS) == 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = peer->qpn;
-	a.rq_psn = 1;
-	a.min_rnr_timer = 1;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.dgid = peer->gid;
-	a.ah_attr.grh.hop_limit = 64;
-	CHECK(ibv_modify_qp(d->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
-			    IBV_QP_MIN_RNR_TIMER) == 0);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.sq_psn = 1;
-	a.timeout = 14;
-	a.retry_cnt = 7;
-	a.rnr_retry = 7;
-	CHECK(ibv_modify_qp(d->qp, &a, IBV_QP_STATE | IBV_QP_SQ_PSN | IBV_QP_TIMEOUT |
-			    IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_MAX_QP_RD_ATOMIC) == 0);
+	bench_qp_connect(d->qp, peer->qpn, &peer->gid);
 }
 
 static void
