@@ -389,6 +389,12 @@ configure_port(const char *src, struct droce_port *p)
 	return 0;
 }
 
+static bool
+port_is_memif_client(const struct droce_port *p)
+{
+	return p->cfg->kind == DROCE_PORT_KIND_MEMIF && p->cfg->memif_role == DROCE_MEMIF_ROLE_CLIENT;
+}
+
 static void
 redial_cb(void *arg)
 {
@@ -416,8 +422,7 @@ redial_cb(void *arg)
 static void
 wait_link(struct droce_port *p)
 {
-	bool memif_client = p->cfg->kind == DROCE_PORT_KIND_MEMIF &&
-			    p->cfg->memif_role == DROCE_MEMIF_ROLE_CLIENT;
+	bool memif_client = port_is_memif_client(p);
 	struct rte_eth_link link;
 	unsigned int ms;
 
@@ -452,8 +457,7 @@ wait_link(struct droce_port *p)
 static int
 port_start(struct droce_port *p)
 {
-	bool memif_client = p->cfg->kind == DROCE_PORT_KIND_MEMIF &&
-			    p->cfg->memif_role == DROCE_MEMIF_ROLE_CLIENT;
+	bool memif_client = port_is_memif_client(p);
 	int memif_log = rte_log_register("pmd.net.memif");
 	int level = memif_log >= 0 ? rte_log_get_level((uint32_t)memif_log) : -1;
 	unsigned int ms = 0;
@@ -490,8 +494,7 @@ droce_port_link_up(struct droce_port *p)
 int
 droce_port_redial(struct droce_port *p, void (*quiesce)(void))
 {
-	if (p == NULL || p->cfg == NULL || p->cfg->kind != DROCE_PORT_KIND_MEMIF ||
-	    p->cfg->memif_role != DROCE_MEMIF_ROLE_CLIENT)
+	if (p == NULL || p->cfg == NULL || !port_is_memif_client(p))
 		return 0;
 	if (p->started && droce_port_link_up(p))
 		return 0;
