@@ -242,11 +242,33 @@ resp_read(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame, 
 	qp->msn = droce_psn_add(qp->msn, 1);
 }
 
+/* The atomic @opcode (RC or XRC; AtomicETH @a) on the aligned host word
+ * @target, kept for a replay of @psn: the value before it (a CMP_SWAP
+ * whose compare fails leaves the word and answers the value found). */
+static __rte_always_inline uint64_t
+atomic_execute(struct droce_qp *qp, uint8_t opcode, const struct droce_atmeth *a, uint64_t *target,
+	       uint32_t psn)
+{
+	uint64_t orig;
+
+	if ((opcode & 0x1f) == DROCE_OP_FETCH_ADD) {
+		orig = __atomic_fetch_add(target, droce_atmeth_swap_add(a), __ATOMIC_SEQ_CST);
+	} else {
+		orig = droce_atmeth_cmp(a);
+		/* on failure orig holds the value found */
+		(void)__atomic_compare_exchange_n(target, &orig, droce_atmeth_swap_add(a), false,
+						  __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+	}
+	qp->atomic_replay[qp->atomic_replay_next] = (struct droce_atomic_replay){ psn, orig, true };
+	qp->atomic_replay_next = (qp->atomic_replay_next + 1) % DROCE_ATOMIC_REPLAY;
+	return orig;
+}
+
 static void
 resp_atomic(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame, uint32_t psn)
 {
 	const struct droce_atmeth *a = droce_pkt_hdr(p, frame, DROCE_HDR_ATMETH);
-	uint64_t va = droce_atmeth_va(a), orig;
+	uint64_t va = droce_atmeth_va(a);
 	const struct droce_mr *mr;
 	uint64_t *target;
 	struct droce_rd_resp e = { .psn = psn, .atomic = true };
@@ -276,18 +298,7 @@ resp_atomic(struct droce_qp *qp, const struct droce_pkt *p, const uint8_t *frame
 		resp_error(qp, DROCE_ERR_REM_INV_REQ, psn);
 		return;
 	}
-	if ((p->opcode & 0x1f) == DROCE_OP_FETCH_ADD) { /* RC or XRC */
-		orig = __atomic_fetch_add(target, droce_atmeth_swap_add(a), __ATOMIC_SEQ_CST);
-	} else {
-		orig = droce_atmeth_cmp(a);
-		if (!__atomic_compare_exchange_n(target, &orig, droce_atmeth_swap_add(a), false,
-						 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
-			/* orig now holds the value found */
-		}
-	}
-	qp->atomic_replay[qp->atomic_replay_next] = (struct droce_atomic_replay){ psn, orig, true };
-	qp->atomic_replay_next = (qp->atomic_replay_next + 1) % DROCE_ATOMIC_REPLAY;
-	e.orig = orig;
+	e.orig = atomic_execute(qp, p->opcode, a, target, psn);
 	resp_queue(qp, &e);
 	qp->msn = droce_psn_add(qp->msn, 1);
 }
@@ -548,16 +559,7 @@ resp_atomic_fast(struct droce_qp *qp, const struct resp_pkt *r)
 	qp->rxseq.msg_bytes = 0;
 	qp->rxseq.epsn = droce_psn_add(r->psn, 1);
 	/* EXECUTE (resp_atomic) */
-	if ((r->p->opcode & 0x1f) == DROCE_OP_FETCH_ADD) {
-		orig = __atomic_fetch_add(target, droce_atmeth_swap_add(a), __ATOMIC_SEQ_CST);
-	} else {
-		orig = droce_atmeth_cmp(a);
-		/* on failure orig holds the value found */
-		(void)__atomic_compare_exchange_n(target, &orig, droce_atmeth_swap_add(a), false,
-						  __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-	}
-	qp->atomic_replay[qp->atomic_replay_next] = (struct droce_atomic_replay){ r->psn, orig, true };
-	qp->atomic_replay_next = (qp->atomic_replay_next + 1) % DROCE_ATOMIC_REPLAY;
+	orig = atomic_execute(qp, r->p->opcode, a, target, r->psn);
 	qp->rd_resp[(qp->rd_resp_head + qp->rd_resp_count) % DROCE_RD_RESP_CAP] =
 		(struct droce_rd_resp){ .psn = r->psn, .atomic = true, .orig = orig };
 	qp->rd_resp_count++;
