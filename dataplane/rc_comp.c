@@ -370,6 +370,22 @@ read_of(struct droce_qp *qp, uint32_t psn, const struct droce_wqe **w)
 	return NULL;
 }
 
+/* The READ (@w, @s) response @c answers found: the peer heard, the
+ * highest response PSN in the window, and what the READ states need. */
+static __rte_always_inline void
+read_wqe_found(struct droce_qp *qp, struct droce_rc_comp_ctx *c, const struct droce_wqe *w,
+	       struct droce_swqe *s)
+{
+	qp->peer_heard = true;
+	if (!ack_in_window(qp, qp->rd_hi) || droce_psn_diff(c->psn, qp->rd_hi) > 0)
+		qp->rd_hi = c->psn; /* the highest in the window (what lies outside is stale) */
+	c->w = w;
+	c->s = s;
+	c->head = s == droce_qp_swqe(qp, qp->sq_head);
+	c->expect = droce_psn_add(s->first_psn, s->got / qp->attr.pmtu);
+	c->got = s->got;
+}
+
 /*
  * The READ this response answers, sent and unanswered (a READ response is
  * placed wherever its PSN says, in order or past a missing one: rc_read.c).
@@ -377,14 +393,12 @@ read_of(struct droce_qp *qp, uint32_t psn, const struct droce_wqe **w)
 COMP_STATE
 comp_read_wqe(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
 {
-	if (!sending(qp) || (c->s = read_of(qp, c->psn, &c->w)) == NULL)
+	const struct droce_wqe *w;
+	struct droce_swqe *s;
+
+	if (!sending(qp) || (s = read_of(qp, c->psn, &w)) == NULL)
 		return comp_drop(qp);
-	qp->peer_heard = true;
-	if (!ack_in_window(qp, qp->rd_hi) || droce_psn_diff(c->psn, qp->rd_hi) > 0)
-		qp->rd_hi = c->psn; /* the highest in the window (what lies outside is stale) */
-	c->head = c->s == droce_qp_swqe(qp, qp->sq_head);
-	c->expect = droce_psn_add(c->s->first_psn, c->s->got / qp->attr.pmtu);
-	c->got = c->s->got;
+	read_wqe_found(qp, c, w, s);
 	return c->psn == c->expect ? COMP_READ_PLACE : COMP_READ_REASK;
 }
 
@@ -582,15 +596,7 @@ read_resp_next_at_head(struct droce_qp *qp, struct droce_rc_comp_ctx *c)
 	    c->psn != droce_psn_add(s->first_psn, s->got / qp->attr.pmtu) ||
 	    (uint32_t)droce_psn_diff(c->psn, s->first_psn) >= s->npkts || !ack_in_window(qp, c->psn))
 		return false;
-	/* READ_WQE's */
-	qp->peer_heard = true;
-	if (!ack_in_window(qp, qp->rd_hi) || droce_psn_diff(c->psn, qp->rd_hi) > 0)
-		qp->rd_hi = c->psn;
-	c->w = w;
-	c->s = s;
-	c->head = true;
-	c->expect = c->psn;
-	c->got = s->got;
+	read_wqe_found(qp, c, w, s); /* READ_WQE's: the head, expect = c->psn */
 	return true;
 }
 
