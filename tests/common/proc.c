@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/wait.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <criterion/criterion.h>
 
@@ -131,4 +133,18 @@ tc_wait_path(const char *path)
 	for (int i = 0; i < 1000 && access(path, F_OK) != 0; i++)
 		usleep(10000);
 	return access(path, F_OK) == 0;
+}
+
+int
+tc_free_tcp_port(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+
+	cr_assert(fd >= 0, "socket: %m");
+	cr_assert_eq(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0, "bind: %m");
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&sin, &len), 0, "getsockname: %m");
+	close(fd);
+	return ntohs(sin.sin_port);
 }

@@ -47,4 +47,10 @@ void tc_memif_ini(char *path, size_t n, const char *tag, unsigned int side, cons
 /* Waits (bounded, 10 s) until @path exists: a memif server's socket. */
 bool tc_wait_path(const char *path);
 
+/* A TCP port on 127.0.0.1 that nothing listens on now, as the kernel picks
+ * one for bind to port 0 (random in the ephemeral range), for a program the
+ * test starts to listen on.  Ports computed from the pid collided between
+ * tests running side by side (one test's program connected to the other's). */
+int tc_free_tcp_port(void);
+
 #endif

@@ -339,7 +339,7 @@ two_processes_run(const char *test, const char *opts, int id, bool rdma_cm,
 		  const char *want_cli, const char *want_srv)
 {
 	char sargs[512], cargs[512], sout[96], cout[96];
-	int port = 20000 + (int)(getpid() % 20000) + id, rs, rc;
+	int port = tc_free_tcp_port(), rs, rc;
 	pid_t srv, cli;
 
 	snprintf(sock_path, sizeof(sock_path), "/tmp/droce-oob-%ld-%d.sock", (long)getpid(), id);
@@ -483,17 +483,20 @@ connect_retry(int port)
 	return -1;
 }
 
+/* A listening socket on 127.0.0.1, on a port the kernel picks (into @port). */
 static int
-listen_on(int port)
+listen_on(int *port)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons((uint16_t)port) };
-	int one = 1, fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	socklen_t len = sizeof(sin);
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
 
 	sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	cr_assert(fd >= 0);
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	cr_assert_eq(bind(fd, (struct sockaddr *)&sin, sizeof(sin)), 0);
 	cr_assert_eq(listen(fd, 1), 0);
+	cr_assert_eq(getsockname(fd, (struct sockaddr *)&sin, &len), 0);
+	*port = ntohs(sin.sin_port);
 	return fd;
 }
 
@@ -594,7 +597,7 @@ Test(oob_replay, droce_perf_server_vs_recorded_perftest_client, .timeout = 60)
 	static uint8_t rec[4096], got[4096];
 	static char out[16384];
 	char args[256], path[96];
-	int port = 30000 + (int)(getpid() % 20000), fd, rc;
+	int port = tc_free_tcp_port(), fd, rc;
 	uint32_t qpn[2];
 	pid_t pid;
 
@@ -627,12 +630,12 @@ Test(oob_replay, droce_perf_client_vs_recorded_perftest_server, .timeout = 60)
 	static uint8_t rec[4096], got[4096];
 	static char out[16384];
 	char args[256], path[96];
-	int port = 30000 + (int)((getpid() + 7) % 20000), lfd, fd, rc;
+	int port, lfd, fd, rc;
 	uint32_t qpn[2];
 	pid_t pid;
 
 	load("perftest_server_write_bw_q2.bin", rec, sizeof(rec));
-	lfd = listen_on(port);
+	lfd = listen_on(&port);
 	snprintf(path, sizeof(path), "/tmp/droce-oob-%ld.replay-cli", (long)getpid());
 	snprintf(args, sizeof(args), "write_bw 127.0.0.1 -p %d -q 2 -n 200 -s 65536 "
 		 "--timeout 10 -u 4", port);
