@@ -540,7 +540,10 @@ droce_rc_req_step_lc(struct droce_qp *qp, enum droce_rc_req_state st, struct dro
  * SGE check: here one SGE, not inline, in an MR of the QP's PD with
  * LOCAL_WRITE, an atomic's at least 8 bytes) first, changing nothing; then
  * what wqe_start, SEND_PKT, NOTE_SENT and WQE_DONE do, the request built
- * by the machine's own functions (send_atomic_req, droce_rc_read_ask_lc).
+ * by the machine's own functions (send_atomic_req, droce_rc_read_ask_lc;
+ * a READ while the QP has no map of responses placed past a hole, i.e.
+ * none of its responses placed: ask_lc's one request for all of it,
+ * droce_rc_read_ask_fresh_lc, without ask_lc's walk of what arrived).
  * It stops at the first WQE that is anything else (another opcode, started
  * before, a limit reached, a failing SGE, none or several, inline), with
  * nothing of that WQE changed: *@st is NEXT_WQE, where the machine goes on
@@ -588,6 +591,9 @@ req_rd_short(struct droce_qp *qp, unsigned int budget, enum droce_rc_req_state *
 				break;
 			}
 			sent++;
+		} else if (qp->rdmap == NULL) { /* nothing placed: one request for all of it */
+			whole = droce_rc_read_ask_fresh_lc(qp, w, s);
+			sent += whole;
 		} else {
 			sent += droce_rc_read_ask_lc(qp, w, s, &whole);
 		}

@@ -155,6 +155,16 @@ long_read(void)
 	rd(DROCE_WR_RDMA_READ, 3000, 0); /* three responses at MTU 1024: one request */
 }
 
+/* The same with the QP's map of READ responses past a hole there (empty):
+ * the short way asks through droce_rc_read_ask_lc then. */
+static void
+long_read_with_a_map(void)
+{
+	qp->rdmap = calloc(1, DROCE_RC_RDMAP_BITS / 8);
+	cr_assert_not_null(qp->rdmap);
+	rd(DROCE_WR_RDMA_READ, 3000, 0);
+}
+
 Test(rc_req_short, lone_reads_and_atomics)
 {
 	cr_assert_eq(both_ways(lone_fetch_add, 16), 1);
@@ -171,6 +181,10 @@ Test(rc_req_short, lone_reads_and_atomics)
 	cr_assert_eq(both_ways(long_read, 16), 1);
 	cr_assert_eq(out[0].qp.psn_next, 103, "the READ takes its three PSNs");
 	cr_assert_eq(out[0].qp.sq_cur, 1);
+	tx_teardown();
+	tx_setup();
+	cr_assert_eq(both_ways(long_read_with_a_map, 16), 1);
+	cr_assert_eq(out[0].qp.psn_next, 103);
 }
 
 /* max_rd_atomic 2 (plain_qp): two go, the third blocks the requester. */
