@@ -67,6 +67,10 @@ enum droce_rc_place droce_rc_read_place_lc(struct droce_qp *qp, const struct dro
 					   const uint8_t *frame, uint32_t psn);
 unsigned int droce_rc_read_ask_lc(struct droce_qp *qp, const struct droce_wqe *w,
 				  struct droce_swqe *s, bool *whole);
+/* droce_rc_read_ask_lc for a READ just started (wqe_start's state) while the
+ * QP has no map (nothing placed past a hole: none of its responses is):
+ * the one request for all of it; false without an mbuf (*whole false). */
+bool droce_rc_read_ask_fresh_lc(struct droce_qp *qp, const struct droce_wqe *w, struct droce_swqe *s);
 void droce_rc_sr_read_repair_lc(struct droce_qp *qp, const struct droce_wqe *w,
 				struct droce_swqe *s, uint32_t lim, bool again);
 void droce_rc_rdmap_reset_lc(struct droce_qp *qp);

@@ -142,6 +142,34 @@ droce_rc_read_place_lc(struct droce_qp *qp, const struct droce_wqe *w, struct dr
 	return DROCE_RC_PLACE_OK;
 }
 
+/* The READ request for READ @s's responses [@k, @j): false without an mbuf. */
+static __rte_always_inline bool
+read_req(struct droce_qp *qp, const struct droce_wqe *w, struct droce_swqe *s, uint32_t k, uint32_t j)
+{
+	uint32_t pmtu = qp->attr.pmtu;
+	uint8_t opcode = DROCE_OPC(qp->xport, DROCE_OP_READ_REQ);
+	const struct droce_opcode_info *oi = &droce_opcode_table[opcode];
+	uint64_t end = RTE_MIN((uint64_t)j * pmtu, (uint64_t)w->length);
+	struct droce_reth *reth;
+	uint8_t *bth, *payload;
+	struct rte_mbuf *m = droce_xport_pkt_put_lc(qp, opcode, 1u << 31 | droce_psn_add(s->first_psn, k),
+						    0, &bth, &payload);
+
+	if (m == NULL)
+		return false;
+	if (oi->hdr_mask & DROCE_HDRM(XRCETH)) /* XRC: the remote SRQ */
+		droce_xrceth_set_srqn((struct droce_xrceth *)(bth + oi->off[DROCE_HDR_XRCETH]),
+				      w->remote_qpn);
+	reth = (struct droce_reth *)(bth + oi->off[DROCE_HDR_RETH]);
+	droce_reth_set_va(reth, w->remote_addr + (uint64_t)k * pmtu);
+	droce_reth_set_rkey(reth, w->rkey);
+	droce_reth_set_len(reth, (uint32_t)(end - (uint64_t)k * pmtu));
+	pkt_send(qp, m, 0);
+	if (s->reask || s->sr_asked)
+		qp->stats.read_reasks++;
+	return true;
+}
+
 /*
  * Sends a READ request for each range of READ @s's responses [@k, @lim) that
  * has not arrived.  Returns requests sent; *@stop is where it stopped (@lim
@@ -151,16 +179,9 @@ static unsigned int
 ask_ranges(struct droce_qp *qp, const struct droce_wqe *w, struct droce_swqe *s, uint32_t k,
 	   uint32_t lim, uint32_t *stop)
 {
-	uint32_t pmtu = qp->attr.pmtu;
-	uint8_t opcode = DROCE_OPC(qp->xport, DROCE_OP_READ_REQ);
-	const struct droce_opcode_info *oi = &droce_opcode_table[opcode];
 	unsigned int n = 0;
 
 	while (!s->done && k < lim) {
-		struct droce_reth *reth;
-		struct rte_mbuf *m;
-		uint8_t *bth, *payload;
-		uint64_t end;
 		uint32_t j;
 
 		if (placed(qp, s, k)) {
@@ -172,26 +193,19 @@ ask_ranges(struct droce_qp *qp, const struct droce_wqe *w, struct droce_swqe *s,
 				j = lim; /* nothing past the map's reach is placed */
 				break;
 			}
-		end = RTE_MIN((uint64_t)j * pmtu, (uint64_t)w->length);
-		m = droce_xport_pkt_put_lc(qp, opcode, 1u << 31 | droce_psn_add(s->first_psn, k), 0,
-					   &bth, &payload);
-		if (m == NULL)
+		if (!read_req(qp, w, s, k, j))
 			break;
-		if (oi->hdr_mask & DROCE_HDRM(XRCETH)) /* XRC: the remote SRQ */
-			droce_xrceth_set_srqn((struct droce_xrceth *)(bth + oi->off[DROCE_HDR_XRCETH]),
-					      w->remote_qpn);
-		reth = (struct droce_reth *)(bth + oi->off[DROCE_HDR_RETH]);
-		droce_reth_set_va(reth, w->remote_addr + (uint64_t)k * pmtu);
-		droce_reth_set_rkey(reth, w->rkey);
-		droce_reth_set_len(reth, (uint32_t)(end - (uint64_t)k * pmtu));
-		pkt_send(qp, m, 0);
-		if (s->reask || s->sr_asked)
-			qp->stats.read_reasks++;
 		n++;
 		k = j;
 	}
 	*stop = RTE_MIN(k, lim);
 	return n;
+}
+
+bool
+droce_rc_read_ask_fresh_lc(struct droce_qp *qp, const struct droce_wqe *w, struct droce_swqe *s)
+{
+	return read_req(qp, w, s, 0, s->npkts);
 }
 
 unsigned int

@@ -116,7 +116,7 @@ window_full(const struct droce_qp *qp)
 
 /* An atomic request: one packet (false: no mbuf), its headers put straight
  * (droce_xport_pkt_put_lc). */
-static bool
+static __rte_always_inline bool
 send_atomic_req(struct droce_qp *qp, const struct droce_wqe *w, struct droce_swqe *s)
 {
 	bool cas = w->opcode == DROCE_WR_ATOMIC_CMP_AND_SWP;
@@ -532,6 +532,86 @@ droce_rc_req_step_lc(struct droce_qp *qp, enum droce_rc_req_state st, struct dro
 	return req_step(qp, st, c);
 }
 
+/*
+ * READs and atomics the short way: the fresh READ / atomic WQEs at sq_cur
+ * (a latency loop's lone WQE, a bandwidth loop's run of them), each as the
+ * state machine takes it from NEXT_WQE: every check it makes on the way
+ * (CHECK_LOCAL's max_rd_atomic, fence and loss-window limits; wqe_start's
+ * SGE check: here one SGE, not inline, in an MR of the QP's PD with
+ * LOCAL_WRITE, an atomic's at least 8 bytes) first, changing nothing; then
+ * what wqe_start, SEND_PKT, NOTE_SENT and WQE_DONE do, the request built
+ * by the machine's own functions (send_atomic_req, droce_rc_read_ask_lc;
+ * a READ while the QP has no map of responses placed past a hole, i.e.
+ * none of its responses placed: ask_lc's one request for all of it,
+ * droce_rc_read_ask_fresh_lc, without ask_lc's walk of what arrived).
+ * It stops at the first WQE that is anything else (another opcode, started
+ * before, a limit reached, a failing SGE, none or several, inline), with
+ * nothing of that WQE changed: *@st is NEXT_WQE, where the machine goes on
+ * and finds the same answer the long way (blocked, FAIL).  Without an mbuf
+ * the WQE stays started and counted, as SEND_PKT leaves it, and *@st is
+ * DONE.  The caller made CHECK_QP_STATE's and RETIRE_LOCAL's.  Returns the
+ * requests sent.
+ */
+static __rte_always_inline unsigned int
+req_rd_short(struct droce_qp *qp, unsigned int budget, enum droce_rc_req_state *st)
+{
+	uint32_t pmtu = qp->attr.pmtu, max_rd = RTE_MAX(qp->attr.max_rd_atomic, 1);
+	unsigned int sent = 0;
+
+	*st = REQ_NEXT_WQE;
+	while (sent < budget && qp->sq_cur != qp->sq_avail) {
+		uint32_t idx = qp->sq_cur;
+		const struct droce_wqe *w = droce_qp_wqe(qp, idx);
+		struct droce_swqe *s = droce_qp_swqe(qp, idx);
+		bool atomic = wr_is_atomic(w->opcode), whole = true;
+
+		if ((!atomic && !wr_is_read(w->opcode)) || s->started || s->err)
+			break;
+		/* CHECK_LOCAL's limits (the loss window's for atomics too) */
+		if (qp->rd_atomic_out >= max_rd || ((w->flags & DROCE_WQE_FENCE) && qp->rd_atomic_out > 0) ||
+		    (qp->rd_atomic_out > 1 && qp->cwnd &&
+		     (uint32_t)droce_psn_diff(qp->psn_next, qp->psn_una) + droce_seq_npkts(w->length, pmtu) >
+			     qp->cwnd))
+			break;
+		/* wqe_start's */
+		if ((w->flags & DROCE_WQE_INLINE) || w->num_sge != 1 || w->sge[0].length < (atomic ? 8u : 1u) ||
+		    mr_check(qp, w->sge[0].lkey, w->sge[0].addr, w->sge[0].length,
+			     DROCE_ACCESS_LOCAL_WRITE) == NULL)
+			break;
+		memset(s, 0, sizeof(*s));
+		s->npkts = atomic ? 1 : droce_seq_npkts(w->length, pmtu);
+		s->first_psn = qp->psn_next;
+		s->started = true;
+		/* SEND_PKT */
+		s->rd_counted = true;
+		qp->rd_atomic_out++;
+		if (atomic) {
+			if (!send_atomic_req(qp, w, s)) {
+				*st = REQ_DONE;
+				break;
+			}
+			sent++;
+		} else if (qp->rdmap == NULL) { /* nothing placed: one request for all of it */
+			whole = droce_rc_read_ask_fresh_lc(qp, w, s);
+			sent += whole;
+		} else {
+			sent += droce_rc_read_ask_lc(qp, w, s, &whole);
+		}
+		if (whole) { /* NOTE_SENT (a READ's in SEND_PKT) */
+			s->sent_pkts = s->npkts;
+			note_sent(qp, droce_psn_add(s->first_psn, s->npkts));
+		}
+		if (s->err)
+			break; /* NEXT_WQE, as SEND_PKT */
+		if (!whole) {
+			*st = REQ_DONE; /* no mbuf */
+			break;
+		}
+		qp->sq_cur = idx + 1; /* WQE_DONE */
+	}
+	return sent;
+}
+
 /* The turn's machine, out of line: the idle turn (most turns of a latency
  * loop's QPs) pays none of its registers, stack and context. */
 static __attribute__((noinline)) unsigned int
@@ -555,11 +635,44 @@ req_tx_run(struct droce_qp *qp, unsigned int budget)
 	return c.sent;
 }
 
+/*
+ * A turn that finds a READ / atomic at sq_cur.  When it is fresh and the QP
+ * sending (RTS, not waiting), CHECK_QP_STATE passes (no failed WQE at
+ * sq_cur), RETIRE_LOCAL is made, then the short way; the machine takes
+ * what is left from NEXT_WQE.  It is run from its start with the rest of
+ * the budget (the same turn: CHECK_QP_STATE passes again, RETIRE_LOCAL
+ * finds nothing more, a WQE the short way sent being between sq_head and
+ * sq_cur), so that its one entry stays as it is.  Out of line, as the
+ * machine: a SEND / WRITE turn pays only the opcode's test.
+ */
+static __attribute__((noinline)) unsigned int
+req_rd_turn(struct droce_qp *qp, unsigned int budget)
+{
+	const struct droce_swqe *s = droce_qp_swqe(qp, qp->sq_cur);
+	enum droce_rc_req_state st;
+	unsigned int sent;
+
+	if (qp->state != DROCE_QPS_RTS || qp->req_state != DROCE_REQ_IDLE || budget == 0 || s->started ||
+	    s->err)
+		return req_tx_run(qp, budget);
+	retire_local(qp);
+	sent = req_rd_short(qp, budget, &st);
+	if (st == REQ_DONE || sent >= budget || qp->sq_cur == qp->sq_avail)
+		return sent; /* NEXT_WQE's DONE too */
+	return sent + req_tx_run(qp, budget - sent);
+}
+
 unsigned int
 droce_rc_req_tx_lc(struct droce_qp *qp, unsigned int budget)
 {
 	qp->req_blocked = false;
 	if (qp->sq_head == qp->sq_avail)
 		return 0; /* the idle turn: nothing posted, nothing to retire or fail */
+	if (qp->sq_cur != qp->sq_avail) {
+		uint8_t op = droce_qp_wqe(qp, qp->sq_cur)->opcode;
+
+		if (wr_is_read(op) || wr_is_atomic(op))
+			return req_rd_turn(qp, budget);
+	}
 	return req_tx_run(qp, budget);
 }
