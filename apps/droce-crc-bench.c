@@ -308,6 +308,19 @@ time_backend(const struct backend *b, const uint8_t *buf, size_t len, double sec
 
 /* ---- the ICRC of a real frame ---- */
 
+/* The IPv4 path every frame here is built on: 198.18.0.1 -> 198.18.0.2
+ * (RTE_IPV4 shifts a signed int: UB for 198.x), locally administered MACs,
+ * UDP source port 0xc000. */
+static void
+bench_path_v4(struct droce_path *p)
+{
+	p->src_mac.addr_bytes[0] = 0x02;
+	p->dst_mac.addr_bytes[0] = 0x02;
+	droce_gid_from_ipv4(p->src_gid, rte_cpu_to_be_32(0xc6120001u));
+	droce_gid_from_ipv4(p->dst_gid, rte_cpu_to_be_32(0xc6120002u));
+	p->udp_sport = 0xc000;
+}
+
 struct icrc_result {
 	size_t frame_len, covered;
 	double ns_v4, ns_v6, ns_seg, gbps_v4;
@@ -331,12 +344,7 @@ time_icrc(const uint8_t *payload, uint32_t plen, double secs, struct icrc_result
 	uint32_t acc = 0;
 	double t0, el;
 
-	p4.src_mac.addr_bytes[0] = 0x02;
-	p4.dst_mac.addr_bytes[0] = 0x02;
-	/* 198.18.0.1 -> 198.18.0.2 (RTE_IPV4 shifts a signed int: UB for 198.x) */
-	droce_gid_from_ipv4(p4.src_gid, rte_cpu_to_be_32(0xc6120001u));
-	droce_gid_from_ipv4(p4.dst_gid, rte_cpu_to_be_32(0xc6120002u));
-	p4.udp_sport = 0xc000;
+	bench_path_v4(&p4);
 	p6 = p4;
 	p6.ipv6 = true;
 	memset(p6.src_gid, 0, 16);
@@ -426,11 +434,7 @@ time_tmpl(const uint8_t *payload, uint32_t plen, double secs, struct tmpl_result
 	uint32_t acc = 0;
 	double t0, el;
 
-	p4.src_mac.addr_bytes[0] = 0x02;
-	p4.dst_mac.addr_bytes[0] = 0x02;
-	droce_gid_from_ipv4(p4.src_gid, rte_cpu_to_be_32(0xc6120001u));
-	droce_gid_from_ipv4(p4.dst_gid, rte_cpu_to_be_32(0xc6120002u));
-	p4.udp_sport = 0xc000;
+	bench_path_v4(&p4);
 	p6 = p4;
 	p6.ipv6 = true;
 	memset(p6.src_gid, 0, 16);
@@ -514,11 +518,7 @@ time_transfer(const uint8_t *src, uint8_t *dst, double secs)
 	uint64_t n = 0;
 	double t0, el;
 
-	p.src_mac.addr_bytes[0] = 0x02;
-	p.dst_mac.addr_bytes[0] = 0x02;
-	droce_gid_from_ipv4(p.src_gid, rte_cpu_to_be_32(0xc6120001u));
-	droce_gid_from_ipv4(p.dst_gid, rte_cpu_to_be_32(0xc6120002u));
-	p.udp_sport = 0xc000;
+	bench_path_v4(&p);
 	droce_tmpl_init(&t, &p);
 	for (unsigned int k = 0; k < XFER_PKTS; k++) {
 		struct droce_pkt_fields f = {
