@@ -674,6 +674,27 @@ void droce_engines_wait_end(_Atomic uint64_t *budget, const struct droce_wait *w
  */
 void droce_engines_waiting(bool on);
 /*
+ * Co-located mode, a thread about to sleep for an event on @fd (its
+ * completion channel): when every port is a memif port whose wake line knows
+ * its droce peer, the thread sleeps on @fd and on the lines itself (at most
+ * @ms ms), so the peer's frame wakes it directly; the fallback thread, which
+ * would otherwise take that frame and then wake it (two wake-ups, and the
+ * CPU the fallback keeps spinning on after its pass), leaves the lines to
+ * it.  Arms the lines, makes one pass and asks @ready before it sleeps.
+ * Returns -1 when it cannot (a port without a line, a peer not yet known, no
+ * fallback thread, dedicated engines): the caller sleeps its own way; 1 when
+ * @fd became readable; 0 otherwise (a frame came, the time ran out, or
+ * @ready): the caller drives the engines (droce_engines_drive) and looks.
+ */
+int droce_engines_line_sleep(int fd, unsigned int ms, bool (*ready)(const void *), const void *arg);
+/* Sleeps droce_engines_line_sleep went into, since the start (tests, stats). */
+uint64_t droce_engines_line_sleeps(void);
+/*
+ * Drives the engines until @ready, or until they have been idle for @idle_us;
+ * true if @ready.  Co-located mode only (else it asks @ready once).
+ */
+bool droce_engines_drive(bool (*ready)(const void *), const void *arg, unsigned int idle_us);
+/*
  * The fork gate.  droce's own threads (the fallback thread per round of
  * passes, the fork server's per request, the rdma_cm service thread per
  * turn) hold it around each unit of their work, and fork() closes it first

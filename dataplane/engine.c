@@ -244,6 +244,27 @@ droce_engines_wait_spin(_Atomic uint64_t *budget, struct droce_wait *w,
 	return false;
 }
 
+bool
+droce_engines_drive(bool (*ready)(const void *), const void *arg, unsigned int idle_us)
+{
+	uint64_t span = rte_get_tsc_hz() / 1000000 * idle_us, idle = rte_rdtsc();
+
+	if (!droce_engines.started || droce_engines.dedicated || droce_engines.forked)
+		return ready(arg);
+	for (;;) {
+		bool busy = droce_engines_progress();
+		uint64_t now;
+
+		if (ready(arg))
+			return true;
+		now = rte_rdtsc();
+		if (busy)
+			idle = now;
+		else if (now - idle > span)
+			return false;
+	}
+}
+
 void
 droce_engines_wait_end(_Atomic uint64_t *budget, const struct droce_wait *w, bool got)
 {

@@ -56,6 +56,11 @@ static struct {
 } fallback = { .efd = -1 };
 static bool (*_Atomic fallback_hook)(void); /* droce_engines_set_fallback_hook */
 static _Atomic int waiters; /* droce_engines_waiting: threads asleep for an event */
+/* threads asleep on the wake lines themselves (droce_engines_line_sleep):
+ * while there are any, the lines are theirs (the fallback thread neither
+ * arms, polls nor drains them) */
+static _Atomic int line_waiters;
+static _Atomic uint64_t line_sleeps; /* droce_engines_line_sleep's sleeps (tests, stats) */
 _Atomic bool droce_fallback_asleep;
 static _Atomic bool asleep_deep; /* asleep on the wake lines alone: nudges wake it */
 
@@ -205,6 +210,26 @@ app_driving(uint64_t now)
 	return false;
 }
 
+/* The fallback thread's lines disarmed, unless threads asleep on them
+ * armed them (then they are theirs). */
+static void
+lines_disarm(void)
+{
+	if (atomic_load(&line_waiters) > 0)
+		return;
+	for (unsigned int i = 0; i < droce_port_count(); i++)
+		droce_wake_disarm(droce_port_get(i));
+}
+
+/* After the fallback thread's sleep: its lines disarmed, what came taken. */
+static void
+lines_release(void)
+{
+	lines_disarm();
+	for (unsigned int i = 0; i < droce_port_count(); i++)
+		droce_wake_drain(droce_port_get(i));
+}
+
 /*
  * Whether only a memif peer's frame (or a kick) can give the engines work:
  * no application thread drove one within fallback_us, no QP waits on a
@@ -224,6 +249,8 @@ deep_sleep_arm(uint64_t now)
 	for (unsigned int e = 0; e < droce_engines.n; e++)
 		if (__atomic_load_n(&droce_engines.eng[e]->tw_count, __ATOMIC_RELAXED) != 0)
 			return false;
+	if (atomic_load(&line_waiters) > 0)
+		return true; /* armed by the threads asleep on them: a frame wakes those */
 	for (i = 0; i < np; i++) {
 		struct droce_port *p = droce_port_get(i);
 
@@ -252,7 +279,8 @@ lines_arm(uint64_t now)
 
 	/* an application thread drives: it takes the frames; no CQ armed: no
 	 * program waits for an event (the peer's wake costs it a system call) */
-	if (app_driving(now) || atomic_load_explicit(&droce_cqs_armed, memory_order_relaxed) <= 0)
+	if (app_driving(now) || atomic_load_explicit(&droce_cqs_armed, memory_order_relaxed) <= 0 ||
+	    atomic_load(&line_waiters) > 0)
 		return false;
 	for (unsigned int i = 0; i < np; i++) {
 		struct droce_port *p = droce_port_get(i);
@@ -287,8 +315,10 @@ fallback_sleep(uint64_t us, uint64_t *seen_kicks)
 	struct timespec ts = { .tv_sec = (time_t)(us / 1000000), .tv_nsec = (long)(us % 1000000) * 1000 };
 	bool kicked;
 
+	bool lines = atomic_load(&line_waiters) == 0; /* else they are the waiters' */
+
 	fds[nfd++] = (struct pollfd){ .fd = fallback.efd, .events = POLLIN };
-	for (unsigned int i = 0; i < np && i < DROCE_MAX_PORTS; i++) {
+	for (unsigned int i = 0; lines && i < np && i < DROCE_MAX_PORTS; i++) {
 		int fd = droce_wake_fd(droce_port_get(i));
 
 		if (fd >= 0)
@@ -305,12 +335,8 @@ fallback_sleep(uint64_t us, uint64_t *seen_kicks)
 
 		(void)read(fallback.efd, &v, sizeof(v));
 	}
-	for (unsigned int i = 0; i < np; i++) {
-		struct droce_port *p = droce_port_get(i);
-
-		droce_wake_disarm(p);
-		droce_wake_drain(p);
-	}
+	if (lines)
+		lines_release();
 	kicked = atomic_load(&fallback.kicks) != *seen_kicks;
 	*seen_kicks = atomic_load(&fallback.kicks);
 	fallback.seen_nudges = atomic_load(&fallback.nudges);
@@ -366,8 +392,7 @@ fallback_main(void *arg)
 		    deep_sleep_arm(now)) {
 			/* armed: one more look, then sleep until a peer's frame */
 			if (fallback_round()) {
-				for (unsigned int i = 0; i < droce_port_count(); i++)
-					droce_wake_disarm(droce_port_get(i));
+				lines_disarm();
 				idle_since = rte_rdtsc();
 				sleep_us = 0;
 				continue;
@@ -388,8 +413,7 @@ fallback_main(void *arg)
 		us = pending ? RTE_MIN(sleep_us, (unsigned int)FALLBACK_HOOK_US) : sleep_us;
 		if (us >= FALLBACK_LINE_MIN_US && lines_arm(rte_rdtsc()) && fallback_round()) {
 			/* armed, one more look: a frame came meanwhile */
-			for (unsigned int i = 0; i < droce_port_count(); i++)
-				droce_wake_disarm(droce_port_get(i));
+			lines_disarm();
 			idle_since = last_work = rte_rdtsc();
 			sleep_us = 0;
 			last = idle_since;
@@ -404,6 +428,93 @@ fallback_main(void *arg)
 	if (registered)
 		rte_thread_unregister();
 	return NULL;
+}
+
+/*
+ * A waiting thread's sleep on the memif wake lines (issue 23 §4): see dp.h.
+ * line_waiters counts such sleepers; while there are any the lines are
+ * theirs.  Leaving, a sleeper disarms the lines if it was the last, or else
+ * arms them again (the peer clears our word with each wake it sends, and
+ * the wake's datagram, once drained by one sleeper, may not reach the
+ * others' poll) and makes one pass: a frame that came while the word was
+ * clear is taken then, and its event goes to its waiter's pipe.
+ */
+static void
+line_leave(bool pass)
+{
+	/* @pass: woken by a line, so our word may be clear since the peer's
+	 * wake: others still asleep need it set, and a look at what came */
+	unsigned int np = droce_port_count();
+
+	if (atomic_fetch_sub(&line_waiters, 1) == 1) {
+		for (unsigned int i = 0; i < np; i++)
+			droce_wake_disarm(droce_port_get(i));
+		if (atomic_load(&line_waiters) == 0)
+			return;
+		pass = true; /* one came while we disarmed: its arm may be gone */
+	}
+	for (unsigned int i = 0; i < np; i++)
+		(void)droce_wake_arm(droce_port_get(i));
+	if (pass)
+		(void)droce_engines_progress();
+}
+
+static void
+line_cancelled(void *arg)
+{
+	RTE_SET_USED(arg);
+	line_leave(false);
+}
+
+int
+droce_engines_line_sleep(int fd, unsigned int ms, bool (*ready)(const void *), const void *arg)
+{
+	struct pollfd fds[1 + DROCE_MAX_PORTS];
+	struct timespec ts = { .tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L };
+	unsigned int np = droce_port_count(), nfd = 0;
+	bool woken = false; /* by a line: the peer cleared our word */
+	int rc = 0;
+
+	if (!fallback.running || np == 0 || np > DROCE_MAX_PORTS || droce_engines.dedicated ||
+	    droce_engines.forked)
+		return -1;
+	for (unsigned int i = 0; i < np; i++) {
+		struct droce_port *p = droce_port_get(i);
+
+		/* every port's frames must wake us: a memif port whose line
+		 * knows its droce peer, and no impairment holding frames back */
+		if (p == NULL || p->wake == NULL || __atomic_load_n(&p->impair_used, __ATOMIC_RELAXED))
+			return -1;
+		if (atomic_load_explicit(&p->wake->peer, memory_order_acquire) == NULL) {
+			(void)droce_wake_arm(p); /* says hello (rate limited): next time */
+			return -1;
+		}
+	}
+	atomic_fetch_add(&line_waiters, 1); /* seq_cst: before the arms */
+	fds[nfd++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+	for (unsigned int i = 0; i < np; i++) {
+		struct droce_port *p = droce_port_get(i);
+
+		(void)droce_wake_arm(p);
+		fds[nfd++] = (struct pollfd){ .fd = droce_wake_fd(p), .events = POLLIN };
+	}
+	/* armed: one more look (the peer fences between its ring store and
+	 * its look at our word, as we do between the arm and this pass) */
+	(void)droce_engines_progress();
+	if (!ready(arg)) {
+		atomic_fetch_add_explicit(&line_sleeps, 1, memory_order_relaxed);
+		pthread_cleanup_push(line_cancelled, NULL); /* ppoll is a cancellation point */
+		if (ppoll(fds, nfd, &ts, NULL) > 0 && (fds[0].revents & POLLIN))
+			rc = 1;
+		pthread_cleanup_pop(0);
+	}
+	for (unsigned int i = 1; i < nfd; i++)
+		if (fds[i].revents & POLLIN) {
+			droce_wake_drain(droce_port_get(i - 1));
+			woken = true;
+		}
+	line_leave(woken);
+	return rc;
 }
 
 int
@@ -446,6 +557,12 @@ droce_engine_fallback_stop(void)
 	close(fallback.efd);
 	fallback.efd = -1;
 	fallback.running = false;
+}
+
+uint64_t
+droce_engines_line_sleeps(void)
+{
+	return atomic_load_explicit(&line_sleeps, memory_order_relaxed);
 }
 
 uint64_t

@@ -48,7 +48,8 @@ droce_wake_peer(struct droce_wake *w)
 		droce_wake_peer_slow(w);
 }
 
-/* Sleeping side (the fallback thread alone): */
+/* Sleeping side (the fallback thread, or threads asleep for their events in
+ * droce_engines_line_sleep; engine_fallback.c says whose the lines are): */
 /* Says we sleep; false if the peer is unknown (then a hello is sent, rate
  * limited, and the caller must not count on a wake). */
 bool droce_wake_arm(struct droce_port *p);

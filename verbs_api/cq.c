@@ -228,15 +228,8 @@ cq_event(struct droce_vcq *cq, bool own_call)
 	if (owed || (!ch->remote && atomic_load(&ch->spinners) != 0)) {
 		atomic_store_explicit(&cq->mark_tsc, rte_rdtsc(), memory_order_relaxed);
 		atomic_store(&cq->mem_event, 1);
-		if (atomic_load(&ch->spinners) != 0) {
-			/* the spinner takes one mark; one of another CQ of the channel,
-			 * made in the same spin, goes to the pipe if no call takes it */
-			if (droce_engines_fallback_on()) {
-				atomic_store(&all_chans.owed, true);
-				droce_engines_fallback_wake();
-			}
-			return;
-		}
+		if (atomic_load(&ch->spinners) != 0)
+			return; /* the spinner takes it (take_mem_event, after its spin) */
 		if (owed && atomic_load(&ch->sleepers) == 0) {
 			atomic_store(&all_chans.owed, true);
 			droce_engines_fallback_wake(); /* it may sleep on its wake lines */
@@ -453,20 +446,63 @@ sleeper_gone(void *arg)
 	atomic_fetch_sub(&((struct droce_vchan *)arg)->sleepers, 1);
 }
 
-/* An event handed over in memory (cq_notify's mark), or NULL. */
+/*
+ * An event handed over in memory (cq_notify's mark), or NULL.  A waiter
+ * takes one after its spin; a mark of another CQ of the channel, made in the
+ * same spin, is left owed: the fallback thread writes it to the pipe if no
+ * call takes it within OWED_AGE_US.
+ */
 static struct droce_vcq *
 take_mem_event(struct droce_vchan *ch)
 {
-	struct droce_vcq *cq;
+	struct droce_vcq *cq, *got = NULL;
+	bool more = false;
 
 	pthread_mutex_lock(&ch->lock);
-	TAILQ_FOREACH(cq, &ch->cqs, chan_link)
-		if (atomic_load(&cq->mem_event) != 0 && atomic_exchange(&cq->mem_event, 0) != 0) {
-			event_taken_locked(ch, cq);
+	TAILQ_FOREACH(cq, &ch->cqs, chan_link) {
+		if (atomic_load(&cq->mem_event) == 0)
+			continue;
+		if (got != NULL) {
+			more = true;
 			break;
 		}
+		if (atomic_exchange(&cq->mem_event, 0) != 0) {
+			event_taken_locked(ch, cq);
+			got = cq;
+		}
+	}
 	pthread_mutex_unlock(&ch->lock);
-	return cq;
+	if (more && droce_engines_fallback_on()) {
+		atomic_store(&all_chans.owed, true);
+		droce_engines_fallback_wake();
+	}
+	return got;
+}
+
+/*
+ * One sleep of a waiter on the memif wake lines (droce_engines_line_sleep),
+ * and after a frame woke it, its drive of the engines as a spinner: an event
+ * made then is marked in memory (cq_event), and a mark left after the drive
+ * is taken by the caller's take_mem_event (the spin's pattern: spinners up
+ * before sleepers down, sleepers up before spinners down).  -1: the lines
+ * cannot wake this thread; 1: the fd is readable; 0: look in memory.
+ */
+#define LINE_SLEEP_MS 100 /* the longest sleep on the lines before a look */
+#define LINE_DRIVE_US 10  /* after a wake, driving ends once idle this long */
+
+static int
+line_wait(struct droce_vchan *ch)
+{
+	int ls = droce_engines_line_sleep(ch->ch.fd, LINE_SLEEP_MS, chan_ready, ch);
+
+	if (ls != 0)
+		return ls;
+	atomic_fetch_add(&ch->spinners, 1);
+	atomic_fetch_sub(&ch->sleepers, 1);
+	(void)droce_engines_drive(chan_ready, ch, LINE_DRIVE_US);
+	atomic_fetch_add(&ch->sleepers, 1);
+	atomic_fetch_sub(&ch->spinners, 1);
+	return 0;
 }
 
 int
@@ -477,7 +513,7 @@ ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, void 
 	struct droce_vchan *ch = (struct droce_vchan *)channel;
 	struct droce_wait w;
 	struct droce_vcq *mcq;
-	bool ready;
+	bool ready, lines;
 
 	if (!chan_ready(ch) && atomic_load_explicit(&ch->fd_mode, memory_order_relaxed))
 		atomic_store_explicit(&ch->fd_mode, false, memory_order_relaxed); /* a waiter */
@@ -493,13 +529,33 @@ ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, void 
 		*cq_context = mcq->cq.cq_context;
 		return 0;
 	}
+	/* a non-blocking fd gets EAGAIN from read, as from rdma-core */
+	lines = !ready && !(fcntl(channel->fd, F_GETFL) & O_NONBLOCK);
 	for (;;) {
 		struct droce_vevent rec;
 		struct droce_vcq *cq;
 		ssize_t n;
+		int ls = -1;
 
-		if (!ready)
-			droce_engines_blocking(); /* co-located engines: the fallback drives them now */
+		/* asleep on the wake lines itself where it can: its peer's frame
+		 * wakes it, it drives the engines and takes its event in memory */
+		if (!ready && lines && (ls = line_wait(ch)) == 0) {
+			if ((mcq = take_mem_event(ch)) != NULL) {
+				atomic_fetch_sub(&ch->sleepers, 1);
+				droce_engines_wait_end(&ch->spin_budget, &w, true);
+				*cq_out = &mcq->cq;
+				*cq_context = mcq->cq.cq_context;
+				return 0;
+			}
+			if (!chan_ready(ch))
+				continue;
+			/* an event in the pipe: read it */
+		}
+		if (ls < 0) {
+			lines = false; /* not for this call: the fallback's way */
+			if (!ready)
+				droce_engines_blocking(); /* co-located engines: the fallback drives them now */
+		}
 		ready = false;
 		droce_engines_waiting(true);
 		pthread_cleanup_push(sleeper_gone, ch); /* read() is a cancellation point */

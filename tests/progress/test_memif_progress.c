@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -407,6 +408,112 @@ role_fd(int fd, unsigned int s)
 	return s == 0 ? fd_sleeper_side(fd) : fd_sender_side(fd);
 }
 
+/* ---- two threads asleep in ibv_get_cq_event on the wake lines ---- */
+
+#define LINE_SAMPLES 6u
+
+struct line_waiter {
+	struct side *d;
+	uint32_t base;
+};
+
+/* One thread: LINE_SAMPLES receives, each awaited in ibv_get_cq_event. */
+static void *
+line_waiter_main(void *arg)
+{
+	struct line_waiter *a = arg;
+
+	for (uint32_t k = 0; k < LINE_SAMPLES; k++) {
+		struct ibv_wc wc = wait_one(a->d);
+		uint32_t seq;
+
+		CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV && wc.byte_len == 64, 130);
+		memcpy(&seq, a->d->buf + 8192, sizeof(seq));
+		CHECK(seq == a->base + k, 131);
+		post_recv1(a->d);
+	}
+	return NULL;
+}
+
+/* Two QPs, each with its own channel, each awaited by its own thread. */
+static int
+line_sleepers_side(int fd)
+{
+	struct side d[2] = { 0 };
+	struct info peer[2];
+	struct line_waiter a[2] = { { &d[0], 2000 }, { &d[1], 3000 } };
+	pthread_t t[2];
+	uint64_t before;
+	char c;
+
+	for (int i = 0; i < 2; i++) {
+		side_open(&d[i]);
+		xfer(fd, &d[i].me, sizeof(d[i].me), true);
+	}
+	for (int i = 0; i < 2; i++)
+		xfer(fd, &peer[i], sizeof(peer[i]), false);
+	for (int i = 0; i < 2; i++) {
+		side_connect(&d[i], &peer[i]);
+		post_recv1(&d[i]);
+	}
+	usleep(300000); /* the fallback thread's lull: its lines know the peer */
+	before = droce_engines_line_sleeps();
+	for (int i = 0; i < 2; i++)
+		CHECK(pthread_create(&t[i], NULL, line_waiter_main, &a[i]) == 0, 132);
+	c = 'r';
+	xfer(fd, &c, 1, true);
+	for (int i = 0; i < 2; i++)
+		CHECK(pthread_join(t[i], NULL) == 0, 133);
+	/* the waiters slept on the lines themselves (the fallback thread's way
+	 * would have kept this count where it was) */
+	CHECK(droce_engines_line_sleeps() > before, 134);
+	c = 'e';
+	xfer(fd, &c, 1, true);
+	return 0;
+}
+
+/* SENDs to the two QPs in turn, with gaps that put the peer's fallback
+ * thread in its timer sleeps (3 ms) and past its lull (150 ms). */
+static int
+line_sender_side(int fd)
+{
+	struct side d[2] = { 0 };
+	struct info peer[2];
+	char c;
+
+	for (int i = 0; i < 2; i++) {
+		side_open(&d[i]);
+		xfer(fd, &peer[i], sizeof(peer[i]), false);
+	}
+	for (int i = 0; i < 2; i++) {
+		side_connect(&d[i], &peer[i]);
+		xfer(fd, &d[i].me, sizeof(d[i].me), true);
+	}
+	xfer(fd, &c, 1, false);
+	CHECK(c == 'r', 135);
+	for (uint32_t k = 0; k < LINE_SAMPLES; k++) {
+		for (int i = 0; i < 2; i++) {
+			struct ibv_wc wc;
+			int n;
+
+			usleep(k % 2 == 0 ? 3000u : 150000u);
+			post_send1(&d[i], (i == 0 ? 2000u : 3000u) + k);
+			while ((n = ibv_poll_cq(d[i].cq, 1, &wc)) == 0) /* alarm() bounds it */
+				;
+			CHECK(n == 1 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND, 136);
+		}
+	}
+	xfer(fd, &c, 1, false);
+	CHECK(c == 'e', 137);
+	return 0;
+}
+
+static int
+role_lines(int fd, unsigned int s)
+{
+	return s == 0 ? line_sleepers_side(fd) : line_sender_side(fd);
+}
+
 /* ---- an idle passive target sleeps on its wake line, and wakes ---- */
 
 #define SPARSE_WRITES 12u
@@ -654,4 +761,13 @@ Test(progress_memif, idle_target_sleeps_on_its_wake_line_and_wakes)
 Test(progress_memif, fd_poller_wakes_for_a_peer_completion_while_idle)
 {
 	run_pair(role_fd);
+}
+
+/* Issue 23 §4: a thread asleep in ibv_get_cq_event sleeps on the memif wake
+ * lines itself and is woken by its peer's frame (one wake-up, not the
+ * fallback thread's and then its own); two such threads on two channels in
+ * one process each get every event, whichever of them a frame woke. */
+Test(progress_memif, get_cq_event_sleepers_wake_on_the_lines)
+{
+	run_pair(role_lines);
 }

@@ -203,6 +203,23 @@ droce_engines_waiting(bool on)
 	(void)on;
 }
 
+int
+droce_engines_line_sleep(int fd, unsigned int ms, bool (*ready)(const void *), const void *arg)
+{
+	(void)fd;
+	(void)ms;
+	(void)ready;
+	(void)arg;
+	return -1; /* no lines without engines: the caller's own way */
+}
+
+bool
+droce_engines_drive(bool (*ready)(const void *), const void *arg, unsigned int idle_us)
+{
+	(void)idle_us;
+	return ready(arg);
+}
+
 void
 droce_engines_wait_end(_Atomic uint64_t *budget, const struct droce_wait *w, bool got)
 {
