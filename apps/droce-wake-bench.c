@@ -16,6 +16,9 @@
  *   event  ibv_req_notify_cq, then sleeps in ibv_get_cq_event
  *   poll   poll() on the completion channel's fd, then ibv_get_cq_event
  *   epoll  epoll_wait() on the channel's fd (level-triggered)
+ *   pipe   no droce: the sender writes its time into a socketpair and the
+ *          sleeper wakes in read() (the kernel's own wake-up between two
+ *          processes: the floor of the modes above on this machine)
  *
  * The wake latency of a sample is (the sleeper's wait returning) - (the
  * sender's time just before ibv_post_send): the transport's one-way time
@@ -59,8 +62,8 @@
 #include "bench_pair.h"
 #include "dataplane/dp.h"
 
-enum mode { MODE_BUSY, MODE_EVENT, MODE_POLL, MODE_EPOLL };
-static const char *const mode_name[] = { "busy", "event", "poll", "epoll" };
+enum mode { MODE_BUSY, MODE_EVENT, MODE_POLL, MODE_EPOLL, MODE_PIPE };
+static const char *const mode_name[] = { "busy", "event", "poll", "epoll", "pipe" };
 
 #define MSG_LEN 16
 #define WAIT_MS 5000 /* a sample not woken in this long is lost */
@@ -248,6 +251,7 @@ wait_recv(struct side *d, int ep, uint64_t *woke, unsigned int extra_s)
 		}
 		switch (opt.mode) {
 		case MODE_BUSY:
+		case MODE_PIPE: /* not here: pipe_sleeper */
 			break;
 		case MODE_EVENT: {
 			struct ibv_cq *cq;
@@ -284,6 +288,8 @@ wait_recv(struct side *d, int ep, uint64_t *woke, unsigned int extra_s)
 	}
 }
 
+static int pipe_sleeper(int fd);
+
 static int
 sleeper(int fd)
 {
@@ -292,6 +298,8 @@ sleeper(int fd)
 	int ep = -1;
 	char c;
 
+	if (opt.mode == MODE_PIPE)
+		return pipe_sleeper(fd);
 	side_open(&d);
 	if (opt.mode == MODE_POLL || opt.mode == MODE_EPOLL) {
 		int fl = fcntl(d.ch->fd, F_GETFL);
@@ -474,6 +482,59 @@ cmp_i64(const void *x, const void *y)
 	return a < b ? -1 : a > b;
 }
 
+/* The sample line (sorts @lat). */
+static void
+report(int64_t *lat, unsigned int n, unsigned int lost)
+{
+	int64_t first = lat[0];
+
+	qsort(lat, n, sizeof(*lat), cmp_i64);
+	printf("wake %s gap=%uus n=%u", mode_name[opt.mode], opt.gap_us, n);
+	if (n > 0)
+		printf(" first=%.1f median=%.1f p90=%.1f p99=%.1f max=%.1f us",
+		       first / 1e3, lat[n / 2] / 1e3, lat[n * 9 / 10] / 1e3,
+		       lat[(n * 99) / 100] / 1e3, lat[n - 1] / 1e3);
+	printf(" lost=%u\n", lost);
+}
+
+/*
+ * The machine's own floor, no droce: the sender writes its time into the
+ * socketpair, the sleeper wakes in read() (one kernel wake-up of a blocked
+ * thread between two processes, what a droce wake can at best cost here).
+ */
+static int
+pipe_sleeper(int fd)
+{
+	for (unsigned int s = 0; s < opt.n; s++) {
+		uint64_t sent;
+		int64_t lat;
+
+		xfer(fd, &sent, sizeof(sent), false);
+		lat = (int64_t)(now_ns() - sent);
+		xfer(fd, &lat, sizeof(lat), true);
+	}
+	return 0;
+}
+
+static int
+pipe_sender(int fd)
+{
+	int64_t *lat = calloc(opt.n, sizeof(*lat));
+
+	CHECK(lat != NULL);
+	for (unsigned int s = 0; s < opt.n; s++) {
+		uint64_t t0;
+
+		usleep(opt.gap_us);
+		t0 = now_ns();
+		xfer(fd, &t0, sizeof(t0), true);
+		xfer(fd, &lat[s], sizeof(lat[s]), false);
+	}
+	report(lat, opt.n, 0);
+	free(lat);
+	return 0;
+}
+
 static int
 sender(int fd)
 {
@@ -483,6 +544,10 @@ sender(int fd)
 	unsigned int lost = 0;
 	char c;
 
+	if (opt.mode == MODE_PIPE) {
+		free(lat);
+		return pipe_sender(fd);
+	}
 	CHECK(lat != NULL);
 	side_open(&d);
 	xfer(fd, &peer, sizeof(peer), false);
@@ -537,18 +602,7 @@ sender(int fd)
 	c = 'e';
 	if (lost == 0)
 		xfer(fd, &c, 1, true);
-	{
-		unsigned int n = lost ? 0 : opt.n;
-		int64_t first = lat[0];
-
-		qsort(lat, n, sizeof(*lat), cmp_i64);
-		printf("wake %s gap=%uus n=%u", mode_name[opt.mode], opt.gap_us, n);
-		if (n > 0)
-			printf(" first=%.1f median=%.1f p90=%.1f p99=%.1f max=%.1f us",
-			       first / 1e3, lat[n / 2] / 1e3, lat[n * 9 / 10] / 1e3,
-			       lat[(n * 99) / 100] / 1e3, lat[n - 1] / 1e3);
-		printf(" lost=%u\n", lost);
-	}
+	report(lat, lost ? 0 : opt.n, lost);
 	free(lat);
 	return lost ? 4 : 0;
 }
@@ -602,10 +656,10 @@ main(int argc, char **argv)
 	while ((o = getopt(argc, argv, "m:n:g:i:")) != -1) {
 		switch (o) {
 		case 'm':
-			for (opt.mode = 0; opt.mode <= MODE_EPOLL; opt.mode++)
+			for (opt.mode = 0; opt.mode <= MODE_PIPE; opt.mode++)
 				if (strcmp(optarg, mode_name[opt.mode]) == 0)
 					break;
-			if (opt.mode > MODE_EPOLL)
+			if (opt.mode > MODE_PIPE)
 				goto usage;
 			break;
 		case 'n':
@@ -628,7 +682,7 @@ main(int argc, char **argv)
 	unlink(sock);
 	pid[0] = spawn(argv[optind], sv[0], sleeper);
 	/* the memif client needs the server's socket (bounded wait) */
-	for (int i = 0; i < 200 && access(sock, F_OK) != 0; i++)
+	for (int i = 0; i < 200 && opt.mode != MODE_PIPE && access(sock, F_OK) != 0; i++)
 		usleep(50000);
 	pid[1] = spawn(argv[optind + 1], sv[1], sender);
 	for (int s = 0; s < 2; s++) {
@@ -643,7 +697,7 @@ main(int argc, char **argv)
 	unlink(sock);
 	return rc;
 usage:
-	fprintf(stderr, "usage: droce-wake-bench -m busy|event|poll|epoll [-n SAMPLES] "
+	fprintf(stderr, "usage: droce-wake-bench -m busy|event|poll|epoll|pipe [-n SAMPLES] "
 			"[-g GAP_US] [-i IDLE_S] SLEEPER.ini SENDER.ini\n");
 	return 2;
 }

@@ -683,8 +683,9 @@ void droce_engines_waiting(bool on);
  * it.  Arms the lines, makes one pass and asks @ready before it sleeps.
  * Returns -1 when it cannot (a port without a line, a peer not yet known, no
  * fallback thread, dedicated engines): the caller sleeps its own way; 1 when
- * @fd became readable; 0 otherwise (a frame came, the time ran out, or
- * @ready): the caller drives the engines (droce_engines_drive) and looks.
+ * @fd became readable; 2 when a signal handler interrupted the sleep (errno
+ * EINTR); 0 otherwise (a frame came, the time ran out, or @ready): the
+ * caller drives the engines (droce_engines_drive) and looks.
  */
 int droce_engines_line_sleep(int fd, unsigned int ms, bool (*ready)(const void *), const void *arg);
 /* Sleeps droce_engines_line_sleep went into, since the start (tests, stats). */

@@ -504,8 +504,12 @@ droce_engines_line_sleep(int fd, unsigned int ms, bool (*ready)(const void *), c
 	if (!ready(arg)) {
 		atomic_fetch_add_explicit(&line_sleeps, 1, memory_order_relaxed);
 		pthread_cleanup_push(line_cancelled, NULL); /* ppoll is a cancellation point */
-		if (ppoll(fds, nfd, &ts, NULL) > 0 && (fds[0].revents & POLLIN))
+		int n = ppoll(fds, nfd, &ts, NULL);
+
+		if (n > 0 && (fds[0].revents & POLLIN))
 			rc = 1;
+		else if (n < 0 && errno == EINTR)
+			rc = 2; /* a signal handler ran (ppoll is never restarted) */
 		pthread_cleanup_pop(0);
 	}
 	for (unsigned int i = 1; i < nfd; i++)

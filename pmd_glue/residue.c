@@ -313,7 +313,10 @@ install_handlers(void)
 	if (atexit(at_exit) != 0)
 		PMD_LOG(WARNING, "cannot register the exit handler: the runtime directory stays after exit");
 	for (i = 0; i < RTE_DIM(end_signals); i++) {
-		struct sigaction old, sa = { .sa_handler = on_signal };
+		/* SA_RESTART: it ends the process, so whether a call it
+		 * interrupted would go on never shows, and a wait that asks
+		 * whether a handler interrupts calls (verbs_api/cq.c) is told no */
+		struct sigaction old, sa = { .sa_handler = on_signal, .sa_flags = SA_RESTART };
 
 		/* Only where nobody chose an action: the application's stays. */
 		if (sigaction(end_signals[i], NULL, &old) != 0 || (old.sa_flags & SA_SIGINFO) ||

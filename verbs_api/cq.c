@@ -20,6 +20,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -485,16 +486,51 @@ take_mem_event(struct droce_vchan *ch)
  * made then is marked in memory (cq_event), and a mark left after the drive
  * is taken by the caller's take_mem_event (the spin's pattern: spinners up
  * before sleepers down, sleepers up before spinners down).  -1: the lines
- * cannot wake this thread; 1: the fd is readable; 0: look in memory.
+ * cannot wake this thread; 1: the fd is readable; 2: a signal ends the wait
+ * (EINTR); 0: look in memory.
  */
 #define LINE_SLEEP_MS 100 /* the longest sleep on the lines before a look */
 #define LINE_DRIVE_US 10  /* after a wake, driving ends once idle this long */
+
+/*
+ * Whether a sleep interrupted by a signal ends the call with EINTR, as
+ * rdma-core's read() of the channel would: read() is restarted after a
+ * handler installed with SA_RESTART and fails with EINTR after one without,
+ * where ppoll always fails.  Which handler ran is not known here: EINTR when
+ * any installed handler of a signal that can interrupt a sleep (not a
+ * fault's) lacks SA_RESTART (a program that stops a blocked wait with
+ * alarm(), as qperf and perftest's duration mode do, installs one).
+ */
+static bool
+signal_ends_wait(void)
+{
+	for (int sig = 1; sig < NSIG; sig++) {
+		struct sigaction sa;
+
+		/* a fault's handler (a crash reporter) interrupts no sleep */
+		if (sig == SIGKILL || sig == SIGSTOP || sig == SIGSEGV || sig == SIGBUS ||
+		    sig == SIGFPE || sig == SIGILL || sig == SIGABRT || sig == SIGTRAP ||
+		    sig == SIGSYS || sigaction(sig, NULL, &sa) != 0)
+			continue;
+		if (!(sa.sa_flags & SA_SIGINFO) &&
+		    (sa.sa_handler == SIG_DFL || sa.sa_handler == SIG_IGN))
+			continue;
+		if (!(sa.sa_flags & SA_RESTART))
+			return true;
+	}
+	return false;
+}
 
 static int
 line_wait(struct droce_vchan *ch)
 {
 	int ls = droce_engines_line_sleep(ch->ch.fd, LINE_SLEEP_MS, chan_ready, ch);
 
+	if (ls == 2) {
+		if (signal_ends_wait())
+			return 2;
+		ls = 0; /* restarted, as read() would be: look first */
+	}
 	if (ls != 0)
 		return ls;
 	atomic_fetch_add(&ch->spinners, 1);
@@ -539,7 +575,15 @@ ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, void 
 
 		/* asleep on the wake lines itself where it can: its peer's frame
 		 * wakes it, it drives the engines and takes its event in memory */
-		if (!ready && lines && (ls = line_wait(ch)) == 0) {
+		if (!ready && lines)
+			ls = line_wait(ch);
+		if (ls == 2) {
+			atomic_fetch_sub(&ch->sleepers, 1);
+			droce_engines_wait_end(&ch->spin_budget, &w, false);
+			errno = EINTR;
+			return -1;
+		}
+		if (ls == 0) {
 			if ((mcq = take_mem_event(ch)) != NULL) {
 				atomic_fetch_sub(&ch->sleepers, 1);
 				droce_engines_wait_end(&ch->spin_budget, &w, true);

@@ -514,6 +514,119 @@ role_lines(int fd, unsigned int s)
 	return s == 0 ? line_sleepers_side(fd) : line_sender_side(fd);
 }
 
+/* ---- a signal and a waiter asleep on the lines ---- */
+
+static void
+on_usr1(int sig)
+{
+	(void)sig;
+}
+
+static void
+usr1_handler(bool restart)
+{
+	struct sigaction sa = { .sa_handler = on_usr1, .sa_flags = restart ? SA_RESTART : 0 };
+
+	sigemptyset(&sa.sa_mask);
+	CHECK(sigaction(SIGUSR1, &sa, NULL) == 0, 140);
+}
+
+/*
+ * ibv_get_cq_event's read() of the channel fails with EINTR when a handler
+ * without SA_RESTART interrupts it, and is restarted after one with: the
+ * sleep on the wake lines must do the same (ppoll itself always fails).
+ */
+static int
+signal_sleeper_side(int fd)
+{
+	struct side d = { 0 };
+	struct info peer;
+	struct ibv_cq *cq;
+	struct ibv_wc wc;
+	void *cctx;
+	uint64_t before;
+	uint32_t seq;
+	pid_t me = getpid();
+	char c;
+
+	side_open(&d);
+	xfer(fd, &d.me, sizeof(d.me), true);
+	xfer(fd, &peer, sizeof(peer), false);
+	side_connect(&d, &peer);
+	post_recv1(&d);
+	xfer(fd, &me, sizeof(me), true);
+	usleep(300000); /* the fallback thread's lull: its lines know the peer */
+	before = droce_engines_line_sleeps();
+	usr1_handler(false);
+	CHECK(ibv_req_notify_cq(d.cq, 0) == 0, 141);
+	CHECK(ibv_poll_cq(d.cq, 1, &wc) == 0, 142);
+	c = 'w';
+	xfer(fd, &c, 1, true);
+	errno = 0;
+	CHECK(ibv_get_cq_event(d.ch, &cq, &cctx) == -1 && errno == EINTR, 143);
+	CHECK(droce_engines_line_sleeps() > before, 144); /* it slept on the lines */
+	usr1_handler(true);
+	c = 'x';
+	xfer(fd, &c, 1, true);
+	/* signals, then the SEND: the wait goes on through the signals */
+	CHECK(ibv_get_cq_event(d.ch, &cq, &cctx) == 0 && cq == d.cq, 145);
+	ibv_ack_cq_events(cq, 1);
+	CHECK(ibv_poll_cq(d.cq, 1, &wc) == 1, 146);
+	CHECK(wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_RECV && wc.byte_len == 64, 147);
+	memcpy(&seq, d.buf + 8192, sizeof(seq));
+	CHECK(seq == 4242u, 148);
+	c = 'e';
+	xfer(fd, &c, 1, true);
+	return 0;
+}
+
+static int
+signal_sender_side(int fd)
+{
+	struct side d = { 0 };
+	struct info peer;
+	struct pollfd pfd = { .fd = fd, .events = POLLIN };
+	struct ibv_wc wc;
+	pid_t sleeper;
+	char c;
+	int n, k;
+
+	side_open(&d);
+	xfer(fd, &peer, sizeof(peer), false);
+	side_connect(&d, &peer);
+	xfer(fd, &d.me, sizeof(d.me), true);
+	xfer(fd, &sleeper, sizeof(sleeper), false);
+	xfer(fd, &c, 1, false);
+	CHECK(c == 'w', 150);
+	/* a signal every 100 ms until the sleeper's wait has ended with EINTR
+	 * (one that lands before it sleeps interrupts nothing) */
+	for (k = 0; k < 50; k++) {
+		usleep(100000);
+		CHECK(kill(sleeper, SIGUSR1) == 0, 151);
+		if (poll(&pfd, 1, 0) == 1)
+			break;
+	}
+	xfer(fd, &c, 1, false);
+	CHECK(c == 'x', 152);
+	for (k = 0; k < 3; k++) {
+		usleep(100000);
+		CHECK(kill(sleeper, SIGUSR1) == 0, 153);
+	}
+	post_send1(&d, 4242u);
+	while ((n = ibv_poll_cq(d.cq, 1, &wc)) == 0) /* alarm() bounds it */
+		;
+	CHECK(n == 1 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND, 154);
+	xfer(fd, &c, 1, false);
+	CHECK(c == 'e', 155);
+	return 0;
+}
+
+static int
+role_signal(int fd, unsigned int s)
+{
+	return s == 0 ? signal_sleeper_side(fd) : signal_sender_side(fd);
+}
+
 /* ---- an idle passive target sleeps on its wake line, and wakes ---- */
 
 #define SPARSE_WRITES 12u
@@ -770,4 +883,12 @@ Test(progress_memif, fd_poller_wakes_for_a_peer_completion_while_idle)
 Test(progress_memif, get_cq_event_sleepers_wake_on_the_lines)
 {
 	run_pair(role_lines);
+}
+
+/* ibv_get_cq_event asleep on the wake lines and a signal: EINTR after a
+ * handler without SA_RESTART (as rdma-core's read() of the channel), the
+ * wait goes on after one with SA_RESTART and returns the peer's event. */
+Test(progress_memif, get_cq_event_on_the_lines_and_signals)
+{
+	run_pair(role_signal);
 }
