@@ -7,7 +7,12 @@
  * resolves its MAC by ARP, connects and RDMA WRITEs into it; then it checks
  * the bytes.  event_pingpong: both sides sleep in ibv_get_cq_event.  fd_poller:
  * the target sleeps in poll / epoll on its completion channel's fd while idle.
- * Threading: one thread per child; every wait is bounded (alarm()).
+ * lines / signals: threads asleep in ibv_get_cq_event on the memif wake lines
+ * themselves, two at once, and interrupted by signals.
+ * Threading: one thread per child (two in the lines case); every wait is
+ * bounded (alarm()).
+ * Over 800 lines: one two-process harness (fork, memif configs, QP exchange)
+ * shared by every way a program can wait without polling.
  */
 #include <dirent.h>
 #include <errno.h>
