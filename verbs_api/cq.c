@@ -541,6 +541,19 @@ line_wait(struct droce_vchan *ch)
 	return 0;
 }
 
+/* A waiter's event of @cq handed to the caller: it sleeps no more, its
+ * spin budget learns from the wait. */
+static int
+event_out(struct droce_vchan *ch, const struct droce_wait *w, struct droce_vcq *cq,
+	  struct ibv_cq **cq_out, void **cq_context)
+{
+	atomic_fetch_sub(&ch->sleepers, 1);
+	droce_engines_wait_end(&ch->spin_budget, w, true);
+	*cq_out = &cq->cq;
+	*cq_context = cq->cq.cq_context;
+	return 0;
+}
+
 int
 ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, void **cq_context)
 {
@@ -558,13 +571,8 @@ ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, void 
 	atomic_fetch_add(&ch->sleepers, 1); /* before the spin ends: see cq_notify */
 	atomic_fetch_sub(&ch->spinners, 1);
 	mcq = take_mem_event(ch);
-	if (mcq != NULL) {
-		atomic_fetch_sub(&ch->sleepers, 1);
-		droce_engines_wait_end(&ch->spin_budget, &w, true);
-		*cq_out = &mcq->cq;
-		*cq_context = mcq->cq.cq_context;
-		return 0;
-	}
+	if (mcq != NULL)
+		return event_out(ch, &w, mcq, cq_out, cq_context);
 	/* a non-blocking fd gets EAGAIN from read, as from rdma-core */
 	lines = !ready && !(fcntl(channel->fd, F_GETFL) & O_NONBLOCK);
 	for (;;) {
@@ -584,13 +592,8 @@ ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, void 
 			return -1;
 		}
 		if (ls == 0) {
-			if ((mcq = take_mem_event(ch)) != NULL) {
-				atomic_fetch_sub(&ch->sleepers, 1);
-				droce_engines_wait_end(&ch->spin_budget, &w, true);
-				*cq_out = &mcq->cq;
-				*cq_context = mcq->cq.cq_context;
-				return 0;
-			}
+			if ((mcq = take_mem_event(ch)) != NULL)
+				return event_out(ch, &w, mcq, cq_out, cq_context);
 			if (!chan_ready(ch))
 				continue;
 			/* an event in the pipe: read it */
@@ -627,11 +630,7 @@ ibv_get_cq_event(struct ibv_comp_channel *channel, struct ibv_cq **cq_out, void 
 		pthread_mutex_unlock(&ch->lock);
 		if (cq == NULL)
 			continue; /* destroyed since */
-		atomic_fetch_sub(&ch->sleepers, 1);
-		droce_engines_wait_end(&ch->spin_budget, &w, true);
-		*cq_out = &cq->cq;
-		*cq_context = cq->cq.cq_context;
-		return 0;
+		return event_out(ch, &w, cq, cq_out, cq_context);
 	}
 }
 
