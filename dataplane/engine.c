@@ -46,6 +46,7 @@
 #include "rc_internal.h"
 #include "pmd_glue/port.h"
 #include "pmd_glue/memif_guard.h"
+#include "pmd_glue/wake.h"
 #include "raw.h"
 #include "pmd_glue/stats_internal.h"
 
@@ -349,6 +350,19 @@ at_fork_child(void)
 	droce_engines.forked = true;
 }
 
+/* The memif wake lines' answers (pmd_glue/wake.h): the opcodes a responder
+ * or a notification point sends, which ask nothing of their receiver. */
+static void
+wake_answers_set(void)
+{
+	uint64_t bits[4] = { 0 };
+
+	for (unsigned int op = 0; op < 256; op++)
+		if (droce_opcode_table[op].flags & (DROCE_OPF_RESP | DROCE_OPF_CNP))
+			bits[op >> 6] |= UINT64_C(1) << (op & 63);
+	droce_wake_set_answers(bits);
+}
+
 int
 droce_engines_start(void)
 {
@@ -421,6 +435,7 @@ droce_engines_start(void)
 			droce_engines.eng[to]->xfer_in_mask |= UINT64_C(1) << from;
 		}
 	droce_engine_rx_init();
+	wake_answers_set();
 	droce_engines.gen++;
 	droce_engines.wait_spin_tsc = droce_engines.dedicated ? 0 :
 		rte_get_tsc_hz() / 1000000 * cfg->wait_spin_us;

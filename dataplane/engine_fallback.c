@@ -13,6 +13,10 @@
  * a FALLBACK_DEEP_MS safety timer: next to no CPU while idle.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -41,6 +45,10 @@
 #define FALLBACK_HOOK_US 50       /* the longest sleep while the hook keeps something */
 #define FALLBACK_DEEP_AFTER_US 50000 /* idle this long (timer sleeps) before it sleeps on the lines */
 #define FALLBACK_LINE_MIN_US 16   /* timer sleeps this long or longer also end at a peer's frame */
+#define FALLBACK_POLLING_US 5     /* an application thread that drove within this polls */
+#define FALLBACK_LOAD_EVERY_MS 1  /* the runnable threads counted at most this often */
+#define FALLBACK_ASKED_BACKOFF_MAX 64 /* sleeps without the ASKED arm after wasted wakes */
+#define FALLBACK_ASKED_MIN_US 500 /* crowded, ASKED armed: its shortest timer sleep */
 static struct {
 	bool running;
 	pthread_t tid;
@@ -50,10 +58,17 @@ static struct {
 	uint64_t seen_nudges;     /* the thread's: nudges before its last sleep ended */
 	int efd;                  /* an eventfd: kicks while it sleeps, the stop */
 	uint64_t after_tsc;       /* fallback_us in TSC cycles */
+	uint64_t polling_tsc;     /* FALLBACK_POLLING_US in TSC cycles */
+	bool line_woke;           /* the thread's: a wake line's datagram ended its last sleep */
+	int loadavg_fd;           /* /proc/loadavg, or -1 */
+	bool crowd;               /* the thread's: more threads runnable than CPUs (cpus_crowded, twice in a row) */
+	unsigned int asked_skip;  /* the thread's: sleeps left before it arms ASKED again */
+	unsigned int asked_backoff; /* the thread's: the next such pause, after a wasted wake */
+	unsigned int cpus;        /* CPUs this process may run on */
 	_Atomic uint64_t passes;  /* passes it ran (tests, stats) */
 	_Atomic uint64_t deep_sleeps; /* sleeps on the wake lines alone (tests, stats) */
 	_Atomic uint64_t sleeps;  /* every sleep */
-} fallback = { .efd = -1 };
+} fallback = { .efd = -1, .loadavg_fd = -1 };
 static bool (*_Atomic fallback_hook)(void); /* droce_engines_set_fallback_hook */
 static _Atomic int waiters; /* droce_engines_waiting: threads asleep for an event */
 /* threads asleep on the wake lines themselves (droce_engines_line_sleep):
@@ -131,10 +146,12 @@ droce_fork_gate_reset(void)
 	fork_gate_init();
 }
 
-/* Drives every engine no application thread drove for fallback_us; true if any
- * of them had work.  Under the fork gate. */
+/* Drives every engine no application thread drove for @claim TSC cycles
+ * (fallback_us; after a wake line's datagram, FALLBACK_POLLING_US: a thread
+ * that polls would have taken the frame by then); true if any of them had
+ * work.  Under the fork gate. */
 static bool
-fallback_round(void)
+fallback_round(uint64_t claim)
 {
 	uint64_t now = rte_rdtsc();
 	bool busy = false;
@@ -144,7 +161,7 @@ fallback_round(void)
 		struct droce_engine *eng = droce_engines.eng[e];
 		uint64_t app = atomic_load_explicit(&eng->app_tsc, memory_order_relaxed);
 
-		if ((int64_t)(now - app) < (int64_t)fallback.after_tsc)
+		if ((int64_t)(now - app) < (int64_t)claim)
 			continue;
 		if (!droce_engine_take(eng))
 			continue;
@@ -255,7 +272,7 @@ deep_sleep_arm(uint64_t now)
 		struct droce_port *p = droce_port_get(i);
 
 		if (p == NULL || p->wake == NULL ||
-		    __atomic_load_n(&p->impair_used, __ATOMIC_RELAXED) || !droce_wake_arm(p))
+		    __atomic_load_n(&p->impair_used, __ATOMIC_RELAXED) || !droce_wake_arm(p, DROCE_WAKE_ANY))
 			break;
 	}
 	if (i == np)
@@ -265,30 +282,73 @@ deep_sleep_arm(uint64_t now)
 	return false;
 }
 
+/* A wake line's datagram ended the thread's sleep, and the round after it
+ * @worked or not: a wake for nothing (an application thread polled and took
+ * the frame) leaves the ASKED arm off for 1, 2, 4 ... up to
+ * FALLBACK_ASKED_BACKOFF_MAX sleeps, so the peer of a polling program that
+ * streams requests is not made to send a wake per sleep; one that worked
+ * halves the next pause (perftest's send_bw -e, whose waiters poll between
+ * their sleeps, lost a tenth of its rate when a useful wake ended it). */
+static void
+asked_wake_was(bool worked)
+{
+	if (worked) {
+		fallback.asked_backoff /= 2;
+		return;
+	}
+	fallback.asked_backoff = RTE_MIN(RTE_MAX(fallback.asked_backoff * 2, 1u),
+					 (unsigned int)FALLBACK_ASKED_BACKOFF_MAX);
+	fallback.asked_skip = fallback.asked_backoff;
+}
+
 /*
- * Arms the wake line of every port whose line knows its peer (a timer sleep:
- * the ports without one, or whose peer is not droce, keep the timer), when a
- * CQ is armed (a program may sleep for its event) and no application thread
- * drives the engines; true if any armed.  The caller looks at the rings once more before it sleeps.
+ * Arms the wake line of every port whose line knows its peer for a timer
+ * sleep of @us (the ports without one, or whose peer is not droce, keep the
+ * timer); returns what wakes it (0: nothing armed), *@all whether every
+ * port's line is armed.  The caller looks at
+ * the rings once more before it sleeps.  While a CQ is armed (a program may
+ * sleep for its event) and no application thread drives the engines, any
+ * frame ends a sleep from FALLBACK_LINE_MIN_US on.  Otherwise, while more
+ * threads are runnable than there are CPUs (fallback.crowd), only a frame
+ * that asks something of this side does (DROCE_WAKE_ASKED), at any length:
+ * the program may spin on its memory for a peer's WRITE (perftest's
+ * write_lat), with nobody but this thread to take it, while the peer's ACKs
+ * and READ responses, which a polling program takes itself, cost the peer no
+ * sendmsg and us no wake-up (wake-bench busy).  A wake that found an
+ * application thread polling (asked_wake_was) pauses the ASKED arm.
  */
-static bool
-lines_arm(uint64_t now)
+static enum droce_wake_for
+lines_arm(uint64_t now, uint64_t us, bool *all)
 {
 	unsigned int np = droce_port_count();
+	enum droce_wake_for why;
 	bool any = false;
 
-	/* an application thread drives: it takes the frames; no CQ armed: no
-	 * program waits for an event (the peer's wake costs it a system call) */
-	if (app_driving(now) || atomic_load_explicit(&droce_cqs_armed, memory_order_relaxed) <= 0 ||
-	    atomic_load(&line_waiters) > 0)
-		return false;
+	*all = false;
+	if (atomic_load(&line_waiters) > 0)
+		return 0;
+	if (atomic_load_explicit(&droce_cqs_armed, memory_order_relaxed) > 0 && !app_driving(now)) {
+		if (us < FALLBACK_LINE_MIN_US)
+			return 0;
+		why = DROCE_WAKE_ANY;
+	} else if (!fallback.crowd) {
+		return 0;
+	} else if (fallback.asked_skip > 0) {
+		fallback.asked_skip--;
+		return 0;
+	} else {
+		why = DROCE_WAKE_ASKED;
+	}
+	*all = true;
 	for (unsigned int i = 0; i < np; i++) {
 		struct droce_port *p = droce_port_get(i);
 
-		if (p != NULL && p->wake != NULL && droce_wake_arm(p))
+		if (p != NULL && p->wake != NULL && droce_wake_arm(p, why))
 			any = true;
+		else
+			*all = false;
 	}
-	return any;
+	return any ? why : 0;
 }
 
 /* A bell rung since the last pass (droce_engine_ring_up looks at
@@ -303,9 +363,44 @@ bells_pending(void)
 }
 
 /*
+ * Whether more threads are runnable than this process has CPUs
+ * (/proc/loadavg's running count, which counts this thread): then a spin
+ * takes a CPU from a thread that waits for one.  The crowding seen as this
+ * thread's own lateness misses the case where it is the one that runs and
+ * the others wait (two processes whose applications spin on their memory,
+ * perftest's write_lat: each fallback thread's spin held the peer's
+ * application off its CPU for the 200 µs).
+ */
+static bool
+cpus_crowded(void)
+{
+	char b[128];
+	ssize_t n;
+	unsigned long running = 0;
+	const char *c;
+
+	if (fallback.loadavg_fd < 0)
+		return false;
+	n = pread(fallback.loadavg_fd, b, sizeof(b) - 1, 0);
+	if (n <= 0)
+		return false;
+	b[n] = '\0';
+	/* "0.52 0.58 0.59 3/245 12345": the fourth field's numerator */
+	c = b;
+	for (int field = 0; field < 3 && c != NULL; field++) {
+		c = strchr(c, ' ');
+		if (c != NULL)
+			c++;
+	}
+	if (c == NULL || sscanf(c, "%lu/", &running) != 1)
+		return false;
+	return running > fallback.cpus;
+}
+
+/*
  * Sleeps up to @us µs (or until a kick, a stop, a wake line's datagram): a
  * poll() of the eventfd and the ports' wake lines.  Drains what woke it; true
- * if it was kicked.
+ * if it was kicked; fallback.line_woke if a line's datagram came.
  */
 static bool
 fallback_sleep(uint64_t us, uint64_t *seen_kicks)
@@ -335,6 +430,9 @@ fallback_sleep(uint64_t us, uint64_t *seen_kicks)
 
 		(void)read(fallback.efd, &v, sizeof(v));
 	}
+	for (unsigned int i = 1; i < nfd; i++)
+		if (fds[i].revents & POLLIN)
+			fallback.line_woke = true;
 	if (lines)
 		lines_release();
 	kicked = atomic_load(&fallback.kicks) != *seen_kicks;
@@ -361,6 +459,8 @@ fallback_main(void *arg)
 	uint64_t hz = rte_get_tsc_hz(), idle_since = rte_rdtsc(), last = idle_since;
 	uint64_t late = hz / 1000000 * FALLBACK_LATE_US, spin = hz / 1000000 * FALLBACK_SPIN_US;
 	uint64_t crowded_until = 0, seen_kicks = atomic_load(&fallback.kicks), last_work = idle_since;
+	uint64_t load_seen = 0, load_every = hz / 1000 * FALLBACK_LOAD_EVERY_MS;
+	unsigned int load_hits = 0;
 	unsigned int sleep_us = 0;
 	bool registered = rte_thread_register() == 0; /* a mempool cache of its own */
 
@@ -371,19 +471,37 @@ fallback_main(void *arg)
 		uint64_t now = rte_rdtsc(), us;
 		bool (*hook)(void) = atomic_load_explicit(&fallback_hook, memory_order_acquire);
 		bool pending = hook != NULL && hook();
+		/* a peer's frame woke it: it is for this thread unless one polls */
+		bool line_woke = fallback.line_woke, worked;
+		enum droce_wake_for armed;
+		bool all_armed;
+		uint64_t claim = line_woke ? fallback.polling_tsc : fallback.after_tsc;
+
+		fallback.line_woke = false;
 
 		if ((int64_t)(now - last) > (int64_t)late)
 			crowded_until = now + hz / 1000 * FALLBACK_CROWDED_MS;
 		last = now;
-		if (fallback_round()) {
+		worked = fallback_round(claim);
+		if (line_woke)
+			asked_wake_was(worked);
+		if (worked) {
 			idle_since = last_work = now;
 			sleep_us = 0;
 			last = rte_rdtsc();
 			continue;
 		}
+		/* idle: are others waiting for a CPU? (looked at once a
+		 * FALLBACK_LOAD_EVERY_MS at most; two looks in a row: a thread
+		 * that runs for a moment is no crowd) */
+		if (now - load_seen > load_every) {
+			load_seen = now;
+			load_hits = cpus_crowded() ? load_hits + 1 : 0;
+			fallback.crowd = load_hits >= 2;
+		}
 		/* crowded, it spins only for a program asleep waiting for its
 		 * traffic's events: then nothing else of the program runs */
-		if (now - idle_since < spin && ((int64_t)(now - crowded_until) > 0 ||
+		if (now - idle_since < spin && (((int64_t)(now - crowded_until) > 0 && !fallback.crowd) ||
 		    atomic_load_explicit(&waiters, memory_order_relaxed) > 0)) {
 			rte_pause();
 			continue;
@@ -391,7 +509,7 @@ fallback_main(void *arg)
 		if (!pending && lull(now, last_work, hz / 1000000 * FALLBACK_DEEP_AFTER_US) &&
 		    deep_sleep_arm(now)) {
 			/* armed: one more look, then sleep until a peer's frame */
-			if (fallback_round()) {
+			if (fallback_round(fallback.after_tsc)) {
 				lines_disarm();
 				idle_since = rte_rdtsc();
 				sleep_us = 0;
@@ -408,17 +526,24 @@ fallback_main(void *arg)
 			continue;
 		}
 		/* idle: sleep in growing steps, woken early by droce_engines_blocking
-		 * and, from FALLBACK_LINE_MIN_US on, by a memif peer's frame */
+		 * and by a memif peer's frame (lines_arm says which) */
 		sleep_us = sleep_us ? RTE_MIN(sleep_us * 2, (unsigned int)FALLBACK_SLEEP_MAX_US) : 1;
 		us = pending ? RTE_MIN(sleep_us, (unsigned int)FALLBACK_HOOK_US) : sleep_us;
-		if (us >= FALLBACK_LINE_MIN_US && lines_arm(rte_rdtsc()) && fallback_round()) {
-			/* armed, one more look: a frame came meanwhile */
+		armed = lines_arm(rte_rdtsc(), us, &all_armed);
+		if (armed != 0 && fallback_round(fallback.polling_tsc)) {
+			/* armed, one more look (as a line's wake would): a frame
+			 * came meanwhile */
 			lines_disarm();
 			idle_since = last_work = rte_rdtsc();
 			sleep_us = 0;
 			last = idle_since;
 			continue;
 		}
+		/* crowded and woken by what asks on every port: no short timer
+		 * sleeps (each takes a CPU from an application thread, and lasts
+		 * 50-100 µs on this machine whatever it asks) */
+		if (armed == DROCE_WAKE_ASKED && all_armed && !pending)
+			us = RTE_MAX(us, (uint64_t)FALLBACK_ASKED_MIN_US);
 		last += hz / 1000000 * us; /* the deadline: later than it is crowding */
 		if (fallback_sleep(us, &seen_kicks)) {
 			sleep_us = 0;
@@ -454,7 +579,7 @@ line_leave(bool pass)
 		pass = true; /* one came while we disarmed: its arm may be gone */
 	}
 	for (unsigned int i = 0; i < np; i++)
-		(void)droce_wake_arm(droce_port_get(i));
+		(void)droce_wake_arm(droce_port_get(i), DROCE_WAKE_ANY);
 	if (pass)
 		(void)droce_engines_progress();
 }
@@ -486,7 +611,7 @@ droce_engines_line_sleep(int fd, unsigned int ms, bool (*ready)(const void *), c
 		if (p == NULL || p->wake == NULL || __atomic_load_n(&p->impair_used, __ATOMIC_RELAXED))
 			return -1;
 		if (atomic_load_explicit(&p->wake->peer, memory_order_acquire) == NULL) {
-			(void)droce_wake_arm(p); /* says hello (rate limited): next time */
+			(void)droce_wake_arm(p, DROCE_WAKE_ANY); /* says hello (rate limited): next time */
 			return -1;
 		}
 	}
@@ -495,7 +620,7 @@ droce_engines_line_sleep(int fd, unsigned int ms, bool (*ready)(const void *), c
 	for (unsigned int i = 0; i < np; i++) {
 		struct droce_port *p = droce_port_get(i);
 
-		(void)droce_wake_arm(p);
+		(void)droce_wake_arm(p, DROCE_WAKE_ANY);
 		fds[nfd++] = (struct pollfd){ .fd = droce_wake_fd(p), .events = POLLIN };
 	}
 	/* armed: one more look (the peer fences between its ring store and
@@ -527,6 +652,16 @@ droce_engine_fallback_start(uint32_t us)
 	int rc;
 
 	fallback.after_tsc = rte_get_tsc_hz() / 1000000 * us;
+	fallback.polling_tsc = rte_get_tsc_hz() / 1000000 * FALLBACK_POLLING_US;
+	{
+		cpu_set_t set;
+
+		fallback.cpus = sched_getaffinity(0, sizeof(set), &set) == 0 ? (unsigned int)CPU_COUNT(&set) : 0;
+		if (fallback.cpus == 0)
+			fallback.cpus = (unsigned int)sysconf(_SC_NPROCESSORS_ONLN);
+	}
+	if (fallback.loadavg_fd < 0)
+		fallback.loadavg_fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
 	atomic_store(&fallback.stop, false);
 	fallback.efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (fallback.efd < 0)

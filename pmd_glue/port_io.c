@@ -262,9 +262,13 @@ xmit(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
 	struct droce_port_stats *st = &p->qstats[queue];
 	uint16_t sent = 0, i;
 	uint64_t bytes = 0;
+	enum droce_wake_verdict verdict;
 
 	if (unlikely(__atomic_load_n(&droce_port_redialing[p->index], __ATOMIC_ACQUIRE)))
 		return 0; /* the device is being restarted (droce_port_redial) */
+	/* before the PMD, which may free the frames: what they ask of a peer
+	 * asleep for frames that ask */
+	verdict = droce_wake_look(p->wake, pkts, n);
 	if (likely(p->capture == NULL)) {
 		for (i = 0; i < n; i++)
 			bytes += rte_pktmbuf_pkt_len(pkts[i]);
@@ -280,7 +284,7 @@ xmit(struct droce_port *p, uint16_t queue, struct rte_mbuf **pkts, uint16_t n)
 	st->tx_pkts += sent;
 	st->tx_bytes += bytes;
 	if (sent != 0)
-		droce_wake_peer(p->wake); /* a memif peer asleep: woken */
+		droce_wake_peer(p->wake, verdict); /* a memif peer asleep: woken */
 	return sent;
 }
 

@@ -14,10 +14,14 @@
  *     simply find no peer, and keep the timer);
  *   - each side maps a page of its own (a memfd) and sends it to the peer's
  *     socket (SCM_RIGHTS, a "hello"; the peer answers with its own); word 0
- *     of the page is non-zero while that side's fallback thread sleeps;
+ *     of the page is non-zero while that side sleeps: DROCE_WAKE_ANY for
+ *     any frame, DROCE_WAKE_ASKED for a frame that asks something of it
+ *     (not an ACK, READ response, atomic ACK or CNP: a fallback thread
+ *     whose program waits for no event, but may spin on its memory);
  *   - a sender that put frames on the memif ring fences, reads the peer's
- *     word, and if it is set, clears it (an exchange: one wake per sleep)
- *     and sends a one-byte datagram, which wakes the peer's poll().
+ *     word, and if it is set (and, for ASKED, a frame of the burst asks),
+ *     clears it (an exchange: one wake per sleep) and sends a one-byte
+ *     datagram, which wakes the peer's poll().
  *
  * The sleeper sets its word, then looks at its rings once more (an engine
  * pass), then sleeps: one of the two sides sees the other (both fence).  A
@@ -36,6 +40,10 @@
 #include <sys/un.h>
 
 #include <rte_cycles.h>
+#include <rte_ether.h>
+#include <rte_ip.h>
+#include <rte_mbuf.h>
+#include <rte_udp.h>
 
 #include "internal.h"
 #include "port_struct.h"
@@ -43,6 +51,7 @@
 
 #define WAKE_PAGE 4096
 #define HELLO_EVERY_MS 100
+#define DROCE_WAKE_ROCE_PORT 4791 /* RoCEv2's UDP port (IBTA Annex A17) */
 
 enum wake_msg { WAKE_HELLO = 'H', WAKE_ANSWER = 'A', WAKE_WAKE = 'W' };
 
@@ -169,6 +178,71 @@ send_to_peer(struct droce_wake *w, char type, bool with_page)
 	(void)sendmsg(w->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL); /* no peer (yet): nothing */
 }
 
+/* BTH opcodes that only answer (droce_wake_set_answers), one bit each */
+static uint64_t answers[4];
+
+void
+droce_wake_set_answers(const uint64_t bits[4])
+{
+	memcpy(answers, bits, sizeof(answers));
+}
+
+/* Whether frame @m asks something of its receiver: anything but a RoCEv2
+ * frame (UDP to 4791 over IPv4 or IPv6, VLAN tagged or not) whose BTH
+ * opcode only answers. */
+static bool
+frame_asks(const struct rte_mbuf *m)
+{
+	const struct rte_ether_hdr *eh = rte_pktmbuf_mtod(m, const struct rte_ether_hdr *);
+	const struct rte_udp_hdr *udp;
+	uint32_t len = rte_pktmbuf_data_len(m), off = sizeof(*eh);
+	uint16_t et;
+	uint8_t opcode;
+
+	if (len < off)
+		return true;
+	et = eh->ether_type;
+	if (et == rte_cpu_to_be_16(RTE_ETHER_TYPE_VLAN)) {
+		const struct rte_vlan_hdr *vh = (const struct rte_vlan_hdr *)(eh + 1);
+
+		if (len < off + sizeof(*vh))
+			return true;
+		et = vh->eth_proto;
+		off += sizeof(*vh);
+	}
+	if (et == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV4)) {
+		const struct rte_ipv4_hdr *ip = rte_pktmbuf_mtod_offset(m, const struct rte_ipv4_hdr *, off);
+
+		if (len < off + sizeof(*ip) || ip->next_proto_id != IPPROTO_UDP)
+			return true;
+		off += rte_ipv4_hdr_len(ip);
+	} else if (et == rte_cpu_to_be_16(RTE_ETHER_TYPE_IPV6)) {
+		const struct rte_ipv6_hdr *ip = rte_pktmbuf_mtod_offset(m, const struct rte_ipv6_hdr *, off);
+
+		if (len < off + sizeof(*ip) || ip->proto != IPPROTO_UDP)
+			return true;
+		off += sizeof(*ip);
+	} else {
+		return true;
+	}
+	if (len < off + sizeof(*udp) + sizeof(opcode))
+		return true;
+	udp = rte_pktmbuf_mtod_offset(m, const struct rte_udp_hdr *, off);
+	if (udp->dst_port != rte_cpu_to_be_16(DROCE_WAKE_ROCE_PORT))
+		return true;
+	opcode = *(const uint8_t *)(udp + 1); /* the BTH's first byte */
+	return ((answers[opcode >> 6] >> (opcode & 63)) & 1) == 0;
+}
+
+enum droce_wake_verdict
+droce_wake_look_slow(struct rte_mbuf *const *pkts, uint16_t n)
+{
+	for (uint16_t i = 0; i < n; i++)
+		if (frame_asks(pkts[i]))
+			return DROCE_WAKE_ASKS;
+	return DROCE_WAKE_ANSWERS;
+}
+
 void
 droce_wake_peer_slow(struct droce_wake *w)
 {
@@ -181,7 +255,7 @@ droce_wake_peer_slow(struct droce_wake *w)
 }
 
 bool
-droce_wake_arm(struct droce_port *p)
+droce_wake_arm(struct droce_port *p, enum droce_wake_for why)
 {
 	struct droce_wake *w = p->wake;
 
@@ -196,7 +270,7 @@ droce_wake_arm(struct droce_port *p)
 		}
 		return false;
 	}
-	atomic_store(w->mine, 1); /* seq_cst: before the sleeper's last look */
+	atomic_store(w->mine, (uint32_t)why); /* seq_cst: before the sleeper's last look */
 	return true;
 }
 
