@@ -350,10 +350,8 @@ at_fork_child(void)
 	droce_engines.forked = true;
 }
 
-/* The memif wake lines' answers (pmd_glue/wake.h): the opcodes a responder
- * or a notification point sends, which ask nothing of their receiver. */
-static void
-wake_answers_set(void)
+void
+droce_engines_wake_answers_set(void)
 {
 	uint64_t bits[4] = { 0 };
 
@@ -435,7 +433,7 @@ droce_engines_start(void)
 			droce_engines.eng[to]->xfer_in_mask |= UINT64_C(1) << from;
 		}
 	droce_engine_rx_init();
-	wake_answers_set();
+	droce_engines_wake_answers_set();
 	droce_engines.gen++;
 	droce_engines.wait_spin_tsc = droce_engines.dedicated ? 0 :
 		rte_get_tsc_hz() / 1000000 * cfg->wait_spin_us;

@@ -6,7 +6,10 @@
  * (spin, then sleeps growing to FALLBACK_SLEEP_MAX_US) while the engines are
  * idle; from FALLBACK_LINE_MIN_US on, those sleeps also end at a memif
  * peer's frame (its wake lines armed), so an event for a program asleep on
- * a channel's fd is written as soon as the frame is in.  After FALLBACK_DEEP_AFTER_US without work, when nothing can come
+ * a channel's fd is written as soon as the frame is in; while more threads
+ * are runnable than there are CPUs, its sleeps of any length end at a
+ * peer's frame that asks something of it (lines_arm), for a program that
+ * spins on its memory.  After FALLBACK_DEEP_AFTER_US without work, when nothing can come
  * but frames from droce peers over memif (every port a memif port with a
  * wake line, no QP in a timer wheel, no application thread driving), it
  * sleeps until a peer's wake (pmd_glue/wake.c), a kick or a nudge, with only
@@ -196,7 +199,9 @@ fallback_round(uint64_t claim)
  * process's threads on a small machine) and delays the very frames it waits
  * for by the scheduler's time slice.  Crowding shows, without a system call,
  * as the thread being off the CPU when it did not ask to be: a gap between two
- * spin iterations, or a sleep that ends FALLBACK_LATE_US after its deadline.
+ * spin iterations, or a sleep that ends FALLBACK_LATE_US after its deadline;
+ * and, for the case where this thread is the one that runs while others
+ * wait, as more runnable threads than CPUs (cpus_crowded, twice in a row).
  * Then it sleeps at once after work (in short, precise steps: its timer slack
  * is FALLBACK_SLACK_NS) for FALLBACK_CROWDED_MS, and tries spinning again.
  */
@@ -448,7 +453,9 @@ fallback_sleep(uint64_t us, uint64_t *seen_kicks)
  * process's threads on a small machine) and delays the very frames it waits
  * for by the scheduler's time slice.  Crowding shows, without a system call,
  * as the thread being off the CPU when it did not ask to be: a gap between two
- * spin iterations, or a sleep that ends FALLBACK_LATE_US after its deadline.
+ * spin iterations, or a sleep that ends FALLBACK_LATE_US after its deadline;
+ * and, for the case where this thread is the one that runs while others
+ * wait, as more runnable threads than CPUs (cpus_crowded, twice in a row).
  * Then it sleeps at once after work (in short, precise steps: its timer slack
  * is FALLBACK_SLACK_NS) for FALLBACK_CROWDED_MS, and tries spinning again.
  * Idle with only memif peers to hear from, it sleeps on their wake lines.

@@ -162,6 +162,9 @@ droce_engine_qp_lookup_lc(struct droce_engine *eng, uint32_t qpn)
 
 /* Registers the mbuf field a handed-over frame's parse result travels in (engines start). */
 void droce_engine_rx_init(void);
+/* The memif wake lines' answers (pmd_glue/wake.h) from the opcode table: what a
+ * responder or a notification point sends asks nothing of its receiver. */
+void droce_engines_wake_answers_set(void);
 /* One received frame of @port: RAW_PACKET flow rules first (when the port has
  * any: @flows), then RoCE dispatch (or ARP and the like to the port). */
 void droce_engine_rx_one_lc(struct droce_engine *eng, struct droce_port *port, struct rte_mbuf *m,
