@@ -702,6 +702,10 @@ droce_engine_fallback_stop(void)
 	pthread_join(fallback.tid, NULL);
 	close(fallback.efd);
 	fallback.efd = -1;
+	if (fallback.loadavg_fd >= 0)
+		close(fallback.loadavg_fd);
+	fallback.loadavg_fd = -1;
+	fallback.crowd = false;
 	fallback.running = false;
 }
 
