@@ -249,6 +249,20 @@ post_send1(struct side *d, uint32_t seq)
 	CHECK(ibv_post_send(d->qp, &w, &bad) == 0, 81);
 }
 
+/* post_send1, then its completion polled (alarm() bounds the wait): a
+ * successful SEND, or the side exits with @code. */
+static void
+send1_completed(struct side *d, uint32_t seq, int code)
+{
+	struct ibv_wc wc;
+	int n;
+
+	post_send1(d, seq);
+	while ((n = ibv_poll_cq(d->cq, 1, &wc)) == 0)
+		;
+	CHECK(n == 1 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND, code);
+}
+
 static int
 pingpong_side(int fd, bool first)
 {
@@ -391,16 +405,10 @@ fd_sender_side(int fd)
 	side_connect(&d, &peer);
 	xfer(fd, &d.me, sizeof(d.me), true);
 	for (uint32_t k = 0; k < FD_SAMPLES; k++) {
-		struct ibv_wc wc;
-		int n;
-
 		xfer(fd, &c, 1, false); /* the sleeper is (about to be) asleep */
 		CHECK(c == 'k', 121);
 		usleep(fd_gap_us(k));
-		post_send1(&d, 1000u + k);
-		while ((n = ibv_poll_cq(d.cq, 1, &wc)) == 0) /* alarm() bounds it */
-			;
-		CHECK(n == 1 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND, 122);
+		send1_completed(&d, 1000u + k, 122);
 	}
 	xfer(fd, &c, 1, false);
 	CHECK(c == 'e', 123);
@@ -498,14 +506,8 @@ line_sender_side(int fd)
 	CHECK(c == 'r', 135);
 	for (uint32_t k = 0; k < LINE_SAMPLES; k++) {
 		for (int i = 0; i < 2; i++) {
-			struct ibv_wc wc;
-			int n;
-
 			usleep(k % 2 == 0 ? 3000u : 150000u);
-			post_send1(&d[i], (i == 0 ? 2000u : 3000u) + k);
-			while ((n = ibv_poll_cq(d[i].cq, 1, &wc)) == 0) /* alarm() bounds it */
-				;
-			CHECK(n == 1 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND, 136);
+			send1_completed(&d[i], (i == 0 ? 2000u : 3000u) + k, 136);
 		}
 	}
 	xfer(fd, &c, 1, false);
@@ -591,10 +593,9 @@ signal_sender_side(int fd)
 	struct side d = { 0 };
 	struct info peer;
 	struct pollfd pfd = { .fd = fd, .events = POLLIN };
-	struct ibv_wc wc;
 	pid_t sleeper;
 	char c;
-	int n, k;
+	int k;
 
 	side_open(&d);
 	xfer(fd, &peer, sizeof(peer), false);
@@ -617,10 +618,7 @@ signal_sender_side(int fd)
 		usleep(100000);
 		CHECK(kill(sleeper, SIGUSR1) == 0, 153);
 	}
-	post_send1(&d, 4242u);
-	while ((n = ibv_poll_cq(d.cq, 1, &wc)) == 0) /* alarm() bounds it */
-		;
-	CHECK(n == 1 && wc.status == IBV_WC_SUCCESS && wc.opcode == IBV_WC_SEND, 154);
+	send1_completed(&d, 4242u, 154);
 	xfer(fd, &c, 1, false);
 	CHECK(c == 'e', 155);
 	return 0;
