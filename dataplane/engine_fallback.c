@@ -19,7 +19,6 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
-#include <string.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -381,8 +380,7 @@ cpus_crowded(void)
 {
 	char b[128];
 	ssize_t n;
-	unsigned long running = 0;
-	const char *c;
+	unsigned long running;
 
 	if (fallback.loadavg_fd < 0)
 		return false;
@@ -391,13 +389,7 @@ cpus_crowded(void)
 		return false;
 	b[n] = '\0';
 	/* "0.52 0.58 0.59 3/245 12345": the fourth field's numerator */
-	c = b;
-	for (int field = 0; field < 3 && c != NULL; field++) {
-		c = strchr(c, ' ');
-		if (c != NULL)
-			c++;
-	}
-	if (c == NULL || sscanf(c, "%lu/", &running) != 1)
+	if (sscanf(b, "%*s %*s %*s %lu/", &running) != 1)
 		return false;
 	return running > fallback.cpus;
 }
