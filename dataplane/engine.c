@@ -204,11 +204,44 @@ droce_engines_blocking(void)
  */
 #define DROCE_SPIN_MIN_US 2
 
+/*
+ * The loop both waits share: passes until @ready(@arg), or until the
+ * engines have been idle for @span TSC cycles since *@idle_tsc (moved to
+ * each pass that had work; with @others, also to another thread's pass that
+ * had work, the engines' work_tsc: the fallback's, before it saw us).
+ */
+static bool
+drive_until_idle(bool (*ready)(const void *), const void *arg, uint64_t span, uint64_t *idle_tsc,
+		 bool others)
+{
+	for (;;) {
+		bool busy = droce_engines_progress();
+		uint64_t now;
+
+		if (ready(arg))
+			return true;
+		now = rte_rdtsc();
+		if (busy) {
+			*idle_tsc = now;
+		} else if (others) {
+			for (unsigned int e = 0; e < droce_engines.n; e++) {
+				uint64_t t = atomic_load_explicit(&droce_engines.eng[e]->work_tsc,
+								  memory_order_relaxed);
+
+				if ((int64_t)(t - *idle_tsc) > 0)
+					*idle_tsc = t;
+			}
+		}
+		if ((int64_t)(now - *idle_tsc) >= (int64_t)span)
+			return false;
+	}
+}
+
 bool
 droce_engines_wait_spin(_Atomic uint64_t *budget, struct droce_wait *w,
 			bool (*ready)(const void *), const void *arg)
 {
-	uint64_t max = droce_engines.wait_spin_tsc, b, now;
+	uint64_t max = droce_engines.wait_spin_tsc, b;
 
 	w->start_tsc = rte_rdtsc();
 	w->idle_tsc = w->start_tsc;
@@ -221,49 +254,20 @@ droce_engines_wait_spin(_Atomic uint64_t *budget, struct droce_wait *w,
 	b = atomic_load_explicit(budget, memory_order_relaxed);
 	if (b == 0 || b > max)
 		b = max;
-	do {
-		bool busy = droce_engines_progress();
-
-		if (ready(arg)) {
-			w->slept = false;
-			return true;
-		}
-		now = rte_rdtsc();
-		if (busy) {
-			w->idle_tsc = now;
-		} else {
-			/* another thread's pass (the fallback's, before it saw us) had work */
-			for (unsigned int e = 0; e < droce_engines.n; e++) {
-				uint64_t t = atomic_load_explicit(&droce_engines.eng[e]->work_tsc,
-								  memory_order_relaxed);
-
-				if ((int64_t)(t - w->idle_tsc) > 0)
-					w->idle_tsc = t;
-			}
-		}
-	} while ((int64_t)(now - w->idle_tsc) < (int64_t)b);
-	return false;
+	if (!drive_until_idle(ready, arg, b, &w->idle_tsc, true))
+		return false;
+	w->slept = false;
+	return true;
 }
 
 bool
 droce_engines_drive(bool (*ready)(const void *), const void *arg, unsigned int idle_us)
 {
-	uint64_t span = rte_get_tsc_hz() / 1000000 * idle_us, idle = rte_rdtsc();
+	uint64_t idle = rte_rdtsc();
 
 	if (!droce_engines.started || droce_engines.dedicated || droce_engines.forked)
 		return ready(arg);
-	for (;;) {
-		bool busy = droce_engines_progress();
-		uint64_t now;
-
-		if (ready(arg))
-			return true;
-		now = rte_rdtsc();
-		if (busy)
-			idle = now;
-		else if (now - idle > span)
-			return false;
-	}
+	return drive_until_idle(ready, arg, rte_get_tsc_hz() / 1000000 * idle_us, &idle, false);
 }
 
 void

@@ -231,15 +231,47 @@ app_driving(uint64_t now)
 	return false;
 }
 
+/* Every port's wake line disarmed (our word cleared). */
+static void
+lines_disarm_all(void)
+{
+	for (unsigned int i = 0; i < droce_port_count(); i++)
+		droce_wake_disarm(droce_port_get(i));
+}
+
+/*
+ * Arms every port's wake line for @why; returns how many are armed.  A port
+ * without a line (another kind, a peer not yet known) is skipped, or, with
+ * @all_or_none (which also refuses a port an impairment holds frames on),
+ * ends it: the lines it armed are disarmed and 0 returned.
+ */
+static unsigned int
+lines_arm_all(enum droce_wake_for why, bool all_or_none)
+{
+	unsigned int np = droce_port_count(), armed = 0;
+
+	for (unsigned int i = 0; i < np; i++) {
+		struct droce_port *p = droce_port_get(i);
+
+		if (p != NULL && !(all_or_none && __atomic_load_n(&p->impair_used, __ATOMIC_RELAXED)) &&
+		    droce_wake_arm(p, why)) {
+			armed++;
+		} else if (all_or_none) {
+			while (i-- > 0)
+				droce_wake_disarm(droce_port_get(i));
+			return 0;
+		}
+	}
+	return armed;
+}
+
 /* The fallback thread's lines disarmed, unless threads asleep on them
  * armed them (then they are theirs). */
 static void
 lines_disarm(void)
 {
-	if (atomic_load(&line_waiters) > 0)
-		return;
-	for (unsigned int i = 0; i < droce_port_count(); i++)
-		droce_wake_disarm(droce_port_get(i));
+	if (atomic_load(&line_waiters) == 0)
+		lines_disarm_all();
 }
 
 /* After the fallback thread's sleep: its lines disarmed, what came taken. */
@@ -261,9 +293,7 @@ lines_release(void)
 static bool
 deep_sleep_arm(uint64_t now)
 {
-	unsigned int np = droce_port_count(), i;
-
-	if (np == 0)
+	if (droce_port_count() == 0)
 		return false;
 	if (app_driving(now))
 		return false;
@@ -272,18 +302,7 @@ deep_sleep_arm(uint64_t now)
 			return false;
 	if (atomic_load(&line_waiters) > 0)
 		return true; /* armed by the threads asleep on them: a frame wakes those */
-	for (i = 0; i < np; i++) {
-		struct droce_port *p = droce_port_get(i);
-
-		if (p == NULL || p->wake == NULL ||
-		    __atomic_load_n(&p->impair_used, __ATOMIC_RELAXED) || !droce_wake_arm(p, DROCE_WAKE_ANY))
-			break;
-	}
-	if (i == np)
-		return true;
-	while (i-- > 0)
-		droce_wake_disarm(droce_port_get(i));
-	return false;
+	return lines_arm_all(DROCE_WAKE_ANY, true) > 0;
 }
 
 /* A wake line's datagram ended the thread's sleep, and the round after it
@@ -324,9 +343,8 @@ asked_wake_was(bool worked)
 static enum droce_wake_for
 lines_arm(uint64_t now, uint64_t us, bool *all)
 {
-	unsigned int np = droce_port_count();
 	enum droce_wake_for why;
-	bool any = false;
+	unsigned int armed;
 
 	*all = false;
 	if (atomic_load(&line_waiters) > 0)
@@ -343,16 +361,9 @@ lines_arm(uint64_t now, uint64_t us, bool *all)
 	} else {
 		why = DROCE_WAKE_ASKED;
 	}
-	*all = true;
-	for (unsigned int i = 0; i < np; i++) {
-		struct droce_port *p = droce_port_get(i);
-
-		if (p != NULL && p->wake != NULL && droce_wake_arm(p, why))
-			any = true;
-		else
-			*all = false;
-	}
-	return any ? why : 0;
+	armed = lines_arm_all(why, false);
+	*all = armed == droce_port_count();
+	return armed > 0 ? why : 0;
 }
 
 /* A bell rung since the last pass (droce_engine_ring_up looks at
@@ -568,17 +579,13 @@ line_leave(bool pass)
 {
 	/* @pass: woken by a line, so our word may be clear since the peer's
 	 * wake: others still asleep need it set, and a look at what came */
-	unsigned int np = droce_port_count();
-
 	if (atomic_fetch_sub(&line_waiters, 1) == 1) {
-		for (unsigned int i = 0; i < np; i++)
-			droce_wake_disarm(droce_port_get(i));
+		lines_disarm_all();
 		if (atomic_load(&line_waiters) == 0)
 			return;
 		pass = true; /* one came while we disarmed: its arm may be gone */
 	}
-	for (unsigned int i = 0; i < np; i++)
-		(void)droce_wake_arm(droce_port_get(i), DROCE_WAKE_ANY);
+	(void)lines_arm_all(DROCE_WAKE_ANY, false);
 	if (pass)
 		(void)droce_engines_progress();
 }
@@ -615,13 +622,10 @@ droce_engines_line_sleep(int fd, unsigned int ms, bool (*ready)(const void *), c
 		}
 	}
 	atomic_fetch_add(&line_waiters, 1); /* seq_cst: before the arms */
+	(void)lines_arm_all(DROCE_WAKE_ANY, false);
 	fds[nfd++] = (struct pollfd){ .fd = fd, .events = POLLIN };
-	for (unsigned int i = 0; i < np; i++) {
-		struct droce_port *p = droce_port_get(i);
-
-		(void)droce_wake_arm(p, DROCE_WAKE_ANY);
-		fds[nfd++] = (struct pollfd){ .fd = droce_wake_fd(p), .events = POLLIN };
-	}
+	for (unsigned int i = 0; i < np; i++)
+		fds[nfd++] = (struct pollfd){ .fd = droce_wake_fd(droce_port_get(i)), .events = POLLIN };
 	/* armed: one more look (the peer fences between its ring store and
 	 * its look at our word, as we do between the arm and this pass) */
 	(void)droce_engines_progress();
