@@ -690,6 +690,9 @@ void droce_engines_waiting(bool on);
 int droce_engines_line_sleep(int fd, unsigned int ms, bool (*ready)(const void *), const void *arg);
 /* Sleeps droce_engines_line_sleep went into, since the start (tests, stats). */
 uint64_t droce_engines_line_sleeps(void);
+/* The CPU the fallback thread leaves to the application thread that drives
+ * the engines while the CPUs are crowded (engine_place.c), -1: none. */
+int droce_place_avoided(void);
 /*
  * Drives the engines until @ready, or until they have been idle for @idle_us;
  * true if @ready.  Co-located mode only (else it asks @ready once).

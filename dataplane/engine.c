@@ -113,6 +113,7 @@ bool
 droce_engines_progress(void)
 {
 	bool busy = false;
+	uint64_t passed = 0; /* the clock of our last pass */
 
 	if (!droce_engines.started || droce_engines.dedicated || droce_engines.forked)
 		return false;
@@ -138,9 +139,12 @@ droce_engines_progress(void)
 			busy = true;
 		}
 		rte_rcu_qsbr_thread_offline(droce_engines.rcu, e);
-		atomic_store_explicit(&eng->app_tsc, droce_clock_real(eng->now), memory_order_relaxed);
+		passed = droce_clock_real(eng->now);
+		atomic_store_explicit(&eng->app_tsc, passed, memory_order_relaxed);
 		droce_engine_give(eng);
 	}
+	if (passed != 0)
+		droce_place_note_app(passed);
 	return busy;
 }
 

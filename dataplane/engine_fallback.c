@@ -219,16 +219,23 @@ lull(uint64_t now, uint64_t last_work, uint64_t span)
 	return true;
 }
 
+/* An application thread drove an engine within @span TSC cycles. */
+static bool
+app_drove_within(uint64_t now, uint64_t span)
+{
+	for (unsigned int e = 0; e < droce_engines.n; e++)
+		if ((int64_t)(now - atomic_load_explicit(&droce_engines.eng[e]->app_tsc,
+							  memory_order_relaxed)) < (int64_t)span)
+			return true;
+	return false;
+}
+
 /* An application thread drove an engine within fallback_us (a poller, a
  * waiter in its spin): the frames are its to take. */
 static bool
 app_driving(uint64_t now)
 {
-	for (unsigned int e = 0; e < droce_engines.n; e++)
-		if ((int64_t)(now - atomic_load_explicit(&droce_engines.eng[e]->app_tsc,
-							  memory_order_relaxed)) < (int64_t)fallback.after_tsc)
-			return true;
-	return false;
+	return app_drove_within(now, fallback.after_tsc);
 }
 
 /* Every port's wake line disarmed (our word cleared). */
@@ -476,6 +483,7 @@ fallback_main(void *arg)
 
 	RTE_SET_USED(arg);
 	droce_engine_thread_mark(); /* its passes are not an application's */
+	droce_place_start();
 	(void)prctl(PR_SET_TIMERSLACK, (unsigned long)FALLBACK_SLACK_NS, 0, 0, 0);
 	while (!atomic_load_explicit(&fallback.stop, memory_order_relaxed)) {
 		uint64_t now = rte_rdtsc(), us;
@@ -493,7 +501,12 @@ fallback_main(void *arg)
 			crowded_until = now + hz / 1000 * FALLBACK_CROWDED_MS;
 		last = now;
 		worked = fallback_round(claim);
-		if (line_woke)
+		/* a wake that found nothing is wasted only if an application
+		 * thread still polls (it drove within the claim, so the round
+		 * left its engines alone): one that took the frame and went on
+		 * to spin on its memory (write_lat: its poll for an ACK took the
+		 * peer's next WRITE too) left nobody else to take the next */
+		if (line_woke && (worked || app_drove_within(rte_rdtsc(), claim)))
 			asked_wake_was(worked);
 		if (worked) {
 			idle_since = last_work = now;
@@ -508,6 +521,7 @@ fallback_main(void *arg)
 			load_seen = now;
 			load_hits = cpus_crowded() ? load_hits + 1 : 0;
 			fallback.crowd = load_hits >= 2;
+			droce_place_step(fallback.crowd, now);
 		}
 		/* crowded, it spins only for a program asleep waiting for its
 		 * traffic's events: then nothing else of the program runs */

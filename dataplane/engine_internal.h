@@ -173,6 +173,13 @@ void droce_engine_rx_one_lc(struct droce_engine *eng, struct droce_port *port, s
 /* ---- the fallback thread (engine_fallback.c) ---- */
 
 int droce_engine_fallback_start(uint32_t us);
+/* Where the fallback thread runs (engine_place.c): an application thread's
+ * pass notes its TID (cheap, at most every 10 ms); the fallback thread, at
+ * its start, keeps its CPU set, and, while the CPUs are crowded, leaves the
+ * CPU of the application thread noted last (its whole set back after). */
+void droce_place_note_app(uint64_t now_tsc);
+void droce_place_start(void);
+void droce_place_step(bool crowd, uint64_t now_tsc);
 void droce_engine_fallback_stop(void);
 /* Wakes it if it sleeps (a thread about to block). */
 void droce_engine_fallback_kick(void);
