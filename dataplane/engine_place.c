@@ -18,8 +18,9 @@
  * thread's CPU (/proc/self/task/TID/stat) and, when it changed, narrows its
  * own affinity to what it was allowed minus that CPU (never to nothing).
  * The crowd over, it gets its whole set back.  Application threads note
- * their TID at most every PLACE_NOTE_MS (droce_place_note_app, called from
- * their passes: one load and compare otherwise).
+ * their TID at most every PLACE_EVERY_MS (droce_place_note_app, called from
+ * their passes: a load and a compare otherwise, nothing without a fallback
+ * thread).
  */
 #include <fcntl.h>
 #include <sched.h>
@@ -32,9 +33,11 @@
 #include "dp.h"
 #include "engine_internal.h"
 
-#define PLACE_NOTE_MS 10  /* an application thread notes its TID at most this often */
-#define PLACE_EVERY_MS 10 /* the fallback looks at that thread's CPU at most this often */
+#define PLACE_EVERY_MS 10 /* the TID noted, and its CPU looked at, at most this often */
 
+/* PLACE_EVERY_MS in TSC cycles, set when the fallback thread starts: 0 until
+ * then, so without a fallback thread nobody notes a TID nobody reads */
+static _Atomic uint64_t every_tsc;
 static _Atomic int32_t app_tid;         /* the application thread that drove last (noted) */
 static _Atomic uint64_t app_noted_tsc;  /* when it was noted */
 static __thread int32_t my_tid;         /* gettid(), once per thread */
@@ -49,9 +52,9 @@ static struct {
 void
 droce_place_note_app(uint64_t now_tsc)
 {
-	uint64_t seen = atomic_load_explicit(&app_noted_tsc, memory_order_relaxed);
+	uint64_t every = atomic_load_explicit(&every_tsc, memory_order_relaxed);
 
-	if (now_tsc - seen < rte_get_tsc_hz() / 1000 * PLACE_NOTE_MS)
+	if (every == 0 || now_tsc - atomic_load_explicit(&app_noted_tsc, memory_order_relaxed) < every)
 		return;
 	atomic_store_explicit(&app_noted_tsc, now_tsc, memory_order_relaxed);
 	if (my_tid == 0)
@@ -93,6 +96,7 @@ droce_place_start(void)
 	place.have_allowed = sched_getaffinity(0, sizeof(place.allowed), &place.allowed) == 0;
 	place.avoided = -1;
 	place.looked_tsc = 0;
+	atomic_store_explicit(&every_tsc, rte_get_tsc_hz() / 1000 * PLACE_EVERY_MS, memory_order_relaxed);
 }
 
 void
@@ -109,7 +113,7 @@ droce_place_step(bool crowd, uint64_t now_tsc)
 			place.avoided = -1;
 		return;
 	}
-	if (now_tsc - place.looked_tsc < rte_get_tsc_hz() / 1000 * PLACE_EVERY_MS)
+	if (now_tsc - place.looked_tsc < atomic_load_explicit(&every_tsc, memory_order_relaxed))
 		return;
 	place.looked_tsc = now_tsc;
 	tid = atomic_load_explicit(&app_tid, memory_order_relaxed);
