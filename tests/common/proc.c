@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause
  * Processes for tests (proc.h).
  */
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,4 +148,34 @@ tc_free_tcp_port(void)
 	cr_assert_eq(getsockname(fd, (struct sockaddr *)&sin, &len), 0, "getsockname: %m");
 	close(fd);
 	return ntohs(sin.sin_port);
+}
+
+pid_t
+tc_task_named(const char *name)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	pid_t tid = 0;
+
+	if (d == NULL)
+		return 0;
+	while (tid == 0 && (e = readdir(d)) != NULL) {
+		char path[300], comm[32] = "";
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
+		f = fopen(path, "r");
+		if (f == NULL)
+			continue;
+		if (fgets(comm, sizeof(comm), f) != NULL) {
+			comm[strcspn(comm, "\n")] = '\0';
+			if (strcmp(comm, name) == 0)
+				tid = (pid_t)atoi(e->d_name);
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return tid;
 }

@@ -53,4 +53,8 @@ bool tc_wait_path(const char *path);
  * tests running side by side (one test's program connected to the other's). */
 int tc_free_tcp_port(void);
 
+/* The TID of this process's thread named @name (its comm, e.g.
+ * "droce-fallback"), or 0 when none is. */
+pid_t tc_task_named(const char *name);
+
 #endif

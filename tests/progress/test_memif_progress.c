@@ -14,7 +14,6 @@
  * Over 800 lines: one two-process harness (fork, memif configs, QP exchange)
  * shared by every way a program can wait without polling.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -639,36 +638,19 @@ role_signal(int fd, unsigned int s)
 static long
 fallback_switches(void)
 {
-	char path[320], comm[32], line[256];
+	char path[64], line[256];
 	long n = -1;
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *e;
+	pid_t tid = tc_task_named("droce-fallback");
+	FILE *f;
 
-	CHECK(d != NULL, 90);
-	while ((e = readdir(d)) != NULL && n < 0) {
-		FILE *f;
-
-		if (e->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", e->d_name);
-		f = fopen(path, "r");
-		if (f == NULL)
-			continue;
-		comm[0] = 0;
-		if (fgets(comm, sizeof(comm), f) == NULL)
-			comm[0] = 0;
-		fclose(f);
-		if (strncmp(comm, "droce-fallback", 14) != 0)
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/status", e->d_name);
-		f = fopen(path, "r");
-		CHECK(f != NULL, 91);
-		while (fgets(line, sizeof(line), f) != NULL)
-			if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
-				break;
-		fclose(f);
-	}
-	closedir(d);
+	CHECK(tid != 0, 90);
+	snprintf(path, sizeof(path), "/proc/self/task/%d/status", (int)tid);
+	f = fopen(path, "r");
+	CHECK(f != NULL, 91);
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "voluntary_ctxt_switches: %ld", &n) == 1)
+			break;
+	fclose(f);
 	CHECK(n >= 0, 92);
 	return n;
 }

@@ -7,8 +7,6 @@
  * (bounded in time); the application thread is the test's, pinned to one
  * CPU and polling a CQ.  Needs two CPUs or more (skipped otherwise).
  */
-#define _GNU_SOURCE
-#include <dirent.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
@@ -24,7 +22,9 @@
 
 #include <droce/droce.h>
 
+#include "clock.h"
 #include "env.h"
+#include "proc.h"
 
 #include "dataplane/dp.h"
 
@@ -43,51 +43,15 @@ spinner(void *arg)
 	return NULL;
 }
 
-/* The fallback thread's TID (its name is droce-fallback), or 0. */
-static pid_t
-fallback_tid(void)
-{
-	DIR *d = opendir("/proc/self/task");
-	struct dirent *de;
-	pid_t tid = 0;
-
-	cr_assert_not_null(d);
-	while (tid == 0 && (de = readdir(d)) != NULL) {
-		char path[300], name[32] = "";
-		FILE *f;
-
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "/proc/self/task/%s/comm", de->d_name);
-		f = fopen(path, "r");
-		if (f == NULL)
-			continue;
-		if (fgets(name, sizeof(name), f) != NULL && strncmp(name, "droce-fallback", 14) == 0)
-			tid = (pid_t)atoi(de->d_name);
-		fclose(f);
-	}
-	closedir(d);
-	return tid;
-}
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Polls @cq (which drives the engines) until droce_place_avoided() is
  * @want, for at most @secs; true if it got there. */
 static bool
-poll_until_avoided(struct ibv_cq *cq, int want, double secs)
+poll_until_avoided(struct ibv_cq *cq, int want, unsigned int secs)
 {
-	double end = now_s() + secs;
+	uint64_t end = tc_now_ms() + secs * 1000;
 	struct ibv_wc wc;
 
-	while (now_s() < end) {
+	while (tc_now_ms() < end) {
 		(void)ibv_poll_cq(cq, 1, &wc);
 		if (droce_place_avoided() == want)
 			return true;
@@ -125,7 +89,7 @@ Test(progress_place, fallback_leaves_the_polling_threads_cpu_while_crowded, .tim
 	ctx = tc_open("droce0", &gid);
 	cq = ibv_create_cq(ctx, 16, NULL, NULL, 0);
 	cr_assert_not_null(cq);
-	tid = fallback_tid();
+	tid = tc_task_named("droce-fallback");
 	cr_assert_neq(tid, 0, "no droce-fallback thread");
 
 	/* the application thread on one CPU, and a crowd */
