@@ -40,6 +40,7 @@ struct mt {
 	_Atomic unsigned int post_errors;
 	_Atomic unsigned int churned, churn_errors;
 	_Atomic unsigned int churn_first; /* (step << 16 | errno) + 1 of the first error: 1 create, 2 modify, 3 destroy */
+	_Atomic bool churning; /* the churn thread has created its first QP: posters start */
 	_Atomic bool stop;
 	uint64_t deadline_ms;
 };
@@ -56,6 +57,10 @@ poster_main(void *arg)
 	unsigned int t = ((struct poster_arg *)arg)->t;
 	struct droce_qp *qp = g->pair[t].qp[0];
 
+	/* the table must churn under the traffic: on a loaded machine the posters
+	 * could otherwise finish before the churn thread first runs */
+	while (!atomic_load(&g->churning) && tc_now_ms() <= g->deadline_ms)
+		sched_yield();
 	for (unsigned int i = 0; i < PER_POSTER && !atomic_load(&g->stop); i++) {
 		size_t off = ((size_t)t * PER_POSTER + i) * LEN;
 		struct droce_wqe w = h_wqe((uint64_t)t << 32 | i, DROCE_WR_RDMA_WRITE, DROCE_WQE_SIGNALED);
@@ -155,6 +160,7 @@ churn_main(void *arg)
 				churn_error(1, errno);
 				continue;
 			}
+			atomic_store(&g->churning, true);
 			if (droce_qp_modify(q[n], &m) != 0)
 				churn_error(2, errno);
 			n++;
