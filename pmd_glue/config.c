@@ -717,7 +717,7 @@ load_all(struct loader *ld)
 	}
 	if (rc < 0)
 		return -1;
-	if (droce_cfg_switch_check(&ld->cfg->sw, buf_why, sizeof(buf_why)) < 0)
+	if (droce_cfg_switch_check(&ld->cfg->sw, ld->cfg, buf_why, sizeof(buf_why)) < 0)
 		return BAD_SECTION(ld, "switch", "%s", buf_why);
 	for (i = 0; i < (int)ld->cfg->n_ports; i++)
 		if (!seen_port[i])

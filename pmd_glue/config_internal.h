@@ -43,13 +43,15 @@ int droce_cfg_dcqcn_key(const char *key, const char *val, struct droce_dcqcn_con
 /* ---- [switch] (config_switch.c) ---- */
 
 #define DROCE_SWITCH_KEYS(X) \
-	X(rate) X(buffer) X(kmin) X(kmax) X(pmax) X(pfc) X(pfc_xoff) X(pfc_xon) X(seed)
+	X(rate) X(buffer) X(kmin) X(kmax) X(pmax) X(pfc) X(pfc_xoff) X(pfc_xon) X(seed) \
+	X(memif_socket) X(memif_links)
 void droce_cfg_switch_defaults(struct droce_switch_config *c);
 /* One [switch] key: 0, or -1 with *@why saying what is wrong. */
 int droce_cfg_switch_key(const char *key, const char *val, struct droce_switch_config *c,
 			 const char **why);
 /* The keys that only make sense together: 0, or -1 with @why (@cap bytes). */
-int droce_cfg_switch_check(const struct droce_switch_config *c, char *why, size_t cap);
+int droce_cfg_switch_check(const struct droce_switch_config *c, const struct droce_config *cfg,
+			   char *why, size_t cap);
 
 /* Splits @s on commas and blanks; calls @fn for each item (-1 if none). */
 int droce_cfg_for_each_item(const char *s, int (*fn)(void *arg, const char *item), void *arg);

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <rte_common.h>
+
 #include "config_internal.h"
 
 void
@@ -84,6 +86,18 @@ droce_cfg_switch_key(const char *key, const char *val, struct droce_switch_confi
 		*why = "not 0 or 1";
 		return droce_cfg_parse_u32(val, 0, 1, &c->pfc);
 	}
+	if (strcmp(key, "memif_socket") == 0) {
+		*why = "not a socket path (1..107 bytes, no ',')";
+		if (val[0] == '\0' || strlen(val) >= sizeof(c->memif_socket) ||
+		    strchr(val, ',') != NULL)
+			return -1;
+		memcpy(c->memif_socket, val, strlen(val) + 1);
+		return 0;
+	}
+	if (strcmp(key, "memif_links") == 0) {
+		*why = "not a link count (0.." RTE_STR(DROCE_SWITCH_LINKS_MAX) ")";
+		return droce_cfg_parse_u32(val, 0, DROCE_SWITCH_LINKS_MAX, &c->memif_links);
+	}
 	if (strcmp(key, "seed") == 0) {
 		*why = "not a seed (0..2^64-1)";
 		return droce_cfg_parse_u64(val, &c->seed);
@@ -93,8 +107,13 @@ droce_cfg_switch_key(const char *key, const char *val, struct droce_switch_confi
 }
 
 int
-droce_cfg_switch_check(const struct droce_switch_config *c, char *why, size_t cap)
+droce_cfg_switch_check(const struct droce_switch_config *c, const struct droce_config *cfg,
+		       char *why, size_t cap)
 {
+	unsigned int local = 0;
+
+	for (unsigned int i = 0; i < cfg->n_ports; i++)
+		local += cfg->ports[i].kind == DROCE_PORT_KIND_SWITCH;
 	if (c->kmax != 0 && c->kmin > c->kmax)
 		snprintf(why, cap, "kmin (%" PRIu64 ") above kmax (%" PRIu64 ")", c->kmin, c->kmax);
 	else if (c->kmax > c->buffer)
@@ -104,6 +123,14 @@ droce_cfg_switch_check(const struct droce_switch_config *c, char *why, size_t ca
 	else if (c->pfc && (c->pfc_xon >= c->pfc_xoff || c->pfc_xoff > c->buffer))
 		snprintf(why, cap, "pfc = 1 needs pfc_xon (%" PRIu64 ") < pfc_xoff (%" PRIu64
 			 ") <= buffer (%" PRIu64 ")", c->pfc_xon, c->pfc_xoff, c->buffer);
+	else if (c->memif_links != 0 && c->memif_socket[0] == '\0')
+		snprintf(why, cap, "memif_links = %u needs memif_socket (the links' socket path)",
+			 c->memif_links);
+	else if (c->memif_links != 0 && local == 0) /* the switch runs in their bursts */
+		snprintf(why, cap, "memif_links = %u needs a port of kind = switch", c->memif_links);
+	else if (local + c->memif_links > DROCE_MAX_PORTS)
+		snprintf(why, cap, "%u ports of kind = switch and memif_links = %u: at most %d in all",
+			 local, c->memif_links, DROCE_MAX_PORTS);
 	else
 		return 0;
 	return -1;

@@ -41,6 +41,7 @@
 
 #include <rte_common.h>
 #include <rte_cycles.h>
+#include <rte_ethdev.h>
 #include <rte_ether.h>
 #include <rte_mbuf.h>
 #include <rte_ring.h>
@@ -61,6 +62,8 @@
 #define SOJ_US 4u               /* sojourn histogram: 4 us buckets */
 #define SOJ_BUCKETS 4096u
 #define WIRE_EXTRA 24u          /* FCS, preamble + SFD, inter-frame gap */
+#define LINK_STAGE 32u          /* frames read from a memif link at a time */
+#define LINK_MACS 8u            /* source MACs learned per memif link */
 
 struct sw_egress {
 	struct rte_mbuf **m;     /* FIFO of cap frames */
@@ -84,6 +87,19 @@ struct sw_ingress {
 	uint64_t soj[SOJ_BUCKETS]; /* frames from this port by time in the switch */
 };
 
+/* A switch port that is a memif link to another process (switch_link.c):
+ * no droce port of this process behind it, its ethdev read and written
+ * here; the MACs behind it learned from what it sends. */
+struct sw_link {
+	uint16_t eth;
+	bool open;
+	unsigned int nmac;
+	struct rte_ether_addr mac[LINK_MACS];
+	struct rte_mbuf *stage[LINK_STAGE]; /* read, not yet arrived at the link's rate */
+	uint16_t sh, sn;
+	struct rte_mbuf *held;   /* dequeued, refused by the link's transmit: sent first */
+};
+
 struct droce_switch {
 	rte_spinlock_t lock;
 	struct droce_switch_config c;
@@ -95,8 +111,10 @@ struct droce_switch {
 	uint64_t vnow, vlast;    /* droce's clock at this service and the last */
 	uint64_t total;          /* bytes in the shared buffer */
 	uint64_t rng;
-	unsigned int n;
-	struct droce_port *port[DROCE_MAX_PORTS];
+	unsigned int n;          /* switch ports: nlocal droce ports, then the memif links */
+	unsigned int nlocal;
+	struct droce_port *port[DROCE_MAX_PORTS]; /* NULL for a link */
+	struct sw_link link[DROCE_MAX_PORTS];    /* [k] for k >= nlocal */
 	struct sw_egress eg[DROCE_MAX_PORTS];
 	struct sw_ingress in[DROCE_MAX_PORTS];
 };
@@ -113,14 +131,44 @@ wire_bytes(const struct rte_mbuf *m)
 	return (len < 64 ? 64 : len) + WIRE_EXTRA - 4;
 }
 
-/* The switch port whose MAC is @mac, or -1. */
+/* The switch port whose MAC is @mac (a link's: learned), or -1. */
 static int
 port_of(const struct droce_switch *sw, const struct rte_ether_addr *mac)
 {
-	for (unsigned int k = 0; k < sw->n; k++)
+	for (unsigned int k = 0; k < sw->nlocal; k++)
 		if (rte_is_same_ether_addr(&sw->port[k]->mac, mac))
 			return (int)k;
+	for (unsigned int k = sw->nlocal; k < sw->n; k++)
+		for (unsigned int j = 0; j < sw->link[k].nmac; j++)
+			if (rte_is_same_ether_addr(&sw->link[k].mac[j], mac))
+				return (int)k;
 	return -1;
+}
+
+/* Link @k sent a frame from @mac: that MAC is behind it (the oldest
+ * forgotten when LINK_MACS are known; a MAC seen on another link moves). */
+static void
+learn(struct droce_switch *sw, unsigned int k, const struct rte_ether_addr *mac)
+{
+	struct sw_link *l = &sw->link[k];
+	int at = port_of(sw, mac);
+
+	if (at == (int)k || rte_is_multicast_ether_addr(mac) || rte_is_zero_ether_addr(mac))
+		return;
+	if (at >= (int)sw->nlocal) {
+		struct sw_link *o = &sw->link[at];
+
+		for (unsigned int j = 0; j < o->nmac; j++)
+			if (rte_is_same_ether_addr(&o->mac[j], mac))
+				o->mac[j] = o->mac[--o->nmac];
+	} else if (at >= 0) {
+		return; /* a local port's own MAC: not learned elsewhere */
+	}
+	if (l->nmac == LINK_MACS)
+		memmove(&l->mac[0], &l->mac[1], (LINK_MACS - 1) * sizeof(l->mac[0]));
+	else
+		l->nmac++;
+	l->mac[l->nmac - 1] = *mac;
 }
 
 static void
@@ -187,7 +235,7 @@ forward(struct droce_switch *sw, unsigned int from, struct rte_mbuf *m, uint64_t
 
 			if (k == from)
 				continue;
-			c = rte_pktmbuf_copy(m, sw->port[from]->mp, 0, UINT32_MAX);
+			c = rte_pktmbuf_copy(m, m->pool, 0, UINT32_MAX);
 			if (c == NULL) {
 				sw->eg[k].nomem++;
 				continue;
@@ -214,9 +262,39 @@ forward(struct droce_switch *sw, unsigned int from, struct rte_mbuf *m, uint64_t
  * in the ring, as in a NIC's transmit queue, which backs up into droce.
  */
 static void
+link_ingress(struct droce_switch *sw, unsigned int k)
+{
+	struct sw_link *l = &sw->link[k];
+	struct sw_ingress *in = &sw->in[k];
+	unsigned int taken = 0;
+
+	while (!in->paused && taken < SW_IN_MAX && in->t_free <= sw->vnow) {
+		struct rte_mbuf *m;
+		uint64_t start;
+
+		if (l->sn == 0) {
+			l->sh = 0;
+			l->sn = rte_eth_rx_burst(l->eth, 0, l->stage, LINK_STAGE);
+			if (l->sn == 0)
+				return;
+		}
+		m = l->stage[l->sh++];
+		l->sn--;
+		if (rte_pktmbuf_data_len(m) >= RTE_ETHER_HDR_LEN)
+			learn(sw, k, &rte_pktmbuf_mtod(m, const struct rte_ether_hdr *)->src_addr);
+		start = RTE_MAX(in->t_free, sw->vlast);
+		in->t_free = start + (wire_bytes(m) * sw->cpb_q32 >> 32);
+		forward(sw, k, m, in->t_free);
+		taken++;
+	}
+}
+
+static void
 ingress(struct droce_switch *sw)
 {
-	for (unsigned int k = 0; k < sw->n; k++) {
+	for (unsigned int k = sw->nlocal; k < sw->n; k++)
+		link_ingress(sw, k);
+	for (unsigned int k = 0; k < sw->nlocal; k++) {
 		struct droce_port *p = sw->port[k];
 		struct sw_ingress *in = &sw->in[k];
 		unsigned int taken = 0;
@@ -237,11 +315,41 @@ ingress(struct droce_switch *sw)
 	}
 }
 
+/* Delivers @m to egress port @k: its receive ring, or a link's transmit
+ * (what that refuses is held and sent first next time). */
+static void
+deliver(struct droce_switch *sw, unsigned int k, struct rte_mbuf *m)
+{
+	struct sw_egress *e = &sw->eg[k];
+
+	if (k >= sw->nlocal) {
+		if (rte_eth_tx_burst(sw->link[k].eth, 0, &m, 1) == 0) {
+			sw->link[k].held = m;
+			e->blocked++;
+		}
+	} else if (rte_ring_sp_enqueue(sw->port[k]->rings[0][0], m) != 0) {
+		rte_pktmbuf_free(m); /* (free count checked first) */
+		e->blocked++;
+	}
+}
+
+/* Whether egress port @k can take a frame now (a link: its held frame out). */
+static bool
+egress_room(struct droce_switch *sw, unsigned int k)
+{
+	struct sw_link *l = &sw->link[k];
+
+	if (k < sw->nlocal)
+		return rte_ring_free_count(sw->port[k]->rings[0][0]) != 0;
+	if (l->held != NULL && rte_eth_tx_burst(l->eth, 0, &l->held, 1) == 1)
+		l->held = NULL;
+	return l->held == NULL;
+}
+
 static void
 egress(struct droce_switch *sw, unsigned int k)
 {
 	struct sw_egress *e = &sw->eg[k];
-	struct rte_ring *r = sw->port[k]->rings[0][0];
 
 	while (e->n != 0) {
 		uint32_t h = e->head;
@@ -254,9 +362,10 @@ egress(struct droce_switch *sw, unsigned int k)
 
 		if (end > sw->vnow)
 			break; /* still on the wire */
-		if (rte_ring_free_count(r) == 0) {
-			/* the port's receive ring is full (its engine is behind):
-			 * the link waits, nothing is lost to the simulation */
+		if (!egress_room(sw, k)) {
+			/* the port's receive ring is full (its engine is behind),
+			 * or the link's peer takes nothing: the link waits,
+			 * nothing is lost to the simulation */
 			e->blocked++;
 			e->t_free = sw->vnow;
 			break;
@@ -270,7 +379,7 @@ egress(struct droce_switch *sw, unsigned int k)
 		e->t_free = end;
 		/* RED at dequeue on the bytes still queued behind it */
 		if ((uint32_t)(splitmix64(&sw->rng) >> 32) < droce_switch_mark_thr(sw->c.kmin, sw->c.kmax, sw->pmax_q32, e->bytes)) {
-			ce = droce_frame_ce_mark(sw->port[k]->mp, &m);
+			ce = droce_frame_ce_mark(m->pool, &m);
 			if (ce > 0)
 				e->ce_marked++;
 			else if (ce < 0)
@@ -282,10 +391,7 @@ egress(struct droce_switch *sw, unsigned int k)
 		in->soj[soj < SOJ_BUCKETS ? soj : SOJ_BUCKETS - 1]++;
 		e->deq_frames++;
 		e->deq_bytes += len;
-		if (rte_ring_sp_enqueue(r, m) != 0) {
-			rte_pktmbuf_free(m); /* (free count checked above) */
-			e->blocked++;
-		}
+		deliver(sw, k, m);
 	}
 }
 
@@ -350,28 +456,44 @@ make:
 	/* a FIFO slot for each 64 bytes of the buffer (the smallest frame) */
 	while (cap < c->buffer / 64 + 1)
 		cap <<= 1;
-	for (unsigned int i = 0; i < n; i++) {
+	the_sw = sw;
+	for (unsigned int i = 0; i < n + c->memif_links; i++) {
 		struct sw_egress *e;
+		bool link = i >= n;
 
-		if (ports[i].cfg->kind != DROCE_PORT_KIND_SWITCH)
+		if (!link && ports[i].cfg->kind != DROCE_PORT_KIND_SWITCH)
 			continue;
 		e = &sw->eg[sw->n];
 		e->cap = cap;
 		e->m = calloc(cap, sizeof(*e->m));
 		e->arr = calloc(cap, sizeof(*e->arr));
 		e->from = calloc(cap, sizeof(*e->from));
-		sw->port[sw->n++] = &ports[i];
+		if (!link) {
+			sw->port[sw->n++] = &ports[i];
+			sw->nlocal = sw->n;
+		} else if (e->m != NULL && e->arr != NULL && e->from != NULL) {
+			/* the links' frames come from droce's mempool */
+			if (droce_switch_link_open(c, i - n, sw->port[0]->mp, &sw->link[sw->n].eth) != 0) {
+				int err = errno;
+
+				sw->n++;
+				droce_switch_destroy();
+				errno = err;
+				return -1;
+			}
+			sw->link[sw->n++].open = true;
+		} else {
+			sw->n++;
+		}
 		if (e->m == NULL || e->arr == NULL || e->from == NULL) {
-			the_sw = sw;
 			droce_switch_destroy();
 			return droce_err_set(ENOMEM, "[switch]: no memory for %u queue slots", cap);
 		}
 	}
-	for (unsigned int k = 0; k < sw->n; k++) {
+	for (unsigned int k = 0; k < sw->nlocal; k++) {
 		sw->port[k]->sw = sw;
 		sw->port[k]->sw_index = (uint8_t)k;
 	}
-	the_sw = sw;
 	return 0;
 }
 
@@ -383,15 +505,24 @@ droce_switch_destroy(void)
 	if (sw == NULL)
 		return;
 	the_sw = NULL;
-	for (unsigned int k = 0; k < sw->n; k++) {
+	/* the links last to first: the first's close removes the socket */
+	for (unsigned int k = sw->n; k-- > 0;) {
 		struct sw_egress *e = &sw->eg[k];
+		struct sw_link *l = &sw->link[k];
 
 		for (uint32_t i = 0; e->m != NULL && i < e->n; i++)
 			rte_pktmbuf_free(e->m[(e->head + i) & (e->cap - 1)]);
 		free(e->m);
 		free(e->arr);
 		free(e->from);
-		sw->port[k]->sw = NULL;
+		if (k < sw->nlocal) {
+			sw->port[k]->sw = NULL;
+			continue;
+		}
+		rte_pktmbuf_free_bulk(&l->stage[l->sh], l->sn);
+		rte_pktmbuf_free(l->held);
+		if (l->open)
+			droce_switch_link_close(&sw->c, k - sw->nlocal, l->eth);
 	}
 	free(sw);
 }
@@ -416,17 +547,15 @@ percentile(const uint64_t *h, unsigned int n, double q)
 	return n - 1;
 }
 
-unsigned int
-droce_switch_stats(const struct droce_port *p, struct droce_stat *out, unsigned int n,
-		   unsigned int i)
+/* The counters of switch port @k (a local port's or a link's). */
+static unsigned int
+port_stats(const struct droce_switch *sw, unsigned int k, struct droce_stat *out, unsigned int n,
+	   unsigned int i)
 {
-	const struct droce_switch *sw = p->sw;
-	const struct sw_egress *e;
-	const struct sw_ingress *in;
+	const struct sw_egress *e = &sw->eg[k];
+	const struct sw_ingress *in = &sw->in[k];
 	uint64_t us = sw->hz / 1000000, paused;
 
-	e = &sw->eg[p->sw_index];
-	in = &sw->in[p->sw_index];
 	paused = in->paused_cycles + (in->paused ? sw->vnow - in->pause_start : 0);
 	i = droce_stat_put(out, n, i, "switch_queue_bytes", e->bytes);
 	i = droce_stat_put(out, n, i, "switch_queue_max_bytes", e->max_bytes);
@@ -456,6 +585,37 @@ droce_switch_stats(const struct droce_port *p, struct droce_stat *out, unsigned 
 			   __atomic_load_n(&droce_clock.skipped, __ATOMIC_RELAXED) / us);
 	i = droce_stat_put(out, n, i, "switch_rate_mbps", droce_switch_port_speed(sw));
 	return i;
+}
+
+unsigned int
+droce_switch_stats(const struct droce_port *p, struct droce_stat *out, unsigned int n,
+		   unsigned int i)
+{
+	return port_stats(p->sw, p->sw_index, out, n, i);
+}
+
+int
+droce_stats_switch_link(unsigned int link, struct droce_stat *out, unsigned int n)
+{
+	const struct droce_switch *sw;
+	struct rte_eth_link el;
+	unsigned int i = 0, k;
+
+	droce_runtime_hold();
+	sw = droce_running() ? the_sw : NULL;
+	if (sw == NULL || link >= sw->n - sw->nlocal) {
+		droce_runtime_release();
+		errno = ENODEV;
+		return -1;
+	}
+	k = sw->nlocal + link;
+	memset(&el, 0, sizeof(el));
+	rte_eth_link_get_nowait(sw->link[k].eth, &el);
+	i = droce_stat_put(out, n, i, "link_up", el.link_status == RTE_ETH_LINK_UP);
+	i = droce_stat_put(out, n, i, "link_macs_learned", sw->link[k].nmac);
+	i = port_stats(sw, k, out, n, i);
+	droce_runtime_release();
+	return (int)i;
 }
 
 int

@@ -22,6 +22,14 @@ int droce_switch_create(const struct droce_switch_config *c, struct droce_port *
 /* Frees the frames the switch holds and the switch (ports stopped). */
 void droce_switch_destroy(void);
 
+/* switch_link.c: opens memif link @k of @c (role server, id @k on
+ * c->memif_socket; the socket checked before link 0) with its receive
+ * queue on @mp, started: 0 and *@eth, or -1 with the error set. */
+int droce_switch_link_open(const struct droce_switch_config *c, unsigned int k,
+			   struct rte_mempool *mp, uint16_t *eth);
+/* Stops and unplugs link @k's ethdev @eth (close link 0 last). */
+void droce_switch_link_close(const struct droce_switch_config *c, unsigned int k, uint16_t eth);
+
 /*
  * Runs the switch up to now: takes what its ports sent (their transmit
  * rings), queues it at the egress port (tail drop when the shared buffer

@@ -244,7 +244,15 @@ struct droce_switch_config {
 	uint32_t pfc;          /* 1: pause an ingress port holding pfc_xoff bytes */
 	uint64_t pfc_xoff, pfc_xon;
 	uint64_t seed;
+	/* links to other processes (pmd_glue/switch_link.c): memif servers with
+	 * ids 0..memif_links-1 on memif_socket, switch ports after the local
+	 * ones; another process's memif port (role = client, that socket, id k)
+	 * is then a port of this switch */
+	char memif_socket[108];  /* sun_path size; "" = no links */
+	uint32_t memif_links;
 };
+
+#define DROCE_SWITCH_LINKS_MAX 16
 
 #define DROCE_SWITCH_RATE_DEFAULT 10.0
 #define DROCE_SWITCH_BUFFER_DEFAULT (1u << 20)

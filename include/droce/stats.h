@@ -51,6 +51,15 @@ int droce_stats_cm(struct droce_stat *out, unsigned int n);
  */
 int droce_stats_switch_reset(void);
 
+/*
+ * The switch's counters of its memif link @link (0..[switch] memif_links
+ * - 1: a port of the switch whose far end is another process's memif
+ * port): link_up, link_macs_learned (the MACs the switch learned behind
+ * it), then the switch_* counters a port of kind = switch lists.  Same
+ * return convention as droce_stats_port (-1, ENODEV: no such link).
+ */
+int droce_stats_switch_link(unsigned int link, struct droce_stat *out, unsigned int n);
+
 /* The value of counter @name in @s[0..n), or UINT64_MAX if absent. */
 uint64_t droce_stat_find(const struct droce_stat *s, unsigned int n, const char *name);
 

@@ -8,6 +8,7 @@
  * Counts are asserted, never speeds.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -178,6 +179,25 @@ Test(sw, bad_config_refused)
 		 "[port0]\nkind = switch\nipv4 = 198.18.0.1\n";
 	cr_assert_eq(h_start(&c, true), -1);
 	cr_assert(strstr(droce_last_error(), "rate") != NULL, "%s", droce_last_error());
+	/* memif links: a socket to serve them on, a local switch port to run them */
+	c.text = "[eal]\nargs = --no-huge --no-pci -m 256\n[switch]\nmemif_links = 1\n"
+		 "[port0]\nkind = switch\nipv4 = 198.18.0.1\n";
+	cr_assert_eq(h_start(&c, true), -1);
+	cr_assert(strstr(droce_last_error(), "memif_socket") != NULL, "%s", droce_last_error());
+	c.text = "[eal]\nargs = --no-huge --no-pci -m 256\n[switch]\nmemif_links = 1\n"
+		 "memif_socket = /tmp/droce-test-swlink.sock\n"
+		 "[port0]\nkind = ring\npeer = port1\nipv4 = 198.18.0.1\n"
+		 "[port1]\nkind = ring\npeer = port0\nipv4 = 198.18.0.2\n";
+	cr_assert_eq(h_start(&c, true), -1);
+	cr_assert(strstr(droce_last_error(), "kind = switch") != NULL, "%s", droce_last_error());
+	c.text = "[eal]\nargs = --no-huge --no-pci -m 256\n[switch]\nmemif_links = 17\n"
+		 "memif_socket = /tmp/droce-test-swlink.sock\n"
+		 "[port0]\nkind = switch\nipv4 = 198.18.0.1\n";
+	cr_assert_eq(h_start(&c, true), -1);
+	cr_assert(strstr(droce_last_error(), "memif_links") != NULL, "%s", droce_last_error());
+	/* no link on a switch without links */
+	cr_assert_eq(droce_stats_switch_link(0, NULL, 0), -1);
+	cr_assert_eq(errno, ENODEV);
 }
 
 /* ARP through the switch (flooded), RC WRITEs from two ports to a third,
