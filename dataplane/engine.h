@@ -483,6 +483,7 @@ struct droce_engine {
 	uint32_t *qp_freed;       /* ring of indices given back, oldest first */
 	uint32_t freed_head, freed_count, freed_cap;
 	uint32_t n_qps;           /* indices in use */
+	uint32_t n_attached;      /* QPs in the table (engine side: ATTACH, DETACH) */
 	/* QPs with work now, per port (engine_sched.c) */
 	struct droce_qp_list active[DROCE_MAX_PORTS];
 	uint32_t n_active[DROCE_MAX_PORTS];

@@ -220,10 +220,12 @@ handle_msg_lc(struct droce_engine *eng, const struct droce_msg *m)
 
 	switch (m->type) {
 	case DROCE_MSG_ATTACH:
-		if (qp->qpn == DROCE_DP_GSI_QPN)
+		if (qp->qpn == DROCE_DP_GSI_QPN) {
 			eng->gsi[qp->port_index] = qp;
-		else
+		} else {
 			*droce_engine_qpt_slot_lc(eng, droce_qpn_index(qp->qpn)) = qp; /* page made by add_qp */
+			eng->n_attached++;
+		}
 		break;
 	case DROCE_MSG_MODIFY:
 		droce_qp_apply_mod_lc(qp, m->ptr);
@@ -269,6 +271,7 @@ handle_msg_lc(struct droce_engine *eng, const struct droce_msg *m)
 			uint32_t i = droce_qpn_index(qp->qpn);
 
 			*droce_engine_qpt_slot_lc(eng, i) = NULL;
+			eng->n_attached--;
 			/* a bell rung after this pass took the bits is not for its
 			 * index's next QP (the parents' bits find a zero word) */
 			atomic_fetch_and_explicit(&eng->bell_leaf[i >> 6], ~(UINT64_C(1) << (i & 63)),

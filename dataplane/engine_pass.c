@@ -10,12 +10,16 @@
  *   5. flush: the waiting frames to the PMDs.
  * In one file so the phases inline into the pass.
  */
+#include <stddef.h>
 #include <string.h>
 
+#include <rte_ether.h>
+#include <rte_ip.h>
 #include <rte_mbuf.h>
 #include <rte_mbuf_dyn.h>
 #include <rte_prefetch.h>
 #include <rte_ring.h>
+#include <rte_udp.h>
 
 #include "cc.h"
 #include "engine_internal.h"
@@ -376,6 +380,62 @@ rx_ring_empty(const struct droce_port *port, uint16_t queue)
 	       (!__atomic_load_n(&port->loop_in, __ATOMIC_RELAXED) || rte_ring_empty(port->lo[queue]));
 }
 
+/*
+ * Many QPs (issue 27): a received frame's QP is a cache miss, and its turn
+ * stalls on it.  With at least RX_PF_MIN_QPS QPs on the engine, each burst
+ * looks one frame ahead (the phase 3 loop, two QPs ahead: below): it peeks at the destination QP of a plain IPv4
+ * RoCEv2 frame (no VLAN, no IP options; only a hint, the frame is parsed in
+ * full when its turn comes) and asks for the lines that turn reads, the
+ * requester's for an acknowledgement or a response, the responder's for a
+ * request, while the frame before it is handled.  Fewer QPs stay in the
+ * caches and keep the one-frame data prefetch alone (no cost added).
+ */
+#define RX_PF_MIN_QPS 64u
+
+struct rx_peek_hdr {
+	struct rte_ether_hdr eth;
+	struct rte_ipv4_hdr ip;
+	struct rte_udp_hdr udp;
+	struct droce_bth bth;
+};
+_Static_assert(offsetof(struct rx_peek_hdr, bth) == sizeof(struct rte_ether_hdr) +
+	       sizeof(struct rte_ipv4_hdr) + sizeof(struct rte_udp_hdr), "no padding");
+
+static __rte_always_inline void
+rx_qp_prefetch_lc(struct droce_engine *eng, const struct rte_mbuf *m)
+{
+	const struct rx_peek_hdr *h = rte_pktmbuf_mtod(m, const struct rx_peek_hdr *);
+	struct droce_qp **slot;
+	const struct droce_qp *qp;
+	uint32_t qpn;
+	uint8_t op;
+
+	if (rte_pktmbuf_data_len(m) < sizeof(*h) ||
+	    h->eth.ether_type != RTE_BE16(RTE_ETHER_TYPE_IPV4) ||
+	    h->ip.version_ihl != RTE_IPV4_VHL_DEF || h->udp.dst_port != RTE_BE16(DROCE_UDP_PORT))
+		return;
+	qpn = droce_bth_qpn(&h->bth);
+	if (droce_qpn_engine(qpn) != eng->id || droce_qpn_index(qpn) >= DROCE_QP_INDEXES)
+		return;
+	/* the entry, unchecked (its QP number is on the line being asked for;
+	 * a prefetch of a stale entry costs nothing) */
+	slot = droce_engine_qpt_slot_lc(eng, droce_qpn_index(qpn));
+	qp = slot != NULL ? *slot : NULL;
+	if (qp == NULL)
+		return;
+	op = droce_bth_opcode(&h->bth) & 0x1f;
+	if (op >= DROCE_OP_READ_RESP_FIRST && op <= DROCE_OP_ATOMIC_ACK) {
+		droce_qp_prefetch(qp); /* the completer: the requester's lines */
+		return;
+	}
+	rte_prefetch0(qp);
+	rte_prefetch0(&qp->epsn);
+	rte_prefetch0((const uint8_t *)&qp->epsn + RTE_CACHE_LINE_SIZE);
+	rte_prefetch0(&qp->attr);
+	rte_prefetch0(&qp->tmpl); /* the acknowledgement's */
+	rte_prefetch0((const uint8_t *)&qp->tmpl + RTE_CACHE_LINE_SIZE);
+}
+
 /* Inlined into the pass (called once per pass; a call costs every idle pass). */
 static __rte_always_inline unsigned int
 rx_phase_lc(struct droce_engine *eng)
@@ -393,10 +453,23 @@ rx_phase_lc(struct droce_engine *eng)
 			bool flows = n != 0 && droce_flow_active(eng->ports[pi]->index);
 
 			got += n;
-			for (uint16_t i = 0; i < n; i++) {
-				if (i + 1 < n)
-					rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
-				rx_one_lc(eng, eng->ports[pi], pkts[i], flows);
+			if (unlikely(eng->n_attached >= RX_PF_MIN_QPS) && n > 1) {
+				/* frame i + 2's bytes, frame i + 1's QP, frame i */
+				rte_prefetch0(rte_pktmbuf_mtod(pkts[1], void *));
+				rx_qp_prefetch_lc(eng, pkts[0]);
+				for (uint16_t i = 0; i < n; i++) {
+					if (i + 2 < n)
+						rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 2], void *));
+					if (i + 1 < n)
+						rx_qp_prefetch_lc(eng, pkts[i + 1]);
+					rx_one_lc(eng, eng->ports[pi], pkts[i], flows);
+				}
+			} else {
+				for (uint16_t i = 0; i < n; i++) {
+					if (i + 1 < n)
+						rte_prefetch0(rte_pktmbuf_mtod(pkts[i + 1], void *));
+					rx_one_lc(eng, eng->ports[pi], pkts[i], flows);
+				}
 			}
 			if (n < DROCE_BURST)
 				break;
@@ -528,8 +601,26 @@ work_phase_lc(struct droce_engine *eng)
 
 			if (qp == NULL)
 				break;
-			if (n > 1 && TAILQ_NEXT(qp, active_link) != NULL)
-				droce_qp_prefetch(TAILQ_NEXT(qp, active_link)); /* many QPs: its lines */
+			if (n > 1 && TAILQ_NEXT(qp, active_link) != NULL) {
+				struct droce_qp *nx = TAILQ_NEXT(qp, active_link);
+
+				if (unlikely(eng->n_attached >= RX_PF_MIN_QPS)) {
+					/* many QPs: the one after next's lines, and the
+					 * next QP's slots refresh_lc reads first (its lines came during
+					 * this QP's last turn) */
+					struct droce_qp *nnx = n > 2 ? TAILQ_NEXT(nx, active_link) : NULL;
+
+					if (nnx != NULL) {
+						droce_qp_prefetch(nnx);
+						rte_prefetch0(&nnx->active_link); /* its next, next turn */
+					}
+					rte_prefetch0(droce_qp_sq_slot(nx, nx->sq_avail));
+					if (nx->srq == NULL)
+						rte_prefetch0(droce_qp_rq_at(nx, nx->rq_avail));
+				} else {
+					droce_qp_prefetch(nx); /* its lines */
+				}
+			}
 			budget = tx_budget_lc(eng, qp);
 			if (budget == 0 && ++full > DROCE_FULL_TURNS)
 				break; /* the port is full: the rest next pass */
