@@ -172,32 +172,14 @@ probe_vdev(const char *src, struct droce_port *p, const char *args)
 	return 0;
 }
 
-/*
- * A memif server binds its socket path, which fails while the file exists.
- * A socket file nobody listens on is what a killed server leaves behind:
- * remove it.  One somebody listens on, or a file that is no socket, is an
- * error the user must resolve.
- */
+/* A memif server's socket path, before the probe (residue.c). */
 static int
 memif_server_path_prepare(const char *src, struct droce_port *p)
 {
-	const char *path = p->cfg->memif_socket;
-	struct stat st;
-	int live;
+	char who[160];
 
-	if (stat(path, &st) != 0)
-		return 0;
-	if (!S_ISSOCK(st.st_mode))
-		return PORT_ERR(src, p, EEXIST, "socket = %s: exists and is not a socket", path);
-	live = droce_unix_socket_live(path); /* -1 for a too long path: the PMD reports it */
-	if (live == 1)
-		return PORT_ERR(src, p, EADDRINUSE,
-				"socket = %s: another memif server is listening on it", path);
-	if (live != 0)
-		return 0;
-	if (unlink(path) == 0)
-		PMD_LOG(NOTICE, "%s: [%s] removed stale memif socket %s", src, p->cfg->name, path);
-	return 0;
+	snprintf(who, sizeof(who), "%s: [%s]: socket", src, p->cfg->name);
+	return droce_memif_socket_prepare(who, p->cfg->memif_socket);
 }
 
 static int

@@ -188,6 +188,25 @@ droce_unix_socket_live(const char *path)
 	return -1;
 }
 
+int
+droce_memif_socket_prepare(const char *who, const char *path)
+{
+	struct stat st;
+	int live;
+
+	if (stat(path, &st) != 0)
+		return 0;
+	if (!S_ISSOCK(st.st_mode))
+		return droce_err_set(EEXIST, "%s = %s: exists and is not a socket", who, path);
+	live = droce_unix_socket_live(path); /* -1 for a too long path: the PMD reports it */
+	if (live == 1)
+		return droce_err_set(EADDRINUSE, "%s = %s: another memif server is listening on it",
+				     who, path);
+	if (live == 0 && unlink(path) == 0)
+		PMD_LOG(NOTICE, "%s: removed stale memif socket %s", who, path);
+	return 0;
+}
+
 /* ---- removing a directory's entries: async-signal-safe ---- */
 
 struct dirent64_raw {

@@ -57,4 +57,13 @@ unsigned int droce_residue_sweep(const char *base);
  */
 int droce_unix_socket_live(const char *path);
 
+/*
+ * Before a memif server binds @path (the bind fails while the file
+ * exists): a socket file nobody listens on, what a killed server leaves,
+ * is removed; one somebody listens on, or a file that is no socket, is an
+ * error the user must resolve.  0, or -1 with the error set, its message
+ * beginning "@who = @path: " (e.g. who "cfg: [port0]: socket").
+ */
+int droce_memif_socket_prepare(const char *who, const char *path);
+
 #endif /* DROCE_PMD_GLUE_RESIDUE_H */

@@ -14,8 +14,6 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
-#include <sys/stat.h>
 
 #include <rte_dev.h>
 #include <rte_errno.h>
@@ -33,29 +31,6 @@ struct link_dev {
 	uint16_t eth;
 	char name[RTE_ETH_NAME_MAX_LEN];
 };
-
-/* A socket file nobody listens on (a killed switch's) is removed; one
- * somebody listens on is an error. */
-static int
-socket_prepare(const char *path)
-{
-	struct stat st;
-	int live;
-
-	if (stat(path, &st) != 0)
-		return 0;
-	if (!S_ISSOCK(st.st_mode))
-		return droce_err_set(EEXIST, "[switch] memif_socket = %s: exists and is not a socket",
-				     path);
-	live = droce_unix_socket_live(path);
-	if (live == 1)
-		return droce_err_set(EADDRINUSE,
-				     "[switch] memif_socket = %s: another memif server is listening on it",
-				     path);
-	if (live == 0 && unlink(path) == 0)
-		PMD_LOG(NOTICE, "[switch] removed stale memif socket %s", path);
-	return 0;
-}
 
 static int
 link_setup(uint16_t eth, struct rte_mempool *mp)
@@ -84,7 +59,7 @@ droce_switch_link_open(const struct droce_switch_config *c, unsigned int k,
 
 	if (k == 0) {
 		link_generation++;
-		if (socket_prepare(c->memif_socket) != 0)
+		if (droce_memif_socket_prepare("[switch] memif_socket", c->memif_socket) != 0)
 			return -1;
 	}
 	snprintf(name, sizeof(name), "net_memif_droce_sw%u_l%u", link_generation, k);
